@@ -1,0 +1,67 @@
+"""Workbench state of one session (seed §1.1: a structured workbench, not a message list).
+
+Shapes:
+    messages      list[AnyMessage]   user input, model replies, tool results (add_messages reducer)
+    goal          str                the current goal: the latest user request that started a task
+    intent        str                rule-based intent tag of the current turn (seed §1.2)
+    pending_actions list[str]        tool calls requested and not yet answered ("name(id)")
+    references    list[str]          context referenced this turn (memories, files, handles)
+    metrics       dict               cumulative per thread, merged by ``merge_metrics``:
+                                     turns, tokens_in, tokens_out, tool_calls{name: n},
+                                     tool_errors, memory_writes, model_calls
+    tool_rounds   int                tool rounds since the current goal was set
+    stop_reason   str | None         why the loop stopped early (never a normal-looking answer)
+    memory_context list[str]         labelled memories retrieved for the prompt
+    report_path   str | None         report file produced by the task, if any
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+
+def merge_metrics(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
+    """Reducer for ``metrics``: numbers are added, ``tool_calls`` counts are added per tool.
+
+    ``{"reset": True}`` in an update is not supported on purpose: metrics are cumulative per
+    thread (seed §1.1 "metrics: turn count, tokens, per-tool call counts").
+    """
+    out: dict[str, Any] = dict(left or {})
+    for key, value in (right or {}).items():
+        if isinstance(value, dict):
+            inner = dict(out.get(key) or {})
+            for k, v in value.items():
+                inner[k] = inner.get(k, 0) + v
+            out[key] = inner
+        elif isinstance(value, (int, float)):
+            out[key] = out.get(key, 0) + value
+        else:
+            out[key] = value
+    return out
+
+
+@dataclass(kw_only=True)
+class InputState:
+    """What a caller sends: new messages (usually one HumanMessage)."""
+
+    messages: Annotated[list[AnyMessage], add_messages] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class State(InputState):
+    """The workbench. See the module docstring for every field's shape."""
+
+    goal: str = ""
+    intent: str = ""
+    pending_actions: list[str] = field(default_factory=list)
+    references: list[str] = field(default_factory=list)
+    metrics: Annotated[dict[str, Any], merge_metrics] = field(default_factory=dict)
+    tool_rounds: int = 0
+    stop_reason: str | None = None
+    memory_context: list[str] = field(default_factory=list)
+    report_path: str | None = None
