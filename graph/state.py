@@ -11,6 +11,14 @@ Shapes:
                                      tool_errors, memory_writes, model_calls
     tool_rounds   int                tool rounds since the current goal was set
     stop_reason   str | None         why the loop stopped early (never a normal-looking answer)
+    goal_distance int | None         required steps of the goal not yet done (evaluate_progress)
+    stalled_rounds int               consecutive tool rounds in which that distance did not shrink
+    progress_note str                evaluate_progress's advice for the next model call ("" if none)
+    prompt        list[AnyMessage]   exactly what the next model call sends: the system turn and
+                                     the chosen history (overwritten each round; Studio shows it)
+    pending_results list[dict]       tool results of the current round, raw payloads on disk
+                                     ({"tool_call_id", "name", "status", "error", "payload_path",
+                                     "latency_s"}), consumed by compress_results
     memory_context list[str]         labelled memories retrieved for the prompt
     report_path   str | None         report file produced by the task, if any
 """
@@ -63,5 +71,10 @@ class State(InputState):
     metrics: Annotated[dict[str, Any], merge_metrics] = field(default_factory=dict)
     tool_rounds: int = 0
     stop_reason: str | None = None
+    goal_distance: int | None = None
+    stalled_rounds: int = 0
+    progress_note: str = ""
+    prompt: list[AnyMessage] = field(default_factory=list)
+    pending_results: list[dict[str, Any]] = field(default_factory=list)
     memory_context: list[str] = field(default_factory=list)
     report_path: str | None = None

@@ -1,0 +1,66 @@
+"""The only place where nodes are wired into graphs (DESIGN "The graph").
+
+    START → assemble_context → call_model ─┬─(tool calls)→ dispatch_tools → compress_results
+                                           │      → evaluate_progress ─┬─(go on)→ assemble_context
+                                           │                           └─(stop)→ write_memory
+                                           └─(final answer)→ write_memory → END
+
+``builder`` is the uncompiled ``StateGraph``; ``graph`` (module level, what ``langgraph.json``
+points at) is compiled WITHOUT a checkpointer because the LangGraph server supplies its own;
+the CLI compiles ``builder`` with the SQLite saver (``make_graph``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from graph.context import Context
+from graph.state import InputState, State
+from nodes.assemble_context import assemble_context
+from nodes.call_model import call_model
+from nodes.compress_results import compress_results
+from nodes.dispatch_tools import dispatch_tools
+from nodes.evaluate_progress import evaluate_progress
+from nodes.write_memory import write_memory
+
+
+def route_model_output(state: State) -> Literal["dispatch_tools", "write_memory"]:
+    """Edge after ``call_model``: tool calls (valid or not, K3) go to dispatch, else finish."""
+    last = state.messages[-1] if state.messages else None
+    if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
+        return "dispatch_tools"
+    return "write_memory"
+
+
+def route_progress(state: State) -> Literal["assemble_context", "write_memory"]:
+    """Edge after ``evaluate_progress``: a stop reason ends the loop."""
+    return "write_memory" if state.stop_reason else "assemble_context"
+
+
+builder = StateGraph(State, input_schema=InputState, context_schema=Context)
+builder.add_node(assemble_context)
+builder.add_node(call_model)
+builder.add_node(dispatch_tools)
+builder.add_node(compress_results)
+builder.add_node(evaluate_progress)
+builder.add_node(write_memory)
+builder.add_edge(START, "assemble_context")
+builder.add_edge("assemble_context", "call_model")
+builder.add_conditional_edges("call_model", route_model_output)
+builder.add_edge("dispatch_tools", "compress_results")
+builder.add_edge("compress_results", "evaluate_progress")
+builder.add_conditional_edges("evaluate_progress", route_progress)
+builder.add_edge("write_memory", END)
+
+
+def make_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
+    """Compile the agent graph, optionally with a checkpointer (the CLI passes SQLite)."""
+    return builder.compile(checkpointer=checkpointer, name="hermes")
+
+
+graph = make_graph()

@@ -1,0 +1,43 @@
+"""Node ``call_model``: one model call over ``state.prompt`` with the registry's tools bound.
+
+Update: ``messages`` (the AI reply), ``pending_actions`` (``"name#id"`` of each requested call,
+including calls whose arguments were not valid JSON: ``invalid_tool_calls``, case K3, which
+``dispatch_tools`` answers with an error result so the model can regenerate), and ``metrics``
+(``model_calls``, ``tokens_in``, ``tokens_out``; the endpoint's usage report, else an
+approximate count). A model that cannot be reached raises :class:`ModelUnavailableError`
+with the next step in its message; the checkpoint before this node stays resumable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langchain_core.messages.utils import count_tokens_approximately
+from langgraph.runtime import Runtime
+
+from graph.context import Context
+from graph.model import load_chat_model
+from graph.resources import get_toolbox
+from graph.state import State
+
+
+async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Graph node: see the module docstring for the update it returns."""
+    context = runtime.context or Context()
+    toolbox = await get_toolbox(context)
+    model = await load_chat_model(context)
+    tools = toolbox.registry.openai_tools()
+    bound = model.bind_tools(tools) if tools else model
+    reply = await bound.ainvoke(state.prompt)
+    if not isinstance(reply, AIMessage):
+        reply = AIMessage(content=str(reply.content))
+    usage = reply.usage_metadata or {}
+    tokens_in = usage.get("input_tokens") or count_tokens_approximately(state.prompt)
+    tokens_out = usage.get("output_tokens") or count_tokens_approximately([reply])
+    calls = [*reply.tool_calls, *reply.invalid_tool_calls]
+    return {
+        "messages": [reply],
+        "pending_actions": [f"{c['name']}#{c['id']}" for c in calls],
+        "metrics": {"model_calls": 1, "tokens_in": tokens_in, "tokens_out": tokens_out},
+    }

@@ -1,0 +1,62 @@
+"""Node ``compress_results``: turn this round's raw tool results into bounded tool messages.
+
+Reads ``pending_results`` (raw payloads on disk, written by ``dispatch_tools``) and runs the
+three-stage pipeline of ``tools.results`` (validate, bound, summarise; seed §2.3, case K2), so
+every result that enters history — and so every later prompt — is bounded, its
+``tool_call_id`` pairing intact, and the full payload reachable through ``handle`` (the
+payload file's path).
+
+Update: ``messages`` (one ``ToolMessage`` per call; ``status="error"`` for failures, with the
+error text in the envelope) and ``pending_results`` cleared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import ToolMessage
+from langgraph.runtime import Runtime
+
+from graph.context import Context
+from graph.resources import get_toolbox
+from graph.state import State
+from tools.results import compress
+
+
+def _read_payload(path: str | None) -> Any:
+    if not path:
+        return None
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        return f"(payload unreadable: {exc})"
+
+
+async def compress_results(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Graph node: see the module docstring for the update it returns."""
+    context = runtime.context or Context()
+    registry = (await get_toolbox(context)).registry
+    messages: list[ToolMessage] = []
+    for result in state.pending_results:
+        raw = await asyncio.to_thread(_read_payload, result.get("payload_path"))
+        spec = registry.get(result["name"])
+        envelope = compress(
+            result["name"],
+            raw,
+            status=result["status"],
+            error=result.get("error"),
+            result_schema=getattr(spec, "result_schema", None),
+            handle=result.get("payload_path"),
+        )
+        messages.append(
+            ToolMessage(
+                content=json.dumps(envelope, ensure_ascii=False, default=str),
+                tool_call_id=result["tool_call_id"],
+                name=result["name"],
+                status="error" if result["status"] != "ok" else "success",
+            )
+        )
+    return {"messages": messages, "pending_results": []}

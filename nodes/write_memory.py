@@ -1,0 +1,77 @@
+"""Node ``write_memory``: close the turn — tell the user about an early stop, write memory.
+
+* If ``stop_reason`` is set, an AI message states it plainly (what stopped the loop, what was
+  done, what to do next), so a stopped run never looks like a normal answer (DESIGN §5).
+* Memory write triggers (seed §4.2) are applied by ``MemoryService.record_turn``: task
+  completed, explicit preference, tool failed then succeeded. A failure here is caught and
+  queued for retry by the service; it never blocks the answer (DESIGN §4).
+
+Update: ``messages`` (the stop notice, if any) and ``metrics`` (``turns``, ``memory_writes``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+from graph.context import Context
+from graph.resources import get_memory
+from graph.state import State
+
+log = logging.getLogger(__name__)
+
+
+def _current_goal(messages: list) -> list:
+    from langchain_core.messages import HumanMessage
+
+    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+    return messages[start:]
+
+
+def stop_notice(reason: str, done: list[str], report_path: str | None) -> str:
+    """The user-facing text of an early stop."""
+    lines = [f"Stopped before finishing: {reason}."]
+    lines.append("Done so far: " + (", ".join(done) if done else "no tool step succeeded") + ".")
+    if report_path:
+        lines.append(f"Report written: {report_path}.")
+    lines.append(
+        "Next: rephrase the task or give the missing detail, or point Hermes at a stronger "
+        "model (HERMES_BASE_URL / --base-url)."
+    )
+    return " ".join(lines)
+
+
+async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Graph node: see the module docstring for the update it returns."""
+    context = runtime.context or Context()
+    work = _current_goal(state.messages)
+    results = [m for m in work if isinstance(m, ToolMessage)]
+    done = sorted({m.name for m in results if m.status != "error" and m.name})
+    failed = {m.name for m in results if m.status == "error" and m.name}
+    messages: list[AIMessage] = []
+    answer = ""
+    if state.stop_reason:
+        answer = stop_notice(state.stop_reason, done, state.report_path)
+        messages.append(AIMessage(content=answer, name="hermes"))
+    else:
+        last = state.messages[-1] if state.messages else None
+        answer = last.content if isinstance(last, AIMessage) and isinstance(last.content, str) else ""
+    thread_id = str(get_config().get("configurable", {}).get("thread_id", "local"))
+    written = 0
+    try:
+        written = await get_memory(context).record_turn(
+            user_id=context.user_id,
+            thread_id=thread_id,
+            goal=state.goal,
+            answer=answer,
+            tools_used=done,
+            stop_reason=state.stop_reason,
+            failed_then_succeeded=sorted(failed & set(done)),
+        )
+    except Exception:  # the service queues its own failures; this guards the answer regardless
+        log.exception("memory write failed; the answer is unaffected")
+    return {"messages": messages, "metrics": {"turns": 1, "memory_writes": written}}

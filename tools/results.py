@@ -1,0 +1,138 @@
+"""Tool-result pipeline (seed §2.3, DESIGN §2): bound every result before it enters history.
+
+Three stages, applied by the ``compress_results`` node:
+
+1. **validate**: when the tool declares a result schema, check it with ``jsonschema``; a result
+   that fails keeps only the properties the schema declares and says what was dropped.
+2. **bound**: arrays over ``MAX_ITEMS`` (20) are sampled evenly (first and last kept) with the
+   true total stated; strings over ``MAX_FIELD_CHARS`` are truncated with a notice; the whole
+   rendered result is capped at ``MAX_RESULT_CHARS``. The full payload stays on disk, outside
+   the prompt, under a ``handle`` (case K2).
+3. **summarise**: a rule template for structured results (a DB query: columns, row count,
+   sample rows). (A model summary for long unstructured text is a later step: issue #4.)
+
+Output shape (the envelope the model sees, JSON): ``{"status": "ok"|"error", "summary": str,
+"data": <bounded content>, "truncated": bool, "total_items": int|None, "handle": str|None,
+"error": str|None}``. Unparseable raw output degrades to a plain-text summary.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+
+MAX_ITEMS = 20
+MAX_FIELD_CHARS = 1500
+MAX_RESULT_CHARS = 4000
+
+
+def _sample(items: list[Any], limit: int = MAX_ITEMS) -> list[Any]:
+    if len(items) <= limit:
+        return items
+    step = (len(items) - 1) / (limit - 1)
+    return [items[round(i * step)] for i in range(limit)]
+
+
+def bound(value: Any, notes: list[str], path: str = "$") -> Any:
+    """Stage 2 on any JSON value. Appends a human-readable note per cut to ``notes``."""
+    if isinstance(value, str):
+        if len(value) > MAX_FIELD_CHARS:
+            notes.append(f"{path}: text truncated from {len(value)} to {MAX_FIELD_CHARS} chars")
+            return value[:MAX_FIELD_CHARS] + " …[truncated]"
+        return value
+    if isinstance(value, list):
+        if len(value) > MAX_ITEMS:
+            notes.append(f"{path}: {len(value)} items, {MAX_ITEMS} sampled evenly")
+        return [bound(v, notes, f"{path}[{i}]") for i, v in enumerate(_sample(value))]
+    if isinstance(value, dict):
+        return {k: bound(v, notes, f"{path}.{k}") for k, v in value.items()}
+    return value
+
+
+def validate(value: Any, schema: dict[str, Any] | None, notes: list[str]) -> Any:
+    """Stage 1: drop structure the result schema does not allow (top-level properties)."""
+    if not schema:
+        return value
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(value))
+    if not errors:
+        return value
+    notes.append("result did not match its schema: " + "; ".join(e.message for e in errors[:3]))
+    if isinstance(value, dict) and isinstance(schema.get("properties"), dict):
+        allowed = schema["properties"]
+        dropped = sorted(set(value) - set(allowed))
+        if dropped:
+            notes.append(f"dropped undeclared fields: {', '.join(dropped)}")
+        return {k: v for k, v in value.items() if k in allowed}
+    return value
+
+
+def summarise(tool: str, value: Any, total_items: int | None) -> str:
+    """Stage 3: a rule template per result shape."""
+    if isinstance(value, dict) and "columns" in value and "rows" in value:
+        count = value.get("row_count", len(value["rows"]) if isinstance(value["rows"], list) else "?")
+        return f"{tool}: {count} rows, columns {', '.join(map(str, value['columns']))}"
+    if isinstance(value, dict):
+        keys = list(value)[:8]
+        return f"{tool}: object with fields {', '.join(keys)}"
+    if isinstance(value, list):
+        return f"{tool}: list of {total_items if total_items is not None else len(value)} items"
+    text = str(value)
+    return f"{tool}: " + (text[:160] + "…" if len(text) > 160 else text)
+
+
+def _parse(raw: Any) -> Any:
+    if isinstance(raw, str):
+        stripped = raw.strip()
+        if stripped[:1] in "[{":
+            try:
+                return json.loads(stripped)
+            except json.JSONDecodeError:
+                return raw
+    return raw
+
+
+def _largest_list_len(value: Any) -> int | None:
+    if isinstance(value, list):
+        return len(value)
+    if isinstance(value, dict):
+        lengths = [n for v in value.values() if (n := _largest_list_len(v)) is not None]
+        return max(lengths) if lengths else None
+    return None
+
+
+def compress(
+    tool: str,
+    raw: Any,
+    *,
+    status: str = "ok",
+    error: str | None = None,
+    result_schema: dict[str, Any] | None = None,
+    handle: str | None = None,
+) -> dict[str, Any]:
+    """Run the three stages on one tool result and return the envelope (module docstring)."""
+    notes: list[str] = []
+    value = _parse(raw)
+    if status == "ok":
+        value = validate(value, result_schema, notes)
+    total = _largest_list_len(value)
+    data = bound(value, notes)
+    envelope: dict[str, Any] = {
+        "status": status,
+        "summary": summarise(tool, value, total) if status == "ok" else f"{tool} failed: {error}",
+        "data": data,
+        "truncated": bool(notes),
+        "total_items": total,
+        "handle": handle if notes else None,
+        "error": error,
+    }
+    if notes:
+        envelope["notes"] = notes
+    text = json.dumps(envelope, ensure_ascii=False, default=str)
+    if len(text) > MAX_RESULT_CHARS:
+        # Still too big (many medium fields): keep the summary and a plain-text preview only.
+        preview = json.dumps(data, ensure_ascii=False, default=str)[: MAX_RESULT_CHARS // 2]
+        envelope.update(data=preview + " …[truncated]", truncated=True, handle=handle)
+        envelope.setdefault("notes", []).append(f"result of {len(text)} chars cut to a preview")
+    return envelope
