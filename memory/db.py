@@ -1,0 +1,48 @@
+"""The memory database file (``data_dir/memory.db``): async connections through aiosqlite.
+
+Every connection runs in aiosqlite's worker thread, so nothing blocks the event loop
+(``langgraph dev`` raises BlockingError on blocking I/O). A connection is opened per operation:
+no connection outlives the event loop that opened it. The schema is created lazily, once per
+``SqliteDb`` instance, with ``CREATE ... IF NOT EXISTS`` (safe when several instances share a file).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import AsyncIterator
+
+import aiosqlite
+
+#: File name of the memory database inside the service's ``data_dir``.
+DB_FILENAME = "memory.db"
+#: Seconds a connection waits for another writer's lock before "database is locked".
+BUSY_TIMEOUT_S = 5.0
+
+
+class SqliteDb:
+    """A SQLite file plus the schema one component needs in it.
+
+    ``path``: the database file (its directory is created on first use);
+    ``schema``: an SQL script of idempotent ``CREATE ... IF NOT EXISTS`` statements.
+    """
+
+    def __init__(self, path: Path, schema: str) -> None:
+        self.path = Path(path)
+        self._schema = schema
+        self._ready = False
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncIterator[aiosqlite.Connection]:
+        """An autocommit connection (``isolation_level=None``; use ``BEGIN IMMEDIATE`` for
+        transactions) with ``Row`` rows. Raises ``sqlite3.Error`` on an unusable file."""
+        if not self._ready:
+            await asyncio.to_thread(self.path.parent.mkdir, parents=True, exist_ok=True)
+        async with aiosqlite.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S) as db:
+            db.row_factory = aiosqlite.Row
+            if not self._ready:
+                await db.execute("PRAGMA journal_mode=WAL")
+                await db.executescript(self._schema)
+                self._ready = True
+            yield db
