@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from graph.context import Context
 from memory.service import MemoryService
-from tools.toolbox import Toolbox
 
-_toolboxes: dict[tuple[str, str], Toolbox] = {}
+if TYPE_CHECKING:
+    from tools.toolbox import Toolbox
+
+_toolboxes: dict[tuple[str, str], "Toolbox"] = {}
 _memories: dict[str, MemoryService] = {}
 _lock: asyncio.Lock | None = None
 
@@ -25,7 +28,7 @@ def _key(context: Context) -> tuple[str, str]:
     return (str(Path(context.data_dir).resolve()), context.mcp_config)
 
 
-async def get_toolbox(context: Context) -> Toolbox:
+async def get_toolbox(context: Context) -> "Toolbox":
     """The toolbox for ``context`` (opened on first use: builtin tools + MCP servers)."""
     global _lock
     if _lock is None:
@@ -34,6 +37,8 @@ async def get_toolbox(context: Context) -> Toolbox:
     async with _lock:
         toolbox = _toolboxes.get(key)
         if toolbox is None:
+            from tools.toolbox import Toolbox  # opens processes: import only when needed
+
             toolbox = await Toolbox.open(
                 Path(context.data_dir),
                 Path(context.mcp_config) if context.mcp_config else None,
@@ -43,7 +48,7 @@ async def get_toolbox(context: Context) -> Toolbox:
         return toolbox
 
 
-def set_toolbox(context: Context, toolbox: Toolbox) -> None:
+def set_toolbox(context: Context, toolbox: "Toolbox") -> None:
     """Use ``toolbox`` for ``context`` (tests inject registries of their own tools)."""
     _toolboxes[_key(context)] = toolbox
 

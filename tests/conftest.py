@@ -1,0 +1,87 @@
+"""Shared fixtures: scripted LangChain fake chat models and in-process tool registries for
+deterministic tests of graph logic (never used by the product)."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+
+from graph import resources
+from graph.context import Context
+from graph.model import register_model
+from tools.registry import ToolRegistry
+from tools.spec import ToolSpec
+
+
+class ScriptedChat(GenericFakeChatModel):
+    """GenericFakeChatModel that accepts ``bind_tools`` and records every prompt it was sent."""
+
+    seen: list[list[BaseMessage]] = []
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> "ScriptedChat":
+        return self
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[override]
+        self.seen.append(list(messages))
+        return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+def tool_call(name: str, args: dict[str, Any] | None = None, call_id: str | None = None) -> AIMessage:
+    """An AI message asking for one tool call."""
+    return AIMessage(
+        content="",
+        tool_calls=[{"type": "tool_call", "name": name, "args": args or {}, "id": call_id or f"call_{uuid.uuid4().hex[:8]}"}],
+    )
+
+
+class FakeToolbox:
+    """Toolbox stand-in for graph-logic tests: a real ToolRegistry with in-process runners."""
+
+    def __init__(self) -> None:
+        self.registry = ToolRegistry()
+        self.closed = False
+
+    def add(self, name: str, fn: Callable[..., Any], params: dict[str, Any] | None = None) -> None:
+        async def runner(args: dict[str, Any], request_id: str) -> Any:
+            return fn(**args)
+
+        spec = ToolSpec(
+            name=name,
+            description=f"Test tool {name}: used by the graph-logic tests only, never by the product.",
+            parameters=params or {"type": "object", "properties": {}, "required": []},
+        )
+        self.registry.register(spec, runner)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "hermes"
+
+
+@pytest.fixture
+def scripted(data_dir: Path):
+    """``scripted(replies, toolbox)`` → a Context whose model replays ``replies`` in order."""
+    counter = itertools.count()
+
+    def make(replies: Iterable[BaseMessage], toolbox: FakeToolbox | None = None, **ctx: Any) -> Context:
+        name = f"scripted-{next(counter)}-{uuid.uuid4().hex[:6]}"
+        model = ScriptedChat(messages=iter(list(replies)))
+        model.seen = []
+        register_model(name, lambda _ctx: model)
+        context = Context(model=name, data_dir=str(data_dir), **ctx)
+        resources.set_toolbox(context, toolbox or FakeToolbox())
+        make.models[name] = model  # type: ignore[attr-defined]
+        return context
+
+    make.models = {}  # type: ignore[attr-defined]
+    yield make

@@ -1,0 +1,111 @@
+"""assemble_context: window invariants (case K1 and its kind), intent tags, prompt order."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages.utils import count_tokens_approximately
+
+from nodes.assemble_context import build_system_prompt, message_groups, select_window, tag_intent
+
+
+def assert_no_orphans(window) -> None:
+    """Every tool message follows its calling AI message; every AI tool call is answered."""
+    open_calls: set[str] = set()
+    for message in window:
+        if isinstance(message, AIMessage) and message.tool_calls:
+            assert not open_calls, "AI tool calls left unanswered before the next message"
+            open_calls = {c["id"] for c in message.tool_calls}
+        elif isinstance(message, ToolMessage):
+            assert message.tool_call_id in open_calls, f"orphan tool result {message.tool_call_id}"
+            open_calls.discard(message.tool_call_id)
+        else:
+            assert not open_calls, "AI tool calls left unanswered"
+    assert not open_calls
+
+
+def k1_history():
+    return [
+        HumanMessage("weather in Florida?", id="h1"),
+        AIMessage("", tool_calls=[{"name": "get_weather", "args": {"state": "FL"}, "id": "abc123"}], id="a1"),
+        ToolMessage("sunny, 30C", tool_call_id="abc123", id="t1"),
+        HumanMessage("thanks", id="h2"),
+        AIMessage("you're welcome", id="a2"),
+        HumanMessage("and tomorrow?", id="h3"),
+        AIMessage("probably sunny", id="a3"),
+    ]
+
+
+def test_k1_trimming_never_keeps_a_tool_result_without_its_call():
+    history = k1_history()
+    full = count_tokens_approximately(history)
+    for budget in range(5, full + 20, 3):
+        window = select_window(history, budget)
+        assert_no_orphans(window)
+        assert window[-1].id == "a3" or window[0].id == "h3"
+
+
+def test_orphans_already_in_history_are_left_out():
+    history = [ToolMessage("stray", tool_call_id="zzz", id="t0"), *k1_history()]
+    history.append(AIMessage("", tool_calls=[{"name": "x", "args": {}, "id": "unanswered"}], id="a9"))
+    window = select_window(history, 10_000)
+    assert "t0" not in {m.id for m in window}
+    assert "a9" not in {m.id for m in window}
+    assert_no_orphans(window)
+
+
+@st.composite
+def histories(draw):
+    messages = []
+    n = 0
+    for _ in range(draw(st.integers(1, 25))):
+        n += 1
+        kind = draw(st.sampled_from(["human", "answer", "calls", "orphan", "unanswered"]))
+        text = draw(st.text(min_size=0, max_size=300))
+        if kind == "human":
+            messages.append(HumanMessage(text, id=f"h{n}"))
+        elif kind == "answer":
+            messages.append(AIMessage(text, id=f"a{n}"))
+        elif kind == "orphan":
+            messages.append(ToolMessage(text, tool_call_id=f"gone{n}", id=f"o{n}"))
+        else:
+            k = draw(st.integers(1, 3))  # parallel-call groups
+            ids = [f"c{n}_{i}" for i in range(k)]
+            messages.append(AIMessage("", tool_calls=[{"name": "t", "args": {}, "id": i} for i in ids], id=f"a{n}"))
+            answered = ids if kind == "calls" else ids[: draw(st.integers(0, k - 1))]
+            for i in answered:
+                messages.append(ToolMessage(text, tool_call_id=i, id=f"r{i}"))
+    return messages
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories(), st.integers(1, 3000))
+def test_window_invariants_hold_for_any_history(history, budget):
+    window = select_window(history, budget)
+    assert_no_orphans(window)
+    # within budget, unless the current goal's human message alone exceeds it
+    groups = message_groups(window)
+    if len(groups) > 1:
+        assert count_tokens_approximately(window) <= budget
+    # chronological order preserved
+    order = {m.id: i for i, m in enumerate(history)}
+    positions = [order[m.id] for m in window]
+    assert positions == sorted(positions)
+
+
+def test_current_goal_is_kept_before_older_history():
+    history = [HumanMessage("old " * 400, id="old"), AIMessage("old answer " * 200, id="olda"),
+               HumanMessage("new question", id="new")]
+    window = select_window(history, 60)
+    assert [m.id for m in window][-1] == "new"
+    assert "old" not in {m.id for m in window}
+
+
+def test_intent_tags_and_prompt_order():
+    assert tag_intent("Summarise last month's sales into a report") == "report"
+    assert tag_intent("remind me every month") == "scheduling"
+    assert tag_intent("hello") == "chat"
+    prompt = build_system_prompt(["[episodic · 2026-11-01 · confidence 0.90 · direct] ran a report"], "Change approach.")
+    assert prompt.index("Hermes") < prompt.index("What you remember") < prompt.index("Change approach")
+    assert isinstance(SystemMessage(prompt), SystemMessage)

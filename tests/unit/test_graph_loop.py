@@ -1,0 +1,139 @@
+"""The agent graph's logic with scripted fake models (cases K2, K3, K4; loop guards)."""
+
+from __future__ import annotations
+
+import json
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from graph.builder import make_graph
+from tests.conftest import FakeToolbox, tool_call
+from tools.results import MAX_RESULT_CHARS
+
+
+async def run(context, text: str, thread: str = "t1"):
+    agent = make_graph(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": thread}}
+    out = await agent.ainvoke({"messages": [HumanMessage(text)]}, config, context=context)
+    return out
+
+
+def tool_messages(out) -> list[ToolMessage]:
+    return [m for m in out["messages"] if isinstance(m, ToolMessage)]
+
+
+async def test_final_answer_without_tools_ends_the_run(scripted):
+    ctx = scripted([AIMessage("Hello there")])
+    out = await run(ctx, "hi")
+    assert out["messages"][-1].content == "Hello there"
+    assert out["stop_reason"] is None
+    assert out["metrics"]["turns"] == 1
+
+
+async def test_tool_result_reaches_the_next_model_call(scripted):
+    box = FakeToolbox()
+    box.add("get_weather", lambda city: {"city": city, "sky": "sunny"},
+            {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+    ctx = scripted([tool_call("get_weather", {"city": "Paris"}, "c1"), AIMessage("It is sunny.")], box)
+    out = await run(ctx, "weather in Paris?")
+    model = scripted.models[ctx.model]
+    second_prompt = model.seen[1]
+    results = [m for m in second_prompt if isinstance(m, ToolMessage)]
+    assert [m.tool_call_id for m in results] == ["c1"]
+    assert "sunny" in results[0].content
+    assert out["metrics"]["tool_calls"] == {"get_weather": 1}
+
+
+async def test_k3_invalid_json_arguments_go_back_as_an_error_result(scripted):
+    bad = AIMessage(
+        content="",
+        invalid_tool_calls=[{"type": "invalid_tool_call", "name": "search", "args": '{"q": "x"',
+                             "id": "bad1", "error": "Unterminated string"}],
+    )
+    box = FakeToolbox()
+    box.add("search", lambda q: [q], {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]})
+    ctx = scripted([bad, tool_call("search", {"q": "x"}, "ok1"), AIMessage("found x")], box)
+    out = await run(ctx, "search for x")
+    results = tool_messages(out)
+    assert results[0].tool_call_id == "bad1" and results[0].status == "error"
+    assert "not valid JSON" in json.loads(results[0].content)["error"]
+    assert results[1].status == "success"
+    assert out["messages"][-1].content == "found x"
+
+
+async def test_k4_exception_and_unknown_tool_become_error_results(scripted):
+    def explode():
+        raise ValueError("boom")
+
+    box = FakeToolbox()
+    box.add("exploding_tool", explode)
+    ai = AIMessage(content="", tool_calls=[
+        {"type": "tool_call", "name": "exploding_tool", "args": {}, "id": "e1"},
+        {"type": "tool_call", "name": "does_not_exist", "args": {}, "id": "e2"},
+    ])
+    ctx = scripted([ai, AIMessage("done")], box)
+    out = await run(ctx, "try it")
+    by_id = {m.tool_call_id: json.loads(m.content) for m in tool_messages(out)}
+    assert "boom" in by_id["e1"]["error"]
+    assert "exploding_tool" in by_id["e2"]["error"]  # the valid names are listed
+    assert all(m.status == "error" for m in tool_messages(out))
+    assert out["messages"][-1].content == "done"
+
+
+async def test_k2_oversized_results_are_bounded_with_totals_and_a_handle(scripted, data_dir):
+    box = FakeToolbox()
+    box.add("big_text", lambda: "x" * 500_000)
+    box.add("big_rows", lambda: {"columns": ["id", "v"], "rows": [[i, i * 2] for i in range(10_000)], "row_count": 10_000})
+    ai = AIMessage(content="", tool_calls=[
+        {"type": "tool_call", "name": "big_text", "args": {}, "id": "b1"},
+        {"type": "tool_call", "name": "big_rows", "args": {}, "id": "b2"},
+    ])
+    ctx = scripted([ai, AIMessage("summarised")], box)
+    out = await run(ctx, "get everything")
+    results = {m.tool_call_id: m for m in tool_messages(out)}
+    assert set(results) == {"b1", "b2"}
+    for message in results.values():
+        assert len(message.content) <= MAX_RESULT_CHARS + 200
+    rows = json.loads(results["b2"].content)
+    assert rows["total_items"] == 10_000 and rows["truncated"] is True
+    assert "10000 rows" in rows["summary"]
+    # the full payload is kept outside the prompt, reachable by the handle
+    full = json.loads(open(rows["handle"]).read())
+    assert len(full["rows"]) == 10_000
+    assert out["messages"][-1].content == "summarised"
+
+
+async def test_repeated_identical_calls_stop_with_an_explicit_reason(scripted):
+    box = FakeToolbox()
+    box.add("ping", lambda: "pong")
+    replies = [tool_call("ping", {}, f"p{i}") for i in range(10)]
+    ctx = scripted(replies, box, max_repeated_calls=2)
+    out = await run(ctx, "ping until done")
+    assert out["stop_reason"].startswith("repeated identical call")
+    assert out["metrics"]["tool_calls"]["ping"] == 3
+    last = out["messages"][-1]
+    assert isinstance(last, AIMessage) and last.content.startswith("Stopped before finishing")
+
+
+async def test_round_cap_stops_a_model_that_never_answers(scripted):
+    box = FakeToolbox()
+    box.add("count", lambda n: n, {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+    replies = [tool_call("count", {"n": i}, f"n{i}") for i in range(20)]
+    ctx = scripted(replies, box, max_tool_rounds=4)
+    out = await run(ctx, "count forever")
+    assert out["stop_reason"] is not None
+    assert out["tool_rounds"] <= 4
+    assert "Stopped before finishing" in out["messages"][-1].content
+
+
+async def test_a_failing_memory_write_never_blocks_the_answer(scripted, monkeypatch):
+    from memory.service import MemoryService
+
+    async def broken(self, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(MemoryService, "record_turn", broken)
+    ctx = scripted([AIMessage("the answer")])
+    out = await run(ctx, "question")
+    assert out["messages"][-1].content == "the answer"
