@@ -1,0 +1,146 @@
+"""The builtin tools of the flagship task (seed §5.1) as :class:`~tools.spec.ToolSpec` s, and
+their registration through an :class:`~tools.executors.base.Executor` (never in-process).
+
+``BUILTIN_TOOLS``: list of ``(ToolSpec, entrypoint)``; ``register_builtin_tools(registry,
+executor)`` registers them all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tools.executors.base import Executor
+from tools.registry import ToolRegistry
+from tools.spec import HEAVY_TIMEOUT_S, ORDINARY_TIMEOUT_S, ToolSpec
+
+SALES_SCHEMA_TEXT = (
+    "regions(region_id INTEGER PK, name TEXT); "
+    "customers(customer_id INTEGER PK, name TEXT, region_id INTEGER -> regions, segment TEXT "
+    "'enterprise'|'smb'|'consumer'); "
+    "products(product_id INTEGER PK, name TEXT, category TEXT, unit_price REAL); "
+    "orders(order_id INTEGER PK, customer_id INTEGER -> customers, order_date TEXT 'YYYY-MM-DD'); "
+    "order_items(order_item_id INTEGER PK, order_id INTEGER -> orders, product_id INTEGER -> products, "
+    "quantity INTEGER, unit_price REAL)"
+)
+
+QUERY_DATABASE = ToolSpec(
+    name="query_database",
+    description=(
+        "Run ONE read-only SQL SELECT (SQLite dialect; WITH ... SELECT allowed) on the sales "
+        "database and get {columns, rows, row_count, truncated}; at most 500 rows are returned. "
+        f"Tables: {SALES_SCHEMA_TEXT}. Revenue = SUM(order_items.quantity * order_items.unit_price); "
+        "filter a month with substr(orders.order_date, 1, 7) = 'YYYY-MM'. "
+        "Use it for ad-hoc questions about sales data. It cannot write: INSERT/UPDATE/DELETE/DROP/"
+        "ATTACH/PRAGMA or several statements are refused with an error. For a complete monthly "
+        "report file use generate_report instead."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {"sql": {"type": "string", "minLength": 1,
+                               "description": "A single SQLite SELECT statement."}},
+        "required": ["sql"],
+        "additionalProperties": False,
+    },
+    timeout_s=ORDINARY_TIMEOUT_S,
+    side_effect=False,
+    result_schema={
+        "type": "object",
+        "properties": {"columns": {"type": "array", "items": {"type": "string"}},
+                       "rows": {"type": "array", "items": {"type": "array"}},
+                       "row_count": {"type": "integer"}, "truncated": {"type": "boolean"}},
+        "required": ["columns", "rows", "row_count"],
+    },
+)
+
+GENERATE_REPORT = ToolSpec(
+    name="generate_report",
+    description=(
+        "Write the monthly sales analysis report (Markdown) for one month, computed from the sales "
+        "database: total revenue, order count, average order value, revenue by region, top 5 "
+        "products and change vs the previous month. Saves reports/sales-YYYY-MM.md and returns "
+        "{path, month, total_revenue, orders, average_order_value, revenue_by_region, top_products, "
+        "previous_month, change_pct}. Typical use: 'summarise last month's sales into a report'. "
+        "month is YYYY-MM; leave it empty for the last full month in the data; a month without "
+        "orders is an error listing the months available. It does not send the report anywhere: "
+        "post the result with a chat tool (e.g. post_message). For ad-hoc numbers use query_database."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "month": {"type": "string", "pattern": r"^(\d{4}-(0[1-9]|1[0-2]))?$", "default": "",
+                      "description": "YYYY-MM; empty = last full month present in the data."},
+            "title": {"type": "string", "default": "", "maxLength": 200,
+                      "description": "Report title; empty = 'Sales report YYYY-MM'."},
+        },
+        "required": [],
+        "additionalProperties": False,
+    },
+    timeout_s=HEAVY_TIMEOUT_S,
+    side_effect=True,
+    result_schema={
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "month": {"type": "string"},
+                       "total_revenue": {"type": "number"}, "orders": {"type": "integer"}},
+        "required": ["path", "month", "total_revenue", "orders"],
+    },
+)
+
+SCHEDULE_REMINDER = ToolSpec(
+    name="schedule_reminder",
+    description=(
+        "Create a recurring reminder for the user, stored persistently: it fires every month on "
+        "day_of_month (1-31; clamped to the month's last day) at time (HH:MM, 24 h, local time). "
+        "Returns the reminder with its id and next_run. Typical use: 'remind me every month to "
+        "send the sales report'. Only monthly recurrence is supported; invalid day/time is an "
+        "error. It does not send messages or generate reports itself; use list_reminders to see "
+        "existing reminders before adding a duplicate."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "text": {"type": "string", "minLength": 1, "maxLength": 500,
+                     "description": "What to remind the user about."},
+            "day_of_month": {"type": "integer", "minimum": 1, "maximum": 31, "default": 1},
+            "time": {"type": "string", "pattern": r"^([01]\d|2[0-3]):[0-5]\d$", "default": "09:00"},
+            "recurrence": {"type": "string", "enum": ["monthly"], "default": "monthly"},
+        },
+        "required": ["text"],
+        "additionalProperties": False,
+    },
+    timeout_s=ORDINARY_TIMEOUT_S,
+    side_effect=True,
+)
+
+LIST_REMINDERS = ToolSpec(
+    name="list_reminders",
+    description=(
+        "List every reminder created with schedule_reminder: {reminders: [{id, text, day_of_month, "
+        "time, recurrence, created_at, next_run}], count}. Read-only; takes no arguments. Use it "
+        "to check whether a reminder already exists before scheduling another."
+    ),
+    parameters={"type": "object", "properties": {}, "required": [], "additionalProperties": False},
+    timeout_s=ORDINARY_TIMEOUT_S,
+)
+
+BUILTIN_TOOLS: list[tuple[ToolSpec, str]] = [
+    (QUERY_DATABASE, "tools.builtin.sales:query_database"),
+    (GENERATE_REPORT, "tools.builtin.sales:generate_report"),
+    (SCHEDULE_REMINDER, "tools.builtin.reminders:schedule_reminder"),
+    (LIST_REMINDERS, "tools.builtin.reminders:list_reminders"),
+]
+
+
+def executor_runner(executor: Executor, entrypoint: str, timeout_s: float):
+    """A registry runner that sends the call to ``executor`` (out of process)."""
+
+    async def run(args: dict[str, Any], request_id: str) -> Any:
+        return await executor.run(entrypoint, args, timeout_s=timeout_s, request_id=request_id)
+
+    return run
+
+
+def register_builtin_tools(registry: ToolRegistry, executor: Executor) -> list[str]:
+    """Register every builtin tool; return their names. Raises DuplicateToolError on clash."""
+    for spec, entrypoint in BUILTIN_TOOLS:
+        registry.register(spec, executor_runner(executor, entrypoint, spec.timeout_s))
+    return [spec.name for spec, _ in BUILTIN_TOOLS]

@@ -1,0 +1,38 @@
+"""Exceptions of the tools package (DESIGN §2, §3; failure kinds K4, K5, K8).
+
+Runners (executors, MCP sessions) raise these; :meth:`tools.registry.ToolRegistry.call`
+turns them into an error :class:`~tools.registry.ToolOutcome` and never lets them escape.
+"""
+
+from __future__ import annotations
+
+
+class ToolError(Exception):
+    """Base class of every tool-layer error."""
+
+
+class ToolDefinitionError(ToolError):
+    """A tool definition failed lint (bad name, short description, schema problems)."""
+
+
+class DuplicateToolError(ToolDefinitionError):
+    """Two sources registered the same tool name (K5): refused, never silently shadowed."""
+
+
+class ToolTimeout(ToolError):
+    """The run went over its time limit and was interrupted (whole process group killed)."""
+
+
+class ToolFailed(ToolError):
+    """The tool itself failed: it raised, exited abnormally or reported an error (K4, K7)."""
+
+
+class ToolTransportError(ToolError):
+    """The channel to an MCP server failed: it died, never answered, or the pipe broke (K8).
+
+    ``server`` names the MCP server from the ``mcpServers`` config.
+    """
+
+    def __init__(self, server: str, message: str) -> None:
+        super().__init__(f"MCP server '{server}': {message}")
+        self.server = server

@@ -1,0 +1,320 @@
+"""MCP client with one persistent session per server (DESIGN §3; failure kinds K6–K9).
+
+Built on ``langchain_mcp_adapters``: a :class:`MultiServerMCPClient` holds the connections
+(stdio / SSE / streamable HTTP) and ``load_mcp_tools(session)`` lists the tools of an open
+session. ``get_tools()`` without a session would spawn a new server process per call, so it is
+never used.
+
+Lifecycle of a server (:class:`MCPServer`):
+  * ``start()`` runs one background asyncio task that enters ``client.session(name)`` (start the
+    process / open the channel), sends ``initialize`` (protocol version, client capabilities),
+    records the server capabilities and ``tools/list``, publishes the session and waits for the
+    stop event. anyio cancel scopes must be exited by the task that entered them, which is why
+    the session lives in its own task; calls from any task go through the published session.
+  * A server that fails to start, exits, or never answers ``initialize`` fails within
+    ``startup_timeout_s`` seconds with :class:`ToolTransportError` naming it (K8).
+  * A server that dies later fails its pending and future calls with ``ToolTransportError``.
+  * ``aclose()``: stop event → the task leaves the session (close stdin, wait, SIGTERM,
+    SIGKILL, as the MCP SDK does), then every process still carrying the server's environment
+    marker (its whole tree, even re-parented children) gets SIGTERM, 1 s grace, SIGKILL (K9).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from langchain_core.tools import BaseTool, ToolException
+from langchain_mcp_adapters.client import MultiServerMCPClient
+from langchain_mcp_adapters.tools import load_mcp_tools
+from mcp.shared.exceptions import McpError
+from mcp.types import CONNECTION_CLOSED
+
+from tools.errors import ToolFailed, ToolTimeout, ToolTransportError
+from tools.mcp.config import to_connection
+from tools.procs import KILL_GRACE_S, find_by_env_marker, terminate
+from tools.spec import normalize_schema
+
+log = logging.getLogger(__name__)
+
+#: Seconds a server gets to start and answer ``initialize`` + ``tools/list``.
+STARTUP_TIMEOUT_S = 15.0
+#: Seconds ``aclose`` waits for the session task to leave the session before cancelling it.
+SHUTDOWN_TIMEOUT_S = 8.0
+#: Environment variable that marks every process of one stdio server (value: unique id).
+MARKER_ENV = "HERMES_MCP_SERVER_ID"
+
+_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
+    anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream,
+    ConnectionError, BrokenPipeError, EOFError, OSError,
+)
+try:  # httpx errors of the HTTP/SSE transports
+    import httpx
+
+    _TRANSPORT_ERRORS += (httpx.TransportError,)
+except ImportError:  # pragma: no cover
+    pass
+
+
+@dataclass
+class MCPTool:
+    """One tool of a server as listed by ``tools/list``: original ``name``, description,
+    normalised ``input_schema`` (K6) and the adapter's LangChain tool used to call it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    lc_tool: BaseTool = field(repr=False)
+    read_only: bool = False  # the server's ``readOnlyHint`` annotation
+
+
+class MCPServer:
+    """One MCP server and its persistent session. ``state``: "new" → "ready" | "failed" → "closed".
+
+    Args:
+        name              server name from ``mcpServers``.
+        entry             its config entry (see :mod:`tools.mcp.config`).
+        startup_timeout_s bound on start + ``initialize`` + ``tools/list`` (seconds).
+    """
+
+    def __init__(self, name: str, entry: dict[str, Any], *, startup_timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+        self.name = name
+        self.startup_timeout_s = startup_timeout_s
+        self.connection = to_connection(name, entry)
+        self.transport: str = self.connection["transport"]
+        self.marker = f"{name}-{uuid.uuid4().hex}"
+        if self.transport == "stdio":
+            self.connection["env"] = {**self.connection.get("env", {}), MARKER_ENV: self.marker}
+        self._client = MultiServerMCPClient({name: self.connection})
+        self.state = "new"
+        self.error: str | None = None
+        self.server_info: dict[str, Any] = {}
+        self.capabilities: dict[str, Any] = {}
+        self.protocol_version: str | None = None
+        self.tools: dict[str, MCPTool] = {}
+        self._session: Any = None
+        self._ready: asyncio.Future[None] | None = None
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start the server and its session task; return once ``tools/list`` is known.
+        Raises ToolTransportError naming the server (bounded by ``startup_timeout_s``)."""
+        if self._task is not None:
+            raise RuntimeError(f"MCP server '{self.name}' already started")
+        self._ready = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(self._own_session(), name=f"mcp-session:{self.name}")
+        try:
+            await asyncio.wait_for(asyncio.shield(self._ready), self.startup_timeout_s + 2.0)
+        except TimeoutError:
+            self.state, self.error = "failed", f"no answer to initialize within {self.startup_timeout_s:g} s"
+            await self.aclose()
+            raise ToolTransportError(self.name, self.error) from None
+        except ToolTransportError:
+            await self.aclose()
+            raise
+
+    async def _own_session(self) -> None:
+        assert self._ready is not None
+        started = time.perf_counter()
+        try:
+            with anyio.fail_after(self.startup_timeout_s) as scope:
+                async with self._client.session(self.name, auto_initialize=False) as session:
+                    init = await session.initialize()
+                    lc_tools = await load_mcp_tools(session, server_name=self.name, handle_tool_errors=False)
+                    scope.deadline = math.inf  # started: no deadline while serving
+                    self._publish(session, init, lc_tools)
+                    log.info("MCP server %s ready (%s, %d tools, %.2f s)", self.name, self.transport,
+                             len(self.tools), time.perf_counter() - started)
+                    await self._stop.wait()
+        except BaseException as exc:  # noqa: BLE001 - recorded and surfaced as transport errors
+            reason = _describe(exc)
+            if isinstance(exc, TimeoutError) and self.state == "new":
+                reason = f"no answer to initialize within {self.startup_timeout_s:g} s"
+            if self.state in ("new", "ready") and not self._stop.is_set():
+                self.error = ("failed to start: " if self.state == "new" else "connection lost: ") + reason
+                self.state = "failed"
+                log.warning("MCP server %s %s", self.name, self.error)
+            if not self._ready.done():
+                self._ready.set_exception(ToolTransportError(self.name, self.error or reason))
+                self._ready.exception()
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        finally:
+            self._session = None
+            if not self._ready.done():  # clean exit before ready (stop requested)
+                self._ready.set_exception(ToolTransportError(self.name, "closed before it was ready"))
+                self._ready.exception()
+
+    def _publish(self, session: Any, init: Any, lc_tools: list[BaseTool]) -> None:
+        self.protocol_version = str(getattr(init, "protocolVersion", "") or "") or None
+        caps = getattr(init, "capabilities", None)
+        self.capabilities = caps.model_dump(exclude_none=True) if caps is not None else {}
+        info = getattr(init, "serverInfo", None)
+        self.server_info = info.model_dump(exclude_none=True) if info is not None else {}
+        tools = {}
+        for t in lc_tools:
+            schema = t.args_schema if isinstance(t.args_schema, dict) else t.tool_call_schema.model_json_schema()
+            tools[t.name] = MCPTool(name=t.name, description=" ".join((t.description or "").split()),
+                                    input_schema=normalize_schema(schema), lc_tool=t,
+                                    read_only=bool((t.metadata or {}).get("readOnlyHint")))
+        self.tools = tools
+        self._session = session
+        self.state = "ready"
+        assert self._ready is not None
+        self._ready.set_result(None)
+
+    async def aclose(self) -> None:
+        """Leave the session (shutdown sequence) and kill any leftover process of the server.
+        Idempotent."""
+        if self.state == "closed":
+            return
+        self._stop.set()
+        task = self._task
+        if task is not None and not task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(task), SHUTDOWN_TIMEOUT_S)
+            except TimeoutError:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            except BaseException:  # noqa: BLE001 - the task's own failure is already recorded
+                pass
+        self.state = "closed"
+        self._session = None
+        if self.transport == "stdio":
+            await asyncio.to_thread(self.kill_leftovers)
+
+    def pids(self) -> list[int]:
+        """PIDs of every live process of this stdio server (found by its env marker). Blocking."""
+        if self.transport != "stdio":
+            return []
+        return sorted(p.pid for p in find_by_env_marker(MARKER_ENV, self.marker))
+
+    def kill_leftovers(self, grace_s: float = KILL_GRACE_S) -> list[int]:
+        """SIGTERM / grace / SIGKILL every process still carrying the marker. Blocking."""
+        procs = find_by_env_marker(MARKER_ENV, self.marker)
+        if procs:
+            log.warning("MCP server %s left %d process(es) after shutdown; killing %s",
+                        self.name, len(procs), [p.pid for p in procs])
+        return terminate(procs, grace_s)
+
+    # -- calls -------------------------------------------------------------------------------
+    async def call_tool(self, tool: str, args: dict[str, Any], *, timeout_s: float, request_id: str = "") -> Any:
+        """``tools/call`` over the persistent session; returns the result content as JSON/text.
+
+        Raises ToolFailed with the server's text for an ``isError`` result (K7) or a JSON-RPC
+        error, ToolTimeout after ``timeout_s`` seconds, ToolTransportError when the server is
+        not connected or the channel fails mid-call (K8).
+        """
+        if self.state != "ready" or self._session is None or self._task is None:
+            raise ToolTransportError(self.name, f"not connected ({self.error or self.state})")
+        mcp_tool = self.tools.get(tool)
+        if mcp_tool is None:
+            raise ToolFailed(f"MCP server '{self.name}' has no tool {tool!r}")
+        call = asyncio.ensure_future(mcp_tool.lc_tool.ainvoke(
+            {"type": "tool_call", "id": request_id or uuid.uuid4().hex, "name": tool, "args": args}))
+        try:
+            done, _ = await asyncio.wait({call, self._task}, timeout=timeout_s,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            call.cancel()
+            raise
+        if call not in done:
+            call.cancel()
+            await asyncio.gather(call, return_exceptions=True)
+            if self._task in done:
+                raise ToolTransportError(self.name, f"connection lost during {tool} ({self.error or 'session ended'})")
+            raise ToolTimeout(f"{tool} on MCP server '{self.name}' gave no answer within {timeout_s:g} s")
+        try:
+            message = call.result()
+        except ToolException as exc:  # isError result (K7)
+            raise ToolFailed(str(exc) or "MCP tool reported an error") from None
+        except McpError as exc:
+            if exc.error.code == CONNECTION_CLOSED:
+                raise ToolTransportError(self.name, f"connection closed during {tool}") from None
+            raise ToolFailed(f"MCP error {exc.error.code}: {exc.error.message}") from None
+        except _TRANSPORT_ERRORS as exc:
+            raise ToolTransportError(self.name, f"{tool} failed in transport: {_describe(exc)}") from None
+        return content_to_json(getattr(message, "content", message), getattr(message, "artifact", None))
+
+
+def content_to_json(content: Any, artifact: Any = None) -> Any:
+    """MCP result content blocks → JSON-able value: one text block that parses as JSON → that
+    value; one text block → the string; several → a list (text blocks as strings/JSON, other
+    blocks as dicts without base64 payloads). Falls back to ``structuredContent``."""
+    if isinstance(content, str):
+        return _maybe_json(content)
+    blocks = content if isinstance(content, list) else [content]
+    out: list[Any] = []
+    for b in blocks:
+        if isinstance(b, dict) and b.get("type") == "text":
+            out.append(_maybe_json(b.get("text", "")))
+        elif isinstance(b, str):
+            out.append(_maybe_json(b))
+        elif isinstance(b, dict):
+            out.append({k: (f"<{len(v)} base64 chars>" if k == "base64" else v)
+                        for k, v in b.items() if k != "id"})
+        else:
+            out.append(str(b))
+    if not out and isinstance(artifact, dict) and artifact.get("structured_content") is not None:
+        return artifact["structured_content"]
+    return out[0] if len(out) == 1 else out
+
+
+def _maybe_json(text: str) -> Any:
+    s = text.strip()
+    if s[:1] in ("{", "["):
+        try:
+            return json.loads(s)
+        except json.JSONDecodeError:
+            pass
+    return text
+
+
+def _describe(exc: BaseException) -> str:
+    """Readable text of an exception, unwrapping anyio/asyncio exception groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(e) for e in exc.exceptions)
+    if isinstance(exc, McpError):
+        return exc.error.message
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class MCPClient:
+    """All configured MCP servers: ``{name: MCPServer}``. ``start()`` starts them concurrently;
+    a server that fails is recorded in :attr:`failed` (name → reason) and the others work."""
+
+    def __init__(self, servers: dict[str, dict[str, Any]], *, startup_timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+        self.servers: dict[str, MCPServer] = {}
+        self.failed: dict[str, str] = {}
+        for name, entry in servers.items():
+            try:
+                self.servers[name] = MCPServer(name, entry, startup_timeout_s=startup_timeout_s)
+            except ValueError as exc:
+                self.failed[name] = str(exc)
+
+    async def start(self) -> dict[str, str]:
+        """Start every server concurrently; return :attr:`failed`."""
+        names = list(self.servers)
+        results = await asyncio.gather(*(self.servers[n].start() for n in names), return_exceptions=True)
+        for name, res in zip(names, results):
+            if isinstance(res, BaseException):
+                self.failed[name] = str(res)
+        return self.failed
+
+    def ready(self) -> list[MCPServer]:
+        """Servers whose session is up, in config order."""
+        return [s for s in self.servers.values() if s.state == "ready"]
+
+    async def aclose(self) -> None:
+        """Close every server (concurrently); idempotent."""
+        await asyncio.gather(*(s.aclose() for s in self.servers.values()), return_exceptions=True)

@@ -1,0 +1,86 @@
+"""Bundled team-chat MCP server (seed §5.1 "post it to the project group"), stdio transport.
+
+Run: ``python -m tools.mcp.servers.team_chat``. Messages persist in SQLite at env
+``HERMES_TEAM_CHAT_DB`` (default ``./team_chat.db``); table ``messages(id, channel, text,
+created_at ISO-8601 UTC)``. Tools: ``post_message(channel, text)``, ``list_messages(channel,
+limit=20)``. Bad input (empty channel/text, limit outside 1-200) → an MCP ``isError`` result.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import sqlite3
+from typing import Any
+
+from mcp.server.fastmcp import FastMCP
+from mcp.types import ToolAnnotations
+
+CHANNEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.#-]{0,63}$")
+MAX_TEXT = 20_000
+
+mcp = FastMCP("team-chat", log_level="WARNING")
+
+
+def _db() -> sqlite3.Connection:
+    con = sqlite3.connect(os.environ.get("HERMES_TEAM_CHAT_DB", "team_chat.db"))
+    con.execute("""CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY AUTOINCREMENT,
+        channel TEXT NOT NULL, text TEXT NOT NULL, created_at TEXT NOT NULL)""")
+    return con
+
+
+def _check_channel(channel: str) -> str:
+    channel = (channel or "").strip().lstrip("#")
+    if not CHANNEL_RE.match(channel):
+        raise ValueError(f"invalid channel {channel!r}: use letters, digits, '-', '_' or '.' (max 64)")
+    return channel
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False))
+def post_message(channel: str, text: str) -> dict[str, Any]:
+    """Post a message to a team chat channel (e.g. the project group 'sales-team'), visible to
+    everyone in it. Use it to share a finished report or an announcement; Markdown is kept as
+    is. Returns {id, channel, text, created_at}. Empty text or an invalid channel name is an
+    error. It does not read messages: use list_messages for that."""
+    channel = _check_channel(channel)
+    if not (text or "").strip():
+        raise ValueError("text is empty")
+    if len(text) > MAX_TEXT:
+        raise ValueError(f"text is {len(text)} chars; the limit is {MAX_TEXT}")
+    now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    con = _db()
+    try:
+        with con:
+            mid = con.execute("INSERT INTO messages (channel, text, created_at) VALUES (?, ?, ?)",
+                              (channel, text, now)).lastrowid
+    finally:
+        con.close()
+    return {"id": mid, "channel": channel, "text": text, "created_at": now}
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def list_messages(channel: str, limit: int = 20) -> dict[str, Any]:
+    """List the most recent messages of a team chat channel, newest last:
+    {channel, messages: [{id, text, created_at}], count}. limit is 1-200 (default 20).
+    Read-only; use post_message to send."""
+    channel = _check_channel(channel)
+    if not 1 <= int(limit) <= 200:
+        raise ValueError(f"limit must be 1-200, got {limit}")
+    con = _db()
+    try:
+        rows = con.execute("SELECT id, text, created_at FROM messages WHERE channel = ? "
+                           "ORDER BY id DESC LIMIT ?", (channel, int(limit))).fetchall()
+    finally:
+        con.close()
+    msgs = [{"id": i, "text": t, "created_at": c} for i, t, c in reversed(rows)]
+    return {"channel": channel, "messages": msgs, "count": len(msgs)}
+
+
+def main() -> None:
+    """Serve over stdio until stdin closes."""
+    mcp.run("stdio")
+
+
+if __name__ == "__main__":
+    main()

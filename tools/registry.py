@@ -1,0 +1,233 @@
+"""The tool registry: one place that knows every tool, validates calls and never raises for
+tool problems (DESIGN §2; failure kinds K3, K4, K5, K7, K8).
+
+Shapes:
+    runner       async callable ``(args: dict, request_id: str) -> Any`` (JSON-able result)
+    ToolOutcome  status "ok" | "error", content, error, error_kind, latency_s, tool, request_id
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+import jsonschema
+from cachetools import LRUCache
+from pydantic import BaseModel
+
+from tools.errors import (
+    DuplicateToolError,
+    ToolDefinitionError,
+    ToolFailed,
+    ToolTimeout,
+    ToolTransportError,
+)
+from tools.spec import NAME_RE, ToolSpec, lint
+
+log = logging.getLogger(__name__)
+
+Runner = Callable[[dict[str, Any], str], Awaitable[Any]]
+ErrorKind = Literal["invalid_arguments", "unknown_tool", "tool_error", "timeout", "transport"]
+
+#: Seconds the registry waits beyond ``spec.timeout_s`` so that a runner enforcing the limit
+#: itself (the subprocess executor: SIGTERM, 1 s grace, SIGKILL) reports first.
+TIMEOUT_SLACK_S = 3.0
+#: How many side-effect results are remembered for ``request_id`` idempotency.
+IDEMPOTENCY_CACHE_SIZE = 4096
+
+
+class ToolOutcome(BaseModel):
+    """Result of one :meth:`ToolRegistry.call`.
+
+    status      "ok" or "error"
+    content     JSON-able result (dict / list / str); None on error
+    error       human-readable error for the model (None when ok)
+    error_kind  "invalid_arguments" | "unknown_tool" | "tool_error" | "timeout" | "transport"
+    latency_s   wall-clock seconds spent in the call (validation included)
+    tool        the tool name as called
+    request_id  the caller's id (tool_call id); repeated ids of side-effect tools replay
+    replayed    True when the outcome was returned from the idempotency record
+    """
+
+    status: Literal["ok", "error"]
+    content: Any = None
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+    latency_s: float = 0.0
+    tool: str
+    request_id: str
+    replayed: bool = False
+
+
+class ToolRegistry:
+    """Registered tools by name. Duplicates are refused (K5); lint failures are refused.
+
+    ``register(spec, runner, strict=True)``: lint problems raise :class:`ToolDefinitionError`.
+    With ``strict=False`` (used for third-party MCP tools) only the hard problems (name,
+    schema validity, missing properties, timeout, source) raise; soft ones (short description,
+    no ``required`` list) are kept in :attr:`warnings`.
+    """
+
+    _SOFT_MARKERS = ("description of", 'lacks an explicit "required"')
+
+    def __init__(self) -> None:
+        self._specs: dict[str, ToolSpec] = {}
+        self._runners: dict[str, Runner] = {}
+        self.warnings: dict[str, list[str]] = {}
+        self._done: LRUCache[tuple[str, str], ToolOutcome] = LRUCache(maxsize=IDEMPOTENCY_CACHE_SIZE)
+        self._inflight: dict[tuple[str, str], asyncio.Future[ToolOutcome]] = {}
+
+    # -- registration -------------------------------------------------------------------
+    def register(self, spec: ToolSpec, runner: Runner, *, strict: bool = True) -> None:
+        """Add a tool. Raises DuplicateToolError (naming both sources) or ToolDefinitionError."""
+        if spec.name in self._specs:
+            other = self._specs[spec.name]
+            raise DuplicateToolError(
+                f"tool {spec.name!r} from {spec.source!r} duplicates the one from {other.source!r}; "
+                "refused (rename it or namespace it as 'server__tool')"
+            )
+        problems = lint(spec)
+        soft = [p for p in problems if p.startswith(self._SOFT_MARKERS)]
+        hard = problems if strict else [p for p in problems if p not in soft]
+        if hard:
+            raise ToolDefinitionError(f"tool {spec.name!r} from {spec.source!r}: " + "; ".join(hard))
+        if soft and not strict:
+            self.warnings[spec.name] = soft
+            log.warning("tool %s (%s): %s", spec.name, spec.source, "; ".join(soft))
+        self._specs[spec.name] = spec
+        self._runners[spec.name] = runner
+
+    def unregister(self, name: str) -> None:
+        """Remove a tool (e.g. its MCP server went away). Unknown names are ignored."""
+        self._specs.pop(name, None)
+        self._runners.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def get(self, name: str) -> ToolSpec | None:
+        """The spec registered under ``name``, or None."""
+        return self._specs.get(name)
+
+    def specs(self) -> list[ToolSpec]:
+        """All specs, sorted by name."""
+        return [self._specs[n] for n in self.names()]
+
+    def names(self) -> list[str]:
+        """All tool names, sorted."""
+        return sorted(self._specs)
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        """``[{"type": "function", "function": {"name", "description", "parameters"}}]`` for
+        ``ChatModel.bind_tools``, sorted by name."""
+        return [s.openai_tool() for s in self.specs()]
+
+    # -- calls --------------------------------------------------------------------------
+    async def call(self, name: str, args: dict[str, Any] | str | None, request_id: str) -> ToolOutcome:
+        """Run one tool call; never raises for tool problems (K3, K4, K7, K8).
+
+        ``args`` may be a dict or a JSON string (as some models emit). Error kinds:
+        unknown name → "unknown_tool" (lists valid names); unparseable / schema-invalid
+        arguments → "invalid_arguments" (the parse or validation message); the tool raised or
+        reported an error → "tool_error"; over ``timeout_s`` → "timeout"; the MCP channel
+        failed → "transport" (names the server). A repeated ``request_id`` for a side-effect
+        tool returns the recorded successful outcome without running it again (seed §2.2).
+        """
+        start = time.perf_counter()
+
+        def fail(kind: ErrorKind, message: str) -> ToolOutcome:
+            return ToolOutcome(status="error", error=message, error_kind=kind, tool=name,
+                               request_id=request_id, latency_s=time.perf_counter() - start)
+
+        spec = self._specs.get(name)
+        if spec is None:
+            return fail("unknown_tool", f"unknown tool {name!r}; valid tools are: {', '.join(self.names())}")
+        parsed, problem = _parse_args(args)
+        if problem is not None:
+            return fail("invalid_arguments", f"arguments for {name!r} {problem}")
+        problem = _validate(spec.parameters, parsed)
+        if problem is not None:
+            return fail("invalid_arguments", f"arguments for {name!r} do not match its schema: {problem}")
+
+        if not spec.side_effect:
+            return await self._run(spec, parsed, request_id, start)
+        key = (name, request_id)
+        if key in self._done:
+            return self._done[key].model_copy(update={"replayed": True, "latency_s": time.perf_counter() - start})
+        if key in self._inflight:
+            first = await asyncio.shield(self._inflight[key])
+            return first.model_copy(update={"replayed": True, "latency_s": time.perf_counter() - start})
+        fut: asyncio.Future[ToolOutcome] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = fut
+        try:
+            outcome = await self._run(spec, parsed, request_id, start)
+            if outcome.status == "ok":
+                self._done[key] = outcome
+            fut.set_result(outcome)
+            return outcome
+        except BaseException as exc:  # cancellation: let waiters see it too
+            fut.set_exception(exc)
+            fut.exception()  # mark retrieved
+            raise
+        finally:
+            self._inflight.pop(key, None)
+
+    async def _run(self, spec: ToolSpec, args: dict[str, Any], request_id: str, start: float) -> ToolOutcome:
+        def out(**kw: Any) -> ToolOutcome:
+            return ToolOutcome(tool=spec.name, request_id=request_id, latency_s=time.perf_counter() - start, **kw)
+
+        runner = self._runners[spec.name]
+        try:
+            async with asyncio.timeout(spec.timeout_s + TIMEOUT_SLACK_S):
+                result = await runner(args, request_id)
+        except ToolTimeout as exc:
+            return out(status="error", error_kind="timeout", error=f"{spec.name} timed out: {exc}")
+        except TimeoutError:
+            return out(status="error", error_kind="timeout",
+                       error=f"{spec.name} timed out after {spec.timeout_s:g} s and was interrupted")
+        except ToolTransportError as exc:
+            return out(status="error", error_kind="transport", error=str(exc))
+        except ToolFailed as exc:
+            return out(status="error", error_kind="tool_error", error=str(exc))
+        except Exception as exc:  # K4: the tool raised
+            return out(status="error", error_kind="tool_error", error=f"{type(exc).__name__}: {exc}")
+        return out(status="ok", content=_jsonable(result))
+
+
+def _parse_args(args: dict[str, Any] | str | None) -> tuple[dict[str, Any], str | None]:
+    if args is None:
+        return {}, None
+    if isinstance(args, str):
+        if not args.strip():
+            return {}, None
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError as exc:
+            return {}, f"are not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+    if not isinstance(args, dict):
+        return {}, f"must be a JSON object, got {type(args).__name__}"
+    return args, None
+
+
+def _validate(schema: dict[str, Any], args: dict[str, Any]) -> str | None:
+    cls = jsonschema.validators.validator_for(schema)
+    error = jsonschema.exceptions.best_match(cls(schema).iter_errors(args))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"{error.message}" + (f" (at '{where}')" if where else "")
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return json.loads(json.dumps(value, default=str))
+
+
+__all__ = ["NAME_RE", "Runner", "ToolOutcome", "ToolRegistry", "DuplicateToolError", "ToolDefinitionError"]

@@ -1,0 +1,155 @@
+"""The agent's toolbox: builtin tools + MCP servers' tools in one :class:`ToolRegistry`
+(DESIGN §2, §3). The graph's nodes only talk to this.
+
+Usage::
+
+    tb = await Toolbox.open(data_dir, mcp_config=None, timeout_s=10.0)
+    tb.registry.openai_tools()          # for bind_tools
+    outcome = await tb.registry.call("query_database", {"sql": "SELECT 1"}, request_id="call_1")
+    await tb.aclose()
+
+Naming of MCP tools (K5): a tool keeps its own name when no other source has it. If the name is
+taken (by a builtin tool or a server started earlier in config order) it is registered as
+``<server>__<tool>`` (server name lower-cased, non-alphanumerics → ``_``); if that is taken too,
+or the tool's definition is unusable, it is refused and the reason is kept in
+:attr:`Toolbox.problems`. Names that break the snake_case convention (``getTinyImage``,
+``get-sum``) are converted (``get_tiny_image``, ``get_sum``); calls use the server's name.
+Nothing is ever silently shadowed. MCP tools count as side-effecting (idempotent per
+``request_id``) unless the server annotates them ``readOnlyHint: true``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+from tools.builtin.catalog import register_builtin_tools
+from tools.builtin.sales_db import ensure_sales_db
+from tools.errors import ToolDefinitionError
+from tools.executors.base import Executor
+from tools.executors.subprocess import SubprocessExecutor
+from tools.mcp.client import STARTUP_TIMEOUT_S, MCPClient, MCPServer
+from tools.mcp.config import MCPConfigError, load_config, team_chat_entry
+from tools.registry import ToolRegistry
+from tools.spec import NAME_RE, ToolSpec
+
+log = logging.getLogger(__name__)
+
+#: Name of the bundled team-chat server started when no MCP config is given.
+TEAM_CHAT_SERVER = "team_chat"
+
+
+def snake_name(name: str) -> str:
+    """``getTinyImage`` → ``get_tiny_image``; ``get-sum`` → ``get_sum``; max 64 chars."""
+    s = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name)
+    s = re.sub(r"[^a-z0-9_]+", "_", s.lower()).strip("_")
+    s = re.sub(r"_{3,}", "__", s)
+    if not s or not s[0].isalpha():
+        s = "t_" + s
+    return s[:64]
+
+
+class Toolbox:
+    """Registry + executor + MCP client, opened and closed together.
+
+    Attributes:
+        data_dir   where sales.db, reminders.db, reports/ and team_chat.db live.
+        registry   :class:`ToolRegistry` with every usable tool.
+        executor   the executor builtin tools run in (subprocess).
+        mcp        :class:`MCPClient` (``mcp.servers``, ``mcp.failed``).
+        problems   ``{server or tool: reason}`` for servers that failed to start (K8) and
+                   MCP tools refused at registration (K5); empty when all is well.
+    """
+
+    def __init__(self, data_dir: Path, registry: ToolRegistry, executor: Executor, mcp: MCPClient) -> None:
+        self.data_dir = data_dir
+        self.registry = registry
+        self.executor = executor
+        self.mcp = mcp
+        self.problems: dict[str, str] = {}
+        self._closed = False
+
+    @classmethod
+    async def open(cls, data_dir: Path, mcp_config: Path | None = None, timeout_s: float = 10.0) -> "Toolbox":
+        """Create dirs, ensure ``data_dir/sales.db``, register builtin tools, start the MCP servers
+        of ``mcp_config`` (``{"mcpServers": {...}}`` JSON; None = the bundled team-chat server
+        only) and register their tools.
+
+        ``timeout_s``: per-call limit (seconds) of MCP tools; builtin tools keep their own
+        (10 s ordinary, 30 s heavy). Server start-up is bounded by
+        ``max(timeout_s, 15 s)``. A server that fails is recorded in :attr:`problems`;
+        the toolbox still opens. Raises MCPConfigError for an unreadable config file.
+        """
+        data_dir = Path(data_dir).resolve()
+        await asyncio.to_thread(_prepare_dirs, data_dir)
+        if mcp_config is None:
+            servers = {TEAM_CHAT_SERVER: team_chat_entry(data_dir)}
+        else:
+            servers = await asyncio.to_thread(load_config, mcp_config)
+        registry = ToolRegistry()
+        executor = SubprocessExecutor(data_dir)
+        register_builtin_tools(registry, executor)
+        client = MCPClient(servers, startup_timeout_s=max(timeout_s, STARTUP_TIMEOUT_S))
+        tb = cls(data_dir, registry, executor, client)
+        try:
+            failed = await client.start()
+            tb.problems.update(failed)
+            for server in client.ready():
+                tb._register_server(server, timeout_s)
+        except BaseException:
+            await tb.aclose()
+            raise
+        return tb
+
+    def _register_server(self, server: MCPServer, timeout_s: float) -> None:
+        for tool in server.tools.values():
+            base = snake_name(tool.name)
+            candidates = [base, f"{snake_name(server.name)}__{base}"[:64]]
+            if base in self.registry:
+                log.warning("MCP tool %s of %s collides with %s; namespacing", tool.name, server.name,
+                            self.registry.get(base).source if self.registry.get(base) else "?")
+            name = next((c for c in candidates if c not in self.registry and NAME_RE.match(c)), None)
+            if name is None:
+                self.problems[f"{server.name}:{tool.name}"] = (
+                    f"refused: names {candidates} are taken or invalid")
+                continue
+            spec = ToolSpec(name=name, description=tool.description or f"MCP tool {tool.name} of server {server.name}",
+                            parameters=tool.input_schema, timeout_s=timeout_s, side_effect=not tool.read_only,
+                            source=f"mcp:{server.name}")
+            try:
+                self.registry.register(spec, _mcp_runner(server, tool.name, timeout_s), strict=False)
+            except ToolDefinitionError as exc:
+                self.problems[f"{server.name}:{tool.name}"] = str(exc)
+
+    async def aclose(self) -> None:
+        """Shut down every MCP session (no orphan processes) and the executor. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.mcp.aclose()
+        await self.executor.aclose()
+
+    async def __aenter__(self) -> "Toolbox":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+def _mcp_runner(server: MCPServer, tool: str, timeout_s: float):
+    async def run(args: dict[str, Any], request_id: str) -> Any:
+        return await server.call_tool(tool, args, timeout_s=timeout_s, request_id=request_id)
+
+    return run
+
+
+def _prepare_dirs(data_dir: Path) -> None:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "reports").mkdir(exist_ok=True)
+    ensure_sales_db(data_dir)
+
+
+__all__ = ["Toolbox", "MCPConfigError", "TEAM_CHAT_SERVER", "snake_name"]
