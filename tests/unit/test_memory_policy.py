@@ -1,0 +1,90 @@
+"""memory.policy: rule-based preference detection and the task trigger (seed §4.2, §6.4)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory import policy
+from memory.policy import detect_preferences, should_record_task
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I prefer Markdown reports.",
+        "I'd prefer tables over charts",
+        "I would really prefer short answers.",
+        "My preference is PDF.",
+        "Always use metric units.",
+        "Never send the report to the whole team.",
+        "please use ISO dates",
+        "Please reply in French.",
+        "From now on, send the summary to the sales group.",
+        "Going forward, keep answers under 100 words.",
+        "Could you always reply in English?",
+        "I don't like long tables.",
+        "我喜欢Markdown格式的报告",
+        "我更喜欢先预览再执行。",
+        "以后都用PDF。",
+        "请总是用中文回复",
+        "从现在开始，报告发到项目群。",
+        "请不要在报告里放表格。",
+    ],
+)
+def test_explicit_preferences_fire(text):
+    assert detect_preferences(text) == [text.strip()]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What do you prefer, tables or charts?",
+        "Do you always fail on Mondays?",
+        "The server is always-on.",
+        "It always fails after 5 pm, fix the cron job.",  # "always" mid-sentence, not an instruction
+        "Please summarise the sales report.",
+        "I'd like the report for October.",
+        "Please use a concise style this time.",  # one-off: working memory (seed §4.1)
+        "Run the monthly sales report.",
+        "",
+        "这次用简洁风格回复。",
+        "以后再说吧。",
+        "要不要加图表？",
+        "你喜欢什么颜色？",
+        "不要紧，继续。",
+    ],
+)
+def test_non_preferences_do_not_fire(text):
+    assert detect_preferences(text) == []
+
+
+def test_only_the_preference_sentence_is_returned():
+    text = "Summarise last month's sales. I prefer Markdown. Then send it to the team."
+    assert detect_preferences(text) == ["I prefer Markdown."]
+
+
+def test_several_preferences_in_order_without_duplicates():
+    text = "I prefer PDF. 以后都用中文回复。\nI prefer PDF."
+    assert detect_preferences(text) == ["I prefer PDF.", "以后都用中文回复。"]
+
+
+@pytest.mark.parametrize(
+    "answer, stop_reason, tools, expected",
+    [
+        ("Here is the report.", None, [], True),  # completed
+        ("", None, ["query_database"], True),  # tools used
+        ("partial", "max_tool_rounds", ["query_database"], True),  # stopped, but work was done
+        ("Sorry, I stopped.", "no_progress", [], False),  # stopped, nothing done
+        ("", None, [], False),
+        ("   ", None, None, False),
+    ],
+)
+def test_should_record_task(answer, stop_reason, tools, expected):
+    assert should_record_task(answer, stop_reason, tools) is expected
+
+
+def test_threshold_and_expiry_constants_follow_the_seed():
+    assert policy.EPISODIC_TTL_DAYS == 30 and policy.SEMANTIC_TTL_DAYS == 180
+    assert policy.passes_threshold(policy.MIN_CONFIDENCE)
+    assert not policy.passes_threshold(policy.MIN_CONFIDENCE - 0.01)
+    assert policy.task_confidence(None) > policy.task_confidence("max_tool_rounds") >= policy.MIN_CONFIDENCE
