@@ -103,6 +103,12 @@ def time_decay(created_at: datetime, now: datetime, half_life_days: float = DEFA
     return math.pow(0.5, age_days / half_life_days)
 
 
+def scored(event: EpisodicEvent, relevance: float, now: datetime, half_life_days: float) -> ScoredEvent:
+    """``event`` with ``score = relevance × time_decay(created_at, now, half_life_days)``."""
+    decay = time_decay(event.created_at, now, half_life_days)
+    return ScoredEvent(event=event, relevance=relevance, decay=decay, score=relevance * decay)
+
+
 @runtime_checkable
 class EpisodicStore(Protocol):
     """What every episodic store provides (DESIGN §4). All methods are async and event-loop safe."""

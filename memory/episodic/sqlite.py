@@ -34,7 +34,7 @@ from memory.episodic.base import (
     EpisodicEvent,
     ScoredEvent,
     content_hash,
-    time_decay,
+    scored,
     utcnow,
 )
 from memory.policy import EPISODIC_TTL_DAYS
@@ -226,9 +226,7 @@ class SqliteEpisodicStore:
             except Exception as exc:  # noqa: BLE001 - one bad row must not break recall
                 log.warning("skipping unreadable episodic row %r: %s", row["id"], exc)
                 continue
-            decay = time_decay(event.created_at, now, self.half_life_days)
-            relevance = float(row["relevance"])
-            hits.append(ScoredEvent(event=event, relevance=relevance, decay=decay, score=relevance * decay))
+            hits.append(scored(event, float(row["relevance"]), now, self.half_life_days))
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits[:k]
 

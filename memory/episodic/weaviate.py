@@ -47,7 +47,7 @@ from memory.episodic.base import (
     EpisodicEvent,
     ScoredEvent,
     content_hash,
-    time_decay,
+    scored,
     utcnow,
 )
 from memory.policy import EPISODIC_TTL_DAYS
@@ -322,8 +322,6 @@ def rank_objects(objects: Sequence[Any], now: datetime, half_life_days: float, k
             log.warning("skipping unreadable Weaviate object %s: %s", getattr(obj, "uuid", "?"), exc)
             continue
         score = getattr(getattr(obj, "metadata", None), "score", None)
-        relevance = 1.0 if score is None else float(score)
-        decay = time_decay(event.created_at, now, half_life_days)
-        hits.append(ScoredEvent(event=event, relevance=relevance, decay=decay, score=relevance * decay))
+        hits.append(scored(event, 1.0 if score is None else float(score), now, half_life_days))
     hits.sort(key=lambda h: h.score, reverse=True)
     return hits[:k]
