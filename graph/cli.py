@@ -50,11 +50,11 @@ def describe_update(node: str, update: dict[str, Any] | None) -> str:
     """One progress line for a node's state update."""
     update = update or {}
     if node == "assemble_context":
-        prompt = update.get("prompt") or []
+        prompt = update.get("window") or []
         extra = f", intent={update['intent']}" if update.get("intent") else ""
         mems = update.get("memory_context")
         extra += f", {len(mems)} memories" if mems else ""
-        return f"prompt of {len(prompt)} messages{extra}"
+        return f"prompt: system + {len(prompt)} history messages{extra}"
     if node == "call_model":
         msg = (update.get("messages") or [None])[-1]
         if isinstance(msg, AIMessage) and (msg.tool_calls or msg.invalid_tool_calls):

@@ -14,8 +14,10 @@ Shapes:
     goal_distance int | None         required steps of the goal not yet done (evaluate_progress)
     stalled_rounds int               consecutive tool rounds in which that distance did not shrink
     progress_note str                evaluate_progress's advice for the next model call ("" if none)
-    prompt        list[AnyMessage]   exactly what the next model call sends: the system turn and
-                                     the chosen history (overwritten each round; Studio shows it)
+    system_prompt str                the system turn assembled for the next model call
+    window        list[list]         the history chosen for it: ``[message id, char limit]`` pairs
+                                     (limit 0 = verbatim); ids, not copies, so checkpoints stay
+                                     small. ``State.prompt_messages()`` renders the prompt.
     pending_results list[dict]       tool results of the current round, raw payloads on disk
                                      ({"tool_call_id", "name", "status", "error", "payload_path",
                                      "latency_s"}), consumed by compress_results
@@ -74,7 +76,24 @@ class State(InputState):
     goal_distance: int | None = None
     stalled_rounds: int = 0
     progress_note: str = ""
-    prompt: list[AnyMessage] = field(default_factory=list)
+    system_prompt: str = ""
+    window: list[list[Any]] = field(default_factory=list)
     pending_results: list[dict[str, Any]] = field(default_factory=list)
     memory_context: list[str] = field(default_factory=list)
     report_path: str | None = None
+
+    def prompt_messages(self) -> list[AnyMessage]:
+        """What the next model call sends: the system turn, then the ``window`` messages in
+        order, each cut to its char limit. Ids missing from ``messages`` are skipped."""
+        from langchain_core.messages import SystemMessage
+
+        by_id = {m.id: m for m in self.messages}
+        prompt: list[AnyMessage] = [SystemMessage(self.system_prompt)] if self.system_prompt else []
+        for message_id, limit in self.window:
+            message = by_id.get(message_id)
+            if message is None:
+                continue
+            if limit and isinstance(message.content, str) and len(message.content) > limit:
+                message = message.model_copy(update={"content": message.content[:limit] + " …[truncated]"})
+            prompt.append(message)
+        return prompt

@@ -1,8 +1,9 @@
 """Node ``assemble_context``: choose what the model sees next (seed §1.2, §6.2; case K1).
 
 Update: ``goal``, ``intent``, ``tool_rounds`` and ``stop_reason`` (reset when a new user
-message starts a goal), ``memory_context`` (recalled once per goal), and ``prompt``: the system
-turn followed by the history chosen for the next model call.
+message starts a goal), ``memory_context`` (recalled once per goal), ``system_prompt`` and
+``window`` (``[message id, char limit]`` pairs: the history for the next model call, rendered
+by ``State.prompt_messages``).
 
 The window is built from **groups**, never single messages: a human message; an AI answer; or
 an AI message with ``tool_calls`` together with exactly the tool messages answering it. A group
@@ -171,5 +172,9 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
         context.token_budget,
         count_tokens_approximately([SystemMessage(system_prompt)]),
     )
-    update["prompt"] = [SystemMessage(system_prompt), *window]
+    original = {m.id: m for m in state.messages}
+    update.update(
+        system_prompt=system_prompt,
+        window=[[m.id, 0 if m is original.get(m.id) else HISTORY_CHARS] for m in window],
+    )
     return update

@@ -1,4 +1,4 @@
-"""Node ``call_model``: one model call over ``state.prompt`` with the registry's tools bound.
+"""Node ``call_model``: one model call over ``state.prompt_messages()`` with the registry's tools bound.
 
 Update: ``messages`` (the AI reply), ``pending_actions`` (``"name#id"`` of each requested call,
 including calls whose arguments were not valid JSON: ``invalid_tool_calls``, case K3, which
@@ -29,11 +29,12 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     model = await load_chat_model(context)
     tools = toolbox.registry.openai_tools()
     bound = model.bind_tools(tools) if tools else model
-    reply = await bound.ainvoke(state.prompt)
+    prompt = state.prompt_messages()
+    reply = await bound.ainvoke(prompt)
     if not isinstance(reply, AIMessage):
         reply = AIMessage(content=str(reply.content))
     usage = reply.usage_metadata or {}
-    tokens_in = usage.get("input_tokens") or count_tokens_approximately(state.prompt)
+    tokens_in = usage.get("input_tokens") or count_tokens_approximately(prompt)
     tokens_out = usage.get("output_tokens") or count_tokens_approximately([reply])
     calls = [*reply.tool_calls, *reply.invalid_tool_calls]
     return {

@@ -74,4 +74,7 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
         )
     except Exception:  # the service queues its own failures; this guards the answer regardless
         log.exception("memory write failed; the answer is unaffected")
-    return {"messages": messages, "metrics": {"turns": 1, "memory_writes": written}}
+    update: dict[str, Any] = {"metrics": {"turns": 1, "memory_writes": written}}
+    if messages:  # an empty write would still re-serialise the whole message channel
+        update["messages"] = messages
+    return update

@@ -1,0 +1,91 @@
+"""The real ``langgraph dev`` server serves the ``agent`` graph (langgraph.json) and runs a turn
+on the embedded model through ``langgraph_sdk``: threads, runs, state history."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+from langgraph_sdk import get_client
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def dev_server(tmp_path):
+    port = free_port()
+    env = dict(os.environ, HERMES_DATA_DIR=str(tmp_path / "data"), HERMES_MAX_TOOL_ROUNDS="2",
+               LANGSMITH_TRACING="false", LANGGRAPH_NO_BROWSER="1")
+    log = open(tmp_path / "dev.log", "wb")
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "langgraph"), "dev", "--no-browser", "--no-reload",
+         "--port", str(port), "--config", str(ROOT / "langgraph.json")],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise AssertionError("langgraph dev exited: " + (tmp_path / "dev.log").read_text()[-3000:])
+            try:
+                if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        else:
+            raise AssertionError("langgraph dev did not answer /ok within 90 s")
+        yield url, tmp_path / "dev.log"
+    finally:
+        group = [proc]
+        try:
+            group = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+        except psutil.NoSuchProcess:
+            pass
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        _, alive = psutil.wait_procs([p for p in group if isinstance(p, psutil.Process)], timeout=10)
+        for p in alive:
+            p.kill()
+        log.close()
+
+
+async def test_dev_server_runs_a_turn_and_keeps_checkpoint_history(dev_server):
+    url, log_path = dev_server
+    client = get_client(url=url)
+    assistants = await client.assistants.search(graph_id="agent")
+    assert assistants, "the agent graph from langgraph.json is not served"
+    thread = await client.threads.create()
+    result = await client.runs.wait(
+        thread["thread_id"], "agent",
+        input={"messages": [{"role": "human", "content": "Say hello in one short sentence."}]},
+        raise_error=False,
+    )
+    log_text = log_path.read_text(errors="replace")
+    assert "BlockingError" not in log_text, log_text[-3000:]
+    assert isinstance(result, dict) and "messages" in result, f"run failed: {result} {log_text[-2000:]}"
+    last = result["messages"][-1]
+    assert last["type"] == "ai" and (last["content"] or last.get("tool_calls"))
+    assert result["metrics"]["model_calls"] >= 1
+    history = await client.threads.get_history(thread["thread_id"])
+    nodes = {h["metadata"].get("source") for h in history}
+    assert len(history) >= 4 and "loop" in nodes
+    state = await client.threads.get_state(thread["thread_id"])
+    assert state["values"]["goal"] == "Say hello in one short sentence."
