@@ -91,7 +91,7 @@ class ToolRegistry:
                 "refused (rename it or namespace it as 'server__tool')"
             )
         problems = lint(spec)
-        soft = [p for p in problems if p.startswith(self._SOFT_MARKERS)]
+        soft = [p for p in problems if any(m in p for m in self._SOFT_MARKERS)]
         hard = problems if strict else [p for p in problems if p not in soft]
         if hard:
             raise ToolDefinitionError(f"tool {spec.name!r} from {spec.source!r}: " + "; ".join(hard))

@@ -28,6 +28,20 @@ from tools.procs import KILL_GRACE_S, kill_process_tree
 SECRET_ENV_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _STDERR_TAIL = 2000
+#: Bytes kept of a worker's stdout / stderr (a larger result is a tool error).
+_MAX_OUTPUT = 32 * 1024 * 1024
+
+
+async def _read_all(stream: asyncio.StreamReader | None, cap: int) -> bytes:
+    if stream is None:
+        return b""
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await stream.read(65536):
+        if size < cap:
+            chunks.append(chunk[: cap - size])
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def scrubbed_env(extra_paths: tuple[str, ...] = ()) -> dict[str, str]:
@@ -71,20 +85,27 @@ class SubprocessExecutor:
             env=scrubbed_env(self.extra_paths),
             start_new_session=True,
         )
+        readers = [asyncio.ensure_future(_read_all(proc.stdout, _MAX_OUTPUT)),
+                   asyncio.ensure_future(_read_all(proc.stderr, _MAX_OUTPUT))]
         timed_out = False
         try:
             try:
-                stdout, stderr = await asyncio.wait_for(proc.communicate(payload), timeout_s)
+                await asyncio.wait_for(self._feed_and_wait(proc, payload), timeout_s)
             except TimeoutError:
                 timed_out = True
         finally:
             # Always: the whole group goes (timeout, cancellation, or strays left after success).
+            # Killing strays also closes their copies of our pipes, so the readers see EOF.
             await asyncio.to_thread(kill_process_tree, proc.pid, KILL_GRACE_S, pgid=proc.pid)
-            if proc.returncode is None:
-                try:
-                    await asyncio.wait_for(proc.wait(), KILL_GRACE_S * 3)
-                except TimeoutError:  # pragma: no cover - SIGKILL already sent
-                    pass
+            try:
+                await asyncio.wait_for(proc.wait(), KILL_GRACE_S * 3)
+            except TimeoutError:  # a stray outside the group still holds a pipe
+                pass
+            _, pending = await asyncio.wait(readers, timeout=KILL_GRACE_S)
+            for task in pending:  # a stray that escaped the group still holds a pipe
+                task.cancel()
+        stdout = readers[0].result() if readers[0].done() and not readers[0].cancelled() else b""
+        stderr = readers[1].result() if readers[1].done() and not readers[1].cancelled() else b""
         if timed_out:
             raise ToolTimeout(f"{entrypoint} exceeded {timeout_s:g} s; process group terminated")
         tail = stderr.decode(errors="replace")[-_STDERR_TAIL:].strip()
@@ -101,6 +122,20 @@ class SubprocessExecutor:
         if not reply.get("ok"):
             raise ToolFailed(f"{reply.get('error_type', 'Error')}: {reply.get('error', '')}")
         return reply.get("result")
+
+    @staticmethod
+    async def _feed_and_wait(proc: asyncio.subprocess.Process, payload: bytes) -> None:
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(payload)
+            await proc.stdin.drain()
+            proc.stdin.close()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the worker died before reading: reported from its exit code
+        # Not ``proc.wait()``: asyncio only returns from it once every pipe is closed, and a
+        # stray grandchild holding stdout would keep it waiting. ``returncode`` is set at exit.
+        while proc.returncode is None:
+            await asyncio.sleep(0.02)
 
     async def aclose(self) -> None:
         """Nothing persistent to close (one process per run)."""

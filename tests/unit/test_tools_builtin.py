@@ -1,0 +1,207 @@
+"""Builtin tools of the flagship task: deterministic sales DB, read-only query_database,
+generate_report numbers equal to SQL, reminders; all run through the SubprocessExecutor."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tools.builtin.catalog import BUILTIN_TOOLS, QUERY_DATABASE, register_builtin_tools
+from tools.builtin.reminders import next_monthly_run
+from tools.builtin.sales_db import ensure_sales_db, generate_sales_db, last_full_month, month_add
+from tools.executors.subprocess import SubprocessExecutor
+from tools.registry import ToolRegistry
+from tools.spec import lint
+
+END = "2025-06"
+
+
+def _dump(path: Path) -> list[tuple]:
+    con = sqlite3.connect(path)
+    try:
+        out = []
+        for table in ("regions", "customers", "products", "orders", "order_items"):
+            out += [(table, *r) for r in con.execute(f"SELECT * FROM {table} ORDER BY 1")]
+        return out
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    d = tmp_path / "data"
+    d.mkdir()
+    generate_sales_db(d / "sales.db", months=6, end_month=END)
+    return d
+
+
+@pytest.fixture
+def reg(data: Path) -> ToolRegistry:
+    r = ToolRegistry()
+    register_builtin_tools(r, SubprocessExecutor(data))
+    return r
+
+
+# -- the database ------------------------------------------------------------------------------
+
+def test_sales_db_is_deterministic_and_seed_sensitive(tmp_path):
+    a = generate_sales_db(tmp_path / "a.db", end_month=END)
+    b = generate_sales_db(tmp_path / "b.db", end_month=END)
+    c = generate_sales_db(tmp_path / "c.db", end_month=END, seed=8)
+    assert _dump(a) == _dump(b)
+    assert _dump(a) != _dump(c)
+
+
+def test_sales_db_covers_the_requested_months_with_hundreds_of_orders(data):
+    con = sqlite3.connect(data / "sales.db")
+    months = [r[0] for r in con.execute("SELECT DISTINCT substr(order_date,1,7) FROM orders ORDER BY 1")]
+    n_orders = con.execute("SELECT COUNT(*) FROM orders").fetchone()[0]
+    orphans = con.execute("SELECT COUNT(*) FROM orders o WHERE NOT EXISTS "
+                          "(SELECT 1 FROM order_items i WHERE i.order_id = o.order_id)").fetchone()[0]
+    con.close()
+    assert months == ["2025-01", "2025-02", "2025-03", "2025-04", "2025-05", "2025-06"]
+    assert 300 <= n_orders <= 1500
+    assert orphans == 0
+
+
+def test_default_end_month_is_last_full_month():
+    assert last_full_month(dt.date(2025, 3, 15)) == "2025-02"
+    assert last_full_month(dt.date(2025, 1, 1)) == "2024-12"
+    assert month_add("2025-01", -1) == "2024-12" and month_add("2024-12", 2) == "2025-02"
+
+
+def test_ensure_sales_db_creates_once(tmp_path):
+    p = ensure_sales_db(tmp_path)
+    mtime = p.stat().st_mtime_ns
+    assert ensure_sales_db(tmp_path) == p and p.stat().st_mtime_ns == mtime
+
+
+def test_builtin_specs_lint_clean_and_query_description_lists_tables():
+    for spec, entrypoint in BUILTIN_TOOLS:
+        assert lint(spec) == [], spec.name
+        assert ":" in entrypoint
+    for table in ("regions(", "customers(", "products(", "orders(", "order_items(", "order_date"):
+        assert table in QUERY_DATABASE.description
+
+
+# -- query_database -------------------------------------------------------------------------------
+
+async def test_query_database_returns_columns_rows_count(reg, data):
+    out = await reg.call("query_database", {"sql": "SELECT region_id, name FROM regions ORDER BY region_id;"}, "q1")
+    assert out.status == "ok", out.error
+    assert out.content["columns"] == ["region_id", "name"]
+    assert out.content["rows"][0] == [1, "North"] and out.content["row_count"] == 5
+
+
+async def test_query_database_caps_rows_but_reports_total(reg, data):
+    out = await reg.call("query_database", {"sql": "SELECT order_item_id FROM order_items"}, "q2")
+    con = sqlite3.connect(data / "sales.db")
+    total = con.execute("SELECT COUNT(*) FROM order_items").fetchone()[0]
+    con.close()
+    assert out.content["row_count"] == total > 500
+    assert len(out.content["rows"]) == 500 and out.content["truncated"] is True
+
+
+@pytest.mark.parametrize("sql", [
+    "INSERT INTO regions VALUES (99, 'Mars')",
+    "DROP TABLE orders",
+    "ATTACH DATABASE 'other.db' AS other",
+    "DELETE FROM orders",
+    "PRAGMA query_only=OFF",
+    "SELECT 1; DROP TABLE orders",
+    "WITH x AS (SELECT 1) INSERT INTO regions SELECT 98, 'Venus' FROM x",
+    "  -- sneaky\n UPDATE products SET unit_price = 0",
+])
+async def test_query_database_refuses_writes(reg, data, sql):
+    before = _dump(data / "sales.db")
+    out = await reg.call("query_database", {"sql": sql}, "w")
+    assert out.status == "error" and out.error_kind == "tool_error"
+    assert any(w in out.error for w in ("only", "read-only", "readonly", "not authorized", "refused")), out.error
+    assert _dump(data / "sales.db") == before
+    assert not (data / "other.db").exists()
+
+
+async def test_query_database_bad_sql_reports_sqlite_error(reg):
+    out = await reg.call("query_database", {"sql": "SELECT nope FROM orders"}, "b")
+    assert out.status == "error" and "no such column" in out.error
+
+
+# -- generate_report ---------------------------------------------------------------------------------
+
+async def test_report_numbers_match_sql(reg, data):
+    out = await reg.call("generate_report", {"month": "2025-05"}, "rep1")
+    assert out.status == "ok", out.error
+    rep = out.content
+    con = sqlite3.connect(data / "sales.db")
+    q = ("SELECT ROUND(SUM(i.quantity*i.unit_price),2), COUNT(DISTINCT o.order_id) FROM orders o "
+         "JOIN order_items i ON i.order_id=o.order_id WHERE o.order_date LIKE ?")
+    revenue, orders = con.execute(q, ("2025-05-%",)).fetchone()
+    prev_revenue, _ = con.execute(q, ("2025-04-%",)).fetchone()
+    north = con.execute(
+        "SELECT ROUND(SUM(i.quantity*i.unit_price),2) FROM orders o JOIN order_items i ON i.order_id=o.order_id "
+        "JOIN customers c ON c.customer_id=o.customer_id JOIN regions r ON r.region_id=c.region_id "
+        "WHERE o.order_date LIKE '2025-05-%' AND r.name='North'").fetchone()[0]
+    top = con.execute(
+        "SELECT p.name FROM order_items i JOIN orders o ON o.order_id=i.order_id JOIN products p "
+        "ON p.product_id=i.product_id WHERE o.order_date LIKE '2025-05-%' GROUP BY p.name "
+        "ORDER BY SUM(i.quantity*i.unit_price) DESC LIMIT 1").fetchone()[0]
+    con.close()
+    assert rep["month"] == "2025-05"
+    assert rep["total_revenue"] == pytest.approx(revenue) and rep["orders"] == orders
+    assert rep["average_order_value"] == pytest.approx(round(revenue / orders, 2))
+    assert rep["change_pct"] == pytest.approx(round((revenue - prev_revenue) / prev_revenue * 100, 1))
+    assert {r["region"]: r["revenue"] for r in rep["revenue_by_region"]}["North"] == pytest.approx(north)
+    assert rep["top_products"][0]["product"] == top and len(rep["top_products"]) == 5
+    path = Path(rep["path"])
+    assert path == data / "reports" / "sales-2025-05.md"
+    text = path.read_text()
+    assert f"{revenue:,.2f}" in text and f"Orders: {orders}" in text and top in text
+
+
+async def test_report_default_month_is_last_full_month_in_data(reg, data):
+    out = await reg.call("generate_report", {}, "rep2")
+    assert out.status == "ok" and out.content["month"] == END
+    assert (data / "reports" / f"sales-{END}.md").exists()
+
+
+async def test_report_for_month_without_data_is_clear_error(reg):
+    out = await reg.call("generate_report", {"month": "2019-01"}, "rep3")
+    assert out.status == "error" and "2019-01" in out.error and "2025-01" in out.error
+    bad = await reg.call("generate_report", {"month": "May 2025"}, "rep4")
+    assert bad.error_kind == "invalid_arguments"
+
+
+# -- reminders ------------------------------------------------------------------------------------------
+
+def test_next_monthly_run_rolls_over_and_clamps():
+    now = dt.datetime(2025, 1, 31, 10, 0)
+    assert next_monthly_run(31, "09:00", now) == dt.datetime(2025, 2, 28, 9, 0)
+    assert next_monthly_run(31, "11:00", now) == dt.datetime(2025, 1, 31, 11, 0)
+    assert next_monthly_run(1, "09:00", dt.datetime(2025, 12, 5)) == dt.datetime(2026, 1, 1, 9, 0)
+
+
+async def test_schedule_and_list_reminders_persist(reg, data):
+    out = await reg.call("schedule_reminder", {"text": "Send the monthly sales report", "day_of_month": 3,
+                                               "time": "08:30"}, "rem1")
+    assert out.status == "ok", out.error
+    r = out.content
+    assert r["id"] == 1 and r["recurrence"] == "monthly" and r["day_of_month"] == 3
+    nxt = dt.datetime.fromisoformat(r["next_run"])
+    assert nxt.day == 3 and (nxt.hour, nxt.minute) == (8, 30) and nxt > dt.datetime.now().astimezone()
+    assert (data / "reminders.db").exists()
+    # same request_id again (a model retry): no second reminder
+    again = await reg.call("schedule_reminder", {"text": "Send the monthly sales report", "day_of_month": 3,
+                                                 "time": "08:30"}, "rem1")
+    assert again.replayed
+    listed = await reg.call("list_reminders", {}, "l1")
+    assert listed.content["count"] == 1 and listed.content["reminders"][0]["text"] == "Send the monthly sales report"
+
+
+@pytest.mark.parametrize("args", [{"text": "x", "day_of_month": 0}, {"text": "x", "time": "25:00"},
+                                  {"text": "x", "recurrence": "weekly"}, {"text": ""}])
+async def test_schedule_reminder_rejects_bad_input(reg, args):
+    out = await reg.call("schedule_reminder", args, "bad")
+    assert out.status == "error" and out.error_kind == "invalid_arguments"
