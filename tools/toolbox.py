@@ -73,14 +73,15 @@ class Toolbox:
         self._closed = False
 
     @classmethod
-    async def open(cls, data_dir: Path, mcp_config: Path | None = None, timeout_s: float = 10.0) -> "Toolbox":
+    async def open(cls, data_dir: Path, mcp_config: Path | None = None, timeout_s: float = 10.0, *,
+                   startup_timeout_s: float | None = None) -> "Toolbox":
         """Create dirs, ensure ``data_dir/sales.db``, register builtin tools, start the MCP servers
         of ``mcp_config`` (``{"mcpServers": {...}}`` JSON; None = the bundled team-chat server
         only) and register their tools.
 
         ``timeout_s``: per-call limit (seconds) of MCP tools; builtin tools keep their own
-        (10 s ordinary, 30 s heavy). Server start-up is bounded by
-        ``max(timeout_s, 15 s)``. A server that fails is recorded in :attr:`problems`;
+        (10 s ordinary, 30 s heavy). Server start-up (process + ``initialize`` +
+        ``tools/list``) is bounded by ``startup_timeout_s`` (default ``max(timeout_s, 15 s)``). A server that fails is recorded in :attr:`problems`;
         the toolbox still opens. Raises MCPConfigError for an unreadable config file.
         """
         data_dir = Path(data_dir).resolve()
@@ -92,7 +93,7 @@ class Toolbox:
         registry = ToolRegistry()
         executor = SubprocessExecutor(data_dir)
         register_builtin_tools(registry, executor)
-        client = MCPClient(servers, startup_timeout_s=max(timeout_s, STARTUP_TIMEOUT_S))
+        client = MCPClient(servers, startup_timeout_s=startup_timeout_s or max(timeout_s, STARTUP_TIMEOUT_S))
         tb = cls(data_dir, registry, executor, client)
         try:
             failed = await client.start()
