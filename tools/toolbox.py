@@ -32,7 +32,7 @@ from tools.errors import ToolDefinitionError
 from tools.executors.base import Executor
 from tools.executors.subprocess import SubprocessExecutor
 from tools.mcp.client import STARTUP_TIMEOUT_S, MCPClient, MCPServer
-from tools.mcp.config import MCPConfigError, load_config, team_chat_entry
+from tools.mcp.config import MCPConfigError, load_config, team_chat_entry  # noqa: F401
 from tools.registry import ToolRegistry
 from tools.spec import NAME_RE, ToolSpec
 
@@ -81,17 +81,14 @@ class Toolbox:
 
         ``timeout_s``: per-call limit (seconds) of MCP tools; builtin tools keep their own
         (10 s ordinary, 30 s heavy). Server start-up (process + ``initialize`` +
-        ``tools/list``) is bounded by ``startup_timeout_s`` (default ``max(timeout_s, 15 s)``). A server that fails is recorded in :attr:`problems`;
-        the toolbox still opens. Raises MCPConfigError for an unreadable config file.
+        ``tools/list``) is bounded by ``startup_timeout_s`` (default ``max(timeout_s, 15 s)``).
+        A server that fails is recorded in :attr:`problems`; the toolbox still opens.
+        Async-safe for ``langgraph dev`` (file work runs in a thread). Bound to the running
+        event loop. Raises MCPConfigError for an unreadable config file.
         """
-        data_dir = Path(data_dir).resolve()
-        await asyncio.to_thread(_prepare_dirs, data_dir)
-        if mcp_config is None:
-            servers = {TEAM_CHAT_SERVER: team_chat_entry(data_dir)}
-        else:
-            servers = await asyncio.to_thread(load_config, mcp_config)
+        # All file-system work (resolve, mkdir, sales.db, config read) off the event loop.
+        data_dir, servers, executor = await asyncio.to_thread(_prepare, Path(data_dir), mcp_config)
         registry = ToolRegistry()
-        executor = SubprocessExecutor(data_dir)
         register_builtin_tools(registry, executor)
         client = MCPClient(servers, startup_timeout_s=startup_timeout_s or max(timeout_s, STARTUP_TIMEOUT_S))
         tb = cls(data_dir, registry, executor, client)
@@ -147,10 +144,17 @@ def _mcp_runner(server: MCPServer, tool: str, timeout_s: float):
     return run
 
 
-def _prepare_dirs(data_dir: Path) -> None:
+def _prepare(data_dir: Path, mcp_config: Path | None) -> tuple[Path, dict[str, dict[str, Any]], SubprocessExecutor]:
+    """Blocking part of :meth:`Toolbox.open` (run in a thread)."""
+    data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / "reports").mkdir(exist_ok=True)
     ensure_sales_db(data_dir)
+    if mcp_config is None:
+        servers = {TEAM_CHAT_SERVER: team_chat_entry(data_dir)}
+    else:
+        servers = load_config(mcp_config)
+    return data_dir, servers, SubprocessExecutor(data_dir)
 
 
 __all__ = ["Toolbox", "MCPConfigError", "TEAM_CHAT_SERVER", "snake_name"]

@@ -277,3 +277,30 @@ async def test_calls_from_other_tasks_and_concurrently(tmp_path):
         assert sorted(m["text"] for m in listed.content["messages"]) == sorted(str(i) for i in range(8))
     finally:
         await tb.aclose()
+
+
+async def test_async_safe_under_blockbuster_like_langgraph_dev(tmp_path, marker):
+    """``langgraph dev`` raises BlockingError on blocking I/O in the event loop (BlockBuster with
+    no excluded modules); open, calls (ok, error, timeout) and close must not trip it."""
+    from blockbuster import BlockBuster
+
+    data = tmp_path / "data"
+    await asyncio.to_thread(data.mkdir)
+    cfg = _config(tmp_path, {
+        "team_chat": _team_chat(data, marker),
+        "exits_at_start": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(1)", marker]},
+    })
+    bb = BlockBuster(excluded_modules=[])
+    bb.activate()
+    try:
+        tb = await Toolbox.open(data, cfg, timeout_s=3.0, startup_timeout_s=5.0)
+        try:
+            assert set(tb.problems) == {"exits_at_start"}, tb.problems
+            assert (await tb.registry.call("query_database", {"sql": "SELECT COUNT(*) FROM orders"}, "q")).status == "ok"
+            assert (await tb.registry.call("generate_report", {}, "g")).status == "ok"
+            assert (await tb.registry.call("post_message", {"channel": "c", "text": "t"}, "p")).status == "ok"
+            assert (await tb.registry.call("query_database", {"sql": "DROP TABLE orders"}, "d")).status == "error"
+        finally:
+            await tb.aclose()
+    finally:
+        bb.deactivate()

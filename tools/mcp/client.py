@@ -25,6 +25,7 @@ import asyncio
 import json
 import logging
 import math
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ log = logging.getLogger(__name__)
 STARTUP_TIMEOUT_S = 15.0
 #: Seconds ``aclose`` waits for the session task to leave the session before cancelling it.
 SHUTDOWN_TIMEOUT_S = 8.0
+#: Seconds a server gets to answer ``ping`` after one of its calls timed out.
+PING_TIMEOUT_S = 2.0
 #: Environment variable that marks every process of one stdio server (value: unique id).
 MARKER_ENV = "HERMES_MCP_SERVER_ID"
 
@@ -207,6 +210,22 @@ class MCPServer:
         return terminate(procs, grace_s)
 
     # -- calls -------------------------------------------------------------------------------
+    async def _alive(self) -> bool:
+        """After a call timeout: does the server still answer ``ping`` within PING_TIMEOUT_S?
+        If not it is marked failed, so later calls fail at once instead of timing out (K8c:
+        a streamable-HTTP server that died mid-call leaves the request pending forever)."""
+        session = self._session
+        if session is None:
+            return False
+        try:
+            await asyncio.wait_for(session.send_ping(), PING_TIMEOUT_S)
+            return True
+        except Exception as exc:  # noqa: BLE001 - any failure to answer means dead
+            if self.state == "ready":
+                self.state, self.error = "failed", f"no answer to ping ({_describe(exc) or 'timeout'})"
+                log.warning("MCP server %s %s", self.name, self.error)
+            return False
+
     async def call_tool(self, tool: str, args: dict[str, Any], *, timeout_s: float, request_id: str = "") -> Any:
         """``tools/call`` over the persistent session; returns the result content as JSON/text.
 
@@ -232,6 +251,9 @@ class MCPServer:
             await asyncio.gather(call, return_exceptions=True)
             if self._task in done:
                 raise ToolTransportError(self.name, f"connection lost during {tool} ({self.error or 'session ended'})")
+            if not await self._alive():
+                raise ToolTransportError(self.name, f"no answer to {tool} within {timeout_s:g} s and no answer "
+                                                    f"to ping: server considered dead")
             raise ToolTimeout(f"{tool} on MCP server '{self.name}' gave no answer within {timeout_s:g} s")
         try:
             message = call.result()
@@ -269,9 +291,12 @@ def content_to_json(content: Any, artifact: Any = None) -> Any:
     return out[0] if len(out) == 1 else out
 
 
+_JSON_SCALAR = re.compile(r'^(-?\d+(\.\d+)?([eE][+-]?\d+)?|true|false|null)$')
+
+
 def _maybe_json(text: str) -> Any:
     s = text.strip()
-    if s[:1] in ("{", "["):
+    if s[:1] in ("{", "[") or _JSON_SCALAR.match(s):
         try:
             return json.loads(s)
         except json.JSONDecodeError:
