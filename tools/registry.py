@@ -158,8 +158,9 @@ class ToolRegistry:
         key = (name, request_id)
         if key in self._done:
             return self._done[key].model_copy(update={"replayed": True, "latency_s": time.perf_counter() - start})
-        if key in self._inflight:
-            first = await asyncio.shield(self._inflight[key])
+        pending = self._inflight.get(key)
+        if pending is not None and pending.get_loop() is asyncio.get_running_loop():
+            first = await asyncio.shield(pending)
             return first.model_copy(update={"replayed": True, "latency_s": time.perf_counter() - start})
         fut: asyncio.Future[ToolOutcome] = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut

@@ -304,3 +304,26 @@ async def test_async_safe_under_blockbuster_like_langgraph_dev(tmp_path, marker)
             await tb.aclose()
     finally:
         bb.deactivate()
+
+
+async def test_calls_from_another_event_loop_are_forwarded(tmp_path):
+    """A toolbox opened on one loop (e.g. the server's main loop) serves calls made on another
+    loop (langgraph-api can run graphs on isolated loops)."""
+    import threading
+
+    owner = asyncio.new_event_loop()
+    thread = threading.Thread(target=owner.run_forever, daemon=True)
+    thread.start()
+    try:
+        tb = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(Toolbox.open(tmp_path / "data"), owner))
+        pids = await asyncio.to_thread(tb.mcp.servers[TEAM_CHAT_SERVER].pids)
+        out = await tb.registry.call("post_message", {"channel": "x", "text": "from another loop"}, "r1")
+        assert out.status == "ok", out.error
+        listed = await tb.registry.call("list_messages", {"channel": "x"}, "r2")
+        assert listed.content["messages"][-1]["text"] == "from another loop"
+        await tb.aclose()
+        assert all(not psutil.pid_exists(p) or psutil.Process(p).status() == psutil.STATUS_ZOMBIE for p in pids)
+    finally:
+        owner.call_soon_threadsafe(owner.stop)
+        thread.join(5)
+        owner.close()

@@ -14,6 +14,8 @@ Lifecycle of a server (:class:`MCPServer`):
   * A server that fails to start, exits, or never answers ``initialize`` fails within
     ``startup_timeout_s`` seconds with :class:`ToolTransportError` naming it (K8).
   * A server that dies later fails its pending and future calls with ``ToolTransportError``.
+  * Sessions belong to the event loop that started them; calls and ``aclose()`` from another
+    running loop are forwarded to it (``run_coroutine_threadsafe``).
   * ``aclose()``: stop event → the task leaves the session (close stdin, wait, SIGTERM,
     SIGKILL, as the MCP SDK does), then every process still carrying the server's environment
     marker (its whole tree, even re-parented children) gets SIGTERM, 1 s grace, SIGKILL (K9).
@@ -106,6 +108,7 @@ class MCPServer:
         self._ready: asyncio.Future[None] | None = None
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -113,7 +116,8 @@ class MCPServer:
         Raises ToolTransportError naming the server (bounded by ``startup_timeout_s``)."""
         if self._task is not None:
             raise RuntimeError(f"MCP server '{self.name}' already started")
-        self._ready = asyncio.get_running_loop().create_future()
+        self._loop = asyncio.get_running_loop()
+        self._ready = self._loop.create_future()
         self._task = asyncio.create_task(self._own_session(), name=f"mcp-session:{self.name}")
         try:
             await asyncio.wait_for(asyncio.shield(self._ready), self.startup_timeout_s + 2.0)
@@ -180,6 +184,9 @@ class MCPServer:
         Idempotent."""
         if self.state == "closed":
             return
+        if self._loop is not None and self._loop is not asyncio.get_running_loop():
+            await _on_loop(self.name, self._loop, self.aclose())
+            return
         self._stop.set()
         task = self._task
         if task is not None and not task.done():
@@ -233,6 +240,10 @@ class MCPServer:
         error, ToolTimeout after ``timeout_s`` seconds, ToolTransportError when the server is
         not connected or the channel fails mid-call (K8).
         """
+        if self._loop is not None and self._loop is not asyncio.get_running_loop():
+            # Called from another event loop (e.g. a server running graphs on isolated loops):
+            # the session belongs to the loop that started it, so the call runs there.
+            return await _on_loop(self.name, self._loop, self.call_tool(tool, args, timeout_s=timeout_s, request_id=request_id))
         if self.state != "ready" or self._session is None or self._task is None:
             raise ToolTransportError(self.name, f"not connected ({self.error or self.state})")
         mcp_tool = self.tools.get(tool)
@@ -266,6 +277,14 @@ class MCPServer:
         except _TRANSPORT_ERRORS as exc:
             raise ToolTransportError(self.name, f"{tool} failed in transport: {_describe(exc)}") from None
         return content_to_json(getattr(message, "content", message), getattr(message, "artifact", None))
+
+
+async def _on_loop(server: str, loop: asyncio.AbstractEventLoop, coro: Any) -> Any:
+    """Run ``coro`` on ``loop`` (another thread's running loop) and await its result here."""
+    if loop.is_closed() or not loop.is_running():
+        coro.close()
+        raise ToolTransportError(server, "the event loop that owns this MCP session is not running")
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
 
 
 def content_to_json(content: Any, artifact: Any = None) -> Any:
