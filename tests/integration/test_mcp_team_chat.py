@@ -195,8 +195,11 @@ async def test_quirky_server_k5_k6_k7_and_timeout(tmp_path, quirky_script, marke
         t0 = time.monotonic()
         crash = await tb.registry.call("crash_mid_call", {}, "k8c")
         assert crash.error_kind == "transport" and "quirky" in crash.error and time.monotonic() - t0 < 6
+        # The next call reconnects (a new server process; the dead one left nothing behind).
+        quirky = tb.mcp.servers["quirky"]
         later = await tb.registry.call("say_hello", {}, "after-crash")
-        assert later.error_kind == "transport" and "quirky" in later.error
+        assert later.status == "ok" and later.content == "hello", later.error
+        assert quirky.reconnects == 1 and len(await asyncio.to_thread(quirky.pids)) == 1
         # The other server keeps working.
         ok = await tb.registry.call("post_message", {"channel": "general", "text": "still here"}, "tc")
         assert ok.status == "ok"
@@ -255,6 +258,16 @@ async def test_k9_no_orphans_from_wrapper_shell_or_escaped_descendants(tmp_path,
         assert len(wrapped_pids) == 2  # the server and its `sleep`
         assert len(escapee_pids) == 2  # the server and its escaped child
         assert (await tb.registry.call("list_messages", {"channel": "x"}, "w")).status == "ok"
+        # K9: force a reconnect: the old trees are gone, the new ones serve calls.
+        for name in ("wrapped", "escapee"):
+            await tb.mcp.servers[name].reconnect()
+        for pid in wrapped_pids + escapee_pids:
+            assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        new_pids = (await asyncio.to_thread(tb.mcp.servers["wrapped"].pids)
+                    + await asyncio.to_thread(tb.mcp.servers["escapee"].pids))
+        assert len(new_pids) == 4 and not set(new_pids) & set(wrapped_pids + escapee_pids)
+        assert (await tb.registry.call("list_messages", {"channel": "x"}, "w2")).status == "ok"
+        wrapped_pids, escapee_pids = new_pids, []
     finally:
         t0 = time.monotonic()
         await tb.aclose()

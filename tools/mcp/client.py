@@ -13,7 +13,10 @@ Lifecycle of a server (:class:`MCPServer`):
     the session lives in its own task; calls from any task go through the published session.
   * A server that fails to start, exits, or never answers ``initialize`` fails within
     ``startup_timeout_s`` seconds with :class:`ToolTransportError` naming it (K8).
-  * A server that dies later fails its pending and future calls with ``ToolTransportError``.
+  * A server that dies later fails its pending calls with ``ToolTransportError``; its next
+    call reconnects it (old process tree killed first; at most MAX_RECONNECTS times, each
+    retried with tenacity), so one crash does not disable a server for the whole run. The
+    failed call itself is never replayed (its side effect is unknown).
   * Sessions belong to the event loop that started them; calls and ``aclose()`` from another
     running loop are forwarded to it (``run_coroutine_threadsafe``).
   * ``aclose()``: stop event → the task leaves the session (close stdin, wait, SIGTERM,
@@ -39,6 +42,7 @@ from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.tools import load_mcp_tools
 from mcp.shared.exceptions import McpError
 from mcp.types import CONNECTION_CLOSED
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from tools.errors import ToolFailed, ToolTimeout, ToolTransportError
 from tools.mcp.config import to_connection
@@ -51,6 +55,10 @@ log = logging.getLogger(__name__)
 STARTUP_TIMEOUT_S = 15.0
 #: Seconds ``aclose`` waits for the session task to leave the session before cancelling it.
 SHUTDOWN_TIMEOUT_S = 8.0
+#: A server that died after a good start is reconnected on its next call, at most this many
+#: times over its lifetime (each reconnect is tried RECONNECT_ATTEMPTS times).
+MAX_RECONNECTS = 3
+RECONNECT_ATTEMPTS = 2
 #: Seconds a server gets to answer ``ping`` after one of its calls timed out.
 PING_TIMEOUT_S = 2.0
 #: Environment variable that marks every process of one stdio server (value: unique id).
@@ -109,6 +117,8 @@ class MCPServer:
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock: asyncio.Lock | None = None
+        self.reconnects = 0
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -117,20 +127,27 @@ class MCPServer:
         if self._task is not None:
             raise RuntimeError(f"MCP server '{self.name}' already started")
         self._loop = asyncio.get_running_loop()
-        self._ready = self._loop.create_future()
-        self._task = asyncio.create_task(self._own_session(), name=f"mcp-session:{self.name}")
+        self._lock = asyncio.Lock()
+        await self._launch()
+
+    async def _launch(self) -> None:
+        assert self._loop is not None
+        ready: asyncio.Future[None] = self._loop.create_future()
+        stop = asyncio.Event()
+        self.state, self.error = "new", None
+        self._stop = stop
+        self._task = asyncio.create_task(self._own_session(ready, stop), name=f"mcp-session:{self.name}")
         try:
-            await asyncio.wait_for(asyncio.shield(self._ready), self.startup_timeout_s + 2.0)
+            await asyncio.wait_for(asyncio.shield(ready), self.startup_timeout_s + 2.0)
         except TimeoutError:
             self.state, self.error = "failed", f"no answer to initialize within {self.startup_timeout_s:g} s"
-            await self.aclose()
+            await self._stop_session()
             raise ToolTransportError(self.name, self.error) from None
         except ToolTransportError:
-            await self.aclose()
+            await self._stop_session()
             raise
 
-    async def _own_session(self) -> None:
-        assert self._ready is not None
+    async def _own_session(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
         started = time.perf_counter()
         try:
             with anyio.fail_after(self.startup_timeout_s) as scope:
@@ -139,27 +156,29 @@ class MCPServer:
                     lc_tools = await load_mcp_tools(session, server_name=self.name, handle_tool_errors=False)
                     scope.deadline = math.inf  # started: no deadline while serving
                     self._publish(session, init, lc_tools)
+                    ready.set_result(None)
                     log.info("MCP server %s ready (%s, %d tools, %.2f s)", self.name, self.transport,
                              len(self.tools), time.perf_counter() - started)
-                    await self._stop.wait()
+                    await stop.wait()
         except BaseException as exc:  # noqa: BLE001 - recorded and surfaced as transport errors
             reason = _describe(exc)
-            if isinstance(exc, TimeoutError) and self.state == "new":
+            if isinstance(exc, TimeoutError) and not ready.done():
                 reason = f"no answer to initialize within {self.startup_timeout_s:g} s"
-            if self.state in ("new", "ready") and not self._stop.is_set():
+            if self.state in ("new", "ready") and not stop.is_set():
                 self.error = ("failed to start: " if self.state == "new" else "connection lost: ") + reason
                 self.state = "failed"
                 log.warning("MCP server %s %s", self.name, self.error)
-            if not self._ready.done():
-                self._ready.set_exception(ToolTransportError(self.name, self.error or reason))
-                self._ready.exception()
+            if not ready.done():
+                ready.set_exception(ToolTransportError(self.name, self.error or reason))
+                ready.exception()
             if isinstance(exc, asyncio.CancelledError):
                 raise
         finally:
-            self._session = None
-            if not self._ready.done():  # clean exit before ready (stop requested)
-                self._ready.set_exception(ToolTransportError(self.name, "closed before it was ready"))
-                self._ready.exception()
+            if self._stop is stop:
+                self._session = None
+            if not ready.done():  # clean exit before ready (stop requested)
+                ready.set_exception(ToolTransportError(self.name, "closed before it was ready"))
+                ready.exception()
 
     def _publish(self, session: Any, init: Any, lc_tools: list[BaseTool]) -> None:
         self.protocol_version = str(getattr(init, "protocolVersion", "") or "") or None
@@ -173,20 +192,16 @@ class MCPServer:
             tools[t.name] = MCPTool(name=t.name, description=" ".join((t.description or "").split()),
                                     input_schema=normalize_schema(schema), lc_tool=t,
                                     read_only=bool((t.metadata or {}).get("readOnlyHint")))
+        if self.tools and set(tools) != set(self.tools):
+            log.warning("MCP server %s changed its tool list on reconnect: %s -> %s",
+                        self.name, sorted(self.tools), sorted(tools))
         self.tools = tools
         self._session = session
         self.state = "ready"
-        assert self._ready is not None
-        self._ready.set_result(None)
 
-    async def aclose(self) -> None:
-        """Leave the session (shutdown sequence) and kill any leftover process of the server.
-        Idempotent."""
-        if self.state == "closed":
-            return
-        if self._loop is not None and self._loop is not asyncio.get_running_loop():
-            await _on_loop(self.name, self._loop, self.aclose())
-            return
+    async def _stop_session(self) -> None:
+        """Leave the current session (stdin closed, SIGTERM, SIGKILL by the SDK), then kill any
+        process still carrying the marker (SIGTERM, 1 s grace, SIGKILL)."""
         self._stop.set()
         task = self._task
         if task is not None and not task.done():
@@ -197,10 +212,48 @@ class MCPServer:
                 await asyncio.gather(task, return_exceptions=True)
             except BaseException:  # noqa: BLE001 - the task's own failure is already recorded
                 pass
-        self.state = "closed"
         self._session = None
         if self.transport == "stdio":
             await asyncio.to_thread(self.kill_leftovers)
+
+    async def reconnect(self) -> None:
+        """Replace the session with a fresh one (new process for stdio): the old one is shut
+        down first, with no process left behind (K9). Tried ``RECONNECT_ATTEMPTS`` times
+        (tenacity, short backoff); raises ToolTransportError naming the server if all fail."""
+        if self._loop is not None and self._loop is not asyncio.get_running_loop():
+            return await _on_loop(self.name, self._loop, self.reconnect())
+        if self.state == "closed" or self._task is None:
+            raise ToolTransportError(self.name, f"cannot reconnect a server that is {self.state}")
+        self.reconnects += 1
+        await self._stop_session()
+        async for attempt in AsyncRetrying(stop=stop_after_attempt(RECONNECT_ATTEMPTS),
+                                           wait=wait_exponential(multiplier=0.2, max=2.0),
+                                           retry=retry_if_exception_type(ToolTransportError), reraise=True):
+            with attempt:
+                await self._launch()
+        log.info("MCP server %s reconnected (%d)", self.name, self.reconnects)
+
+    async def _ensure_connected(self) -> None:
+        """Reconnect a server that died after a good start, at most MAX_RECONNECTS times."""
+        if self.state != "failed" or self.reconnects >= MAX_RECONNECTS:
+            return
+        async with self._lock:
+            if self.state == "failed":
+                try:
+                    await self.reconnect()
+                except ToolTransportError as exc:
+                    self.state, self.error = "failed", f"reconnect failed: {exc}"
+
+    async def aclose(self) -> None:
+        """Leave the session (shutdown sequence) and kill any leftover process of the server.
+        Idempotent."""
+        if self.state == "closed":
+            return
+        if self._loop is not None and self._loop is not asyncio.get_running_loop():
+            await _on_loop(self.name, self._loop, self.aclose())
+            return
+        await self._stop_session()
+        self.state = "closed"
 
     def pids(self) -> list[int]:
         """PIDs of every live process of this stdio server (found by its env marker). Blocking."""
@@ -217,6 +270,13 @@ class MCPServer:
         return terminate(procs, grace_s)
 
     # -- calls -------------------------------------------------------------------------------
+    def _lost(self, session: Any, reason: str) -> ToolTransportError:
+        """Mark the session dead (the next call reconnects) and return the error to raise."""
+        if self._session is session and self.state == "ready":
+            self.state, self.error = "failed", f"connection lost: {reason}"
+            log.warning("MCP server %s %s", self.name, self.error)
+        return ToolTransportError(self.name, reason)
+
     async def _alive(self) -> bool:
         """After a call timeout: does the server still answer ``ping`` within PING_TIMEOUT_S?
         If not it is marked failed, so later calls fail at once instead of timing out (K8c:
@@ -244,8 +304,10 @@ class MCPServer:
             # Called from another event loop (e.g. a server running graphs on isolated loops):
             # the session belongs to the loop that started it, so the call runs there.
             return await _on_loop(self.name, self._loop, self.call_tool(tool, args, timeout_s=timeout_s, request_id=request_id))
+        await self._ensure_connected()
         if self.state != "ready" or self._session is None or self._task is None:
             raise ToolTransportError(self.name, f"not connected ({self.error or self.state})")
+        session = self._session
         mcp_tool = self.tools.get(tool)
         if mcp_tool is None:
             raise ToolFailed(f"MCP server '{self.name}' has no tool {tool!r}")
@@ -272,10 +334,10 @@ class MCPServer:
             raise ToolFailed(str(exc) or "MCP tool reported an error") from None
         except McpError as exc:
             if exc.error.code == CONNECTION_CLOSED:
-                raise ToolTransportError(self.name, f"connection closed during {tool}") from None
+                raise self._lost(session, f"connection closed during {tool}") from None
             raise ToolFailed(f"MCP error {exc.error.code}: {exc.error.message}") from None
         except _TRANSPORT_ERRORS as exc:
-            raise ToolTransportError(self.name, f"{tool} failed in transport: {_describe(exc)}") from None
+            raise self._lost(session, f"{tool} failed in transport: {_describe(exc)}") from None
         return content_to_json(getattr(message, "content", message), getattr(message, "artifact", None))
 
 
