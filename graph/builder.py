@@ -3,6 +3,7 @@
     START → assemble_context → call_model ─┬─(tool calls)→ dispatch_tools → compress_results
                                            │      → evaluate_progress ─┬─(go on)→ assemble_context
                                            │                           └─(stop)→ write_memory
+                                           ├─(answer, goal steps missing)→ evaluate_progress
                                            └─(final answer)→ write_memory → END
 
 ``builder`` is the uncompiled ``StateGraph``; ``graph`` (module level, what ``langgraph.json``
@@ -29,11 +30,15 @@ from nodes.evaluate_progress import evaluate_progress
 from nodes.write_memory import write_memory
 
 
-def route_model_output(state: State) -> Literal["dispatch_tools", "write_memory"]:
-    """Edge after ``call_model``: tool calls (valid or not, K3) go to dispatch, else finish."""
+def route_model_output(state: State) -> Literal["dispatch_tools", "evaluate_progress", "write_memory"]:
+    """Edge after ``call_model``: tool calls (valid or not, K3) go to dispatch; an answer given
+    while the goal still has missing steps (``goal_distance`` > 0) goes to evaluate_progress,
+    which sends the model back to work or stops with a reason; any other answer finishes."""
     last = state.messages[-1] if state.messages else None
     if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
         return "dispatch_tools"
+    if state.goal_distance:
+        return "evaluate_progress"
     return "write_memory"
 
 

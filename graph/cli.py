@@ -26,7 +26,7 @@ from rich.table import Table
 
 from graph.builder import make_graph
 from graph.context import Context
-from graph.model import ModelUnavailableError, stop_embedded_server
+from graph.model import ModelUnavailableError, astop_embedded_server
 from graph.resources import aclose_resources
 
 app = typer.Typer(help="Hermes Agent: a LangGraph agent runtime.", no_args_is_help=True)
@@ -144,7 +144,7 @@ async def _guarded(coro_factory) -> int:
         return 1
     finally:
         await aclose_resources()
-        stop_embedded_server()
+        await astop_embedded_server()
 
 
 @app.command()

@@ -45,6 +45,8 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, w
 from graph.context import Context
 
 MAX_RESPONSE_CHARS = 800  # bounds free-text answers of the small model (it rambles otherwise)
+REPEAT_PENALTY = 1.15  # llama.cpp sampler setting; the 135M model loops on phrases without it
+MAX_ARGUMENT_CHARS = 300  # bounds each string argument in the grammar, for the same reason
 
 ModelFactory = Callable[[Context], BaseChatModel]
 _FACTORIES: dict[str, ModelFactory] = {}
@@ -59,15 +61,29 @@ class ModelUnavailableError(RuntimeError):
     """The configured model endpoint cannot be reached or started; the message says what to do."""
 
 
+def _bound_strings(schema: Any) -> Any:
+    """Copy of a JSON Schema where every string without ``maxLength`` gets
+    ``MAX_ARGUMENT_CHARS``, so a grammar-constrained reply always terminates."""
+    if isinstance(schema, list):
+        return [_bound_strings(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _bound_strings(v) for k, v in schema.items()}
+    if out.get("type") == "string" and "maxLength" not in out and "enum" not in out:
+        out["maxLength"] = MAX_ARGUMENT_CHARS
+    return out
+
+
 def step_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
     """JSON Schema of one reply: a call of one of ``tools`` or a final ``response`` string.
 
     ``tools`` are OpenAI function definitions (``{"type": "function", "function": {...}}``).
+    String arguments are bounded (``MAX_ARGUMENT_CHARS``) so every reply terminates.
     """
     calls = []
     for tool in tools:
         fn = tool.get("function", tool)
-        params = fn.get("parameters") or {"type": "object", "properties": {}}
+        params = _bound_strings(fn.get("parameters") or {"type": "object", "properties": {}})
         calls.append(
             {
                 "type": "object",
@@ -96,7 +112,7 @@ class JsonToolCallingChat(ChatOpenAI):
 
     Request: the tools stay in the payload (the server's chat template renders them) and a
     ``json_schema`` grammar from :func:`step_schema` constrains the reply; ``tool_choice`` is
-    dropped. Response: ``{"tool_call": ...}`` becomes ``AIMessage.tool_calls`` (one call),
+    turned into the grammar (``"required"`` removes the free-text alternative). Response: ``{"tool_call": ...}`` becomes ``AIMessage.tool_calls`` (one call),
     ``{"response": ...}`` becomes plain content, and a reply cut off mid-call (token limit)
     becomes an ``invalid_tool_calls`` entry so the graph can send the error back (case K3).
     """
@@ -104,15 +120,30 @@ class JsonToolCallingChat(ChatOpenAI):
     def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
         payload = super()._get_request_payload(input_, stop=stop, **kwargs)
         for message in payload.get("messages", []):
-            if message.get("role") == "assistant" and message.get("content") is None:
+            if message.get("role") != "assistant":
+                continue
+            if message.get("content") is None:
                 message["content"] = ""  # llama.cpp templates expect a string
-        tools = payload.get("tools")
-        if tools:
-            payload.pop("tool_choice", None)
-            payload.pop("parallel_tool_calls", None)
-            extra = dict(payload.get("extra_body") or {})
-            extra["json_schema"] = step_schema(tools)
-            payload["extra_body"] = extra
+            for call in message.get("tool_calls") or []:
+                # llama.cpp answers 500 to history holding unparseable arguments (an earlier
+                # invalid_tool_calls entry, K3); the error result that follows quotes them.
+                try:
+                    json.loads(call["function"]["arguments"])
+                except (KeyError, TypeError, ValueError):
+                    call.setdefault("function", {})["arguments"] = "{}"
+        tools = payload.get("tools") or []
+        choice = payload.pop("tool_choice", None)
+        payload.pop("parallel_tool_calls", None)
+        schema = step_schema(tools)
+        if not tools:
+            schema = schema["anyOf"][1]  # no tools offered: only a (bounded) answer
+        elif choice in ("required", "any") or isinstance(choice, dict):
+            schema = schema["anyOf"][0]  # a call is required: no free-text alternative
+        payload["extra_body"] = {
+            **(payload.get("extra_body") or {}),
+            "json_schema": schema,
+            "repeat_penalty": REPEAT_PENALTY,
+        }
         return payload
 
     def _create_chat_result(self, response: Any, generation_info: dict | None = None) -> ChatResult:
@@ -290,6 +321,15 @@ def stop_embedded_server() -> None:
     """Stop the process-wide embedded server, if one was started."""
     if _EMBEDDED is not None:
         _EMBEDDED.stop()
+
+
+async def astop_embedded_server() -> None:
+    """Async :func:`stop_embedded_server` that also reaps the process in its event loop."""
+    if _EMBEDDED is not None:
+        process = _EMBEDDED.process
+        _EMBEDDED.stop()
+        if process is not None:
+            await process.wait()
 
 
 async def load_chat_model(context: Context) -> BaseChatModel:

@@ -10,8 +10,11 @@ model exit with it).
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Coroutine
+from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from graph.context import Context
 from memory.service import MemoryService
@@ -22,10 +25,19 @@ if TYPE_CHECKING:
 _toolboxes: dict[tuple[str, str], "Toolbox"] = {}
 _memories: dict[str, MemoryService] = {}
 _lock: asyncio.Lock | None = None
+_background: set[asyncio.Task] = set()
+
+
+log = logging.getLogger(__name__)
+
+
+@lru_cache(maxsize=64)
+def _resolve(path: str) -> str:
+    return str(Path(path).resolve())
 
 
 def _key(context: Context) -> tuple[str, str]:
-    return (str(Path(context.data_dir).resolve()), context.mcp_config)
+    return (_resolve(context.data_dir), context.mcp_config)
 
 
 async def get_toolbox(context: Context) -> "Toolbox":
@@ -55,14 +67,39 @@ def set_toolbox(context: Context, toolbox: "Toolbox") -> None:
 
 def get_memory(context: Context) -> MemoryService:
     """The memory service for ``context.data_dir`` (cheap; the database opens lazily)."""
-    key = str(Path(context.data_dir).resolve())
+    key = _resolve(context.data_dir)
     if key not in _memories:
         _memories[key] = MemoryService(Path(context.data_dir))
     return _memories[key]
 
 
+def run_in_background(coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task:
+    """Run ``coro`` off the hot path (e.g. memory writes, DESIGN §4: they never block the
+    answer). Exceptions are logged; :func:`drain_background` waits for what is still running."""
+    task = asyncio.get_running_loop().create_task(coro, name=name)
+    _background.add(task)
+
+    def done(t: asyncio.Task) -> None:
+        _background.discard(t)
+        if not t.cancelled() and t.exception() is not None:
+            log.error("background task %s failed: %r", t.get_name(), t.exception())
+
+    task.add_done_callback(done)
+    return task
+
+
+async def drain_background(timeout_s: float = 30.0) -> None:
+    """Wait up to ``timeout_s`` seconds for background tasks of the running loop to finish."""
+    loop = asyncio.get_running_loop()
+    pending = [t for t in _background if t.get_loop() is loop and not t.done()]
+    if pending:
+        await asyncio.wait(pending, timeout=timeout_s)
+
+
 async def aclose_resources() -> None:
-    """Close every toolbox (MCP shutdown, no orphan processes) and forget the memory services."""
+    """Finish background writes, close every toolbox (MCP shutdown, no orphan processes) and
+    forget the memory services."""
+    await drain_background()
     toolboxes = list(_toolboxes.values())
     _toolboxes.clear()
     _memories.clear()

@@ -13,6 +13,12 @@ Shapes:
     stop_reason   str | None         why the loop stopped early (never a normal-looking answer)
     goal_distance int | None         required steps of the goal not yet done (evaluate_progress)
     stalled_rounds int               consecutive tool rounds in which that distance did not shrink
+    blocked_tools list[str]          tools not offered on the next model call (evaluate_progress):
+                                     side-effect tools already done for this goal, tools at their
+                                     repeat limit; every tool once the goal's steps are all done
+    must_call_tool bool              the next model call must call one of the offered tools
+                                     (``tool_choice="required"``; set when the model stalled or
+                                     answered with goal steps still missing)
     progress_note str                evaluate_progress's advice for the next model call ("" if none)
     system_prompt str                the system turn assembled for the next model call
     window        list[list]         the history chosen for it: ``[message id, char limit]`` pairs
@@ -75,6 +81,8 @@ class State(InputState):
     stop_reason: str | None = None
     goal_distance: int | None = None
     stalled_rounds: int = 0
+    blocked_tools: list[str] = field(default_factory=list)
+    must_call_tool: bool = False
     progress_note: str = ""
     system_prompt: str = ""
     window: list[list[Any]] = field(default_factory=list)
@@ -83,8 +91,10 @@ class State(InputState):
     report_path: str | None = None
 
     def prompt_messages(self) -> list[AnyMessage]:
-        """What the next model call sends: the system turn, then the ``window`` messages in
-        order, each cut to its char limit. Ids missing from ``messages`` are skipped."""
+        """What the next model call sends, in seed §6.2 order: the system turn (instructions,
+        memories), the ``window`` messages in order (each cut to its char limit; ids missing
+        from ``messages`` are skipped), then ``progress_note`` as a last system turn, next to
+        the tool results it is about (small models heed the end of the prompt)."""
         from langchain_core.messages import SystemMessage
 
         by_id = {m.id: m for m in self.messages}
@@ -96,4 +106,6 @@ class State(InputState):
             if limit and isinstance(message.content, str) and len(message.content) > limit:
                 message = message.model_copy(update={"content": message.content[:limit] + " …[truncated]"})
             prompt.append(message)
+        if self.progress_note:
+            prompt.append(SystemMessage(self.progress_note))
         return prompt

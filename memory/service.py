@@ -169,6 +169,42 @@ class MemoryService:
             return []
         return [format_memory(h) for h in hits if policy.passes_threshold(h.event.confidence)]
 
+    def plan_turn(
+        self,
+        user_id: str,
+        thread_id: str,
+        goal: str,
+        answer: str,
+        tools_used: list[str],
+        stop_reason: str | None,
+        failed_then_succeeded: list[str],
+    ) -> list[EpisodicEvent]:
+        """The events a finished turn triggers (seed §4.2) that pass the confidence threshold.
+        Pure and cheap (no I/O), so a caller can count them on its hot path and write them
+        later with :meth:`write_events`. Never raises (a bad input gives ``[]``, logged)."""
+        try:
+            events = build_turn_events(
+                user_id, thread_id, goal, answer, tools_used, stop_reason, failed_then_succeeded
+            )
+        except Exception:  # noqa: BLE001
+            log.exception("memory: could not build events for thread %r", thread_id)
+            return []
+        return [e for e in events if policy.passes_threshold(e.confidence)]
+
+    async def write_events(self, events: Sequence[EpisodicEvent]) -> int:
+        """Store ``events``; return how many new records were stored (K11 duplicates and
+        queued writes are not counted). Never raises: a failed write goes to the retry queue;
+        if even that fails it is logged."""
+        written = 0
+        for event in events:
+            try:
+                stored_id = await self._add_with_retry(event)
+            except Exception as exc:  # noqa: BLE001
+                await self._enqueue(event, exc)
+                continue
+            written += stored_id == event.id
+        return written
+
     async def record_turn(
         self,
         user_id: str,
@@ -179,28 +215,10 @@ class MemoryService:
         stop_reason: str | None,
         failed_then_succeeded: list[str],
     ) -> int:
-        """Apply the write triggers of seed §4.2 to a finished turn (see ``build_turn_events``)
-        and return how many new records were stored (K11 duplicates and queued writes are not
-        counted). Never raises: a failed write goes to the retry queue; if even that fails it
-        is logged."""
-        try:
-            events = build_turn_events(
-                user_id, thread_id, goal, answer, tools_used, stop_reason, failed_then_succeeded
-            )
-        except Exception:  # noqa: BLE001
-            log.exception("memory: could not build events for thread %r", thread_id)
-            return 0
-        written = 0
-        for event in events:
-            if not policy.passes_threshold(event.confidence):
-                continue
-            try:
-                stored_id = await self._add_with_retry(event)
-            except Exception as exc:  # noqa: BLE001
-                await self._enqueue(event, exc)
-                continue
-            written += stored_id == event.id
-        return written
+        """:meth:`plan_turn` then :meth:`write_events`; returns the new records stored."""
+        return await self.write_events(
+            self.plan_turn(user_id, thread_id, goal, answer, tools_used, stop_reason, failed_then_succeeded)
+        )
 
     async def flush_retry_queue(self) -> int:
         """Replay queued writes; return how many succeeded. Never raises."""

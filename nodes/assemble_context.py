@@ -1,7 +1,7 @@
 """Node ``assemble_context``: choose what the model sees next (seed §1.2, §6.2; case K1).
 
-Update: ``goal``, ``intent``, ``tool_rounds`` and ``stop_reason`` (reset when a new user
-message starts a goal), ``memory_context`` (recalled once per goal), ``system_prompt`` and
+Update: ``goal``, ``intent``; ``tool_rounds``, ``stop_reason``, ``blocked_tools``,
+``goal_distance``, ``stalled_rounds`` (reset when a new user message starts a goal), ``memory_context`` (recalled once per goal), ``system_prompt`` and
 ``window`` (``[message id, char limit]`` pairs: the history for the next model call, rendered
 by ``State.prompt_messages``).
 
@@ -29,7 +29,8 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.runtime import Runtime
 
 from graph.context import Context
-from graph.resources import get_memory
+from graph.progress import required_steps
+from graph.resources import get_memory, get_toolbox
 from graph.state import State
 
 SYSTEM_PROMPT = (
@@ -133,13 +134,12 @@ def select_window(
     return [m for g in prefix + chosen for m in g]
 
 
-def build_system_prompt(memories: list[str], progress_note: str) -> str:
-    """System turn in the seed §6.2 order: instructions, then key memories, then advice."""
+def build_system_prompt(memories: list[str]) -> str:
+    """System turn in the seed §6.2 order: instructions, then key memories (labelled). The
+    progress note goes last, after the tool results (``State.prompt_messages``)."""
     parts = [SYSTEM_PROMPT]
     if memories:
         parts.append("What you remember (type · date · confidence · evidence):\n" + "\n".join(memories))
-    if progress_note:
-        parts.append(progress_note)
     return "\n\n".join(parts)
 
 
@@ -162,11 +162,14 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
             tool_rounds=0,
             stop_reason=None,
             progress_note="",
+            blocked_tools=[],
+            must_call_tool=False,
+            goal_distance=len(required_steps(goal, (await get_toolbox(context)).registry.names())),
+            stalled_rounds=0,
             memory_context=memories,
             references=[f"memory:{i}" for i in range(len(memories))],
         )
-    note = update.get("progress_note", state.progress_note)
-    system_prompt = build_system_prompt(memories, note)
+    system_prompt = build_system_prompt(memories)
     window = select_window(
         state.messages,
         context.token_budget,

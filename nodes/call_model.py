@@ -1,4 +1,7 @@
-"""Node ``call_model``: one model call over ``state.prompt_messages()`` with the registry's tools bound.
+"""Node ``call_model``: one model call over ``state.prompt_messages()`` with the registry's tools
+bound, less ``state.blocked_tools`` (evaluate_progress's masking: a grammar-constrained model
+cannot even name a blocked tool; with every tool blocked the model can only answer), and with
+``tool_choice="required"`` when ``state.must_call_tool``.
 
 Update: ``messages`` (the AI reply), ``pending_actions`` (``"name#id"`` of each requested call,
 including calls whose arguments were not valid JSON: ``invalid_tool_calls``, case K3, which
@@ -27,8 +30,12 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     context = runtime.context or Context()
     toolbox = await get_toolbox(context)
     model = await load_chat_model(context)
-    tools = toolbox.registry.openai_tools()
-    bound = model.bind_tools(tools) if tools else model
+    blocked = set(state.blocked_tools)
+    tools = [t for t in toolbox.registry.openai_tools() if t["function"]["name"] not in blocked]
+    if tools and state.must_call_tool:
+        bound = model.bind_tools(tools, tool_choice="required")
+    else:
+        bound = model.bind_tools(tools) if tools else model
     prompt = state.prompt_messages()
     reply = await bound.ainvoke(prompt)
     if not isinstance(reply, AIMessage):

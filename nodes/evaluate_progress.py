@@ -1,65 +1,50 @@
-"""Node ``evaluate_progress``: after each tool round, measure distance to the goal and decide
-whether the loop goes on (seed §5.2, §6.1; DESIGN §5).
+"""Node ``evaluate_progress``: after each tool round — or an answer given while the goal's
+steps are still missing — measure distance to the goal and decide whether the loop goes on
+(seed §5.2, §6.1; DESIGN §5). Distance and required steps: ``graph.progress``.
 
 Rules, in order (each is a cap, so no retry path is unbounded):
 
 1. **Repeated identical call**: the same tool with the same arguments made more than
    ``context.max_repeated_calls`` times for this goal → stop.
-2. **Distance to goal**: the goal's required steps come from ``STEP_RULES`` (a tool is required
-   when the goal's text matches its pattern); distance = required steps without a successful
-   result yet. If it did not shrink this round, the model is told to change approach; after
-   ``MAX_STALLED_ROUNDS`` such rounds in a row → stop (no progress). At distance 0 the model is
-   told every step is done and to answer.
+2. **Distance to goal**: if it did not shrink this round (or the model answered with steps
+   missing), the model is told to change approach; after ``MAX_STALLED_ROUNDS`` such rounds
+   in a row → stop (no progress). At distance 0 the model is told to answer.
 3. **Round cap**: ``context.max_tool_rounds`` rounds for one goal → stop.
 
-Update: ``tool_rounds``, ``goal_distance``, ``stalled_rounds``, ``progress_note`` (advice for
-the next model call), ``report_path`` (when ``generate_report`` succeeded), and ``stop_reason``
-— set only when the loop must end; ``write_memory`` then tells the user, never as a
-normal-looking answer.
+Changing strategy is enforced, not only advised (tool masking through ``blocked_tools``): the
+side-effect tools that already succeeded for this goal (no second post or reminder) and tools
+whose identical call reached the repeat limit are not offered again; after a round that did not
+shrink the distance (or an early answer), only the tools of the missing steps are offered and
+one of them must be called (``must_call_tool``); once every step is done, none are offered, so
+the model answers.
+
+Update: ``tool_rounds``, ``goal_distance``, ``stalled_rounds``, ``blocked_tools``,
+``must_call_tool``,
+``progress_note`` (advice placed last in the next prompt), ``report_path`` (when
+``generate_report`` succeeded), and ``stop_reason`` — set only when the loop must end;
+``write_memory`` then tells the user, never as a normal-looking answer.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
+from graph.progress import (
+    call_signature,
+    current_goal_messages,
+    missing_steps,
+    required_steps,
+    succeeded_tools,
+)
+from graph.resources import get_toolbox
 from graph.state import State
 
 MAX_STALLED_ROUNDS = 3
-
-# tool name → pattern of goals that require it (the flagship task of seed §5.1 and its parts)
-STEP_RULES: dict[str, re.Pattern[str]] = {
-    "generate_report": re.compile(r"report|报告", re.I),
-    "post_message": re.compile(r"\bpost\b|\bsend\b|group|channel|发到|群", re.I),
-    "schedule_reminder": re.compile(r"remind|every month|monthly|提醒|每月", re.I),
-}
-
-
-def current_goal_messages(messages: list[AnyMessage]) -> list[AnyMessage]:
-    """Messages from the last human message on (the current goal's work)."""
-    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
-    return messages[start:]
-
-
-def call_signature(call: dict[str, Any]) -> str:
-    """``name(args)`` with keys sorted: equal for identical calls."""
-    return f"{call['name']}({json.dumps(call.get('args', {}), sort_keys=True, default=str)})"
-
-
-def required_steps(goal: str, available: set[str] | None = None) -> set[str]:
-    """Tools the goal's text requires (``STEP_RULES``), limited to ``available`` if given."""
-    steps = {name for name, pattern in STEP_RULES.items() if pattern.search(goal)}
-    return steps & available if available is not None else steps
-
-
-def succeeded_tools(messages: list[AnyMessage]) -> set[str]:
-    """Names of tools with at least one successful result among ``messages``."""
-    return {m.name for m in messages if isinstance(m, ToolMessage) and m.status != "error" and m.name}
 
 
 def _report_path(messages: list[AnyMessage]) -> str | None:
@@ -74,23 +59,37 @@ def _report_path(messages: list[AnyMessage]) -> str | None:
     return None
 
 
+def _result_summaries(messages: list[AnyMessage], tools: set[str]) -> list[str]:
+    """The pipeline's one-line summary of the last successful result of each tool in ``tools``."""
+    found: dict[str, str] = {}
+    for message in messages:
+        if isinstance(message, ToolMessage) and message.name in tools and message.status != "error":
+            try:
+                found[message.name] = str(json.loads(message.content).get("summary") or message.name)
+            except (TypeError, ValueError, AttributeError):
+                found[message.name] = message.name
+    return [found[name] for name in sorted(found)]
+
+
 async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Graph node: see the module docstring for the update it returns."""
     context = runtime.context or Context()
+    registry = (await get_toolbox(context)).registry
     work = current_goal_messages(state.messages)
-    rounds = state.tool_rounds + 1
+    last_ai = next((m for m in reversed(work) if isinstance(m, AIMessage)), None)
+    round_calls = [*last_ai.tool_calls, *last_ai.invalid_tool_calls] if last_ai else []
+    answered_early = last_ai is not None and not round_calls
+    rounds = state.tool_rounds + (0 if answered_early else 1)
     update: dict[str, Any] = {"tool_rounds": rounds}
-    report = _report_path(work)
-    if report:
+    if report := _report_path(work):
         update["report_path"] = report
 
-    calls = [c for m in work if isinstance(m, AIMessage) for c in m.tool_calls]
-    last_ai = next((m for m in reversed(work) if isinstance(m, AIMessage)), None)
+    # 1. repeated identical calls
     seen: dict[str, int] = {}
-    for call in calls:
+    for call in (c for m in work if isinstance(m, AIMessage) for c in m.tool_calls):
         sig = call_signature(call)
         seen[sig] = seen.get(sig, 0) + 1
-    for call in (last_ai.tool_calls if last_ai else []):
+    for call in last_ai.tool_calls if last_ai else []:
         sig = call_signature(call)
         if seen[sig] > context.max_repeated_calls:
             update["stop_reason"] = (
@@ -99,45 +98,55 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
             )
             return update
 
+    # 2. distance to goal
     done = succeeded_tools(work)
-    required = required_steps(state.goal)
-    distance = len(required - done)
-    previous = state.goal_distance
-    stalled = state.stalled_rounds + 1 if previous is not None and distance >= previous else 0
-    if previous is None:
-        stalled = 0 if distance < len(required) or not required else 1
+    required = required_steps(state.goal, registry.names())
+    missing = missing_steps(state.goal, state.messages, registry.names())
+    distance = len(missing)
+    round_ids = {c["id"] for c in round_calls}
+    round_results = [m for m in work if isinstance(m, ToolMessage) and m.tool_call_id in round_ids]
+    all_failed = bool(round_results) and all(m.status == "error" for m in round_results)
+    previous = state.goal_distance if state.goal_distance is not None else len(required)
+    # a round makes progress when it shrinks the distance; for goals without known steps,
+    # when at least one result succeeded
+    progressed = (distance < previous) if required else not all_failed
+    stalled = 0 if (progressed and not answered_early) else state.stalled_rounds + 1
+    blocked = {n for n in done if (spec := registry.get(n)) is not None and spec.side_effect}
+    blocked |= {sig.split("(", 1)[0] for sig, n in seen.items() if n >= context.max_repeated_calls}
     update.update(goal_distance=distance, stalled_rounds=stalled)
-    round_ids = {c["id"] for c in [*last_ai.tool_calls, *last_ai.invalid_tool_calls]} if last_ai else set()
-    last_results = [m for m in work if isinstance(m, ToolMessage) and m.tool_call_id in round_ids]
-    all_failed = bool(last_results) and all(m.status == "error" for m in last_results)
 
-    if required and distance == 0:
-        update["progress_note"] = (
-            f"Progress: every required step is done ({', '.join(sorted(required))}). "
-            "Now answer the user with a short summary; do not call more tools."
-        )
-    elif stalled >= MAX_STALLED_ROUNDS:
-        missing = ", ".join(sorted(required - done)) or "a useful result"
+    if stalled >= MAX_STALLED_ROUNDS:
         update["stop_reason"] = (
-            f"no progress: {stalled} tool rounds in a row did not bring the goal closer "
-            f"(still missing: {missing})"
+            f"no progress: {stalled} rounds in a row did not bring the goal closer"
+            + (f" (still missing: {', '.join(missing)})" if missing else "")
         )
         return update
-    elif stalled or all_failed:
-        missing = sorted(required - done)
-        update["progress_note"] = (
+    if required and distance == 0:
+        blocked |= set(registry.names())
+        note = (
+            "Every step of the task is done: " + "; ".join(_result_summaries(work, required))
+            + ". Now tell the user in one or two sentences what was done."
+        )
+    elif answered_early:
+        blocked |= set(registry.names()) - set(missing)
+        note = f"You answered, but these steps of the task are not done yet: {', '.join(missing)}. Call {missing[0]} now."
+    elif not progressed:
+        if missing:
+            blocked |= set(registry.names()) - set(missing)
+        note = (
             "Progress check: the last round did not bring the goal closer"
             + (" (the tool returned an error; fix the arguments)" if all_failed else "")
             + ". Change approach"
-            + (f"; steps still missing: {', '.join(missing)}" if missing else "")
+            + (f": do the missing steps: {', '.join(missing)}" if missing else "")
             + "."
         )
     else:
-        missing = sorted(required - done)
-        update["progress_note"] = (
-            f"Progress: steps still to do: {', '.join(missing)}." if missing else ""
-        )
+        note = f"Progress: steps still to do: {', '.join(missing)}." if missing else ""
+    blocked -= set(missing)
+    must_call = bool(missing) and (answered_early or not progressed)
+    update.update(blocked_tools=sorted(blocked), progress_note=note, must_call_tool=must_call)
 
+    # 3. round cap
     if rounds >= context.max_tool_rounds:
         update["stop_reason"] = (
             f"tool-round cap reached: {rounds} rounds for this goal (limit {context.max_tool_rounds})"

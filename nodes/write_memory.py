@@ -2,11 +2,13 @@
 
 * If ``stop_reason`` is set, an AI message states it plainly (what stopped the loop, what was
   done, what to do next), so a stopped run never looks like a normal answer (DESIGN §5).
-* Memory write triggers (seed §4.2) are applied by ``MemoryService.record_turn``: task
-  completed, explicit preference, tool failed then succeeded. A failure here is caught and
-  queued for retry by the service; it never blocks the answer (DESIGN §4).
+* Memory write triggers (seed §4.2) are decided here by ``MemoryService.plan_turn`` (pure:
+  task completed, explicit preference, tool failed then succeeded) and the records are written
+  in the background (``graph.resources.run_in_background``): the answer never waits for, and
+  never fails because of, a memory write (DESIGN §4); the service queues failed writes.
 
-Update: ``messages`` (the stop notice, if any) and ``metrics`` (``turns``, ``memory_writes``).
+Update: ``messages`` (the stop notice, if any) and ``metrics`` (``turns``; ``memory_writes`` =
+records submitted for writing).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from graph.context import Context
-from graph.resources import get_memory
+from graph.resources import get_memory, run_in_background
 from graph.state import State
 
 log = logging.getLogger(__name__)
@@ -63,7 +65,8 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
     thread_id = str(get_config().get("configurable", {}).get("thread_id", "local"))
     written = 0
     try:
-        written = await get_memory(context).record_turn(
+        memory = get_memory(context)
+        events = memory.plan_turn(
             user_id=context.user_id,
             thread_id=thread_id,
             goal=state.goal,
@@ -72,7 +75,10 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
             stop_reason=state.stop_reason,
             failed_then_succeeded=sorted(failed & set(done)),
         )
-    except Exception:  # the service queues its own failures; this guards the answer regardless
+        if events:
+            run_in_background(memory.write_events(events), name=f"memory-write:{thread_id}")
+        written = len(events)
+    except Exception:  # memory must never block the answer
         log.exception("memory write failed; the answer is unaffected")
     update: dict[str, Any] = {"metrics": {"turns": 1, "memory_writes": written}}
     if messages:  # an empty write would still re-serialise the whole message channel

@@ -85,3 +85,10 @@ def scripted(data_dir: Path):
 
     make.models = {}  # type: ignore[attr-defined]
     yield make
+
+
+@pytest.fixture(autouse=True)
+async def _finish_background_writes():
+    """Let memory writes started off the hot path finish inside the test's own event loop."""
+    yield
+    await resources.drain_background()

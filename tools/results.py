@@ -74,8 +74,10 @@ def summarise(tool: str, value: Any, total_items: int | None) -> str:
         count = value.get("row_count", len(value["rows"]) if isinstance(value["rows"], list) else "?")
         return f"{tool}: {count} rows, columns {', '.join(map(str, value['columns']))}"
     if isinstance(value, dict):
-        keys = list(value)[:8]
-        return f"{tool}: object with fields {', '.join(keys)}"
+        scalars = [f"{k}={str(v)[:60]}" for k, v in value.items() if isinstance(v, (str, int, float, bool))]
+        others = [k for k, v in value.items() if not isinstance(v, (str, int, float, bool, type(None)))]
+        text = ", ".join(scalars[:5]) or "object"
+        return f"{tool}: {text}" + (f" (+ {', '.join(others[:5])})" if others else "")
     if isinstance(value, list):
         return f"{tool}: list of {total_items if total_items is not None else len(value)} items"
     text = str(value)

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
+from graph.state import State
 from nodes.assemble_context import build_system_prompt, message_groups, select_window, tag_intent
 
 
@@ -106,6 +107,14 @@ def test_intent_tags_and_prompt_order():
     assert tag_intent("Summarise last month's sales into a report") == "report"
     assert tag_intent("remind me every month") == "scheduling"
     assert tag_intent("hello") == "chat"
-    prompt = build_system_prompt(["[episodic · 2026-11-01 · confidence 0.90 · direct] ran a report"], "Change approach.")
-    assert prompt.index("Hermes") < prompt.index("What you remember") < prompt.index("Change approach")
-    assert isinstance(SystemMessage(prompt), SystemMessage)
+    system = build_system_prompt(["[episodic · 2026-11-01 · confidence 0.90 · direct] ran a report"])
+    assert system.index("Hermes") < system.index("What you remember")
+    state = State(
+        messages=[HumanMessage("goal", id="h"), AIMessage("", tool_calls=[{"name": "t", "args": {}, "id": "c"}], id="a"),
+                  ToolMessage("result", tool_call_id="c", id="r")],
+        system_prompt=system, window=[["h", 0], ["a", 0], ["r", 0]], progress_note="Change approach.",
+    )
+    prompt = state.prompt_messages()
+    assert isinstance(prompt[0], SystemMessage) and "What you remember" in prompt[0].content
+    assert [m.id for m in prompt[1:4]] == ["h", "a", "r"]
+    assert isinstance(prompt[-1], SystemMessage) and prompt[-1].content == "Change approach."

@@ -130,10 +130,25 @@ async def test_round_cap_stops_a_model_that_never_answers(scripted):
 async def test_a_failing_memory_write_never_blocks_the_answer(scripted, monkeypatch):
     from memory.service import MemoryService
 
-    async def broken(self, **kwargs):
+    def broken(self, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(MemoryService, "record_turn", broken)
+    monkeypatch.setattr(MemoryService, "plan_turn", broken)
     ctx = scripted([AIMessage("the answer")])
     out = await run(ctx, "question")
     assert out["messages"][-1].content == "the answer"
+
+
+async def test_a_finished_task_is_remembered_in_the_next_session(scripted):
+    from graph import resources
+
+    box = FakeToolbox()
+    box.add("get_weather", lambda city: "sunny", {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+    ctx = scripted([tool_call("get_weather", {"city": "Paris"}), AIMessage("Sunny in Paris."), AIMessage("ok")], box)
+    first = await run(ctx, "weather report for Paris", thread="s1")
+    assert first["metrics"]["memory_writes"] == 1
+    await resources.drain_background()
+    second = await run(ctx, "what about the weather in Paris again?", thread="s2")
+    assert any("Paris" in line and "episodic" in line for line in second["memory_context"])
+    model = scripted.models[ctx.model]
+    assert "What you remember" in model.seen[-1][0].content
