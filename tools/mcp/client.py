@@ -303,18 +303,19 @@ class MCPServer:
         if self._loop is not None and self._loop is not asyncio.get_running_loop():
             # Called from another event loop (e.g. a server running graphs on isolated loops):
             # the session belongs to the loop that started it, so the call runs there.
-            return await _on_loop(self.name, self._loop, self.call_tool(tool, args, timeout_s=timeout_s, request_id=request_id))
+            return await _on_loop(self.name, self._loop,
+                                  self.call_tool(tool, args, timeout_s=timeout_s, request_id=request_id))
         await self._ensure_connected()
         if self.state != "ready" or self._session is None or self._task is None:
             raise ToolTransportError(self.name, f"not connected ({self.error or self.state})")
-        session = self._session
+        session, owner = self._session, self._task
         mcp_tool = self.tools.get(tool)
         if mcp_tool is None:
             raise ToolFailed(f"MCP server '{self.name}' has no tool {tool!r}")
         call = asyncio.ensure_future(mcp_tool.lc_tool.ainvoke(
             {"type": "tool_call", "id": request_id or uuid.uuid4().hex, "name": tool, "args": args}))
         try:
-            done, _ = await asyncio.wait({call, self._task}, timeout=timeout_s,
+            done, _ = await asyncio.wait({call, owner}, timeout=timeout_s,
                                          return_when=asyncio.FIRST_COMPLETED)
         except BaseException:
             call.cancel()
@@ -322,7 +323,7 @@ class MCPServer:
         if call not in done:
             call.cancel()
             await asyncio.gather(call, return_exceptions=True)
-            if self._task in done:
+            if owner in done:
                 raise ToolTransportError(self.name, f"connection lost during {tool} ({self.error or 'session ended'})")
             if not await self._alive():
                 raise ToolTransportError(self.name, f"no answer to {tool} within {timeout_s:g} s and no answer "
