@@ -51,6 +51,13 @@ class Context:
         metadata={"description": "How many times the same tool call (name and arguments) may be "
                   "made for one goal before the loop stops."},
     )
+    max_tools: int = field(
+        default=0,
+        metadata={"description": "Offer at most this many tools per model call, the most relevant "
+                  "to the goal and progress note (BM25 over name and description). 0 = all tools, "
+                  "except for the embedded model, which gets 2 (measured: the 135M model picks "
+                  "far better among 2 tools than among 6; see evals/probe_tool_calls.py)."},
+    )
     tool_timeout_s: float = field(
         default=10.0, metadata={"description": "Default timeout of an ordinary tool, seconds."}
     )

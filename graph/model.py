@@ -45,7 +45,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, w
 from graph.context import Context
 
 MAX_RESPONSE_CHARS = 800  # bounds free-text answers of the small model (it rambles otherwise)
-REPEAT_PENALTY = 1.15  # llama.cpp sampler setting; the 135M model loops on phrases without it
+REPEAT_PENALTY = 1.1  # llama.cpp sampler setting; the 135M model loops on phrases without it
 MAX_ARGUMENT_CHARS = 300  # bounds each string argument in the grammar, for the same reason
 
 ModelFactory = Callable[[Context], BaseChatModel]
@@ -61,16 +61,25 @@ class ModelUnavailableError(RuntimeError):
     """The configured model endpoint cannot be reached or started; the message says what to do."""
 
 
-def _bound_strings(schema: Any) -> Any:
-    """Copy of a JSON Schema where every string without ``maxLength`` gets
-    ``MAX_ARGUMENT_CHARS``, so a grammar-constrained reply always terminates."""
+# llama.cpp's JSON-Schema-to-grammar regex support has no shorthand classes: measured here, a
+# pattern with \d is silently not enforced, the same pattern with [0-9] is.
+_REGEX_CLASSES = {r"\d": "[0-9]", r"\w": "[A-Za-z0-9_]", r"\s": "[ \t\n\r]"}
+
+
+def _grammar_ready(schema: Any) -> Any:
+    """Copy of a JSON Schema prepared for llama.cpp's grammar: every string without
+    ``maxLength`` gets ``MAX_ARGUMENT_CHARS`` (so a reply always terminates) and ``pattern``
+    shorthand classes are spelled out (so they are enforced)."""
     if isinstance(schema, list):
-        return [_bound_strings(s) for s in schema]
+        return [_grammar_ready(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: _bound_strings(v) for k, v in schema.items()}
+    out = {k: _grammar_ready(v) for k, v in schema.items()}
     if out.get("type") == "string" and "maxLength" not in out and "enum" not in out:
         out["maxLength"] = MAX_ARGUMENT_CHARS
+    if isinstance(out.get("pattern"), str):
+        for short, spelled in _REGEX_CLASSES.items():
+            out["pattern"] = out["pattern"].replace(short, spelled)
     return out
 
 
@@ -78,12 +87,12 @@ def step_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
     """JSON Schema of one reply: a call of one of ``tools`` or a final ``response`` string.
 
     ``tools`` are OpenAI function definitions (``{"type": "function", "function": {...}}``).
-    String arguments are bounded (``MAX_ARGUMENT_CHARS``) so every reply terminates.
+    Argument schemas go through :func:`_grammar_ready` (bounded strings, enforceable patterns).
     """
     calls = []
     for tool in tools:
         fn = tool.get("function", tool)
-        params = _bound_strings(fn.get("parameters") or {"type": "object", "properties": {}})
+        params = _grammar_ready(fn.get("parameters") or {"type": "object", "properties": {}})
         calls.append(
             {
                 "type": "object",

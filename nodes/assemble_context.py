@@ -156,15 +156,16 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
             memories = await get_memory(context).recall(context.user_id, goal, k=3)
         except Exception:  # memory must never block the answer (DESIGN §4)
             memories = []
+        steps = sorted(required_steps(goal, (await get_toolbox(context)).registry.names()))
         update.update(
             goal=goal,
             intent=tag_intent(goal),
             tool_rounds=0,
             stop_reason=None,
-            progress_note="",
+            progress_note=f"Steps of this task: {', '.join(steps)}." if steps else "",
             blocked_tools=[],
-            must_call_tool=False,
-            goal_distance=len(required_steps(goal, (await get_toolbox(context)).registry.names())),
+            must_call_tool=bool(steps),  # known steps to do: the first reply must act
+            goal_distance=len(steps),
             stalled_rounds=0,
             memory_context=memories,
             references=[f"memory:{i}" for i in range(len(memories))],

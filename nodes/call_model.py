@@ -1,6 +1,7 @@
 """Node ``call_model``: one model call over ``state.prompt_messages()`` with the registry's tools
 bound, less ``state.blocked_tools`` (evaluate_progress's masking: a grammar-constrained model
-cannot even name a blocked tool; with every tool blocked the model can only answer), and with
+cannot even name a blocked tool; with every tool blocked the model can only answer), ranked by
+relevance to the goal and progress note and cut to ``context.max_tools``, and with
 ``tool_choice="required"`` when ``state.must_call_tool``.
 
 Update: ``messages`` (the AI reply), ``pending_actions`` (``"name#id"`` of each requested call,
@@ -23,6 +24,18 @@ from graph.context import Context
 from graph.model import load_chat_model
 from graph.resources import get_toolbox
 from graph.state import State
+from tools.registry import ToolRegistry
+from tools.selection import rank_tools
+
+EMBEDDED_MAX_TOOLS = 2
+
+
+def offered_tools(registry: ToolRegistry, query: str, blocked: set[str], max_tools: int) -> list[dict[str, Any]]:
+    """OpenAI tool definitions for the next call: every registered tool not in ``blocked``,
+    the most relevant to ``query`` first (``tools.selection``), at most ``max_tools`` (0 = all)."""
+    specs = [spec for spec in registry.specs() if spec.name not in blocked]
+    ranked = [spec for _, spec in rank_tools(specs, query)]
+    return [spec.openai_tool() for spec in (ranked[:max_tools] if max_tools else ranked)]
 
 
 async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -30,8 +43,10 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     context = runtime.context or Context()
     toolbox = await get_toolbox(context)
     model = await load_chat_model(context)
-    blocked = set(state.blocked_tools)
-    tools = [t for t in toolbox.registry.openai_tools() if t["function"]["name"] not in blocked]
+    max_tools = context.max_tools or (EMBEDDED_MAX_TOOLS if context.model == "embedded" and not context.base_url else 0)
+    tools = offered_tools(
+        toolbox.registry, f"{state.goal}\n{state.progress_note}", set(state.blocked_tools), max_tools
+    )
     if tools and state.must_call_tool:
         bound = model.bind_tools(tools, tool_choice="required")
     else:

@@ -12,7 +12,9 @@ import datetime as dt
 import os
 import re
 import sqlite3
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from mcp.server.fastmcp import FastMCP
 from mcp.types import ToolAnnotations
@@ -30,6 +32,14 @@ def _db() -> sqlite3.Connection:
     return con
 
 
+# The schema says what the checks below enforce, so clients (and grammar-constrained models)
+# can get the arguments right before calling.
+Channel = Annotated[
+    str,
+    Field(pattern=r"^#?[A-Za-z0-9][A-Za-z0-9_.#-]{0,63}$", description="Channel name, e.g. 'project' or 'sales-team'."),
+]
+
+
 def _check_channel(channel: str) -> str:
     channel = (channel or "").strip().lstrip("#")
     if not CHANNEL_RE.match(channel):
@@ -38,7 +48,7 @@ def _check_channel(channel: str) -> str:
 
 
 @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False))
-def post_message(channel: str, text: str) -> dict[str, Any]:
+def post_message(channel: Channel, text: Annotated[str, Field(min_length=1, max_length=MAX_TEXT, description="The message (Markdown).")]) -> dict[str, Any]:
     """Post a message to a team chat channel (e.g. the project group 'sales-team'), visible to
     everyone in it. Use it to share a finished report or an announcement; Markdown is kept as
     is. Returns {id, channel, text, created_at}. Empty text or an invalid channel name is an
@@ -60,7 +70,7 @@ def post_message(channel: str, text: str) -> dict[str, Any]:
 
 
 @mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
-def list_messages(channel: str, limit: int = 20) -> dict[str, Any]:
+def list_messages(channel: Channel, limit: Annotated[int, Field(ge=1, le=200, description="How many recent messages, 1-200.")] = 20) -> dict[str, Any]:
     """List the most recent messages of a team chat channel, newest last:
     {channel, messages: [{id, text, created_at}], count}. limit is 1-200 (default 20).
     Read-only; use post_message to send."""
