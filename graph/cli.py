@@ -82,13 +82,21 @@ def describe_update(node: str, update: dict[str, Any] | None) -> str:
     return ""
 
 
-async def run_turn(task: str, context: Context, thread_id: str, quiet: bool = False) -> dict[str, Any]:
-    """Run one user turn through the checkpointed graph; returns the summary dict."""
+async def run_turn(
+    task: str, context: Context, thread_id: str, quiet: bool = False, callbacks: list | None = None
+) -> dict[str, Any]:
+    """Run one user turn through the checkpointed graph (SQLite file ``<data_dir>/checkpoints.sqlite``).
+
+    Returns the summary: ``answer``, ``thread_id``, ``checkpoint_id``, ``tools_called``
+    ({name: count} this turn), ``tokens_in``/``tokens_out``, ``memory_writes``, ``stop_reason``,
+    ``report_path``. ``callbacks`` are LangChain callback handlers passed to every model call."""
     data_dir = Path(context.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     async with AsyncSqliteSaver.from_conn_string(str(data_dir / "checkpoints.sqlite")) as saver:
         agent = make_graph(checkpointer=saver)
-        config = {"configurable": {"thread_id": thread_id}}
+        config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
+        if callbacks:
+            config["callbacks"] = callbacks
         before = (await agent.aget_state(config)).values.get("metrics", {}) if thread_id else {}
         async for chunk in agent.astream(
             {"messages": [HumanMessage(task)]}, config, context=context, stream_mode="updates"
@@ -96,7 +104,7 @@ async def run_turn(task: str, context: Context, thread_id: str, quiet: bool = Fa
             for node, update in chunk.items():
                 if not quiet and not node.startswith("__"):
                     console.print(f"[cyan]▸ {node}[/cyan] {describe_update(node, update)}", highlight=False)
-        snapshot = await agent.aget_state(config)
+        snapshot = await agent.aget_state({"configurable": {"thread_id": thread_id}})
     values = snapshot.values
     metrics = values.get("metrics", {})
     calls = {k: v - (before.get("tool_calls") or {}).get(k, 0) for k, v in (metrics.get("tool_calls") or {}).items()}

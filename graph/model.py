@@ -253,11 +253,11 @@ class EmbeddedLlamaServer:
             from graph.embedded_llm import model_path
 
             try:
-                model_path()
+                await asyncio.to_thread(model_path)
             except FileNotFoundError as exc:
                 raise ModelUnavailableError(str(exc)) from exc
             port = _free_port()
-            log = open(self.log_path, "ab") if self.log_path else asyncio.subprocess.DEVNULL  # noqa: SIM115
+            log = await asyncio.to_thread(self._open_log) if self.log_path else asyncio.subprocess.DEVNULL
             self.process = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "graph.embedded_llm", "--port", str(port),
                 "--parent-pid", str(os.getpid()),
@@ -279,6 +279,11 @@ class EmbeddedLlamaServer:
                 ) from exc
             self.base_url = f"{url}/v1"
             return self.base_url
+
+    def _open_log(self):  # blocking file I/O: called through asyncio.to_thread
+        assert self.log_path is not None
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        return open(self.log_path, "ab")  # noqa: SIM115
 
     async def _wait_ready(self, url: str) -> None:
         async with httpx.AsyncClient(timeout=2.0) as client:
@@ -320,9 +325,7 @@ def embedded_server(data_dir: str | Path = ".hermes") -> EmbeddedLlamaServer:
     """The process-wide embedded server (created on first use, logging to ``data_dir``)."""
     global _EMBEDDED
     if _EMBEDDED is None:
-        path = Path(data_dir)
-        path.mkdir(parents=True, exist_ok=True)
-        _EMBEDDED = EmbeddedLlamaServer(log_path=path / "embedded-llm.log")
+        _EMBEDDED = EmbeddedLlamaServer(log_path=Path(data_dir) / "embedded-llm.log")
     return _EMBEDDED
 
 
