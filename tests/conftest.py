@@ -48,7 +48,8 @@ class FakeToolbox:
         self.registry = ToolRegistry()
         self.closed = False
 
-    def add(self, name: str, fn: Callable[..., Any], params: dict[str, Any] | None = None) -> None:
+    def add(self, name: str, fn: Callable[..., Any], params: dict[str, Any] | None = None,
+            side_effect: bool = False) -> None:
         async def runner(args: dict[str, Any], request_id: str) -> Any:
             return fn(**args)
 
@@ -56,6 +57,7 @@ class FakeToolbox:
             name=name,
             description=f"Test tool {name}: used by the graph-logic tests only, never by the product.",
             parameters=params or {"type": "object", "properties": {}, "required": []},
+            side_effect=side_effect,
         )
         self.registry.register(spec, runner)
 

@@ -1,0 +1,93 @@
+"""evaluate_progress: distance to the goal, tool masking, caps (seed §5.2, DESIGN §5)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.runtime import Runtime
+
+from graph import resources
+from graph.builder import route_model_output
+from graph.context import Context
+from graph.state import State
+from nodes.evaluate_progress import MAX_STALLED_ROUNDS, evaluate_progress
+from tests.conftest import FakeToolbox
+
+GOAL = "Write last month's sales report, post it to the project group and remind me every month."
+
+
+@pytest.fixture
+def runtime(tmp_path):
+    box = FakeToolbox()
+    for name in ("generate_report", "post_message", "schedule_reminder", "query_database"):
+        box.add(name, lambda **kw: {"ok": True}, side_effect=name != "query_database")
+    context = Context(model="unused", data_dir=str(tmp_path))
+    resources.set_toolbox(context, box)
+    return Runtime(context=context)
+
+
+def call(name: str, cid: str, args: dict | None = None) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": args or {}, "id": cid}])
+
+
+def result(name: str, cid: str, ok: bool = True) -> ToolMessage:
+    body = {"status": "ok" if ok else "error", "summary": f"{name}: done", "data": {"path": "/r.md"} if ok else None}
+    return ToolMessage(json.dumps(body), tool_call_id=cid, name=name, status="success" if ok else "error")
+
+
+async def test_a_done_side_effect_tool_is_not_offered_again_and_progress_is_counted(runtime):
+    state = State(messages=[HumanMessage(GOAL), call("generate_report", "c1"), result("generate_report", "c1")],
+                  goal=GOAL, goal_distance=3)
+    update = await evaluate_progress(state, runtime)
+    assert update["goal_distance"] == 2 and update["stalled_rounds"] == 0
+    assert "generate_report" in update["blocked_tools"]
+    assert not {"post_message", "schedule_reminder"} & set(update["blocked_tools"])
+    assert update["report_path"] == "/r.md" and "stop_reason" not in update
+
+
+async def test_a_round_without_progress_narrows_the_offer_to_the_missing_steps(runtime):
+    state = State(messages=[HumanMessage(GOAL), call("query_database", "c1"), result("query_database", "c1")],
+                  goal=GOAL, goal_distance=3)
+    update = await evaluate_progress(state, runtime)
+    assert update["stalled_rounds"] == 1 and update["must_call_tool"] is True
+    assert set(update["blocked_tools"]) == {"query_database"}
+    assert "Change approach" in update["progress_note"]
+
+
+async def test_every_step_done_blocks_all_tools_and_summarises(runtime):
+    msgs = [HumanMessage(GOAL)]
+    for i, name in enumerate(("generate_report", "post_message", "schedule_reminder")):
+        msgs += [call(name, f"c{i}"), result(name, f"c{i}")]
+    update = await evaluate_progress(State(messages=msgs, goal=GOAL, goal_distance=1), runtime)
+    assert update["goal_distance"] == 0
+    assert set(update["blocked_tools"]) == {"generate_report", "post_message", "schedule_reminder", "query_database"}
+    assert "post_message: done" in update["progress_note"]
+
+
+async def test_an_answer_with_steps_missing_goes_back_to_work_then_stops(runtime):
+    state = State(messages=[HumanMessage(GOAL), AIMessage("Done!")], goal=GOAL, goal_distance=3)
+    assert route_model_output(state) == "evaluate_progress"
+    update = await evaluate_progress(state, runtime)
+    assert update["must_call_tool"] and "not done yet" in update["progress_note"]
+    assert update["tool_rounds"] == 0  # an answer is not a tool round
+    stuck = State(messages=state.messages, goal=GOAL, goal_distance=3, stalled_rounds=MAX_STALLED_ROUNDS - 1)
+    final = await evaluate_progress(stuck, runtime)
+    assert final["stop_reason"].startswith("no progress")
+
+
+async def test_an_answer_to_a_goal_without_known_steps_just_finishes():
+    assert route_model_output(State(messages=[HumanMessage("hi"), AIMessage("hello")], goal="hi", goal_distance=0)) == "write_memory"
+
+
+async def test_failing_rounds_of_a_goal_without_known_steps_stop(runtime):
+    msgs = [HumanMessage("look something up")]
+    update: dict = {}
+    stalled = 0
+    for i in range(MAX_STALLED_ROUNDS):
+        msgs += [call("query_database", f"e{i}", {"sql": f"bad {i}"}), result("query_database", f"e{i}", ok=False)]
+        update = await evaluate_progress(State(messages=msgs, goal="look something up", goal_distance=0,
+                                               stalled_rounds=stalled, tool_rounds=i), runtime)
+        stalled = update["stalled_rounds"]
+    assert update["stop_reason"].startswith("no progress")

@@ -1,0 +1,71 @@
+"""graph/model.py: the JSON-grammar tool-calling adapter for llama.cpp (no server needed)."""
+
+from __future__ import annotations
+
+import json
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from graph.model import MAX_ARGUMENT_CHARS, JsonToolCallingChat, _grammar_ready, parse_step, step_schema
+
+TOOL = {"type": "function", "function": {"name": "schedule_reminder", "description": "Monthly reminder.",
+        "parameters": {"type": "object", "properties": {
+            "text": {"type": "string"},
+            "time": {"type": "string", "pattern": r"^([01]\d|2[0-3]):[0-5]\d$"},
+            "recurrence": {"type": "string", "enum": ["monthly"]}}, "required": ["text"]}}}
+
+
+def test_a_tool_call_reply_becomes_tool_calls():
+    msg = parse_step(AIMessage('{"tool_call": {"name": "schedule_reminder", "arguments": {"text": "x"}}}'))
+    assert msg.tool_calls[0]["name"] == "schedule_reminder" and msg.tool_calls[0]["args"] == {"text": "x"}
+    assert msg.tool_calls[0]["id"].startswith("call_") and msg.content == ""
+
+
+def test_a_response_reply_becomes_content():
+    assert parse_step(AIMessage('{"response": "All done."}')).content == "All done."
+
+
+def test_a_call_cut_off_mid_json_becomes_an_invalid_tool_call_k3():
+    msg = parse_step(AIMessage('{"tool_call": {"name": "search", "arguments": {"q": "x'))
+    assert not msg.tool_calls
+    bad = msg.invalid_tool_calls[0]
+    assert bad["name"] == "search" and "not valid JSON" in bad["error"]
+
+
+def test_plain_text_passes_through():
+    assert parse_step(AIMessage("hello")).content == "hello"
+
+
+def test_grammar_schema_bounds_strings_and_spells_out_regex_classes():
+    ready = _grammar_ready(TOOL["function"]["parameters"])
+    assert ready["properties"]["text"]["maxLength"] == MAX_ARGUMENT_CHARS
+    assert "maxLength" not in ready["properties"]["recurrence"]  # enums are bounded already
+    assert ready["properties"]["time"]["pattern"] == "^([01][0-9]|2[0-3]):[0-5][0-9]$"
+
+
+def test_request_payload_carries_the_grammar_and_required_choice():
+    chat = JsonToolCallingChat(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
+    history = [HumanMessage("remind me"),
+               AIMessage("", invalid_tool_calls=[{"type": "invalid_tool_call", "id": "c1", "name": "x", "args": '{"a": ', "error": "cut"}]),
+               ToolMessage("error", tool_call_id="c1")]
+    payload = chat.bind_tools([TOOL], tool_choice="required")._get_request_payload(
+        history, **chat.bind_tools([TOOL], tool_choice="required").kwargs)
+    schema = payload["extra_body"]["json_schema"]
+    assert "tool_call" in schema["properties"]  # required: no free-text alternative
+    assert "tool_choice" not in payload
+    # llama.cpp rejects unparseable arguments in history: they are sent as {}
+    assistant = next(m for m in payload["messages"] if m["role"] == "assistant")
+    assert all(json.loads(c["function"]["arguments"]) == {} for c in assistant["tool_calls"])
+    assert assistant["content"] == ""
+
+
+def test_without_tools_only_a_bounded_answer_is_allowed():
+    chat = JsonToolCallingChat(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
+    payload = chat._get_request_payload([HumanMessage("hi")])
+    assert payload["extra_body"]["json_schema"]["required"] == ["response"]
+
+
+def test_step_schema_offers_each_tool_by_name():
+    schema = step_schema([TOOL])
+    call = schema["anyOf"][0]["properties"]["tool_call"]["anyOf"][0]
+    assert call["properties"]["name"] == {"const": "schedule_reminder"}

@@ -1,0 +1,48 @@
+"""tools/results.py: the three-stage result pipeline (seed §2.3, case K2)."""
+
+from __future__ import annotations
+
+import json
+
+from tools.results import MAX_ITEMS, MAX_RESULT_CHARS, compress
+
+
+def test_rows_are_sampled_with_the_true_total_and_a_rule_summary():
+    raw = {"columns": ["id", "amount"], "rows": [[i, i * 1.5] for i in range(10_000)], "row_count": 10_000}
+    env = compress("query_database", raw, handle="/tmp/payload.json")
+    assert env["total_items"] == 10_000 and env["truncated"] and env["handle"] == "/tmp/payload.json"
+    assert len(env["data"]["rows"]) == MAX_ITEMS
+    assert env["data"]["rows"][0] == [0, 0.0] and env["data"]["rows"][-1] == [9999, 14998.5]
+    assert env["summary"] == "query_database: 10000 rows, columns id, amount"
+    assert len(json.dumps(env)) <= MAX_RESULT_CHARS
+
+
+def test_long_text_is_truncated_with_a_notice():
+    env = compress("fetch_page", "x" * 500_000, handle="h")
+    assert env["truncated"] and "truncated" in json.dumps(env["notes"])
+    assert len(json.dumps(env)) <= MAX_RESULT_CHARS + 100
+
+
+def test_many_medium_fields_still_fit():
+    raw = {f"k{i}": "y" * 1000 for i in range(50)}
+    env = compress("wide", raw, handle="h")
+    assert len(json.dumps(env)) <= MAX_RESULT_CHARS + 300 and env["truncated"]
+
+
+def test_schema_violations_drop_undeclared_fields():
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}, "additionalProperties": False}
+    env = compress("generate_report", {"path": "/r.md", "secret_internal": 1}, result_schema=schema)
+    assert env["data"] == {"path": "/r.md"}
+    assert any("secret_internal" in n for n in env["notes"])
+
+
+def test_unparseable_output_degrades_to_text_and_errors_keep_their_message():
+    env = compress("legacy", "{not json at all")
+    assert env["data"] == "{not json at all" and env["status"] == "ok"
+    err = compress("post_message", None, status="error", error="file not found")
+    assert err["status"] == "error" and err["error"] == "file not found" and "file not found" in err["summary"]
+
+
+def test_small_results_pass_unchanged():
+    env = compress("t", {"a": 1, "b": [1, 2, 3]})
+    assert env["data"] == {"a": 1, "b": [1, 2, 3]} and not env["truncated"] and env["handle"] is None
