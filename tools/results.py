@@ -12,8 +12,11 @@ Three stages, applied by the ``compress_results`` node:
    sample rows). (A model summary for long unstructured text is a later step: issue #4.)
 
 Output shape (the envelope the model sees, JSON): ``{"status": "ok"|"error", "summary": str,
-"data": <bounded content>, "truncated": bool, "total_items": int|None, "handle": str|None,
-"error": str|None}``. Unparseable raw output degrades to a plain-text summary.
+"data": <bounded content>}`` plus, only when they apply, ``"truncated": true``,
+``"total_items": int`` (a list was sampled), ``"handle": str`` (where the full payload is),
+``"notes": [str]`` (what was cut) and ``"error": str``. Empty fields are left out: every
+result is in every later prompt and in every checkpoint, so its keys cost tokens and time.
+Unparseable raw output degrades to a plain-text summary.
 """
 
 from __future__ import annotations
@@ -124,17 +127,22 @@ def compress(
         "status": status,
         "summary": summarise(tool, value, total) if status == "ok" else f"{tool} failed: {error}",
         "data": data,
-        "truncated": bool(notes),
-        "total_items": total,
-        "handle": handle if notes else None,
-        "error": error,
     }
     if notes:
-        envelope["notes"] = notes
+        envelope.update(truncated=True, handle=handle, notes=notes)
+        if total is not None and total > MAX_ITEMS:
+            envelope["total_items"] = total
+    if error:
+        envelope["error"] = error
+        envelope["summary"] = f"{tool} failed"
+        if data is None:
+            del envelope["data"]
     text = json.dumps(envelope, ensure_ascii=False, default=str)
     if len(text) > MAX_RESULT_CHARS:
         # Still too big (many medium fields): keep the summary and a plain-text preview only.
         preview = json.dumps(data, ensure_ascii=False, default=str)[: MAX_RESULT_CHARS // 2]
         envelope.update(data=preview + " …[truncated]", truncated=True, handle=handle)
+        if total is not None:
+            envelope["total_items"] = total
         envelope.setdefault("notes", []).append(f"result of {len(text)} chars cut to a preview")
     return envelope
