@@ -4,11 +4,12 @@ Shapes:
     messages      list[AnyMessage]   user input, model replies, tool results (add_messages reducer)
     goal          str                the current goal: the latest user request that started a task
     intent        str                rule-based intent tag of the current turn (seed §1.2)
-    pending_actions list[str]        tool calls requested and not yet answered ("name(id)")
+    pending_actions list[str]        tool calls requested and not yet answered ("name#id")
     references    list[str]          context referenced this turn (memories, files, handles)
     metrics       dict               cumulative per thread, merged by ``merge_metrics``:
-                                     turns, tokens_in, tokens_out, tool_calls{name: n},
-                                     tool_errors, memory_writes, model_calls
+                                     turns, model_calls, tokens_in, tokens_out (tokens),
+                                     tool_calls{name: n}, tool_latency_s{name: seconds},
+                                     tool_errors, intents{tag: n}, memory_writes
     tool_rounds   int                tool rounds since the current goal was set
     stop_reason   str | None         why the loop stopped early (never a normal-looking answer)
     goal_distance int | None         required steps of the goal not yet done (evaluate_progress)
@@ -27,6 +28,9 @@ Shapes:
     pending_results list[dict]       tool results of the current round, raw payloads on disk
                                      ({"tool_call_id", "name", "status", "error", "payload_path",
                                      "latency_s"}), consumed by compress_results
+    archive_summary list[str]        one line per archived turn (older than the working window's
+                                     horizon), in the system prompt; originals stay in messages
+    archived_turns int               how many turns archive_summary covers
     memory_context list[str]         labelled memories retrieved for the prompt
     report_path   str | None         report file produced by the task, if any
 """
@@ -42,7 +46,8 @@ from typing_extensions import TypedDict
 
 
 def merge_metrics(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
-    """Reducer for ``metrics``: numbers are added, ``tool_calls`` counts are added per tool.
+    """Reducer for ``metrics``: numbers are added; nested dicts (``tool_calls``, ``intents``,
+    ``tool_latency_s``) are added per key.
 
     ``{"reset": True}`` in an update is not supported on purpose: metrics are cumulative per
     thread (seed §1.1 "metrics: turn count, tokens, per-tool call counts").
@@ -87,6 +92,8 @@ class State(InputState):
     system_prompt: str = ""
     window: list[list[Any]] = field(default_factory=list)
     pending_results: list[dict[str, Any]] = field(default_factory=list)
+    archive_summary: list[str] = field(default_factory=list)
+    archived_turns: int = 0
     memory_context: list[str] = field(default_factory=list)
     report_path: str | None = None
 

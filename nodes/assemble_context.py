@@ -1,9 +1,16 @@
 """Node ``assemble_context``: choose what the model sees next (seed §1.2, §6.2; case K1).
 
-Update: ``goal``, ``intent``; ``tool_rounds``, ``stop_reason``, ``blocked_tools``,
-``goal_distance``, ``stalled_rounds`` (reset when a new user message starts a goal), ``memory_context`` (recalled once per goal), ``system_prompt`` and
-``window`` (``[message id, char limit]`` pairs: the history for the next model call, rendered
-by ``State.prompt_messages``).
+Update, when a new user message starts a goal: ``goal``; ``intent`` (rule-based tag, also
+stored on the message as ``additional_kwargs["intent"]`` and counted in ``metrics.intents``);
+``tool_rounds``, ``stop_reason``, ``blocked_tools``, ``must_call_tool``, ``goal_distance``,
+``stalled_rounds``, ``progress_note`` reset; ``memory_context`` recalled; ``archive_summary`` /
+``archived_turns`` extended with one line per turn that fell out of the last
+``ARCHIVE_AFTER_TURNS``. Every time: ``system_prompt`` and ``window`` (``[message id, char
+limit]`` pairs: the history for the next model call, rendered by ``State.prompt_messages``).
+
+Layers (seed §1.2): core = the current goal and the turn before it, verbatim; working =
+earlier turns ranked by intent match and keyword relevance with time decay, each message
+truncated; archive = a running summary of old turns in the system prompt.
 
 The window is built from **groups**, never single messages: a human message; an AI answer; or
 an AI message with ``tool_calls`` together with exactly the tool messages answering it. A group
@@ -96,50 +103,138 @@ def _truncate(message: AnyMessage, limit: int) -> AnyMessage:
     return message
 
 
-def select_window(
-    messages: list[AnyMessage], budget_tokens: int, system_tokens: int = 0
-) -> list[AnyMessage]:
-    """Choose history within ``budget_tokens`` (approximate) as whole groups.
+CORE_TURNS = 2  # seed §1.2: the last 2 turns verbatim (the current goal and the one before)
+HALF_LIFE_TURNS = 20.0  # time decay of history relevance, in turns
+INTENT_WEIGHT = 0.6  # weight of an intent match against keyword relevance
+ARCHIVE_AFTER_TURNS = 20  # turns older than this are summarised into ``archive_summary``
+MAX_ARCHIVE_LINES = 30
 
-    The last human message and everything after it (the current goal) are kept first, oldest
-    groups of it dropped if even that exceeds the budget; then earlier groups newest-first,
-    each message truncated to ``HISTORY_CHARS``. Returns messages in chronological order.
+_WORD = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]")
+_STOP = frozenset("the and for you that this with what was are from have can how please".split())
+
+
+def _terms(text: str) -> set[str]:
+    return {w[:6] for w in _WORD.findall(text.lower()) if (len(w) > 2 or not w.isascii()) and w not in _STOP}
+
+
+def _text(message: AnyMessage) -> str:
+    return message.content if isinstance(message.content, str) else str(message.content)
+
+
+def split_turns(groups: list[list[AnyMessage]]) -> list[list[list[AnyMessage]]]:
+    """Groups → turns: a turn starts at a human message and runs to the next one."""
+    turns: list[list[list[AnyMessage]]] = []
+    for group in groups:
+        if isinstance(group[0], HumanMessage) or not turns:
+            turns.append([group])
+        else:
+            turns[-1].append(group)
+    return turns
+
+
+def turn_intent(turn: list[list[AnyMessage]]) -> str:
+    """The intent tag of a turn: stored on its human message, else computed."""
+    head = turn[0][0]
+    if isinstance(head, HumanMessage):
+        return head.additional_kwargs.get("intent") or tag_intent(_text(head))
+    return "chat"
+
+
+def turn_relevance(turn: list[list[AnyMessage]], query: set[str], intent: str, age: int) -> float:
+    """Relevance of an earlier turn to the current goal (seed §1.2: intent match or time-decay
+    weight, not recency alone): keyword overlap × (0.5 + 0.5·decay) + intent match × decay ×
+    ``INTENT_WEIGHT``, decay = 0.5^(age / ``HALF_LIFE_TURNS``); a small recency term breaks ties."""
+    decay = 0.5 ** (age / HALF_LIFE_TURNS)
+    words = _terms(" ".join(_text(m) for g in turn for m in g))
+    keyword = len(query & words) / (len(query) or 1)
+    match = 1.0 if intent and turn_intent(turn) == intent else 0.0
+    return keyword * (0.5 + 0.5 * decay) + INTENT_WEIGHT * match * decay + 0.01 * decay
+
+
+def select_window(
+    messages: list[AnyMessage],
+    budget_tokens: int,
+    system_tokens: int = 0,
+    *,
+    query: str = "",
+    intent: str = "",
+) -> list[AnyMessage]:
+    """Choose history within ``budget_tokens`` (approximate) as whole groups, in three layers:
+
+    * the **current goal** (last human message and its tool rounds): kept first, its oldest
+      groups dropped if even it exceeds the budget;
+    * **core**: the turn before it, verbatim (``CORE_TURNS``);
+    * **working**: earlier turns ranked by :func:`turn_relevance` to ``query``/``intent``,
+      each message truncated to ``HISTORY_CHARS``, added best-first while the budget allows.
+
+    Returns messages in chronological order. Older turns also live on, summarised, in the
+    state's ``archive_summary`` (see the node).
     """
-    groups = message_groups(messages)
-    start = max((i for i, g in enumerate(groups) if isinstance(g[0], HumanMessage)), default=0)
-    current, earlier = groups[start:], groups[:start]
+    turns = split_turns(message_groups(messages))
+    if not turns:
+        return []
     budget = budget_tokens - system_tokens
-    chosen: list[list[AnyMessage]] = []
-    used = 0
-    # Current goal: its human message always, then the newest groups that fit.
-    head, tail = current[:1], current[1:]
-    for group in head:
-        used += count_tokens_approximately(group)
-    kept_tail: list[list[AnyMessage]] = []
-    for group in reversed(tail):
+    current = turns[-1]
+    used = count_tokens_approximately(current[0])
+    kept_current: list[list[AnyMessage]] = []
+    for group in reversed(current[1:]):
         cost = count_tokens_approximately(group)
         if used + cost > budget:
             break
-        kept_tail.insert(0, group)
+        kept_current.insert(0, group)
         used += cost
-    chosen = head + kept_tail
-    prefix: list[list[AnyMessage]] = []
-    for group in reversed(earlier):
-        trimmed = [_truncate(m, HISTORY_CHARS) for m in group]
-        cost = count_tokens_approximately(trimmed)
+    chosen: dict[int, list[list[AnyMessage]]] = {len(turns) - 1: [current[0], *kept_current]}
+
+    core_start = max(0, len(turns) - CORE_TURNS)
+    for index in range(len(turns) - 2, core_start - 1, -1):
+        cost = sum(count_tokens_approximately(g) for g in turns[index])
+        if used + cost <= budget:
+            chosen[index] = turns[index]
+            used += cost
+
+    terms = _terms(query)
+    ranked = sorted(
+        range(core_start),
+        key=lambda i: turn_relevance(turns[i], terms, intent, len(turns) - 1 - i),
+        reverse=True,
+    )
+    for index in ranked:
+        trimmed = [[_truncate(m, HISTORY_CHARS) for m in g] for g in turns[index]]
+        cost = sum(count_tokens_approximately(g) for g in trimmed)
         if used + cost > budget:
-            break
-        prefix.insert(0, trimmed)
+            continue  # a smaller relevant turn may still fit
+        chosen[index] = trimmed
         used += cost
-    return [m for g in prefix + chosen for m in g]
+    return [m for i in sorted(chosen) for g in chosen[i] for m in g]
 
 
-def build_system_prompt(memories: list[str]) -> str:
-    """System turn in the seed §6.2 order: instructions, then key memories (labelled). The
-    progress note goes last, after the tool results (``State.prompt_messages``)."""
+def archive_lines(messages: list[AnyMessage], start_turn: int) -> tuple[list[str], int]:
+    """One summary line per turn from ``start_turn`` up to the archive boundary (turns older
+    than ``ARCHIVE_AFTER_TURNS``): ``[intent] request → tools → answer``. Returns the new lines
+    and the new boundary (turn count archived). Rule-based: no model call."""
+    turns = split_turns(message_groups(messages))
+    boundary = max(start_turn, len(turns) - ARCHIVE_AFTER_TURNS)
+    lines = []
+    for turn in turns[start_turn:boundary]:
+        head = turn[0][0]
+        request = _text(head)[:100] if isinstance(head, HumanMessage) else ""
+        tools = sorted({c["name"] for g in turn for m in g if isinstance(m, AIMessage) for c in m.tool_calls})
+        answers = [m for g in turn for m in g if isinstance(m, AIMessage) and not m.tool_calls and _text(m)]
+        answer = _text(answers[-1])[:100] if answers else ""
+        lines.append(f"[{turn_intent(turn)}] {request}" + (f" → tools: {', '.join(tools)}" if tools else "")
+                     + (f" → {answer}" if answer else ""))
+    return lines, boundary
+
+
+def build_system_prompt(memories: list[str], archive: list[str] | None = None) -> str:
+    """System turn in the seed §6.2 order: instructions, key memories (labelled), then the
+    summary of archived turns. The progress note goes last, after the tool results
+    (``State.prompt_messages``)."""
     parts = [SYSTEM_PROMPT]
     if memories:
         parts.append("What you remember (type · date · confidence · evidence):\n" + "\n".join(memories))
+    if archive:
+        parts.append("Earlier in this session (summary of older turns):\n" + "\n".join(archive))
     return "\n\n".join(parts)
 
 
@@ -157,9 +252,17 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
         except Exception:  # memory must never block the answer (DESIGN §4)
             memories = []
         steps = sorted(required_steps(goal, (await get_toolbox(context)).registry.names()))
+        intent = tag_intent(goal)
+        # the tag lives on the message (Studio shows it; later selection reads it)
+        tagged = last.model_copy(update={"additional_kwargs": {**last.additional_kwargs, "intent": intent}})
+        new_lines, archived = archive_lines(state.messages, state.archived_turns)
         update.update(
+            messages=[tagged],
+            metrics={"intents": {intent: 1}},
+            archive_summary=(state.archive_summary + new_lines)[-MAX_ARCHIVE_LINES:],
+            archived_turns=archived,
             goal=goal,
-            intent=tag_intent(goal),
+            intent=intent,
             tool_rounds=0,
             stop_reason=None,
             progress_note=f"Steps of this task: {', '.join(steps)}." if steps else "",
@@ -170,11 +273,13 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
             memory_context=memories,
             references=[f"memory:{i}" for i in range(len(memories))],
         )
-    system_prompt = build_system_prompt(memories)
+    system_prompt = build_system_prompt(memories, update.get("archive_summary", state.archive_summary))
     window = select_window(
         state.messages,
         context.token_budget,
         count_tokens_approximately([SystemMessage(system_prompt)]),
+        query=update.get("goal", state.goal),
+        intent=update.get("intent", state.intent),
     )
     original = {m.id: m for m in state.messages}
     update.update(

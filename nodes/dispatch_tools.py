@@ -10,7 +10,8 @@ error result without running anything.
 Update: ``pending_results`` — one record per call, ``{"tool_call_id", "name", "status",
 "error", "error_kind", "payload_path", "latency_s"}``; the raw payload is written to
 ``<data_dir>/payloads/`` so it never enters a checkpoint or the prompt (K2); ``metrics``
-(``tool_calls`` per tool, ``tool_errors``); ``pending_actions`` cleared.
+(``tool_calls`` and cumulative ``tool_latency_s`` per tool, ``tool_errors``);
+``pending_actions`` cleared.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
     registry = (await get_toolbox(context)).registry
     results: list[dict[str, Any]] = []
     counts: dict[str, int] = {}
+    latency: dict[str, float] = {}
     errors = 0
     for bad in last.invalid_tool_calls:
         errors += 1
@@ -65,6 +67,7 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
     for call in last.tool_calls:
         outcome = await registry.call(call["name"], call["args"], request_id=f"{thread_id}:{call['id']}")
         counts[call["name"]] = counts.get(call["name"], 0) + 1
+        latency[call["name"]] = latency.get(call["name"], 0.0) + outcome.latency_s
         path = payload_dir / f"{call['id']}.json"
         await asyncio.to_thread(_write_payload, path, outcome.content)
         if outcome.status != "ok":
@@ -83,5 +86,5 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
     return {
         "pending_results": results,
         "pending_actions": [],
-        "metrics": {"tool_calls": counts, "tool_errors": errors},
+        "metrics": {"tool_calls": counts, "tool_latency_s": latency, "tool_errors": errors},
     }

@@ -118,3 +118,43 @@ def test_intent_tags_and_prompt_order():
     assert isinstance(prompt[0], SystemMessage) and "What you remember" in prompt[0].content
     assert [m.id for m in prompt[1:4]] == ["h", "a", "r"]
     assert isinstance(prompt[-1], SystemMessage) and prompt[-1].content == "Change approach."
+
+
+def _turn(i: int, text: str, answer: str) -> list:
+    return [HumanMessage(text, id=f"h{i}"), AIMessage(answer, id=f"a{i}")]
+
+
+def test_relevant_old_turns_beat_recent_chatter():
+    history = _turn(0, "The warehouse code for Lyon is LY-4471, remember it.", "Noted: LY-4471.")
+    for i in range(1, 40):
+        history += _turn(i, f"Let's set up my account, step {i}: choose a display name", f"Done with step {i}. " + "ok " * 40)
+    history.append(HumanMessage("Which warehouse code did I give you for Lyon?", id="q"))
+    window = select_window(history, 400, query="Which warehouse code did I give you for Lyon?", intent="chat")
+    ids = [m.id for m in window]
+    assert "h0" in ids and ids[-1] == "q"
+    assert "h38" in ids  # core: the turn before the current goal, verbatim
+    assert count_tokens_approximately(window) <= 400
+
+
+def test_intent_match_selects_task_history_over_account_chat():
+    history = _turn(0, "Query the sales database for October revenue", "Revenue was 12,345.")
+    for i in range(1, 4):
+        history += _turn(i, f"account setup {i}: change my avatar", "done")
+    history += _turn(4, "unrelated small talk", "sure")
+    history.append(HumanMessage("Now query orders by region", id="q"))
+    window = select_window(history, 60, query="Now query orders by region", intent="data_query")
+    ids = [m.id for m in window]
+    assert "h0" in ids and "h1" not in ids
+
+
+def test_archive_summarises_turns_beyond_the_horizon():
+    from nodes.assemble_context import ARCHIVE_AFTER_TURNS, archive_lines
+
+    history = []
+    for i in range(ARCHIVE_AFTER_TURNS + 5):
+        history += _turn(i, f"request number {i} about sales", f"answer {i}")
+    lines, boundary = archive_lines(history, 0)
+    assert boundary == 5 and len(lines) == 5
+    assert lines[0].startswith("[data_query] request number 0") and "answer 0" in lines[0]
+    more, again = archive_lines(history, boundary)
+    assert more == [] and again == boundary

@@ -152,3 +152,15 @@ async def test_a_finished_task_is_remembered_in_the_next_session(scripted):
     assert any("Paris" in line and "episodic" in line for line in second["memory_context"])
     model = scripted.models[ctx.model]
     assert "What you remember" in model.seen[-1][0].content
+
+
+async def test_each_turn_is_tagged_with_its_intent_on_the_message(scripted):
+    ctx = scripted([AIMessage("ok"), AIMessage("ok again")])
+    agent = make_graph(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "intents"}}
+    await agent.ainvoke({"messages": [HumanMessage("hello there")]}, config, context=ctx)
+    out = await agent.ainvoke({"messages": [HumanMessage("query the sales database")]}, config, context=ctx)
+    humans = [m for m in out["messages"] if isinstance(m, HumanMessage)]
+    assert [h.additional_kwargs["intent"] for h in humans] == ["chat", "data_query"]
+    assert out["metrics"]["intents"] == {"chat": 1, "data_query": 1}
+    assert out["intent"] == "data_query"
