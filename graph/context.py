@@ -61,6 +61,18 @@ class Context:
     tool_timeout_s: float = field(
         default=10.0, metadata={"description": "Default timeout of an ordinary tool, seconds."}
     )
+    summarise_unstructured: bool = field(
+        default=True,
+        metadata={"description": "Summarise long unstructured tool output (e.g. a web page) with a "
+                  "model call aimed at the goal (result pipeline stage 3); structured results "
+                  "always get a rule summary."},
+    )
+    ask_user_for_missing: bool = field(
+        default=True,
+        metadata={"description": "When a tool call lacks required arguments, ask the user with a "
+                  "LangGraph interrupt (resume with Command(resume=value)) instead of sending the "
+                  "error back to the model."},
+    )
     data_dir: str = field(
         default=".hermes",
         metadata={"description": "Directory for the sales database, reports, reminders, team "

@@ -6,6 +6,10 @@ every result that enters history — and so every later prompt — is bounded, i
 ``tool_call_id`` pairing intact, and the full payload reachable through ``handle`` (the
 payload file's path).
 
+Stage 3 for long unstructured text (``tools.results.needs_model_summary``) is a model call
+aimed at the current goal (``context.summarise_unstructured``); if it fails, the rule summary
+stands and a note says so.
+
 Update: ``messages`` (one ``ToolMessage`` per call; ``status="error"`` for failures, with the
 error text in the envelope) and ``pending_results`` cleared.
 """
@@ -17,13 +21,30 @@ import json
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
+from graph.model import load_chat_model
 from graph.resources import get_toolbox
 from graph.state import State
-from tools.results import compress
+from tools.results import compress, needs_model_summary
+
+SUMMARY_INPUT_CHARS = 8000  # what the summarising model reads of a long text
+
+
+async def model_summary(context: Context, goal: str, text: str) -> str | None:
+    """A short summary of ``text`` for ``goal`` by the configured model; None if it fails."""
+    try:
+        model = await load_chat_model(context)
+        reply = await model.ainvoke([
+            SystemMessage(f"Summarise the tool output for this goal in at most 3 sentences: {goal}"),
+            HumanMessage(text[:SUMMARY_INPUT_CHARS]),
+        ])
+    except Exception:  # the rule summary stands; the envelope notes are unaffected
+        return None
+    content = reply.content if isinstance(reply.content, str) else ""
+    return content.strip()[:600] or None
 
 
 def _read_payload(path: str | None) -> Any:
@@ -43,6 +64,9 @@ async def compress_results(state: State, runtime: Runtime[Context]) -> dict[str,
     for result in state.pending_results:
         raw = await asyncio.to_thread(_read_payload, result.get("payload_path"))
         spec = registry.get(result["name"])
+        summary = None
+        if result["status"] == "ok" and context.summarise_unstructured and needs_model_summary(raw):
+            summary = await model_summary(context, state.goal, raw)
         envelope = compress(
             result["name"],
             raw,
@@ -50,6 +74,7 @@ async def compress_results(state: State, runtime: Runtime[Context]) -> dict[str,
             error=result.get("error"),
             result_schema=getattr(spec, "result_schema", None),
             handle=result.get("payload_path"),
+            summary=summary,
         )
         messages.append(
             ToolMessage(

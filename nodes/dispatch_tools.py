@@ -7,10 +7,16 @@ arguments against the tool's JSON Schema and runs the tool in an executor outsid
 server, K8). Calls whose arguments were not valid JSON (``invalid_tool_calls``, K3) get an
 error result without running anything.
 
+Failure classes (``graph.failures``): timeouts and transport failures are retried with backoff
+under the same ``request_id`` (so a side effect still happens once); a call missing required
+arguments asks the user with LangGraph ``interrupt()`` — before any call of the round runs —
+and continues with the answer when resumed with ``Command(resume=...)`` (a value, or a dict
+``{field: value}``); other errors go back to the model to regenerate.
+
 Update: ``pending_results`` — one record per call, ``{"tool_call_id", "name", "status",
-"error", "error_kind", "payload_path", "latency_s"}``; the raw payload is written to
-``<data_dir>/payloads/`` so it never enters a checkpoint or the prompt (K2); ``metrics``
-(``tool_calls`` and cumulative ``tool_latency_s`` per tool, ``tool_errors``);
+"error", "error_kind", "payload_path", "latency_s", "attempts"}``; the raw payload is written
+to ``<data_dir>/payloads/`` so it never enters a checkpoint or the prompt (K2); ``metrics``
+(``tool_calls`` and cumulative ``tool_latency_s`` per tool, ``tool_errors``, ``tool_retries``);
 ``pending_actions`` cleared.
 """
 
@@ -25,15 +31,72 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential
 
 from graph.context import Context
+from graph.failures import MAX_RETRIES, RETRY_BACKOFF_S, Recovery, recovery_for
 from graph.resources import get_toolbox
 from graph.state import State
+from tools.registry import ToolOutcome, ToolRegistry
 
 
 def _write_payload(path: Path, payload: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, ensure_ascii=False, default=str))
+
+
+def missing_arguments(registry: ToolRegistry, name: str, args: dict[str, Any]) -> list[str]:
+    """Required parameters of tool ``name`` absent from ``args`` (none for unknown tools)."""
+    spec = registry.get(name)
+    if spec is None or not isinstance(args, dict):
+        return []
+    return [f for f in spec.parameters.get("required", []) if f not in args]
+
+
+def ask_for(name: str, missing: list[str], registry: ToolRegistry) -> dict[str, Any]:
+    """Interrupt payload asking the user for ``missing`` arguments of tool ``name``."""
+    props = (registry.get(name).parameters.get("properties") or {}) if registry.get(name) else {}
+    hints = [f"{f} ({props.get(f, {}).get('description') or props.get(f, {}).get('type', 'value')})" for f in missing]
+    return {
+        "type": "missing_arguments",
+        "tool": name,
+        "missing": missing,
+        "question": f"To run {name} I need: {', '.join(hints)}. "
+        + ("What should it be?" if len(missing) == 1 else "Answer with a JSON object of these fields."),
+    }
+
+
+def fill(args: dict[str, Any], missing: list[str], answer: Any) -> dict[str, Any]:
+    """Merge the user's answer into ``args``: a dict by field, or one value for one field."""
+    if isinstance(answer, str) and answer.strip().startswith("{"):
+        try:
+            answer = json.loads(answer)
+        except json.JSONDecodeError:
+            pass
+    if isinstance(answer, dict):
+        return {**args, **{k: v for k, v in answer.items() if k in missing}}
+    return {**args, missing[0]: answer} if missing else args
+
+
+async def _call_with_retry(registry: ToolRegistry, name: str, args: Any, request_id: str) -> tuple[ToolOutcome, int]:
+    """``registry.call`` with the retry recovery of ``graph.failures``; returns the final
+    outcome and the number of attempts (1 + retries)."""
+    attempts = 0
+    outcome: ToolOutcome | None = None
+    async for attempt in AsyncRetrying(
+        stop=stop_after_attempt(1 + MAX_RETRIES),
+        wait=wait_exponential(multiplier=RETRY_BACKOFF_S, max=4),
+        retry=retry_if_result(lambda o: o.status != "ok" and recovery_for(o.error_kind) is Recovery.RETRY),
+        retry_error_callback=lambda state: state.outcome.result(),  # out of retries: keep the last error
+    ):
+        with attempt:
+            attempts += 1
+            outcome = await registry.call(name, args, request_id=request_id)
+        if not attempt.retry_state.outcome.failed:
+            attempt.retry_state.set_result(outcome)
+    assert outcome is not None
+    return outcome, attempts
 
 
 async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -46,10 +109,20 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
     safe_thread = re.sub(r"[^A-Za-z0-9_.-]", "_", thread_id)
     payload_dir = Path(context.data_dir) / "payloads" / safe_thread
     registry = (await get_toolbox(context)).registry
+
+    # Missing data: ask before anything runs (interrupt() re-runs this node on resume).
+    calls = []
+    for call in last.tool_calls:
+        args = call["args"]
+        missing = missing_arguments(registry, call["name"], args) if context.ask_user_for_missing else []
+        if missing:
+            args = fill(args, missing, interrupt(ask_for(call["name"], missing, registry)))
+        calls.append({**call, "args": args})
+
     results: list[dict[str, Any]] = []
     counts: dict[str, int] = {}
     latency: dict[str, float] = {}
-    errors = 0
+    errors = retries = 0
     for bad in last.invalid_tool_calls:
         errors += 1
         results.append(
@@ -62,10 +135,14 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
                 f"{str(bad.get('args'))[:300]}. Send the call again with a JSON object.",
                 "payload_path": None,
                 "latency_s": 0.0,
+                "attempts": 0,
             }
         )
-    for call in last.tool_calls:
-        outcome = await registry.call(call["name"], call["args"], request_id=f"{thread_id}:{call['id']}")
+    for call in calls:
+        outcome, attempts = await _call_with_retry(
+            registry, call["name"], call["args"], f"{thread_id}:{call['id']}"
+        )
+        retries += attempts - 1
         counts[call["name"]] = counts.get(call["name"], 0) + 1
         latency[call["name"]] = latency.get(call["name"], 0.0) + outcome.latency_s
         path = payload_dir / f"{call['id']}.json"
@@ -78,13 +155,15 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
                 "name": call["name"],
                 "status": outcome.status,
                 "error_kind": outcome.error_kind,
-                "error": outcome.error,
+                "error": outcome.error + (f" (after {attempts} attempts)" if attempts > 1 else "")
+                if outcome.error else None,
                 "payload_path": str(path),
                 "latency_s": round(outcome.latency_s, 4),
+                "attempts": attempts,
             }
         )
     return {
         "pending_results": results,
         "pending_actions": [],
-        "metrics": {"tool_calls": counts, "tool_latency_s": latency, "tool_errors": errors},
+        "metrics": {"tool_calls": counts, "tool_latency_s": latency, "tool_errors": errors, "tool_retries": retries},
     }

@@ -9,7 +9,8 @@ Three stages, applied by the ``compress_results`` node:
    rendered result is capped at ``MAX_RESULT_CHARS``. The full payload stays on disk, outside
    the prompt, under a ``handle`` (case K2).
 3. **summarise**: a rule template for structured results (a DB query: columns, row count,
-   sample rows). (A model summary for long unstructured text is a later step: issue #4.)
+   sample rows); for long unstructured text (:func:`needs_model_summary`) the caller passes a
+   model-written ``summary`` aimed at the current goal (the ``compress_results`` node does).
 
 Output shape (the envelope the model sees, JSON): ``{"status": "ok"|"error", "summary": str,
 "data": <bounded content>}`` plus, only when they apply, ``"truncated": true``,
@@ -87,6 +88,14 @@ def summarise(tool: str, value: Any, total_items: int | None) -> str:
     return f"{tool}: " + (text[:160] + "…" if len(text) > 160 else text)
 
 
+MODEL_SUMMARY_CHARS = 2000  # unstructured text longer than this gets a model summary
+
+
+def needs_model_summary(raw: Any) -> bool:
+    """True for long text that is not JSON (a web page, a log): rules cannot summarise it."""
+    return isinstance(raw, str) and len(raw) > MODEL_SUMMARY_CHARS and not isinstance(_parse(raw), (dict, list))
+
+
 def _parse(raw: Any) -> Any:
     if isinstance(raw, str):
         stripped = raw.strip()
@@ -115,8 +124,10 @@ def compress(
     error: str | None = None,
     result_schema: dict[str, Any] | None = None,
     handle: str | None = None,
+    summary: str | None = None,
 ) -> dict[str, Any]:
-    """Run the three stages on one tool result and return the envelope (module docstring)."""
+    """Run the three stages on one tool result and return the envelope (module docstring).
+    ``summary``, when given, replaces the rule summary of stage 3 (a model's summary)."""
     notes: list[str] = []
     value = _parse(raw)
     if status == "ok":
@@ -125,7 +136,8 @@ def compress(
     data = bound(value, notes)
     envelope: dict[str, Any] = {
         "status": status,
-        "summary": summarise(tool, value, total) if status == "ok" else f"{tool} failed: {error}",
+        "summary": (f"{tool}: {summary}" if summary else summarise(tool, value, total))
+        if status == "ok" else f"{tool} failed: {error}",
         "data": data,
     }
     if notes:

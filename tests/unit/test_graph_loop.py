@@ -89,12 +89,15 @@ async def test_k2_oversized_results_are_bounded_with_totals_and_a_handle(scripte
         {"type": "tool_call", "name": "big_text", "args": {}, "id": "b1"},
         {"type": "tool_call", "name": "big_rows", "args": {}, "id": "b2"},
     ])
-    ctx = scripted([ai, AIMessage("summarised")], box)
+    # the long unstructured text gets a model summary (stage 3): the script's second reply
+    ctx = scripted([ai, AIMessage("A page of x characters."), AIMessage("summarised")], box)
     out = await run(ctx, "get everything")
     results = {m.tool_call_id: m for m in tool_messages(out)}
     assert set(results) == {"b1", "b2"}
     for message in results.values():
         assert len(message.content) <= MAX_RESULT_CHARS + 200
+    text = json.loads(results["b1"].content)
+    assert text["summary"] == "big_text: A page of x characters." and text["truncated"]
     rows = json.loads(results["b2"].content)
     assert rows["total_items"] == 10_000 and rows["truncated"] is True
     assert "10000 rows" in rows["summary"]

@@ -1,0 +1,47 @@
+"""Failure classes and what the graph does about each (seed §5.3; DESIGN §5).
+
+Every tool problem reaches the graph as a :class:`tools.registry.ToolOutcome` whose
+``error_kind`` is one of the registry's kinds; this table — not string matching scattered
+across nodes — decides the recovery, and every recovery has a cap:
+
+===================  ===========  ==============================================================
+error_kind           recovery     cap
+===================  ===========  ==============================================================
+invalid_arguments    regenerate   the error goes back to the model; ``evaluate_progress`` stops
+unknown_tool         regenerate   after ``MAX_STALLED_ROUNDS`` rounds without progress
+tool_error           regenerate   (same)
+timeout              retry        ``MAX_RETRIES`` retries with exponential backoff, same
+transport            retry        ``request_id`` (the ledger makes side effects happen once);
+                                  MCP servers also reconnect/fail over in the tool layer
+missing_arguments    ask_user     LangGraph ``interrupt()``; one question per missing field
+===================  ===========  ==============================================================
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Recovery(StrEnum):
+    """What the graph does about a failed tool call."""
+
+    REGENERATE = "regenerate"
+    RETRY = "retry"
+    ASK_USER = "ask_user"
+
+
+POLICY: dict[str, Recovery] = {
+    "invalid_arguments": Recovery.REGENERATE,
+    "unknown_tool": Recovery.REGENERATE,
+    "tool_error": Recovery.REGENERATE,
+    "timeout": Recovery.RETRY,
+    "transport": Recovery.RETRY,
+    "missing_arguments": Recovery.ASK_USER,
+}
+MAX_RETRIES = 2
+RETRY_BACKOFF_S = 0.5  # first wait; doubles per retry
+
+
+def recovery_for(error_kind: str | None) -> Recovery:
+    """The recovery for ``error_kind`` (unknown kinds regenerate: the model sees the error)."""
+    return POLICY.get(error_kind or "", Recovery.REGENERATE)
