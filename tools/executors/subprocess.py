@@ -1,35 +1,60 @@
 """Local-subprocess executor (DESIGN §2 "local subprocess (dev)"; seed §2.2).
 
-Each run is a fresh ``python -m tools.executors.worker`` process:
+Each run is a fresh ``python -P -m tools.executors.worker`` process:
   * started with ``start_new_session=True`` (own process group), cwd = ``data_dir``;
   * environment scrubbed of anything that looks like a secret (names containing KEY, TOKEN,
-    SECRET, PASSWORD, PASSWD, CREDENTIAL), ``PYTHONPATH`` set so ``tools`` imports;
-  * address-space limit ``memory_mb`` (MiB) and CPU limit ~``timeout_s`` via ``setrlimit``;
-  * over ``timeout_s`` seconds: SIGTERM to the process group and every descendant (found with
-    psutil), 1 s grace, then SIGKILL; :class:`ToolTimeout` is raised. Stray descendants left
-    by a run that finished normally are cleaned up the same way.
-Async-safe: only asyncio subprocess calls in the event loop; psutil waits run in a thread.
+    SECRET, PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL, AUTH, PRIVATE, COOKIE), ``PYTHONPATH`` set
+    so ``tools`` imports, ``TMPDIR`` a private directory removed after the run;
+  * resource limits applied by the worker before the tool is imported (``setrlimit``):
+    address space ``memory_mb`` MiB, CPU time ~``timeout_s``, ``open_files``, ``max_procs``,
+    file size ``file_mb`` MiB;
+  * process count also bounded by a **pids cgroup** (``max_procs``) when the machine lets us
+    create one (cgroup v1 ``pids`` hierarchy or a delegated v2 subtree; root ignores
+    ``RLIMIT_NPROC``, a cgroup it cannot ignore). The cgroup also lists every descendant, even
+    one that called ``setsid``, so nothing escapes the kill;
+  * file system confined to ``data_dir`` (Landlock where the kernel has it, plus a Python audit
+    hook everywhere): ``../`` paths, absolute paths elsewhere and ``/proc/<agent>/environ`` are
+    refused (see :mod:`tools.executors.worker`);
+  * over ``timeout_s`` seconds: SIGTERM to the process group, every descendant (psutil) and
+    every cgroup member, ``grace_s`` (0.5 s) grace, then SIGKILL; :class:`ToolTimeout` is raised
+    within 1 s of the limit. Stray descendants left by a run that finished normally are cleaned
+    up the same way.
+Async-safe: only asyncio subprocess calls in the event loop; file-system set-up, psutil waits
+and cgroup work run in a thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import re
+import shutil
+import signal
 import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from tools.errors import ToolFailed, ToolTimeout
-from tools.procs import KILL_GRACE_S, kill_process_tree
+from tools.procs import kill_process_tree, terminate
 
 #: Environment variable names matching this are never passed to a tool process.
-SECRET_ENV_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+SECRET_ENV_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|PRIVATE|COOKIE",
+                           re.IGNORECASE)
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _STDERR_TAIL = 2000
 #: Bytes kept of a worker's stdout / stderr (a larger result is a tool error).
 _MAX_OUTPUT = 32 * 1024 * 1024
+#: Seconds between SIGTERM and SIGKILL of a tool run (keeps the kill within 1 s of the limit).
+TERM_GRACE_S = 0.5
+#: Command that starts the worker; ``-P`` keeps the working directory off ``sys.path``.
+WORKER_ARGV = ("-P", "-m", "tools.executors.worker")
 
 
 async def _read_all(stream: asyncio.StreamReader | None, cap: int) -> bytes:
@@ -44,47 +69,251 @@ async def _read_all(stream: asyncio.StreamReader | None, cap: int) -> bytes:
     return b"".join(chunks)
 
 
-def scrubbed_env(extra_paths: tuple[str, ...] = ()) -> dict[str, str]:
-    """A copy of ``os.environ`` without secret-looking names, with PYTHONPATH = project root
-    (+ ``extra_paths``)."""
-    env = {k: v for k, v in os.environ.items() if not SECRET_ENV_RE.search(k)}
+def scrubbed_env(extra_paths: tuple[str, ...] = (), *, allow: tuple[str, ...] = ()) -> dict[str, str]:
+    """A copy of ``os.environ`` without secret-looking names (except those in ``allow``), with
+    PYTHONPATH = project root (+ ``extra_paths``)."""
+    env = {k: v for k, v in os.environ.items() if k in allow or not SECRET_ENV_RE.search(k)}
     env["PYTHONPATH"] = os.pathsep.join([str(_PROJECT_ROOT), *extra_paths])
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
+    env.pop("PYTHONSTARTUP", None)
+    env.pop("PYTHONINSPECT", None)
     return env
 
 
+# -- pids cgroup ----------------------------------------------------------------------------------
+
+_cgroup_seq = itertools.count()
+_CGROUP_PREFIX = "hermes-exec-"
+
+
+def _pids_cgroup_parent() -> Path | None:
+    """Directory under which this process may create pids cgroups, or None."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    v1 = Path("/sys/fs/cgroup/pids")
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "pids" in controllers.split(",") and v1.is_dir():
+            candidate = v1 / path.lstrip("/")
+            if os.access(candidate, os.W_OK):
+                return candidate
+    for line in lines:  # cgroup v2: our own cgroup must delegate "pids" to its children
+        if line.startswith("0::"):
+            base = Path("/sys/fs/cgroup") / line[3:].lstrip("/")
+            try:
+                if "pids" in (base / "cgroup.subtree_control").read_text().split() and os.access(base, os.W_OK):
+                    return base
+            except OSError:
+                return None
+    return None
+
+
+_cgroup_parent: Path | None | bool = False  # False = not probed yet
+
+
+def pids_cgroup_parent() -> Path | None:
+    """Cached :func:`_pids_cgroup_parent` (blocking: call from a thread)."""
+    global _cgroup_parent
+    if _cgroup_parent is False:
+        _cgroup_parent = _pids_cgroup_parent()
+        if _cgroup_parent is not None:
+            _sweep_stale_cgroups(_cgroup_parent)
+    return _cgroup_parent  # type: ignore[return-value]
+
+
+def _sweep_stale_cgroups(parent: Path) -> None:
+    """Remove empty cgroups left by executors of processes that no longer exist."""
+    for d in parent.glob(f"{_CGROUP_PREFIX}*"):
+        try:
+            owner = int(d.name[len(_CGROUP_PREFIX):].split("-")[0])
+            if not psutil.pid_exists(owner):
+                d.rmdir()
+        except (ValueError, OSError):
+            continue
+
+
+@dataclass
+class PidsCgroup:
+    """One pids cgroup per run: ``pids.max`` bounds the process count (fork bombs), and
+    ``cgroup.procs`` lists every member for the final kill."""
+
+    path: Path
+
+    @classmethod
+    def create(cls, max_procs: int) -> "PidsCgroup | None":
+        parent = pids_cgroup_parent()
+        if parent is None:
+            return None
+        path = parent / f"{_CGROUP_PREFIX}{os.getpid()}-{next(_cgroup_seq)}"
+        try:
+            path.mkdir()
+            (path / "pids.max").write_text(str(max_procs))
+        except OSError:
+            try:
+                path.rmdir()
+            except OSError:
+                pass
+            return None
+        return cls(path)
+
+    @property
+    def procs_file(self) -> Path:
+        return self.path / "cgroup.procs"
+
+    def pids(self) -> list[int]:
+        try:
+            return [int(x) for x in self.procs_file.read_text().split()]
+        except OSError:
+            return []
+
+    def kill_all(self, grace_s: float) -> None:
+        """SIGTERM every member, wait ``grace_s``, then SIGKILL until the cgroup is empty."""
+        pids = self.pids()
+        if not pids:
+            return
+        for pid in pids:
+            _kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while self.pids() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for _ in range(200):  # a fork bomb refills the list while we kill; pids.max bounds it
+            pids = self.pids()
+            if not pids:
+                return
+            for pid in pids:
+                _kill(pid, signal.SIGKILL)
+            time.sleep(0.005)
+
+    def remove(self) -> None:
+        for _ in range(100):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:  # EBUSY: members not reaped yet
+                time.sleep(0.01)
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+# -- the executor -------------------------------------------------------------------------------
+
+@dataclass
+class RunContext:
+    """Per-run resources: private temp dir and (when available) a pids cgroup."""
+
+    tmpdir: Path
+    cgroup: PidsCgroup | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
 class SubprocessExecutor:
-    """Runs ``"module:function"`` entrypoints in a fresh worker process per call.
+    """Runs ``"module:function"`` entrypoints in a fresh, confined worker process per call.
 
     Args:
-        data_dir     working directory of every run (tools see it as ``data_dir``).
-        memory_mb    address-space limit per run in MiB (``None`` = no limit).
-        extra_paths  added to the worker's PYTHONPATH after the project root.
+        data_dir        working directory of every run (tools see it as ``data_dir``); the only
+                        place the tool may write.
+        memory_mb       address-space limit per process in MiB (``None`` = no limit).
+        extra_paths     added to the worker's PYTHONPATH after the project root (readable).
+        open_files      open-file limit per process.
+        max_procs       processes per run (pids cgroup where available, RLIMIT_NPROC always).
+        file_mb         largest file a run may write, MiB.
+        confine         confine the file system to ``data_dir`` (Landlock + audit hook). Off by
+                        default for direct construction (compatibility); :func:`make_executor`
+                        and the Toolbox always turn it on.
+        network         False: no TCP connect/bind (Landlock ABI >= 4 only).
+        extra_read      more paths the tool may read.
+        env_allow       secret-looking variable names to pass through anyway.
+        grace_s         SIGTERM → SIGKILL grace on timeout (s).
     """
 
-    def __init__(self, data_dir: Path, *, memory_mb: int | None = 1024, extra_paths: tuple[str, ...] = ()) -> None:
+    kind = "subprocess"
+
+    def __init__(self, data_dir: Path, *, memory_mb: int | None = 1024, extra_paths: tuple[str, ...] = (),
+                 open_files: int = 256, max_procs: int = 64, file_mb: int = 1024, confine: bool = False,
+                 network: bool = True, extra_read: tuple[str, ...] = (), env_allow: tuple[str, ...] = (),
+                 grace_s: float = TERM_GRACE_S) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.memory_mb = memory_mb
         self.extra_paths = tuple(str(p) for p in extra_paths)
+        self.open_files = open_files
+        self.max_procs = max_procs
+        self.file_mb = file_mb
+        self.confine = confine
+        self.network = network
+        self.extra_read = tuple(str(p) for p in extra_read)
+        self.env_allow = tuple(env_allow)
+        self.grace_s = grace_s
 
+    # -- hooks for the container backend --------------------------------------------------------
+    def _command(self, ctx: RunContext) -> list[str]:
+        return [sys.executable, *WORKER_ARGV]
+
+    def _worker_tmpdir(self, ctx: RunContext) -> str:
+        return str(ctx.tmpdir)
+
+    def _payload_extra(self, ctx: RunContext) -> dict[str, Any]:
+        # The worker joins its cgroup itself, before reading any tool code (it is our direct
+        # child and does not fork before that).
+        return {"cgroup_procs": str(ctx.cgroup.procs_file)} if ctx.cgroup else {}
+
+    # -- per-run set-up / tear-down (blocking: run in a thread) ---------------------------------
+    def _setup(self) -> RunContext:
+        tmpdir = Path(tempfile.mkdtemp(prefix="hermes-tool-"))
+        return RunContext(tmpdir=tmpdir, cgroup=PidsCgroup.create(self.max_procs) if self.max_procs else None)
+
+    def _teardown(self, ctx: RunContext, pid: int | None) -> None:
+        if pid is not None and not ctx.extra.get("reaped"):  # cancelled before the kill ran
+            self._teardown_procs(ctx, pid)
+        if ctx.cgroup is not None:
+            ctx.cgroup.remove()
+        shutil.rmtree(ctx.tmpdir, ignore_errors=True)
+
+    # -- the call ---------------------------------------------------------------------------------
     async def run(self, entrypoint: str, args: dict[str, Any], *, timeout_s: float, request_id: str) -> Any:
         """Run ``entrypoint(**args)`` in a worker; see :class:`~tools.executors.base.Executor`."""
-        payload = json.dumps({
-            "entrypoint": entrypoint,
-            "args": args,
-            "request_id": request_id,
-            "limits": {"memory_mb": self.memory_mb, "cpu_s": timeout_s},
-        }).encode()
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tools.executors.worker",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=str(self.data_dir),
-            env=scrubbed_env(self.extra_paths),
-            start_new_session=True,
-        )
+        ctx = await asyncio.to_thread(self._setup)
+        pid: int | None = None
+        try:
+            payload = json.dumps({
+                "entrypoint": entrypoint,
+                "args": args,
+                "request_id": request_id,
+                "limits": {"memory_mb": self.memory_mb, "cpu_s": max(1, int(timeout_s + 0.999)),
+                           "open_files": self.open_files, "procs": self.max_procs, "file_mb": self.file_mb},
+                "confine": ({"workdir": str(self.data_dir), "tmpdir": self._worker_tmpdir(ctx),
+                             "read": list(self.extra_paths + self.extra_read), "network": self.network}
+                            if self.confine else None),
+                **self._payload_extra(ctx),
+            }).encode()
+            env = scrubbed_env(self.extra_paths, allow=self.env_allow)
+            env["TMPDIR"] = self._worker_tmpdir(ctx)
+            proc = await asyncio.create_subprocess_exec(
+                *self._command(ctx),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=str(self.data_dir),
+                env=env,
+                start_new_session=True,
+            )
+            pid = proc.pid
+            return await self._communicate(proc, payload, entrypoint, timeout_s, ctx)
+        finally:
+            # Always: the whole group goes (timeout, cancellation, or strays left after success).
+            await asyncio.shield(asyncio.to_thread(self._teardown, ctx, pid))
+
+    async def _communicate(self, proc: asyncio.subprocess.Process, payload: bytes, entrypoint: str,
+                           timeout_s: float, ctx: RunContext) -> Any:
         readers = [asyncio.ensure_future(_read_all(proc.stdout, _MAX_OUTPUT)),
                    asyncio.ensure_future(_read_all(proc.stderr, _MAX_OUTPUT))]
         timed_out = False
@@ -94,20 +323,39 @@ class SubprocessExecutor:
             except TimeoutError:
                 timed_out = True
         finally:
-            # Always: the whole group goes (timeout, cancellation, or strays left after success).
-            # Killing strays also closes their copies of our pipes, so the readers see EOF.
-            await asyncio.to_thread(kill_process_tree, proc.pid, KILL_GRACE_S, pgid=proc.pid)
+            # The whole group goes now (timeout, or strays left after success): killing strays
+            # also closes their copies of our pipes, so the readers see EOF.
+            await asyncio.to_thread(self._teardown_procs, ctx, proc.pid)
+            ctx.extra["reaped"] = True
             try:
-                await asyncio.wait_for(proc.wait(), KILL_GRACE_S * 3)
+                await asyncio.wait_for(proc.wait(), self.grace_s * 3)
             except TimeoutError:  # a stray outside the group still holds a pipe
                 pass
-            _, pending = await asyncio.wait(readers, timeout=KILL_GRACE_S)
+            _, pending = await asyncio.wait(readers, timeout=self.grace_s)
             for task in pending:  # a stray that escaped the group still holds a pipe
                 task.cancel()
         stdout = readers[0].result() if readers[0].done() and not readers[0].cancelled() else b""
         stderr = readers[1].result() if readers[1].done() and not readers[1].cancelled() else b""
         if timed_out:
             raise ToolTimeout(f"{entrypoint} exceeded {timeout_s:g} s; process group terminated")
+        return self._decode(entrypoint, proc.returncode, stdout, stderr)
+
+    def _teardown_procs(self, ctx: RunContext, pid: int) -> None:
+        """SIGTERM, grace, SIGKILL: the process group, the descendants and every cgroup member."""
+        if ctx.cgroup is not None:
+            procs = []  # exact membership from the cgroup: no scan of every process on the machine
+            for p in {pid, *ctx.cgroup.pids()}:
+                try:
+                    procs.append(psutil.Process(p))
+                except psutil.NoSuchProcess:
+                    pass
+            terminate(procs, self.grace_s, pgids=[pid])
+            ctx.cgroup.kill_all(self.grace_s)
+        else:
+            kill_process_tree(pid, self.grace_s, pgid=pid)
+
+    @staticmethod
+    def _decode(entrypoint: str, returncode: int | None, stdout: bytes, stderr: bytes) -> Any:
         tail = stderr.decode(errors="replace")[-_STDERR_TAIL:].strip()
         line = stdout.decode(errors="replace").strip().splitlines()[-1:] if stdout else []
         try:
@@ -115,10 +363,13 @@ class SubprocessExecutor:
         except json.JSONDecodeError:
             reply = None
         if not isinstance(reply, dict):
-            raise ToolFailed(
-                f"{entrypoint} exited with code {proc.returncode} without a result"
-                + (f"; stderr: {tail}" if tail else "")
-            )
+            how = f"exited with code {returncode}"
+            if returncode is not None and returncode < 0:
+                try:
+                    how = f"was killed by {signal.Signals(-returncode).name} (exited with code {returncode})"
+                except ValueError:
+                    pass
+            raise ToolFailed(f"{entrypoint} {how} without a result" + (f"; stderr: {tail}" if tail else ""))
         if not reply.get("ok"):
             raise ToolFailed(f"{reply.get('error_type', 'Error')}: {reply.get('error', '')}")
         return reply.get("result")
@@ -132,10 +383,15 @@ class SubprocessExecutor:
             proc.stdin.close()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the worker died before reading: reported from its exit code
-        # Not ``proc.wait()``: asyncio only returns from it once every pipe is closed, and a
-        # stray grandchild holding stdout would keep it waiting. ``returncode`` is set at exit.
-        while proc.returncode is None:
-            await asyncio.sleep(0.02)
+        # ``proc.wait()`` returns once the process exited *and* every pipe closed (the usual
+        # case: immediately). A stray grandchild holding stdout would keep it waiting, so the
+        # exit status is also polled (``returncode`` is set at exit).
+        waiter = asyncio.ensure_future(proc.wait())
+        try:
+            while proc.returncode is None and not waiter.done():
+                await asyncio.wait([waiter], timeout=0.05)
+        finally:
+            waiter.cancel()
 
     async def aclose(self) -> None:
         """Nothing persistent to close (one process per run)."""

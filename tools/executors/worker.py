@@ -1,61 +1,293 @@
-"""Worker process of :class:`tools.executors.subprocess.SubprocessExecutor`.
+"""Worker process of every executor backend (subprocess, container; the remote reference server
+runs it through the subprocess backend).
 
-Run as ``python -m tools.executors.worker``. Reads one JSON payload on stdin::
+Run as ``python -P -m tools.executors.worker`` (``-P``: the working directory is *not* put on
+``sys.path``, so a file a tool writes there cannot hijack the next run's imports). Reads one
+JSON payload on stdin::
 
     {"entrypoint": "pkg.mod:func", "args": {...}, "request_id": "...",
-     "limits": {"memory_mb": 1024, "cpu_s": 11}}
+     "limits": {"memory_mb": 1024, "cpu_s": 11, "open_files": 256, "procs": 64, "file_mb": 1024},
+     "confine": {"workdir": "/abs/data", "tmpdir": "/abs/tmp", "read": [...], "network": true}}
 
-calls ``func(**args)`` (plus ``data_dir=<cwd>`` when the function declares a ``data_dir``
+Before the tool's module is even imported it applies, in this order:
+
+1. resource limits (``setrlimit``): address space ``memory_mb`` MiB, CPU ``cpu_s`` s, open files,
+   processes (effective for non-root users; root is bounded by the executor's pids cgroup),
+   file size ``file_mb`` MiB, no core dumps;
+2. file-system confinement (``confine``): **Landlock** where the kernel has it (writes only under
+   ``workdir``/``tmpdir``; reads only there, in Python's own trees, the paths in ``read`` and a
+   few system files; no signals to processes outside the sandbox; no TCP when ``network`` is
+   false), and in every case a Python audit hook that refuses the same paths with a clear
+   message (``PermissionError: ... outside the tool's working directory``), so ``../`` paths
+   supplied by the model cannot reach outside ``workdir``.
+
+Then it calls ``func(**args)`` (plus ``data_dir=<cwd>`` when the function declares a ``data_dir``
 parameter; a model-supplied ``data_dir`` is dropped) and writes one JSON line on stdout:
-``{"ok": true, "result": ...}`` or ``{"ok": false, "error_type": "...", "error": "..."}``.
-Anything the function prints goes to stderr so it cannot corrupt the result.
+``{"ok": true, "result": ..., "sandbox": "landlock-v7"}`` or
+``{"ok": false, "error_type": "...", "error": "..."}``. Anything the function prints goes to
+stderr so it cannot corrupt the result. Kept lean on imports: its start-up is on every call.
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import json
 import os
 import sys
-import traceback
-from pathlib import Path
 
+#: System files a Python tool commonly needs to read (dynamic loader, time zone, name service,
+#: TLS roots). Whole system trees (/usr, /lib...) are readable; /etc is not, apart from these.
+SYSTEM_READ = (
+    "/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin",
+    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/timezone",
+    "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/hosts", "/etc/host.conf",
+    "/etc/resolv.conf", "/etc/gai.conf", "/etc/protocols", "/etc/services", "/etc/mime.types",
+    "/etc/ssl", "/etc/ca-certificates", "/etc/os-release", "/etc/alternatives",
+    "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random",
+)
+#: Writable device files (besides the working directory and the private temp directory).
+DEVICE_WRITE = ("/dev/null",)
+
+
+# -- resource limits ------------------------------------------------------------------------------
 
 def _apply_limits(limits: dict) -> None:
     try:
         import resource
     except ImportError:  # pragma: no cover - non-POSIX
         return
+
+    def cap(which: int, value: int) -> None:
+        soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        try:
+            resource.setrlimit(which, (value, value if which != resource.RLIMIT_CPU else value + 1))
+        except (ValueError, OSError):  # e.g. already lower than asked: keep the lower one
+            pass
+
     mem = limits.get("memory_mb")
     if mem:
-        b = int(mem) * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (b, b))
+        cap(resource.RLIMIT_AS, int(mem) * 1024 * 1024)
     cpu = limits.get("cpu_s")
     if cpu:
-        c = int(cpu) + 1
-        resource.setrlimit(resource.RLIMIT_CPU, (c, c + 1))
+        cap(resource.RLIMIT_CPU, int(cpu) + 1)
+    files = limits.get("open_files")
+    if files:
+        cap(resource.RLIMIT_NOFILE, int(files))
+    procs = limits.get("procs")
+    if procs:
+        cap(resource.RLIMIT_NPROC, int(procs))
+    fsize = limits.get("file_mb")
+    if fsize:
+        cap(resource.RLIMIT_FSIZE, int(fsize) * 1024 * 1024)
+    cap(resource.RLIMIT_CORE, 0)
+
+
+# -- file-system confinement --------------------------------------------------------------------
+
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def _under(path: str, roots: tuple[str, ...]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def _roots(confine: dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(write roots, read roots), real paths of those that exist."""
+    write = [confine["workdir"]] + ([confine["tmpdir"]] if confine.get("tmpdir") else [])
+    read = list(write)
+    read += [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable)]
+    read += [p for p in sys.path if p]
+    read += list(confine.get("read") or ())
+    read += list(SYSTEM_READ)
+    real_write = tuple(dict.fromkeys(_real(p) for p in write if os.path.exists(p)))
+    real_read = tuple(dict.fromkeys(_real(p) for p in read if os.path.exists(p)))
+    return real_write, real_read
+
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+#: audit event → index of its path argument; these change the file system.
+_WRITE_EVENTS = {
+    "os.remove": 0, "os.rmdir": 0, "os.mkdir": 0, "os.rename": 0, "os.link": 0, "os.symlink": 1,
+    "os.truncate": 0, "os.chmod": 0, "os.chown": 0, "os.utime": 0, "os.mkfifo": 0, "os.mknod": 0,
+    "shutil.rmtree": 0, "shutil.copyfile": 1, "shutil.move": 1,
+}
+_MOVE_EVENTS = {"os.rename": 1, "os.link": 1, "shutil.move": 0}
+_READ_EVENTS = {"os.listdir": 0, "os.scandir": 0, "os.chdir": 0}
+
+
+def _install_audit_hook(workdir: str, write_roots: tuple[str, ...], read_roots: tuple[str, ...]) -> None:
+    busy = [False]
+    allowed_write = write_roots + DEVICE_WRITE
+
+    def refuse(path: str, what: str) -> None:
+        raise PermissionError(f"{what} {path!r} refused: outside the tool's working directory {workdir}")
+
+    def check(raw: object, write: bool, what: str) -> None:
+        if isinstance(raw, bytes):
+            raw = os.fsdecode(raw)
+        if not isinstance(raw, str):  # a file descriptor
+            return
+        path = _real(raw)
+        if not _under(path, allowed_write if write else read_roots):
+            refuse(raw, what)
+
+    def hook(event: str, args: tuple) -> None:
+        if busy[0]:
+            return
+        if event != "open" and event not in _WRITE_EVENTS and event not in _READ_EVENTS:
+            return
+        busy[0] = True
+        try:
+            if event == "open":
+                path, mode, flags = (tuple(args) + (None, None))[:3]
+                write = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                    isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
+                check(path, write, "writing" if write else "reading")
+            elif event in _WRITE_EVENTS:
+                check(args[_WRITE_EVENTS[event]], True, event)
+                if event in _MOVE_EVENTS:
+                    check(args[_MOVE_EVENTS[event]], True, event)
+            else:
+                path = args[_READ_EVENTS[event]] if args else "."
+                check(path if path is not None else ".", False, event)
+        finally:
+            busy[0] = False
+
+    sys.addaudithook(hook)
+
+
+# Landlock (Linux >= 5.13): unprivileged, inherited by every child, cannot be undone.
+_LL_FS = {  # access right → first ABI version that knows it
+    1 << 0: 1, 1 << 1: 1, 1 << 2: 1, 1 << 3: 1, 1 << 4: 1, 1 << 5: 1, 1 << 6: 1, 1 << 7: 1,
+    1 << 8: 1, 1 << 9: 1, 1 << 10: 1, 1 << 11: 1, 1 << 12: 1, 1 << 13: 2, 1 << 14: 3, 1 << 15: 5,
+}
+_LL_EXECUTE, _LL_WRITE_FILE, _LL_READ_FILE, _LL_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_LL_TRUNCATE, _LL_IOCTL_DEV = 1 << 14, 1 << 15
+_LL_FILE_RIGHTS = _LL_EXECUTE | _LL_WRITE_FILE | _LL_READ_FILE | _LL_TRUNCATE | _LL_IOCTL_DEV
+_LL_NET_CONNECT_TCP, _LL_NET_BIND_TCP = 1 << 1, 1 << 0
+_LL_SCOPE_ABSTRACT_UNIX, _LL_SCOPE_SIGNAL = 1 << 0, 1 << 1
+_SYS_LANDLOCK = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
+
+
+def _landlock(write_roots: tuple[str, ...], read_roots: tuple[str, ...], network: bool) -> int:
+    """Restrict this process (and its future children) with Landlock. Returns the ABI version
+    used, 0 when the kernel or architecture has no Landlock (nothing was changed)."""
+    import ctypes
+    import platform
+
+    numbers = _SYS_LANDLOCK.get(platform.machine())
+    if numbers is None:
+        return 0
+    create, add_rule, restrict = numbers
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    abi = libc.syscall(create, None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # ..._VERSION
+    if abi < 1:
+        return 0
+    fs = 0
+    for right, version in _LL_FS.items():
+        if abi >= version:
+            fs |= right
+
+    class RulesetAttr(ctypes.Structure):
+        _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+    class PathBeneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
+
+    attr = RulesetAttr(fs, 0, 0)
+    size = 8
+    if abi >= 4:
+        size = 16
+        if not network:
+            attr.net = _LL_NET_BIND_TCP | _LL_NET_CONNECT_TCP
+    if abi >= 6:
+        size = 24
+        attr.scoped = _LL_SCOPE_SIGNAL | (0 if network else _LL_SCOPE_ABSTRACT_UNIX)
+    ruleset = libc.syscall(create, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if ruleset < 0:
+        return 0
+    read_rights = _LL_EXECUTE | _LL_READ_FILE | _LL_READ_DIR
+    try:
+        rules = [(p, fs) for p in write_roots] + [(p, read_rights) for p in read_roots]
+        rules += [(p, _LL_READ_FILE | _LL_WRITE_FILE) for p in DEVICE_WRITE]
+        for path, rights in rules:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                if not os.path.isdir(path):
+                    rights &= _LL_FILE_RIGHTS
+                rule = PathBeneath(rights & fs, fd)
+                libc.syscall(add_rule, ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0))
+            finally:
+                os.close(fd)
+        libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+        if libc.syscall(restrict, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
+            return 0
+    finally:
+        os.close(ruleset)
+    return abi
+
+
+def _confine(confine: dict) -> str:
+    workdir = _real(confine["workdir"])
+    write_roots, read_roots = _roots(confine)
+    sandbox = "audit-hook"
+    if confine.get("landlock", True) and sys.platform == "linux":
+        abi = _landlock(write_roots, read_roots, bool(confine.get("network", True)))
+        if abi:
+            sandbox = f"landlock-v{abi}"
+    _install_audit_hook(workdir, write_roots, read_roots)
+    return sandbox
+
+
+# -- entry point -------------------------------------------------------------------------------
+
+def _accepts_data_dir(func: object) -> bool:
+    while hasattr(func, "__wrapped__"):
+        func = func.__wrapped__
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return False
+    names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    return "data_dir" in names
 
 
 def main() -> int:
     real_stdout = sys.stdout
     sys.stdout = sys.stderr
+    sandbox = None
     try:
-        payload = json.loads(sys.stdin.read())
+        payload = json.loads(sys.stdin.buffer.read())
+        if payload.get("cgroup_procs"):  # join the run's pids cgroup before any tool code runs
+            with open(payload["cgroup_procs"], "w") as f:
+                f.write(str(os.getpid()))
         _apply_limits(payload.get("limits") or {})
+        if payload.get("confine"):
+            sandbox = _confine(payload["confine"])
+        import importlib
+
         module_name, _, func_name = payload["entrypoint"].partition(":")
         func = getattr(importlib.import_module(module_name), func_name)
         args = dict(payload.get("args") or {})
         args.pop("data_dir", None)
-        try:
-            params = inspect.signature(func).parameters
-        except (TypeError, ValueError):
-            params = {}
-        if "data_dir" in params:
+        if _accepts_data_dir(func):
+            from pathlib import Path
+
             args["data_dir"] = Path(os.getcwd())
         result = func(**args)
-        line = json.dumps({"ok": True, "result": result}, default=str)
+        reply = {"ok": True, "result": result}
+        if sandbox:
+            reply["sandbox"] = sandbox
+        line = json.dumps(reply, default=str)
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a JSON error
+        import traceback
+
         line = json.dumps({
             "ok": False,
             "error_type": type(exc).__name__,
