@@ -1,0 +1,424 @@
+"""Session branches over LangGraph checkpoints (seed §1.3, DESIGN §1 "Branches").
+
+Terms are LangGraph's: a **thread** (``thread_id``) holds **checkpoints**; every checkpoint
+names its parent (``parent_config``), so a thread's checkpoints form a tree. A **head** is a
+leaf of that tree (a checkpoint no other checkpoint names as parent): one per branch. The
+**active head** is what ``graph.aget_state({"configurable": {"thread_id": t}})`` returns —
+LangGraph always resumes a thread from its newest checkpoint, so "moving the branch pointer"
+means writing a new newest checkpoint.
+
+Mechanisms (all through the compiled graph's own API, never by editing checkpoint rows):
+
+* ``rollback(thread, C)``: ``graph.aupdate_state(C.config, None)`` — an update *with no
+  values* applied at checkpoint ``C`` "as the node that last wrote C" (LangGraph infers it). It
+  writes a new checkpoint whose parent is ``C``, whose values equal ``C``'s and whose next
+  tasks are ``C``'s (the node's edges are re-evaluated on the same state). It is the newest
+  checkpoint, so it is the active head; nothing is rebuilt by hand and the abandoned branch
+  stays in the tree as another head. Metadata ``{"source": "update", "hermes_op":
+  "rollback", "hermes_target": C}`` labels it. If LangGraph cannot infer the node (two nodes
+  wrote C in the same step) the update falls back to ``as_node="__copy__"`` (an exact copy of
+  C stored as C's sibling, ``source: "fork"``).
+  An ``input`` checkpoint (where a user message was received but not yet applied) stands for
+  "before that message": rolling back or forking at it uses its parent instead.
+* ``switch(thread, H)``: the same update at a head ``H`` of another branch (``hermes_op:
+  "switch"``); ``H`` stops being a leaf, the switch checkpoint becomes that branch's head.
+* ``fork(thread, C, input)``: ``graph.ainvoke(input, C.config)`` — invoking with an old
+  checkpoint's config continues from it; the run's checkpoints descend from ``C`` as a new
+  branch (LangGraph's "replay/fork" semantics). The new branch's head is the active head.
+
+Resuming at the active head with its explicit ``checkpoint_id`` behaves exactly like resuming
+with the thread id only (case K10; tests/integration/test_branches_sqlite.py).
+
+Every operation needs a graph compiled with a checkpointer. Errors: ``BranchError`` (unknown
+or ambiguous checkpoint reference, rollback target not on the active branch, switch target not
+a head, nothing before a thread's first input). An optional :class:`~graph.mirror.ThreadMirror`
+is told about every head change, so the plain-text mirror follows the active branch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.errors import InvalidUpdateError
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import StateSnapshot
+
+from graph.mirror import ThreadMirror
+
+PREVIEW_CHARS = 60
+
+
+class BranchError(ValueError):
+    """A branch operation that cannot be done as asked; the message says why and what to do."""
+
+
+def preview(message: Any, limit: int = PREVIEW_CHARS) -> str:
+    """``"role: text…"`` for a LangChain message or a serialised message dict ("" for None)."""
+    if message is None:
+        return ""
+    if isinstance(message, BaseMessage):
+        role, content, name = message.type, message.content, message.name
+        calls = getattr(message, "tool_calls", None) or []
+        calls = [c.get("name") for c in calls]
+    else:
+        role, content, name = message.get("type", "?"), message.get("content", ""), message.get("name")
+        calls = [c.get("name") for c in message.get("tool_calls") or []]
+    if not isinstance(content, str):
+        content = json.dumps(content, ensure_ascii=False, default=str)
+    text = " ".join(content.split())
+    if calls:
+        text = ("→ " + ", ".join(str(c) for c in calls) + (f" {text}" if text else "")).strip()
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    who = f"{role}({name})" if name and role == "tool" else role
+    return f"{who}: {text}" if text else f"{who}: (empty)"
+
+
+@dataclass
+class CheckpointNode:
+    """One checkpoint in a thread's tree.
+
+    ``step``: LangGraph superstep (-1 = input); ``source``: metadata source (input, loop,
+    update, fork); ``node``: what produced it — the node(s) that ran (``loop``), ``input``,
+    ``rollback``/``switch``/``recovered`` (Hermes operations), ``update`` or ``copy``;
+    ``next``: nodes that would run from it; ``preview``: its last message (see
+    :func:`preview`); ``messages``: message count; ``readable``: False if the checkpoint could
+    not be deserialised (``error`` says why)."""
+
+    checkpoint_id: str
+    parent_id: str | None
+    step: int
+    source: str
+    node: str
+    next: tuple[str, ...]
+    created_at: str | None
+    preview: str
+    messages: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+    children: list[str] = field(default_factory=list)
+    readable: bool = True
+    error: str = ""
+
+    @property
+    def short_id(self) -> str:
+        return short_id(self.checkpoint_id)
+
+
+def short_id(checkpoint_id: str | None) -> str:
+    """The last 8 characters of a checkpoint id (its random tail; uuid6 ids share a time
+    prefix within a thread). Any unique substring is accepted where an id is expected."""
+    return (checkpoint_id or "")[-8:]
+
+
+@dataclass
+class BranchTree:
+    """The checkpoint tree of one thread.
+
+    ``nodes``: checkpoint id → :class:`CheckpointNode`; ``roots``: ids without a (known)
+    parent; ``heads``: leaf ids, oldest first; ``active``: the active head's id (what
+    ``aget_state(thread)`` returns), None for an empty thread."""
+
+    thread_id: str
+    nodes: dict[str, CheckpointNode]
+    roots: list[str]
+    heads: list[str]
+    active: str | None
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def resolve(self, ref: str) -> str:
+        """The full checkpoint id for ``ref``: a full id, or a unique prefix/suffix/substring
+        (e.g. the 8-character short id). Raises :class:`BranchError` if none or several match."""
+        if ref in self.nodes:
+            return ref
+        ref = ref.strip()
+        hits = [cid for cid in self.nodes if ref and ref in cid]
+        if len(hits) == 1:
+            return hits[0]
+        if not hits:
+            raise BranchError(f"no checkpoint {ref!r} in thread {self.thread_id!r} "
+                              f"(see `hermes branch show {self.thread_id}`)")
+        raise BranchError(f"checkpoint reference {ref!r} is ambiguous in thread {self.thread_id!r}: "
+                          + ", ".join(short_id(h) for h in hits[:5]) + (" …" if len(hits) > 5 else ""))
+
+    def path_to(self, checkpoint_id: str) -> list[str]:
+        """Ids from the root down to ``checkpoint_id`` (inclusive)."""
+        path: list[str] = []
+        current: str | None = checkpoint_id
+        while current and current in self.nodes and current not in path:
+            path.append(current)
+            current = self.nodes[current].parent_id
+        return list(reversed(path))
+
+    def is_ancestor(self, ancestor: str, of: str) -> bool:
+        """True if ``ancestor`` is on the path from the root to ``of`` (inclusive)."""
+        return ancestor in self.path_to(of)
+
+    def fork_point(self, head: str) -> str | None:
+        """The last checkpoint ``head``'s branch shares with the active branch (None if the
+        two share nothing, e.g. after a recovery started a new root)."""
+        if self.active is None:
+            return None
+        active_path = set(self.path_to(self.active))
+        for cid in reversed(self.path_to(head)):
+            if cid in active_path:
+                return cid
+        return None
+
+    def branch_length(self, head: str) -> int:
+        """Checkpoints on ``head``'s branch after its fork point from the active branch."""
+        path = self.path_to(head)
+        point = self.fork_point(head)
+        return len(path) - (path.index(point) + 1 if point in path else 0)
+
+
+def _meta_node(metadata: Mapping[str, Any], parent_next: tuple[str, ...] | None) -> str:
+    source = metadata.get("source", "?")
+    if metadata.get("hermes_op"):
+        return str(metadata["hermes_op"])
+    if source == "loop":
+        return ",".join(parent_next) if parent_next else "__start__"
+    if source == "fork":
+        return "copy"
+    return str(source)
+
+
+def tree_from_history(thread_id: str, history: Iterable[StateSnapshot | Mapping[str, Any]],
+                      active: str | None = None,
+                      unreadable: Mapping[str, tuple[str | None, dict[str, Any], str]] | None = None) -> BranchTree:
+    """Build a :class:`BranchTree` from ``get_state_history`` snapshots, or from the dicts that
+    ``langgraph_sdk``'s ``client.threads.get_history`` returns (same fields, JSON shaped).
+    ``active`` defaults to the newest checkpoint (LangGraph's rule). ``unreadable`` adds
+    checkpoints that could not be loaded: id → (parent id, metadata, error)."""
+    raw: list[dict[str, Any]] = []
+    for item in history:
+        if isinstance(item, StateSnapshot):
+            conf = item.config["configurable"]
+            parent = (item.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+            values = item.values if isinstance(item.values, Mapping) else {}
+            raw.append({"id": conf["checkpoint_id"], "parent": parent, "metadata": dict(item.metadata or {}),
+                        "next": tuple(item.next), "created_at": item.created_at,
+                        "messages": list(values.get("messages") or [])})
+        else:
+            checkpoint = item.get("checkpoint") or {}
+            parent = (item.get("parent_checkpoint") or {}) or {}
+            values = item.get("values") or {}
+            raw.append({"id": checkpoint.get("checkpoint_id") or item.get("checkpoint_id"),
+                        "parent": parent.get("checkpoint_id"), "metadata": dict(item.get("metadata") or {}),
+                        "next": tuple(item.get("next") or ()), "created_at": item.get("created_at"),
+                        "messages": list(values.get("messages") or []) if isinstance(values, Mapping) else []})
+    nexts = {r["id"]: r["next"] for r in raw}
+    nodes: dict[str, CheckpointNode] = {}
+    for r in raw:
+        meta = r["metadata"]
+        msgs = r["messages"]
+        nodes[r["id"]] = CheckpointNode(
+            checkpoint_id=r["id"], parent_id=r["parent"], step=int(meta.get("step", 0) or 0),
+            source=str(meta.get("source", "?")), node=_meta_node(meta, nexts.get(r["parent"])),
+            next=r["next"], created_at=r["created_at"], preview=preview(msgs[-1] if msgs else None),
+            messages=len(msgs), metadata=meta,
+        )
+    for cid, (parent, meta, error) in (unreadable or {}).items():
+        nodes[cid] = CheckpointNode(
+            checkpoint_id=cid, parent_id=parent, step=int(meta.get("step", 0) or 0),
+            source=str(meta.get("source", "?")), node=_meta_node(meta, None), next=(), created_at=None,
+            preview="(unreadable)", messages=0, metadata=dict(meta), readable=False, error=error,
+        )
+    for cid in sorted(nodes):  # uuid6 ids sort by creation time
+        parent = nodes[cid].parent_id
+        if parent in nodes:
+            nodes[parent].children.append(cid)
+    ordered = sorted(nodes)
+    roots = [cid for cid in ordered if nodes[cid].parent_id not in nodes]
+    heads = [cid for cid in ordered if not nodes[cid].children]
+    if active is None and ordered:
+        active = ordered[-1]
+    return BranchTree(thread_id=thread_id, nodes=nodes, roots=roots, heads=heads, active=active)
+
+
+@dataclass
+class BranchOp:
+    """Result of a head change: ``op`` (rollback/switch/fork), ``target`` (the checkpoint it
+    was based on), ``head`` (the new active head's id), ``config`` (its RunnableConfig),
+    ``mechanism`` (``"update"`` or ``"copy"``, see the module docstring)."""
+
+    thread_id: str
+    op: str
+    target: str
+    head: str
+    config: RunnableConfig
+    mechanism: str = "update"
+
+
+class Branches:
+    """Branch operations on the threads of ``graph`` (a compiled graph with a checkpointer).
+
+    ``mirror``: if given, every head change is appended to the thread's plain-text mirror."""
+
+    def __init__(self, graph: CompiledStateGraph, mirror: ThreadMirror | None = None) -> None:
+        if graph.checkpointer in (None, False, True):
+            raise BranchError("branches need a graph compiled with a checkpointer "
+                              "(graph.builder.make_graph(checkpointer=...))")
+        self.graph = graph
+        self.mirror = mirror
+
+    @staticmethod
+    def config(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
+        """``{"configurable": {"thread_id", "checkpoint_ns": "", "checkpoint_id"?}}``."""
+        conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
+        if checkpoint_id:
+            conf["checkpoint_id"] = checkpoint_id
+        return {"configurable": conf}
+
+    async def _unreadable_rows(self, thread_id: str) -> dict[str, tuple[str | None, dict[str, Any], str]] | None:
+        """For a SQLite saver whose history cannot be listed: every row's id, parent and
+        metadata (stored apart from the blob), loaded one by one to find the broken ones."""
+        saver = self.graph.checkpointer
+        conn = getattr(saver, "conn", None)
+        if conn is None:
+            return None
+        await saver.setup()  # type: ignore[union-attr]
+        async with saver.lock, conn.execute(  # type: ignore[union-attr]
+            "SELECT checkpoint_id, parent_checkpoint_id, metadata FROM checkpoints "
+            "WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id", (thread_id,)
+        ) as cur:
+            rows = await cur.fetchall()
+        out: dict[str, tuple[str | None, dict[str, Any], str]] = {}
+        for cid, parent, meta in rows:
+            try:
+                metadata = json.loads(meta) if meta else {}
+            except ValueError:
+                metadata = {}
+            out[cid] = (parent, metadata, "")
+        return out
+
+    async def branch_tree(self, thread_id: str) -> BranchTree:
+        """The checkpoint tree of ``thread_id`` (empty tree for an unknown thread).
+
+        Uses ``aget_state_history``; if a checkpoint cannot be deserialised (a corrupt row),
+        each checkpoint is loaded on its own and the broken ones are listed as unreadable."""
+        try:
+            history = [s async for s in self.graph.aget_state_history(self.config(thread_id))]
+        except Exception as exc:  # a corrupt checkpoint aborts the whole listing
+            rows = await self._unreadable_rows(thread_id)
+            if rows is None:
+                raise
+            history, broken = [], {}
+            for cid, (parent, meta, _) in rows.items():
+                try:
+                    history.append(await self.graph.aget_state(self.config(thread_id, cid)))
+                except Exception as inner:  # noqa: BLE001 - reported per checkpoint
+                    broken[cid] = (parent, meta, f"{type(inner).__name__}: {inner}"[:200])
+            active = max(rows) if rows else None
+            tree = tree_from_history(thread_id, history, active=active, unreadable=broken)
+            if not broken:
+                raise exc
+            return tree
+        if not history:
+            return BranchTree(thread_id, {}, [], [], None)
+        head = history[0].config["configurable"]["checkpoint_id"]  # newest first
+        return tree_from_history(thread_id, history, active=head)
+
+    async def _snapshot(self, thread_id: str, checkpoint_id: str) -> StateSnapshot:
+        snap = await self.graph.aget_state(self.config(thread_id, checkpoint_id))
+        if not snap.config or snap.created_at is None:
+            raise BranchError(f"no checkpoint {checkpoint_id!r} in thread {thread_id!r}")
+        return snap
+
+    def _base(self, tree: BranchTree, checkpoint_id: str, what: str) -> str:
+        """Resolve ``checkpoint_id`` and map an input checkpoint to its parent."""
+        cid = tree.resolve(checkpoint_id)
+        node = tree.nodes[cid]
+        if not node.readable:
+            raise BranchError(f"checkpoint {short_id(cid)} cannot be read ({node.error}); {what} to another one")
+        if node.source == "input":
+            if not node.parent_id:
+                raise BranchError(f"{short_id(cid)} is the thread's first input: there is no state before it "
+                                  "to go back to; start a new thread instead")
+            return node.parent_id
+        return cid
+
+    async def _move_head(self, thread_id: str, base: str, op: str) -> BranchOp:
+        config = self.config(thread_id, base)
+        config["metadata"] = {"hermes_op": op, "hermes_target": base}
+        mechanism = "update"
+        try:
+            new_config = await self.graph.aupdate_state(config, None)
+        except InvalidUpdateError:
+            mechanism = "copy"
+            new_config = await self.graph.aupdate_state(config, None, as_node="__copy__")
+        head = new_config["configurable"]["checkpoint_id"]
+        if self.mirror is not None:
+            state = await self.graph.aget_state(new_config)
+            await self.mirror.append_turn(thread_id, list(state.values.get("messages") or []),
+                                          checkpoint_id=head, op=op)
+        return BranchOp(thread_id, op, base, head, new_config, mechanism)
+
+    async def rollback(self, thread_id: str, checkpoint_id: str) -> BranchOp:
+        """Make the earlier checkpoint ``checkpoint_id`` (on the active branch) the active head.
+
+        Returns the :class:`BranchOp`; ``head`` is the new checkpoint (parent: the target, same
+        values and next tasks). The abandoned continuation stays as a branch (its head can be
+        switched back to). Rolling back to the active head itself changes nothing. Raises
+        :class:`BranchError` for a checkpoint not on the active branch (use :meth:`switch` or
+        :meth:`fork`) and for the thread's first input."""
+        tree = await self.branch_tree(thread_id)
+        base = self._base(tree, checkpoint_id, "roll back")
+        if tree.active is None or not tree.is_ancestor(base, tree.active):
+            raise BranchError(f"{short_id(base)} is not on the active branch of {thread_id!r}: "
+                              "use `switch` to another head or `fork` from it")
+        if base == tree.active:
+            return BranchOp(thread_id, "rollback", base, base, self.config(thread_id, base), "none")
+        return await self._move_head(thread_id, base, "rollback")
+
+    async def switch(self, thread_id: str, checkpoint_id: str) -> BranchOp:
+        """Make another branch's head ``checkpoint_id`` the active head (a new checkpoint under
+        it with the same state). Switching to the active head changes nothing. Raises
+        :class:`BranchError` if the checkpoint is not a head (use :meth:`rollback`/:meth:`fork`)."""
+        tree = await self.branch_tree(thread_id)
+        cid = tree.resolve(checkpoint_id)
+        if cid == tree.active:
+            return BranchOp(thread_id, "switch", cid, cid, self.config(thread_id, cid), "none")
+        if cid not in tree.heads:
+            raise BranchError(f"{short_id(cid)} is not a branch head (heads: "
+                              + ", ".join(short_id(h) for h in tree.heads) + "); use rollback or fork")
+        if not tree.nodes[cid].readable:
+            raise BranchError(f"head {short_id(cid)} cannot be read ({tree.nodes[cid].error})")
+        return await self._move_head(thread_id, cid, "switch")
+
+    async def fork_config(self, thread_id: str, checkpoint_id: str) -> RunnableConfig:
+        """The config to invoke the graph with so that the run continues from
+        ``checkpoint_id`` as a new branch (an input checkpoint maps to its parent)."""
+        tree = await self.branch_tree(thread_id)
+        return self.config(thread_id, self._base(tree, checkpoint_id, "fork from"))
+
+    async def fork(self, thread_id: str, checkpoint_id: str, new_input: str | dict[str, Any] | None,
+                   *, context: Any = None, config: RunnableConfig | None = None) -> dict[str, Any]:
+        """Continue from the earlier checkpoint ``checkpoint_id`` with ``new_input`` (a user
+        message text, or a graph input dict; None resumes its pending tasks) as a new branch.
+
+        ``context`` is the graph's runtime context (``graph.context.Context``); ``config`` is
+        merged in (callbacks, recursion_limit). Returns the run's final state values; the new
+        branch's head is then the active head."""
+        run_config: dict[str, Any] = dict(config or {})
+        base_config = await self.fork_config(thread_id, checkpoint_id)
+        run_config["configurable"] = {**(run_config.get("configurable") or {}), **base_config["configurable"]}
+        if isinstance(new_input, str):
+            new_input = {"messages": [HumanMessage(new_input)]}
+        out = await self.graph.ainvoke(new_input, run_config, context=context)
+        if self.mirror is not None:
+            state = await self.graph.aget_state(self.config(thread_id))
+            await self.mirror.append_turn(thread_id, list(state.values.get("messages") or []),
+                                          checkpoint_id=state.config["configurable"]["checkpoint_id"], op="fork")
+        return out
+
+
+def last_ai(messages: list[Any]) -> AIMessage | None:
+    """The last AI message of a list (None if there is none)."""
+    return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
