@@ -44,6 +44,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, w
 
 from graph.context import Context
 
+PROJECT_ROOT = Path(__file__).resolve().parent.parent  # at import: no file-system calls in the loop
 MAX_RESPONSE_CHARS = 800  # bounds free-text answers of the small model (it rambles otherwise)
 REPEAT_PENALTY = 1.1  # llama.cpp sampler setting; the 135M model loops on phrases without it
 MAX_ARGUMENT_CHARS = 300  # bounds each string argument in the grammar, for the same reason
@@ -263,7 +264,7 @@ class EmbeddedLlamaServer:
                 "--parent-pid", str(os.getpid()),
                 stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
                 start_new_session=True,
-                cwd=str(Path(__file__).resolve().parent.parent),
+                cwd=str(PROJECT_ROOT),
             )
             if log is not asyncio.subprocess.DEVNULL:
                 log.close()
@@ -335,13 +336,24 @@ def stop_embedded_server() -> None:
         _EMBEDDED.stop()
 
 
-async def astop_embedded_server() -> None:
-    """Async :func:`stop_embedded_server` that also reaps the process in its event loop."""
-    if _EMBEDDED is not None:
-        process = _EMBEDDED.process
-        _EMBEDDED.stop()
-        if process is not None:
+async def astop_embedded_server(grace_s: float = 3.0) -> None:
+    """Stop the process-wide embedded server from async code: SIGTERM to its process group,
+    ``grace_s`` seconds for it to exit, then SIGKILL; the child is reaped by its own event loop
+    (so asyncio does not report an unknown child)."""
+    if _EMBEDDED is None or _EMBEDDED.process is None:
+        return
+    process, _EMBEDDED.process, _EMBEDDED.base_url = _EMBEDDED.process, None, None
+    if process.returncode is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(process.wait(), grace_s)
+        except asyncio.TimeoutError:
+            os.killpg(process.pid, signal.SIGKILL)
             await process.wait()
+    except ProcessLookupError:
+        pass
 
 
 async def load_chat_model(context: Context) -> BaseChatModel:

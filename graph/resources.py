@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,13 +30,10 @@ _background: set[asyncio.Task] = set()
 log = logging.getLogger(__name__)
 
 
-@lru_cache(maxsize=64)
-def _resolve(path: str) -> str:
-    return str(Path(path).resolve())
-
-
 def _key(context: Context) -> tuple[str, str]:
-    return (_resolve(context.data_dir), context.mcp_config)
+    # The settings as given, not resolved: Path.resolve() calls os.getcwd, a blocking call
+    # that `langgraph dev` refuses inside the event loop (the cwd does not change at run time).
+    return (context.data_dir, context.mcp_config)
 
 
 async def get_toolbox(context: Context) -> "Toolbox":
@@ -67,7 +63,7 @@ def set_toolbox(context: Context, toolbox: "Toolbox") -> None:
 
 def get_memory(context: Context) -> MemoryService:
     """The memory service for ``context.data_dir`` (cheap; the database opens lazily)."""
-    key = _resolve(context.data_dir)
+    key = context.data_dir
     if key not in _memories:
         _memories[key] = MemoryService(Path(context.data_dir))
     return _memories[key]

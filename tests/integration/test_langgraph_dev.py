@@ -30,7 +30,9 @@ def free_port() -> int:
 @pytest.fixture
 def dev_server(tmp_path):
     port = free_port()
-    env = dict(os.environ, HERMES_DATA_DIR=str(tmp_path / "data"), HERMES_MAX_TOOL_ROUNDS="3",
+    # a relative data dir, like the default `.hermes`: resolving it must not block the loop
+    data_dir = os.path.relpath(tmp_path / "data", ROOT)
+    env = dict(os.environ, HERMES_DATA_DIR=data_dir, HERMES_MAX_TOOL_ROUNDS="3",
                LANGSMITH_TRACING="false", LANGGRAPH_NO_BROWSER="1")
     log = open(tmp_path / "dev.log", "wb")
     proc = subprocess.Popen(
@@ -94,3 +96,4 @@ async def test_dev_server_runs_a_turn_and_keeps_checkpoint_history(dev_server):
     assert len(history) >= 4 and "loop" in nodes
     state = await client.threads.get_state(thread["thread_id"])
     assert state["values"]["goal"] == TASK
+    assert (log_path.parent / "data" / "sales.db").exists()

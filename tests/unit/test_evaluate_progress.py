@@ -91,3 +91,14 @@ async def test_failing_rounds_of_a_goal_without_known_steps_stop(runtime):
                                                stalled_rounds=stalled, tool_rounds=i), runtime)
         stalled = update["stalled_rounds"]
     assert update["stop_reason"].startswith("no progress")
+
+
+def test_small_models_are_offered_only_relevant_tools(runtime):
+    from nodes.call_model import offered_tools
+
+    registry = resources._toolboxes[(runtime.context.data_dir, "")].registry
+    assert offered_tools(registry, "hello there", set(), max_tools=2) == []
+    names = [t["function"]["name"] for t in offered_tools(registry, "post it to the group", set(), max_tools=2)]
+    assert names and names[0] == "post_message"
+    assert len(offered_tools(registry, "hello there", set(), max_tools=0)) == 4  # no cap: all tools
+    assert len(offered_tools(registry, "hello there", set(), max_tools=2, must_call=True)) == 2

@@ -167,3 +167,17 @@ async def test_each_turn_is_tagged_with_its_intent_on_the_message(scripted):
     assert [h.additional_kwargs["intent"] for h in humans] == ["chat", "data_query"]
     assert out["metrics"]["intents"] == {"chat": 1, "data_query": 1}
     assert out["intent"] == "data_query"
+
+
+async def test_an_unreachable_endpoint_is_a_clear_model_unavailable_error(tmp_path):
+    import pytest
+
+    from graph import resources
+    from graph.context import Context
+    from graph.model import ModelUnavailableError
+
+    ctx = Context(model="some-model", base_url="http://127.0.0.1:9/v1", data_dir=str(tmp_path))
+    resources.set_toolbox(ctx, FakeToolbox())
+    with pytest.raises(ModelUnavailableError) as info:
+        await run(ctx, "hello")
+    assert "http://127.0.0.1:9/v1" in str(info.value) and "HERMES_BASE_URL" in str(info.value)

@@ -205,3 +205,14 @@ async def test_schedule_and_list_reminders_persist(reg, data):
 async def test_schedule_reminder_rejects_bad_input(reg, args):
     out = await reg.call("schedule_reminder", args, "bad")
     assert out.status == "error" and out.error_kind == "invalid_arguments"
+
+
+def test_the_same_reminder_is_not_scheduled_twice(tmp_path):
+    from tools.builtin.reminders import list_reminders, schedule_reminder
+
+    first = schedule_reminder("Send the  monthly sales report", 1, "09:00", data_dir=tmp_path)
+    again = schedule_reminder("send the monthly sales report", 1, "09:00", data_dir=tmp_path)
+    other = schedule_reminder("send the monthly sales report", 2, "09:00", data_dir=tmp_path)
+    assert not first["already_existed"] and again["already_existed"] and again["id"] == first["id"]
+    assert not other["already_existed"]
+    assert list_reminders(data_dir=tmp_path)["count"] == 2

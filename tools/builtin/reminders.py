@@ -44,8 +44,11 @@ def next_monthly_run(day_of_month: int, time: str, now: dt.datetime) -> dt.datet
 def schedule_reminder(text: str, day_of_month: int = 1, time: str = "09:00", recurrence: str = "monthly",
                       *, data_dir: Path) -> dict[str, Any]:
     """Persist a recurring reminder; return it as ``{"id", "text", "day_of_month", "time",
-    "recurrence", "created_at", "next_run"}``. Raises ValueError for empty text, a day outside
-    1-31, a time not ``HH:MM`` (24 h) or a recurrence other than ``monthly``."""
+    "recurrence", "created_at", "next_run", "already_existed"}``. A reminder identical in text
+    (case and spacing ignored), day, time and recurrence is not created twice: the existing one
+    is returned with ``already_existed: true`` (asking twice must not remind twice). Raises
+    ValueError for empty text, a day outside 1-31, a time not ``HH:MM`` (24 h) or a recurrence
+    other than ``monthly``."""
     text = (text or "").strip()
     if not text:
         raise ValueError("text is empty; say what to remind about")
@@ -60,6 +63,11 @@ def schedule_reminder(text: str, day_of_month: int = 1, time: str = "09:00", rec
     con = _connect(data_dir)
     try:
         with con:
+            same = " ".join(text.lower().split())
+            for row in con.execute(f"SELECT {', '.join(_COLUMNS)} FROM reminders WHERE day_of_month = ? "
+                                   "AND time = ? AND recurrence = ?", (day_of_month, time, recurrence)):
+                if " ".join(str(row[1]).lower().split()) == same:
+                    return {**dict(zip(_COLUMNS, row)), "already_existed": True}
             cur = con.execute(
                 "INSERT INTO reminders (text, day_of_month, time, recurrence, created_at, next_run) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -69,7 +77,7 @@ def schedule_reminder(text: str, day_of_month: int = 1, time: str = "09:00", rec
         row = con.execute(f"SELECT {', '.join(_COLUMNS)} FROM reminders WHERE id = ?", (rid,)).fetchone()
     finally:
         con.close()
-    return dict(zip(_COLUMNS, row))
+    return {**dict(zip(_COLUMNS, row)), "already_existed": False}
 
 
 def list_reminders(*, data_dir: Path) -> dict[str, Any]:
