@@ -234,6 +234,9 @@ def tree_from_history(thread_id: str, history: Iterable[StateSnapshot | Mapping[
         parent = nodes[cid].parent_id
         if parent in nodes:
             nodes[parent].children.append(cid)
+    for node in nodes.values():  # an input checkpoint is labelled with the input it received
+        if node.source == "input" and node.children and nodes[node.children[0]].readable:
+            node.preview = "in: " + nodes[node.children[0]].preview
     ordered = sorted(nodes)
     roots = [cid for cid in ordered if nodes[cid].parent_id not in nodes]
     heads = [cid for cid in ordered if not nodes[cid].children]

@@ -2,11 +2,19 @@
 
     hermes run "<task>" [--thread ID] [--model NAME --base-url URL] [--data-dir DIR]
     hermes chat [--thread ID]
+    hermes session show THREAD [--last N] [--json]
+    hermes branch list THREAD | show THREAD [CHECKPOINT] [--compact]
+    hermes branch rollback THREAD CHECKPOINT | switch THREAD HEAD | fork THREAD CHECKPOINT "<task>"
 
 Progress is printed node by node while the graph runs (LangGraph ``stream_mode="updates"``),
 then the answer and a summary: thread id, checkpoint id, tools called, tokens in/out, memory
 writes, stop reason. Exit codes: 0 the run finished (answered, or stopped with a stated reason),
 1 an error (message says what to do), 2 the model endpoint could not be reached or started.
+
+Every turn is mirrored to ``<data_dir>/mirror/<thread>.jsonl`` (``graph.mirror``); a thread whose
+checkpoint cannot be read is rebuilt from that mirror before the turn, with a notice saying what
+was lost (``graph.recovery``). Branch commands: ``graph.branches``. CHECKPOINT arguments accept
+any unique part of a checkpoint id (the 8-character short ids shown by ``branch show``).
 """
 
 from __future__ import annotations
@@ -24,13 +32,22 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
+from graph.branches import BranchError, Branches, BranchTree, CheckpointNode, preview, short_id
 from graph.builder import make_graph
 from graph.context import Context
+from graph.mirror import ThreadMirror
 from graph.model import ModelUnavailableError, astop_embedded_server
+from graph.recovery import RecoveryReport, ensure_readable, probe
 from graph.resources import aclose_resources
 
 app = typer.Typer(help="Hermes Agent: a LangGraph agent runtime.", no_args_is_help=True)
+branch_app = typer.Typer(help="Branches of a thread: its checkpoints as a tree (rollback, fork, switch).",
+                         no_args_is_help=True)
+session_app = typer.Typer(help="Sessions (threads) and their workbench state.", no_args_is_help=True)
+app.add_typer(branch_app, name="branch")
+app.add_typer(session_app, name="session")
 console = Console()
+err_console = Console(stderr=True)
 
 
 def _context(model: str | None, base_url: str | None, data_dir: str | None, max_tool_rounds: int | None) -> Context:
@@ -82,6 +99,32 @@ def describe_update(node: str, update: dict[str, Any] | None) -> str:
     return ""
 
 
+def checkpoints_path(data_dir: str | Path) -> Path:
+    """The SQLite checkpoint file of a data directory: ``<data_dir>/checkpoints.sqlite``."""
+    return Path(data_dir) / "checkpoints.sqlite"
+
+
+def print_recovery(report: RecoveryReport, quiet: bool = False) -> None:
+    """Tell the user that a thread was rebuilt from its mirror (stderr when output is JSON)."""
+    target = err_console if quiet else console
+    target.print(Panel(report.notice(), title="thread recovered from its mirror", border_style="yellow"),
+                 highlight=False)
+
+
+async def _mirror_head(agent: Any, mirror: ThreadMirror, thread_id: str, op: str, quiet: bool) -> None:
+    """Dual write: append the thread's active branch to its plain-text mirror. A failure here
+    never fails the turn (the checkpoint is the primary record); the user is warned."""
+    try:
+        snap = await agent.aget_state({"configurable": {"thread_id": thread_id}})
+        if snap.created_at is None:
+            return
+        await mirror.append_turn(thread_id, list(snap.values.get("messages") or []),
+                                 checkpoint_id=snap.config["configurable"].get("checkpoint_id"), op=op)
+    except Exception as exc:  # noqa: BLE001 - reported, the turn itself succeeded or failed on its own
+        (err_console if quiet else console).print(
+            f"[yellow]warning:[/yellow] plain-text mirror not written ({type(exc).__name__}: {exc})")
+
+
 async def run_turn(
     task: str, context: Context, thread_id: str, quiet: bool = False, callbacks: list | None = None
 ) -> dict[str, Any]:
@@ -89,21 +132,45 @@ async def run_turn(
 
     Returns the summary: ``answer``, ``thread_id``, ``checkpoint_id``, ``tools_called``
     ({name: count} this turn), ``tokens_in``/``tokens_out``, ``memory_writes``, ``stop_reason``,
-    ``report_path``. ``callbacks`` are LangChain callback handlers passed to every model call."""
+    ``report_path``, ``recovery`` (None, or the notice shown when the thread's checkpoint was
+    unreadable and the session was rebuilt from its mirror, ``graph.recovery``). ``callbacks``
+    are LangChain callback handlers passed to every model call. After the turn the thread's
+    active branch is appended to ``<data_dir>/mirror/<thread>.jsonl`` (``graph.mirror``).
+    Raises ``graph.recovery.RecoveryError`` if the checkpoint is unreadable and no mirror exists."""
+    return await _run_turn(task, context, thread_id, quiet=quiet, callbacks=callbacks)
+
+
+async def _run_turn(
+    task: str, context: Context, thread_id: str, *, quiet: bool = False, callbacks: list | None = None,
+    checkpoint_id: str | None = None, op: str = "turn",
+) -> dict[str, Any]:
+    """``run_turn``, optionally starting from an earlier ``checkpoint_id`` of the thread (a fork:
+    LangGraph continues from that checkpoint's config and the run becomes a new branch)."""
     data_dir = Path(context.data_dir)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    async with AsyncSqliteSaver.from_conn_string(str(data_dir / "checkpoints.sqlite")) as saver:
+    await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
+    mirror = ThreadMirror(data_dir)
+    recovery: RecoveryReport | None = None
+    async with AsyncSqliteSaver.from_conn_string(str(checkpoints_path(data_dir))) as saver:
         agent = make_graph(checkpointer=saver)
+        if thread_id:
+            recovery = await ensure_readable(agent, mirror, thread_id)
+            if recovery is not None:
+                print_recovery(recovery, quiet)
         config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
+        if checkpoint_id:
+            config["configurable"]["checkpoint_id"] = checkpoint_id
         if callbacks:
             config["callbacks"] = callbacks
         before = (await agent.aget_state(config)).values.get("metrics", {}) if thread_id else {}
-        async for chunk in agent.astream(
-            {"messages": [HumanMessage(task)]}, config, context=context, stream_mode="updates"
-        ):
-            for node, update in chunk.items():
-                if not quiet and not node.startswith("__"):
-                    console.print(f"[cyan]▸ {node}[/cyan] {describe_update(node, update)}", highlight=False)
+        try:
+            async for chunk in agent.astream(
+                {"messages": [HumanMessage(task)]}, config, context=context, stream_mode="updates"
+            ):
+                for node, update in chunk.items():
+                    if not quiet and not node.startswith("__"):
+                        console.print(f"[cyan]▸ {node}[/cyan] {describe_update(node, update)}", highlight=False)
+        finally:
+            await _mirror_head(agent, mirror, thread_id, op, quiet)
         snapshot = await agent.aget_state({"configurable": {"thread_id": thread_id}})
     values = snapshot.values
     metrics = values.get("metrics", {})
@@ -119,6 +186,7 @@ async def run_turn(
         "memory_writes": metrics.get("memory_writes", 0) - before.get("memory_writes", 0),
         "stop_reason": values.get("stop_reason"),
         "report_path": values.get("report_path"),
+        "recovery": recovery.notice() if recovery else None,
     }
 
 
@@ -205,6 +273,366 @@ def chat(
             print_summary(await run_turn(task, context, thread_id))
 
     raise typer.Exit(asyncio.run(_guarded(go)))
+
+
+# --- sessions and branches ------------------------------------------------------------------
+
+def _data_dir(data_dir: str | None) -> Path:
+    return Path(_context(None, None, data_dir, None).data_dir)
+
+
+def _require_db(data_dir: Path) -> Path:
+    path = checkpoints_path(data_dir)
+    if not path.exists():
+        console.print(f"[red]error:[/red] no checkpoints at {path} (wrong --data-dir, or no run yet)")
+        raise typer.Exit(1)
+    return path
+
+
+def _run_command(coro_factory) -> None:
+    """Run a branch/session command: clear messages for expected errors, exit code 1."""
+    async def go() -> int:
+        try:
+            await coro_factory()
+            return 0
+        except (BranchError, LookupError) as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            return 1
+    code = asyncio.run(go())
+    if code:
+        raise typer.Exit(code)
+
+
+class _Open:
+    """``async with _Open(data_dir) as (agent, branches):`` the SQLite-checkpointed agent graph."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self._cm = AsyncSqliteSaver.from_conn_string(str(checkpoints_path(data_dir)))
+
+    async def __aenter__(self):
+        saver = await self._cm.__aenter__()
+        agent = make_graph(checkpointer=saver)
+        return agent, Branches(agent, mirror=ThreadMirror(self.data_dir))
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._cm.__aexit__(*exc)
+
+
+def _node_label(tree: BranchTree, node: CheckpointNode) -> str:
+    marks = []
+    if node.checkpoint_id == tree.active:
+        marks.append("[bold green]● ACTIVE[/bold green]")
+    elif node.checkpoint_id in tree.heads:
+        marks.append("[cyan]○ head[/cyan]")
+    if not node.readable:
+        marks.append(f"[red]UNREADABLE ({node.error})[/red]")
+    nxt = f" → {','.join(node.next)}" if node.next else ""
+    source = node.node
+    if source in ("rollback", "switch", "recovered"):
+        source = f"[magenta]{source}[/magenta]"
+    text = preview_markup(node.preview)
+    return (f"[bold]{node.short_id}[/bold] step {node.step:>3} {source}{nxt}  [dim]{text}[/dim] "
+            + " ".join(marks)).rstrip()
+
+
+def preview_markup(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _compact_keep(tree: BranchTree, node: CheckpointNode) -> bool:
+    """Checkpoints worth a line in ``--compact``: inputs, turn ends, heads, fork points, roots,
+    Hermes operations, unreadable ones."""
+    return (node.source == "input" or not node.next or len(node.children) != 1
+            or node.parent_id not in tree.nodes or node.node in ("rollback", "switch", "recovered", "copy")
+            or not node.readable or node.checkpoint_id == tree.active)
+
+
+def render_tree(tree: BranchTree, compact: bool = False):
+    """A rich Tree of the thread's checkpoints: a linear run of checkpoints stays on one level,
+    each fork opens one nested level per branch (oldest branch first)."""
+    from rich.tree import Tree
+
+    root = Tree(f"thread [bold]{tree.thread_id}[/bold] — {len(tree)} checkpoints, {len(tree.heads)} "
+                f"branch{'es' if len(tree.heads) != 1 else ''}, active head "
+                f"[green]{short_id(tree.active)}[/green]")
+
+    def add_chain(parent, cid: str, nested: bool) -> None:
+        # a branch (nested) hangs under its first checkpoint; a root chain stays flat
+        container, shown = parent, None
+        while True:
+            node = tree.nodes[cid]
+            if not compact or _compact_keep(tree, node):
+                shown = container.add(_node_label(tree, node))
+                if nested and container is parent:
+                    container = shown
+            kids = node.children
+            if len(kids) == 1:
+                cid = kids[0]
+                continue
+            for kid in kids:
+                add_chain(shown if shown is not None else container, kid, True)
+            return
+
+    for r in tree.roots:
+        add_chain(root, r, False)
+    return root
+
+
+@branch_app.command("list")
+def branch_list(
+    thread: str = typer.Argument(..., help="Thread id."),
+    data_dir: str = typer.Option(None, help="Data directory (default .hermes or HERMES_DATA_DIR)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the heads as JSON."),
+) -> None:
+    """List the branches (heads = leaf checkpoints) of a thread; ● marks the active head."""
+    path_dir = _data_dir(data_dir)
+    _require_db(path_dir)
+
+    async def go() -> None:
+        async with _Open(path_dir) as (_, branches):
+            tree = await branches.branch_tree(thread)
+        if not tree.nodes:
+            raise LookupError(f"no checkpoints for thread {thread!r} in {checkpoints_path(path_dir)}")
+        rows = []
+        for head in reversed(tree.heads):
+            node = tree.nodes[head]
+            point = tree.fork_point(head)
+            rows.append({"head": head, "active": head == tree.active, "step": node.step,
+                         "created_at": node.created_at, "messages": node.messages,
+                         "fork_point": point, "branch_checkpoints": tree.branch_length(head),
+                         "last_message": node.preview, "readable": node.readable})
+        if json_out:
+            print(json.dumps({"thread_id": thread, "active": tree.active, "checkpoints": len(tree),
+                              "heads": rows}, ensure_ascii=False, default=str))
+            return
+        table = Table(title=f"thread {thread}: {len(tree.heads)} branch(es), {len(tree)} checkpoints")
+        for col in ("", "head", "step", "created", "msgs", "forks from", "last message"):
+            table.add_column(col)
+        for row in rows:
+            table.add_row("●" if row["active"] else "", short_id(row["head"]), str(row["step"]),
+                          str(row["created_at"] or "")[:19], str(row["messages"]),
+                          "—" if row["active"] else (short_id(row["fork_point"]) or "(separate root)"),
+                          preview_markup(row["last_message"]))
+        console.print(table)
+
+    _run_command(go)
+
+
+@branch_app.command("show")
+def branch_show(
+    thread: str = typer.Argument(..., help="Thread id."),
+    checkpoint: str = typer.Argument(None, help="A checkpoint to show in detail (any unique part of its id)."),
+    data_dir: str = typer.Option(None, help="Data directory."),
+    compact: bool = typer.Option(False, help="Only turn boundaries, forks, heads and branch operations."),
+    last: int = typer.Option(8, help="Messages to show for a checkpoint."),
+) -> None:
+    """Show a thread's checkpoint tree (parent links, heads, the active head), or one checkpoint."""
+    path_dir = _data_dir(data_dir)
+    _require_db(path_dir)
+
+    async def go() -> None:
+        async with _Open(path_dir) as (agent, branches):
+            tree = await branches.branch_tree(thread)
+            if not tree.nodes:
+                raise LookupError(f"no checkpoints for thread {thread!r} in {checkpoints_path(path_dir)}")
+            if not checkpoint:
+                console.print(render_tree(tree, compact=compact), highlight=False)
+                return
+            cid = tree.resolve(checkpoint)
+            node = tree.nodes[cid]
+            snap = await agent.aget_state(Branches.config(thread, cid)) if node.readable else None
+        info = Table(show_header=False, box=None)
+        info.add_row("checkpoint", cid)
+        info.add_row("parent", node.parent_id or "—")
+        info.add_row("children", ", ".join(short_id(c) for c in node.children) or "— (a head)")
+        info.add_row("step / source", f"{node.step} / {node.source} ({node.node})")
+        info.add_row("next", ", ".join(node.next) or "— (turn finished)")
+        info.add_row("created", str(node.created_at or "—"))
+        info.add_row("on active branch", "yes" if tree.active and tree.is_ancestor(cid, tree.active) else "no")
+        console.print(Panel(info, title=f"checkpoint {short_id(cid)}"))
+        if snap is not None:
+            _print_messages(list(snap.values.get("messages") or [])[-last:])
+
+    _run_command(go)
+
+
+def _print_messages(messages: list[Any]) -> None:
+    table = Table(title="last messages", show_lines=False)
+    table.add_column("role")
+    table.add_column("content")
+    for m in messages:
+        table.add_row(m.type + (f" ({m.name})" if m.name else ""), preview_markup(preview(m, 200).split(": ", 1)[-1]))
+    console.print(table)
+
+
+def _print_op(op) -> None:
+    if op.mechanism == "none":
+        console.print(f"{op.op}: {short_id(op.target)} is already the active head; nothing changed")
+        return
+    console.print(f"[green]{op.op}[/green]: active head is now [bold]{short_id(op.head)}[/bold] "
+                  f"(same state as {short_id(op.target)}; full id {op.head})")
+
+
+@branch_app.command("rollback")
+def branch_rollback(
+    thread: str = typer.Argument(..., help="Thread id."),
+    checkpoint: str = typer.Argument(..., help="Earlier checkpoint on the active branch (unique part of its id)."),
+    data_dir: str = typer.Option(None, help="Data directory."),
+) -> None:
+    """Make an earlier checkpoint the active head; the abandoned steps stay as a branch."""
+    path_dir = _data_dir(data_dir)
+    _require_db(path_dir)
+
+    async def go() -> None:
+        async with _Open(path_dir) as (_, branches):
+            before = await branches.branch_tree(thread)
+            op = await branches.rollback(thread, checkpoint)
+        _print_op(op)
+        if op.mechanism != "none" and before.active:
+            console.print(f"the previous head {short_id(before.active)} stays as a branch: "
+                          f"`hermes branch switch {thread} {short_id(before.active)}` returns to it")
+
+    _run_command(go)
+
+
+@branch_app.command("switch")
+def branch_switch(
+    thread: str = typer.Argument(..., help="Thread id."),
+    head: str = typer.Argument(..., help="Head checkpoint of another branch (see `hermes branch list`)."),
+    data_dir: str = typer.Option(None, help="Data directory."),
+) -> None:
+    """Make another branch's head the active head."""
+    path_dir = _data_dir(data_dir)
+    _require_db(path_dir)
+
+    async def go() -> None:
+        async with _Open(path_dir) as (_, branches):
+            op = await branches.switch(thread, head)
+        _print_op(op)
+
+    _run_command(go)
+
+
+@branch_app.command("fork")
+def branch_fork(
+    thread: str = typer.Argument(..., help="Thread id."),
+    checkpoint: str = typer.Argument(..., help="Checkpoint to continue from (unique part of its id)."),
+    task: str = typer.Argument(..., help="The new user message for the new branch."),
+    model: str = typer.Option(None, help="Model name ('embedded' = bundled llama.cpp)."),
+    base_url: str = typer.Option(None, help="OpenAI-compatible endpoint URL."),
+    data_dir: str = typer.Option(None, help="Data directory."),
+    max_tool_rounds: int = typer.Option(None, help="Cap on tool rounds for this goal."),
+    json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON only."),
+) -> None:
+    """Continue from an earlier checkpoint with a new message, as a new branch (it becomes active)."""
+    context = _context(model, base_url, data_dir, max_tool_rounds)
+    path_dir = Path(context.data_dir)
+    _require_db(path_dir)
+    result: dict[str, Any] = {}
+
+    async def go() -> None:
+        async with _Open(path_dir) as (_, branches):
+            base = (await branches.fork_config(thread, checkpoint))["configurable"]["checkpoint_id"]
+        if not json_out:
+            console.print(f"forking thread {thread} at {short_id(base)}")
+        result.update(await _run_turn(task, context, thread, quiet=json_out, checkpoint_id=base, op="fork"))
+        result["forked_from"] = base
+
+    code = asyncio.run(_guarded(go))
+    if result:
+        if json_out:
+            print(json.dumps(result, ensure_ascii=False, default=str))
+        else:
+            print_summary(result)
+    raise typer.Exit(code)
+
+
+def _flat_metrics(metrics: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    for key in sorted(metrics):
+        value = metrics[key]
+        if isinstance(value, dict):
+            rows.extend(_flat_metrics(value, f"{prefix}{key}.") or [(f"{prefix}{key}", "—")])
+        else:
+            rows.append((f"{prefix}{key}", f"{value:.3f}" if isinstance(value, float) else str(value)))
+    return rows
+
+
+@session_app.command("show")
+def session_show(
+    thread: str = typer.Argument(..., help="Thread id."),
+    data_dir: str = typer.Option(None, help="Data directory (default .hermes or HERMES_DATA_DIR)."),
+    last: int = typer.Option(6, help="How many of the last messages to show."),
+    json_out: bool = typer.Option(False, "--json", help="Print the workbench as JSON."),
+) -> None:
+    """The workbench state of a thread's active head: goal, intent, derived state, metrics,
+    stop reason, branches and the last messages."""
+    path_dir = _data_dir(data_dir)
+    _require_db(path_dir)
+
+    async def go() -> None:
+        mirror = ThreadMirror(path_dir)
+        async with _Open(path_dir) as (agent, branches):
+            snap, error = await probe(agent, thread)
+            if error is not None:
+                mirrored = await mirror.read(thread)
+                console.print(f"[red]the active checkpoint of {thread!r} cannot be read[/red] "
+                              f"({type(error).__name__}: {str(error)[:160]})")
+                if mirrored.messages:
+                    console.print(f"its plain-text mirror {mirrored.path} holds {len(mirrored.messages)} messages; "
+                                  f"`hermes run --thread {thread} \"...\"` rebuilds the session from it")
+                    _print_messages(mirrored.messages[-last:])
+                else:
+                    console.print(f"and it has no mirror at {mirrored.path}")
+                raise typer.Exit(1)
+            if snap is None or snap.created_at is None:
+                raise LookupError(f"no checkpoints for thread {thread!r} in {checkpoints_path(path_dir)}")
+            tree = await branches.branch_tree(thread)
+        values = snap.values
+        messages = list(values.get("messages") or [])
+        workbench = {k: v for k, v in values.items() if k not in ("messages", "window", "system_prompt")}
+        if json_out:
+            print(json.dumps({"thread_id": thread, "checkpoint_id": snap.config["configurable"]["checkpoint_id"],
+                              "next": list(snap.next), "branches": len(tree.heads), "checkpoints": len(tree),
+                              "messages": len(messages), **workbench,
+                              "last_messages": [{"role": m.type, "name": m.name, "content": m.content}
+                                                for m in messages[-last:]]},
+                             ensure_ascii=False, default=str))
+            return
+        state = Table(show_header=False, box=None)
+        state.add_row("goal", preview_markup(str(values.get("goal") or "—")))
+        state.add_row("intent", str(values.get("intent") or "—"))
+        stop = values.get("stop_reason")
+        state.add_row("stop reason", f"[yellow]{preview_markup(stop)}[/yellow]" if stop else "— (not stopped)")
+        for key in ("pending_actions", "references", "blocked_tools"):
+            state.add_row(key.replace("_", " "), preview_markup(", ".join(map(str, values.get(key) or [])) or "—"))
+        state.add_row("tool rounds", str(values.get("tool_rounds", 0)))
+        state.add_row("goal distance", str(values.get("goal_distance") if values.get("goal_distance") is not None else "—"))
+        if values.get("progress_note"):
+            state.add_row("progress note", preview_markup(str(values["progress_note"])[:200]))
+        state.add_row("report", str(values.get("report_path") or "—"))
+        state.add_row("memories in prompt", str(len(values.get("memory_context") or [])))
+        extra = [k for k in workbench if k not in {
+            "goal", "intent", "stop_reason", "pending_actions", "references", "blocked_tools", "tool_rounds",
+            "goal_distance", "progress_note", "report_path", "memory_context", "metrics", "pending_results",
+            "must_call_tool", "stalled_rounds"}]
+        for key in extra:  # fields other modules add to the workbench later
+            state.add_row(key.replace("_", " "), preview_markup(json.dumps(workbench[key], ensure_ascii=False, default=str)[:200]))
+        console.print(Panel(state, title=f"session {thread} — workbench", border_style="cyan"))
+        metrics = Table(title="metrics (cumulative per thread)", show_header=False)
+        for key, value in _flat_metrics(values.get("metrics") or {}):
+            metrics.add_row(key, value)
+        console.print(metrics)
+        console.print(f"head [bold]{short_id(snap.config['configurable']['checkpoint_id'])}[/bold] "
+                      f"step {snap.metadata.get('step')}, next: {', '.join(snap.next) or '— (turn finished)'}; "
+                      f"{len(tree)} checkpoints, {len(tree.heads)} branch(es) — `hermes branch show {thread}`",
+                      highlight=False)
+        _print_messages(messages[-last:])
+
+    _run_command(go)
 
 
 if __name__ == "__main__":

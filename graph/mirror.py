@@ -314,7 +314,7 @@ async def append_turn(data_dir: str | Path, thread_id: str, messages: list[BaseM
     after the turn. ``messages`` must be the list as it will stand in the checkpoint, every
     message with its ``id`` (give a message the node adds an id before returning it). Same
     contract as :meth:`ThreadMirror.append_turn`; one shared instance per ``data_dir``."""
-    key = os.path.abspath(data_dir)  # no filesystem call on the event loop
+    key = str(data_dir)  # not resolved: no filesystem call on the event loop (caches re-check sizes)
     mirror = _shared.get(key)
     if mirror is None:
         mirror = _shared[key] = ThreadMirror(data_dir)

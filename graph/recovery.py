@@ -1,0 +1,218 @@
+"""Recovery of a thread whose checkpoint cannot be read, from its plain-text mirror (seed §5.3).
+
+When ``graph.aget_state(thread)`` fails for a reason in the data — a corrupt checkpoint blob, a
+failed deserialisation, a corrupt pending write — :func:`ensure_readable` rebuilds the session:
+
+* **Same thread id, new root checkpoint.** The messages of the mirror's active branch
+  (:meth:`graph.mirror.ThreadMirror.read`) become the state of a new checkpoint on the *same*
+  thread, so ``hermes run --thread X`` simply goes on. The checkpoint is built by LangGraph
+  itself — ``aupdate_state(values, as_node="write_memory")`` on a scratch in-memory copy of the
+  graph, i.e. "a finished turn with these messages" (next tasks: none) — and stored with the
+  saver's ``aput`` without a parent. Being the newest checkpoint it is the active head. The
+  unreadable checkpoints are left in place (nothing is deleted; ``hermes branch show`` lists
+  them as unreadable) and older readable ones stay reachable as another root of the tree.
+  Metadata: ``{"source": "update", "hermes_op": "recovered", "hermes_recovered_from": <id>}``.
+* **Tool-call pairing** is repaired before writing: an AI message whose ``tool_calls`` have no
+  result gets an error ``ToolMessage`` per missing id ("result lost in recovery"), and a tool
+  message without its calling AI message is dropped, so the next prompt is valid (case K1).
+* **What is lost** is reported (:class:`RecoveryReport.notice`): derived state (goal, intent,
+  pending actions, references, window, progress, report path) — re-derived from the next user
+  message; metrics (turns, tokens, per-tool counts) — they restart at zero; branch history —
+  the recovered head is a new root, rollback cannot reach before it; plus anything the mirror
+  itself lacks (torn lines, a cut chain, a mirror older than the lost checkpoint).
+
+Errors from SQLite itself (locked database, a file that is not a database) are not data
+corruption of one thread and are re-raised. No mirror for the thread → :class:`RecoveryError`
+(nothing to rebuild from; the message says what to do).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import StateSnapshot
+
+from graph.mirror import ThreadMirror
+
+LOST_RESULT = "result lost in recovery: the plain-text mirror held no result for this call"
+
+
+class RecoveryError(RuntimeError):
+    """The thread's checkpoint is unreadable and cannot be rebuilt (e.g. no mirror)."""
+
+
+@dataclass
+class RecoveryReport:
+    """What :func:`recover_thread` did.
+
+    ``unreadable_checkpoint``: id of the head that failed to load (None if unknown);
+    ``error``: ``"Type: message"`` of that failure; ``new_checkpoint_id``: the recovered head;
+    ``restored``: messages restored; ``mirror_path``; ``filled_results``/``dropped_orphans``:
+    tool-call pairing repairs; ``lost``: human-readable list of what structure was lost."""
+
+    thread_id: str
+    unreadable_checkpoint: str | None
+    error: str
+    new_checkpoint_id: str
+    restored: int
+    mirror_path: str
+    filled_results: list[str] = field(default_factory=list)
+    dropped_orphans: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
+
+    def notice(self) -> str:
+        """The message for the user (several lines)."""
+        head = (f"checkpoint {self.unreadable_checkpoint} of thread {self.thread_id!r}"
+                if self.unreadable_checkpoint else f"the latest checkpoint of thread {self.thread_id!r}")
+        lines = [
+            f"Recovered: {head} could not be read ({self.error}).",
+            f"The conversation was rebuilt from the plain-text mirror {self.mirror_path}: "
+            f"{self.restored} messages restored as new checkpoint {self.new_checkpoint_id} on the same thread.",
+        ]
+        if self.filled_results or self.dropped_orphans:
+            lines.append(f"Tool-call pairing repaired: {len(self.filled_results)} missing result(s) marked "
+                         f"as lost, {len(self.dropped_orphans)} orphan result(s) dropped.")
+        lines.append("Lost: " + "; ".join(self.lost) + ".")
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__} | {"notice": self.notice()}
+
+
+def is_data_error(exc: BaseException) -> bool:
+    """True for failures that mean "this checkpoint's data cannot be read" (not SQLite or
+    connection problems, not cancellation)."""
+    if isinstance(exc, (sqlite3.Error, ConnectionError, OSError)):
+        return False
+    return isinstance(exc, Exception)
+
+
+async def probe(graph: CompiledStateGraph, thread_id: str) -> tuple[StateSnapshot | None, BaseException | None]:
+    """``(snapshot, None)`` if the thread's active head loads, ``(None, error)`` if it fails
+    with a data error (see :func:`is_data_error`); other errors propagate."""
+    try:
+        return await graph.aget_state({"configurable": {"thread_id": thread_id}}), None
+    except Exception as exc:
+        if not is_data_error(exc):
+            raise
+        return None, exc
+
+
+def pair_tool_calls(messages: list[AnyMessage]) -> tuple[list[AnyMessage], list[str], list[str]]:
+    """Make tool calls and results pair up: returns ``(messages, filled, dropped)`` where
+    ``filled`` are call ids that got an error result (placed right after the answered calls'
+    results) and ``dropped`` are ids of tool messages without a calling AI message."""
+    out: list[AnyMessage] = []
+    filled: list[str] = []
+    dropped: list[str] = []
+    open_calls: dict[str, str] = {}  # id → tool name, of the latest AI message with calls
+
+    def close_open() -> None:
+        for call_id, name in open_calls.items():
+            out.append(ToolMessage(LOST_RESULT, tool_call_id=call_id, name=name, status="error"))
+            filled.append(call_id)
+        open_calls.clear()
+
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            if message.tool_call_id in open_calls:
+                open_calls.pop(message.tool_call_id)
+                out.append(message)
+            else:
+                dropped.append(message.tool_call_id)
+            continue
+        close_open()
+        out.append(message)
+        if isinstance(message, AIMessage):
+            for call in [*message.tool_calls, *message.invalid_tool_calls]:
+                if call.get("id"):
+                    open_calls[call["id"]] = call.get("name") or "unknown"
+    close_open()
+    return out, filled, dropped
+
+
+async def _head_id(graph: CompiledStateGraph, thread_id: str) -> str | None:
+    """The newest checkpoint id of the thread, read without deserialising it (SQLite saver)."""
+    saver = graph.checkpointer
+    conn = getattr(saver, "conn", None)
+    if conn is None:
+        return None
+    async with saver.lock, conn.execute(  # type: ignore[union-attr]
+        "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
+        "ORDER BY checkpoint_id DESC LIMIT 1", (thread_id,)
+    ) as cur:
+        row = await cur.fetchone()
+    return row[0] if row else None
+
+
+async def recover_thread(graph: CompiledStateGraph, mirror: ThreadMirror, thread_id: str,
+                         error: BaseException | None = None, *, as_node: str = "write_memory") -> RecoveryReport:
+    """Rebuild ``thread_id`` from its mirror as a new root checkpoint on the same thread (see
+    the module docstring). ``error``: the failure that triggered it (for the report);
+    ``as_node``: the node the restored state is written as (a node whose edges end the turn).
+
+    Raises :class:`RecoveryError` if the mirror has no messages for the thread."""
+    mirrored = await mirror.read(thread_id)
+    if not mirrored.messages:
+        raise RecoveryError(
+            f"thread {thread_id!r} cannot be read ({type(error).__name__ if error else 'error'}: {error}) "
+            f"and has no plain-text mirror at {mirrored.path} to rebuild it from. Continue in a new "
+            "thread (omit --thread), or restore checkpoints.sqlite from a backup."
+        )
+    messages, filled, dropped = pair_tool_calls(mirrored.messages)
+    bad_head = await _head_id(graph, thread_id)
+
+    scratch = graph.builder.compile(checkpointer=InMemorySaver())
+    scratch_config = await scratch.aupdate_state(
+        {"configurable": {"thread_id": thread_id}}, {"messages": messages}, as_node=as_node
+    )
+    saved = await scratch.checkpointer.aget_tuple(scratch_config)  # type: ignore[union-attr]
+    assert saved is not None
+    metadata = {**saved.metadata, "hermes_op": "recovered", "hermes_recovered_from": bad_head or "",
+                "hermes_mirror": str(mirrored.path)}
+    new_config = await graph.checkpointer.aput(  # type: ignore[union-attr]
+        {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
+        saved.checkpoint, metadata, saved.checkpoint["channel_versions"],
+    )
+    new_id = new_config["configurable"]["checkpoint_id"]
+    check = await graph.aget_state({"configurable": {"thread_id": thread_id}})
+    if check.config["configurable"]["checkpoint_id"] != new_id:
+        raise RecoveryError(f"the recovered checkpoint {new_id} is not the thread's head "
+                            f"({check.config['configurable']['checkpoint_id']}); the clock may have gone back")
+    await mirror.append_turn(thread_id, list(check.values.get("messages") or []), checkpoint_id=new_id, op="recovered")
+
+    lost = [
+        "derived state (goal, intent, pending actions, references, context window, progress, "
+        "report path) — re-derived from your next message",
+        "metrics (turn, token and per-tool counts) — they restart at zero",
+        "branch history — the recovered head starts a new root, so rollback cannot go before it "
+        "(older readable checkpoints are still listed by `hermes branch show`)",
+    ]
+    if mirrored.torn_lines:
+        lost.append(f"{mirrored.torn_lines} torn line(s) of the mirror")
+    if mirrored.missing_ids:
+        lost.append(f"messages before {mirrored.missing_ids[0]} (the mirror's chain is cut there)")
+    if bad_head and mirrored.last_checkpoint_id and mirrored.last_checkpoint_id != bad_head:
+        lost.append(f"possibly the last steps: the mirror was last written at checkpoint "
+                    f"{mirrored.last_checkpoint_id}, not at the lost one")
+    return RecoveryReport(
+        thread_id=thread_id, unreadable_checkpoint=bad_head,
+        error=f"{type(error).__name__}: {str(error)[:160]}" if error else "unknown error",
+        new_checkpoint_id=new_id, restored=len(messages), mirror_path=str(mirrored.path),
+        filled_results=filled, dropped_orphans=dropped, lost=lost,
+    )
+
+
+async def ensure_readable(graph: CompiledStateGraph, mirror: ThreadMirror, thread_id: str) -> RecoveryReport | None:
+    """The ``run_turn`` hook: None if the thread's head loads (or the thread is new); else the
+    thread is rebuilt from the mirror and the :class:`RecoveryReport` is returned. Raises
+    :class:`RecoveryError` when there is nothing to rebuild from."""
+    _, error = await probe(graph, thread_id)
+    if error is None:
+        return None
+    return await recover_thread(graph, mirror, thread_id, error)
