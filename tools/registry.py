@@ -9,6 +9,7 @@ Shapes:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import time
@@ -16,7 +17,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import jsonschema
-from cachetools import LRUCache
 from pydantic import BaseModel
 
 from tools.errors import (
@@ -26,6 +26,8 @@ from tools.errors import (
     ToolTimeout,
     ToolTransportError,
 )
+from tools.idempotency import IdempotencyLedger, LedgerBusy
+from tools.schema_versions import SchemaChange, SchemaStore, classify, schema_hash
 from tools.spec import NAME_RE, ToolSpec, lint
 
 log = logging.getLogger(__name__)
@@ -36,8 +38,6 @@ ErrorKind = Literal["invalid_arguments", "unknown_tool", "tool_error", "timeout"
 #: Seconds the registry waits beyond ``spec.timeout_s`` so that a runner enforcing the limit
 #: itself (the subprocess executor: SIGTERM, 1 s grace, SIGKILL) reports first.
 TIMEOUT_SLACK_S = 3.0
-#: How many side-effect results are remembered for ``request_id`` idempotency.
-IDEMPOTENCY_CACHE_SIZE = 4096
 
 
 class ToolOutcome(BaseModel):
@@ -70,16 +70,26 @@ class ToolRegistry:
     With ``strict=False`` (used for third-party MCP tools) only the hard problems (name,
     schema validity, missing properties, timeout, source) raise; soft ones (short description,
     no ``required`` list) are kept in :attr:`warnings`.
+
+    ``ledger``: the :class:`~tools.idempotency.IdempotencyLedger` of side-effect calls (default:
+    in memory; the Toolbox uses ``data_dir/idempotency.db``). ``schema_store``: a loaded
+    :class:`~tools.schema_versions.SchemaStore`; registering a tool whose parameters differ from
+    the stored (or earlier registered) version classifies the change, expires the tool's
+    ledger entries when the rule says so, and appends the migration note to
+    :attr:`migration_notes` (changes in :attr:`schema_changes`).
     """
 
     _SOFT_MARKERS = ("description of", 'lacks an explicit "required"')
 
-    def __init__(self) -> None:
+    def __init__(self, ledger: IdempotencyLedger | None = None, schema_store: SchemaStore | None = None) -> None:
         self._specs: dict[str, ToolSpec] = {}
         self._runners: dict[str, Runner] = {}
         self.warnings: dict[str, list[str]] = {}
-        self._done: LRUCache[tuple[str, str], ToolOutcome] = LRUCache(maxsize=IDEMPOTENCY_CACHE_SIZE)
-        self._inflight: dict[tuple[str, str], asyncio.Future[ToolOutcome]] = {}
+        self.ledger = ledger if ledger is not None else IdempotencyLedger(None)
+        self.schema_store = schema_store
+        self._schemas: dict[str, dict[str, Any]] = dict(schema_store.known) if schema_store else {}
+        self.migration_notes: list[str] = []
+        self.schema_changes: list[SchemaChange] = []
 
     # -- registration -------------------------------------------------------------------
     def register(self, spec: ToolSpec, runner: Runner, *, strict: bool = True) -> None:
@@ -100,6 +110,26 @@ class ToolRegistry:
             log.warning("tool %s (%s): %s", spec.name, spec.source, "; ".join(soft))
         self._specs[spec.name] = spec
         self._runners[spec.name] = runner
+        self._check_schema_version(spec)
+
+    def _check_schema_version(self, spec: ToolSpec) -> None:
+        """Schema change rules (seed §6.3); no blocking I/O (the store writes on its thread)."""
+        previous = self._schemas.get(spec.name)
+        self._schemas[spec.name] = spec.parameters
+        if previous is not None and schema_hash(previous) == schema_hash(spec.parameters):
+            return
+        change = classify(previous, spec.parameters, tool=spec.name) if previous is not None else None
+        if self.schema_store is not None:
+            self.schema_store.record_nowait(spec.name, spec.parameters, change)
+        if change is None:
+            return
+        self.schema_changes.append(change)
+        if change.expire_cache:
+            self.ledger.expire_nowait(spec.name)
+        note = change.migration_note
+        if note:
+            self.migration_notes.append(note)
+        log.info("tool %s: schema change %s (%s)", spec.name, change.kind, ", ".join(change.kinds) or "docs only")
 
     def unregister(self, name: str) -> None:
         """Remove a tool (e.g. its MCP server went away). Unknown names are ignored."""
@@ -155,27 +185,19 @@ class ToolRegistry:
 
         if not spec.side_effect:
             return await self._run(spec, parsed, request_id, start)
-        key = (name, request_id)
-        if key in self._done:
-            return self._done[key].model_copy(update={"replayed": True, "latency_s": time.perf_counter() - start})
-        pending = self._inflight.get(key)
-        if pending is not None and pending.get_loop() is asyncio.get_running_loop():
-            first = await asyncio.shield(pending)
-            return first.model_copy(update={"replayed": True, "latency_s": time.perf_counter() - start})
-        fut: asyncio.Future[ToolOutcome] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = fut
+        async def run_recorded() -> dict[str, Any]:
+            return (await self._run(spec, parsed, request_id, start)).model_dump()
+
         try:
-            outcome = await self._run(spec, parsed, request_id, start)
-            if outcome.status == "ok":
-                self._done[key] = outcome
-            fut.set_result(outcome)
-            return outcome
-        except BaseException as exc:  # cancellation: let waiters see it too
-            fut.set_exception(exc)
-            fut.exception()  # mark retrieved
-            raise
-        finally:
-            self._inflight.pop(key, None)
+            record, replayed = await self.ledger.run_once(
+                name, request_id, run_recorded, keep=lambda r: r.get("status") == "ok",
+                fingerprint=_fingerprint(parsed))
+        except LedgerBusy as exc:
+            return fail("tool_error", str(exc))
+        outcome = ToolOutcome.model_validate(record)
+        if replayed:
+            outcome = outcome.model_copy(update={"replayed": True, "latency_s": time.perf_counter() - start})
+        return outcome
 
     async def _run(self, spec: ToolSpec, args: dict[str, Any], request_id: str, start: float) -> ToolOutcome:
         def out(**kw: Any) -> ToolOutcome:
@@ -197,6 +219,10 @@ class ToolRegistry:
         except Exception as exc:  # K4: the tool raised
             return out(status="error", error_kind="tool_error", error=f"{type(exc).__name__}: {exc}")
         return out(status="ok", content=_jsonable(result))
+
+
+def _fingerprint(args: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(args, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
 def _parse_args(args: dict[str, Any] | str | None) -> tuple[dict[str, Any], str | None]:

@@ -22,18 +22,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any
 
-from tools.builtin.catalog import register_builtin_tools
+from tools.builtin.catalog import BUILTIN_TOOLS, register_builtin_tools
 from tools.builtin.sales_db import ensure_sales_db
 from tools.errors import ToolDefinitionError
+from tools.executors import ENV_EXECUTOR, RoutingExecutor, make_executor
 from tools.executors.base import Executor
-from tools.executors.subprocess import SubprocessExecutor
+from tools.idempotency import IdempotencyLedger
 from tools.mcp.client import STARTUP_TIMEOUT_S, MCPClient, MCPServer
 from tools.mcp.config import MCPConfigError, load_config, team_chat_entry  # noqa: F401
 from tools.registry import ToolRegistry
+from tools.schema_versions import SchemaStore
 from tools.spec import NAME_RE, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -58,7 +61,9 @@ class Toolbox:
     Attributes:
         data_dir   where sales.db, reminders.db, reports/ and team_chat.db live.
         registry   :class:`ToolRegistry` with every usable tool.
-        executor   the executor builtin tools run in (subprocess).
+        executor   the executor builtin tools run in (subprocess by default; see ``open``).
+        ledger     the idempotency ledger (``data_dir/idempotency.db``).
+        schemas    the tool schema versions (``data_dir/tool_schemas.db``).
         mcp        :class:`MCPClient` (``mcp.servers``, ``mcp.failed``).
         problems   ``{server or tool: reason}`` for servers that failed to start (K8) and
                    MCP tools refused at registration (K5); empty when all is well.
@@ -70,11 +75,14 @@ class Toolbox:
         self.executor = executor
         self.mcp = mcp
         self.problems: dict[str, str] = {}
+        self.ledger: IdempotencyLedger = registry.ledger
+        self.schemas: SchemaStore | None = registry.schema_store
         self._closed = False
 
     @classmethod
     async def open(cls, data_dir: Path, mcp_config: Path | None = None, timeout_s: float = 10.0, *,
-                   startup_timeout_s: float | None = None) -> "Toolbox":
+                   startup_timeout_s: float | None = None, executor: str | Executor | None = None,
+                   remote_url: str | None = None, tool_executors: dict[str, str] | None = None) -> "Toolbox":
         """Create dirs, ensure ``data_dir/sales.db``, register builtin tools, start the MCP servers
         of ``mcp_config`` (``{"mcpServers": {...}}`` JSON; None = the bundled team-chat server
         only) and register their tools.
@@ -85,10 +93,21 @@ class Toolbox:
         A server that fails is recorded in :attr:`problems`; the toolbox still opens.
         Async-safe for ``langgraph dev`` (file work runs in a thread). Bound to the running
         event loop. Raises MCPConfigError for an unreadable config file.
+
+        ``executor``: backend of the builtin tools, "subprocess" (default, or env
+        ``HERMES_TOOL_EXECUTOR``) | "container" | "remote" (needs ``remote_url`` or env
+        ``HERMES_REMOTE_URL``) | an :class:`Executor` instance. ``tool_executors``:
+        ``{tool name: backend}`` overrides per builtin tool. A container choice with no working
+        sandbox raises :class:`~tools.executors.container.SandboxUnavailable` (no fall-back).
+        Side-effect calls are recorded in ``data_dir/idempotency.db`` (replayed per request_id
+        across restarts); tool schema versions in ``data_dir/tool_schemas.db``
+        (``registry.migration_notes`` lists changes since the last run).
         """
-        # All file-system work (resolve, mkdir, sales.db, config read) off the event loop.
-        data_dir, servers, executor = await asyncio.to_thread(_prepare, Path(data_dir), mcp_config)
-        registry = ToolRegistry()
+        # All file-system work (resolve, mkdir, sales.db, config read, sandbox probe, SQLite
+        # loads) off the event loop.
+        data_dir, servers, executor, ledger, schemas = await asyncio.to_thread(
+            _prepare, Path(data_dir), mcp_config, executor, remote_url, tool_executors)
+        registry = ToolRegistry(ledger=ledger, schema_store=schemas)
         register_builtin_tools(registry, executor)
         client = MCPClient(servers, startup_timeout_s=startup_timeout_s or max(timeout_s, STARTUP_TIMEOUT_S))
         tb = cls(data_dir, registry, executor, client)
@@ -127,8 +146,13 @@ class Toolbox:
         if self._closed:
             return
         self._closed = True
-        await self.mcp.aclose()
-        await self.executor.aclose()
+        try:
+            await self.mcp.aclose()
+            await self.executor.aclose()
+        finally:
+            await self.ledger.aclose()
+            if self.schemas is not None:
+                await asyncio.to_thread(self.schemas.close)
 
     async def __aenter__(self) -> "Toolbox":
         return self
@@ -144,7 +168,9 @@ def _mcp_runner(server: MCPServer, tool: str, timeout_s: float):
     return run
 
 
-def _prepare(data_dir: Path, mcp_config: Path | None) -> tuple[Path, dict[str, dict[str, Any]], SubprocessExecutor]:
+def _prepare(data_dir: Path, mcp_config: Path | None, executor: str | Executor | None = None,
+             remote_url: str | None = None, tool_executors: dict[str, str] | None = None,
+             ) -> tuple[Path, dict[str, dict[str, Any]], Executor, IdempotencyLedger, SchemaStore]:
     """Blocking part of :meth:`Toolbox.open` (run in a thread)."""
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -154,7 +180,27 @@ def _prepare(data_dir: Path, mcp_config: Path | None) -> tuple[Path, dict[str, d
         servers = {TEAM_CHAT_SERVER: team_chat_entry(data_dir)}
     else:
         servers = load_config(mcp_config)
-    return data_dir, servers, SubprocessExecutor(data_dir)
+    chosen: Executor
+    if executor is None or isinstance(executor, str):
+        kind = executor or os.environ.get(ENV_EXECUTOR) or "subprocess"
+        chosen = make_executor(kind, data_dir, remote_url=remote_url)
+    else:
+        chosen = executor
+    if tool_executors:
+        entrypoints = {spec.name: ep for spec, ep in BUILTIN_TOOLS}
+        unknown = sorted(set(tool_executors) - set(entrypoints))
+        if unknown:
+            raise ValueError(f"tool_executors names unknown builtin tools {unknown}; known: {sorted(entrypoints)}")
+        made: dict[str, Executor] = {}
+        routes = {}
+        for tool, kind in tool_executors.items():
+            if kind not in made:
+                made[kind] = make_executor(kind, data_dir, remote_url=remote_url)
+            routes[entrypoints[tool]] = made[kind]
+        chosen = RoutingExecutor(chosen, routes)
+    schemas = SchemaStore.in_data_dir(data_dir)
+    schemas.load()
+    return data_dir, servers, chosen, IdempotencyLedger.in_data_dir(data_dir), schemas
 
 
 __all__ = ["Toolbox", "MCPConfigError", "TEAM_CHAT_SERVER", "snake_name"]

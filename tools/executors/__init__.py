@@ -1,0 +1,89 @@
+"""Executors: one interface (:class:`~tools.executors.base.Executor`), three backends.
+
+    subprocess  SubprocessExecutor   local confined worker process (dev; the default)
+    container   ContainerExecutor    the same worker inside bubblewrap / docker / podman
+    remote      RemoteExecutor       POST to a function endpoint (tools.remote_server)
+
+:func:`make_executor` builds one by name; :class:`RoutingExecutor` sends chosen entrypoints to
+other backends (per-tool choice). Blocking work (sandbox detection, path resolution) happens in
+:func:`make_executor`: call it from a thread in async code.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the worker process imports this package: keep its start-up lean
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from typing import Any
+
+    from tools.executors.base import Executor
+
+
+def __getattr__(name: str) -> "Any":
+    if name == "Executor":
+        from tools.executors.base import Executor
+
+        return Executor
+    raise AttributeError(name)
+
+#: Backend names accepted by :func:`make_executor` (and ``Toolbox.open(executor=...)``).
+BACKENDS = ("subprocess", "container", "remote")
+#: Environment defaults used when ``Toolbox.open`` is given no executor choice.
+ENV_EXECUTOR = "HERMES_TOOL_EXECUTOR"
+ENV_REMOTE_URL = "HERMES_REMOTE_URL"
+
+
+def make_executor(kind: str, data_dir: Path, *, remote_url: str | None = None, **kw: Any) -> Executor:
+    """A new executor of backend ``kind`` working in ``data_dir``. ``remote`` needs
+    ``remote_url`` (or env ``HERMES_REMOTE_URL``). ``container`` raises
+    :class:`~tools.executors.container.SandboxUnavailable` when no sandbox works. Extra keyword
+    arguments go to the backend's constructor. Blocking."""
+    if kind == "subprocess":
+        from tools.executors.subprocess import SubprocessExecutor
+
+        kw.setdefault("confine", True)
+        return SubprocessExecutor(data_dir, **kw)
+    if kind == "container":
+        from tools.executors.container import ContainerExecutor
+
+        return ContainerExecutor(data_dir, **kw)
+    if kind == "remote":
+        from tools.executors.remote import RemoteExecutor
+
+        url = remote_url or os.environ.get(ENV_REMOTE_URL)
+        if not url:
+            raise ValueError(f"the remote executor needs remote_url (or {ENV_REMOTE_URL})")
+        return RemoteExecutor(url, **kw)
+    raise ValueError(f"executor must be one of {BACKENDS}, got {kind!r}")
+
+
+class RoutingExecutor:
+    """Sends each call to the executor chosen for its entrypoint, else to ``default``.
+
+    ``routes``: ``{entrypoint: executor}``. ``kind`` is the default's kind.
+    """
+
+    def __init__(self, default: Executor, routes: Mapping[str, Executor]) -> None:
+        self.default = default
+        self.routes = dict(routes)
+        self.kind = getattr(default, "kind", "?")
+
+    def executor_for(self, entrypoint: str) -> Executor:
+        return self.routes.get(entrypoint, self.default)
+
+    async def run(self, entrypoint: str, args: dict[str, Any], *, timeout_s: float, request_id: str) -> Any:
+        return await self.executor_for(entrypoint).run(entrypoint, args, timeout_s=timeout_s, request_id=request_id)
+
+    async def aclose(self) -> None:
+        seen: set[int] = set()
+        for ex in [self.default, *self.routes.values()]:
+            if id(ex) not in seen:
+                seen.add(id(ex))
+                await ex.aclose()
+
+
+__all__ = ["BACKENDS", "Executor", "RoutingExecutor", "make_executor"]

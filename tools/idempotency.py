@@ -1,0 +1,317 @@
+"""Idempotency ledger: ``request_id`` → recorded result, in SQLite (DESIGN §2 "Idempotency";
+seed §2.2: "the same request_id arriving again returns the previous result instead of repeating
+the side effect").
+
+One row per ``(tool, request_id)`` in ``tool_calls``; the PRIMARY KEY is the claim:
+
+* the first caller ``INSERT``s a ``running`` row (owner = host:pid:ledger), runs the side effect
+  and turns the row into ``done`` with the JSON record; a failed call deletes its claim, so it
+  may be retried;
+* a duplicate in the same process and event loop awaits the first caller's future (no database
+  round trip, no second run) — 1,000 concurrent duplicates cost one run;
+* a duplicate from another process (or another event loop, or after a restart, or a forked
+  branch replaying the step) finds the row: ``done`` → the recorded result is returned;
+  ``running`` → it waits until the owner finishes (or, if the owner process is dead, takes the
+  claim over: the caller never got a result, so the call is run again — at-least-once only for
+  a process that died mid-call).
+
+Every database access runs on the ledger's own single thread (:class:`SqliteThread`), never on
+the event loop (``langgraph dev`` raises ``BlockingError`` on blocking I/O). Operations queue in
+order, so an expiry submitted without waiting still happens before any later lookup.
+``path=None`` keeps the ledger in memory (one process; used by registries built in tests).
+WAL journal with ``synchronous=NORMAL``: a record survives a crash of the process, not
+necessarily a power cut.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+import os
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import psutil
+
+from tools.errors import ToolError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Record = dict[str, Any]
+
+#: File name of the ledger inside a data_dir.
+LEDGER_FILE = "idempotency.db"
+#: Seconds a duplicate waits for another process's run of the same request before giving up.
+DEFAULT_WAIT_S = 120.0
+#: A ``running`` claim older than this is taken over even if its owner pid looks alive.
+STALE_CLAIM_S = 3600.0
+#: Done records kept in memory per ledger (replays without a database round trip).
+MEMO_SIZE = 4096
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tool_calls (
+    tool        TEXT NOT NULL,
+    request_id  TEXT NOT NULL,
+    state       TEXT NOT NULL CHECK (state IN ('running', 'done')),
+    owner       TEXT NOT NULL,
+    fingerprint TEXT,
+    record      TEXT,
+    created     REAL NOT NULL,
+    finished    REAL,
+    PRIMARY KEY (tool, request_id)
+);
+"""
+
+
+class LedgerBusy(ToolError):
+    """Another process is still running this ``(tool, request_id)`` after the wait limit."""
+
+
+class SqliteThread:
+    """One SQLite connection used from one dedicated thread; calls queue in submission order.
+
+    ``submit(fn, *args)`` → concurrent future of ``fn(connection, *args)`` (never blocks);
+    ``await call(fn, *args)`` from any event loop; ``close()`` finishes queued work.
+    """
+
+    def __init__(self, path: Path | None, schema: str, name: str) -> None:
+        self.path = path
+        self._schema = schema
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._con: sqlite3.Connection | None = None
+        self._closed = False
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._con is None:
+            if self.path is None:
+                con = sqlite3.connect(":memory:", isolation_level=None)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+                con.execute("PRAGMA journal_mode=WAL")
+                con.execute("PRAGMA synchronous=NORMAL")
+            con.executescript(self._schema)
+            self._con = con
+        return self._con
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]:
+        if self._closed:
+            raise RuntimeError("ledger is closed")
+        return self._pool.submit(lambda: fn(self._connection(), *args))
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.wrap_future(self.submit(fn, *args))
+
+    def _close_connection(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._pool.submit(self._close_connection)
+        self._closed = True
+        self._pool.shutdown(wait=True)
+
+
+def _owner_alive(owner: str) -> bool:
+    host, _, rest = owner.partition(":")
+    if host != socket.gethostname():
+        return True  # cannot tell: assume alive
+    try:
+        return psutil.pid_exists(int(rest.split(":")[0]))
+    except ValueError:
+        return True
+
+
+class IdempotencyLedger:
+    """See module doc. ``path``: SQLite file (``data_dir / LEDGER_FILE``) or None (memory)."""
+
+    def __init__(self, path: Path | None = None, *, wait_s: float = DEFAULT_WAIT_S) -> None:
+        self.path = Path(path) if path is not None else None
+        self.wait_s = wait_s
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._db = SqliteThread(self.path, _SCHEMA, "hermes-ledger")
+        self._memo: OrderedDict[tuple[str, str], Record] = OrderedDict()
+        self._inflight: dict[tuple[str, str], asyncio.Future[Record]] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def in_data_dir(cls, data_dir: Path, **kw: Any) -> "IdempotencyLedger":
+        return cls(Path(data_dir) / LEDGER_FILE, **kw)
+
+    # -- the one public operation ----------------------------------------------------------------
+    async def run_once(self, tool: str, request_id: str, fn: Callable[[], Awaitable[Record]], *,
+                       keep: Callable[[Record], bool] = lambda r: True,
+                       fingerprint: str | None = None) -> tuple[Record, bool]:
+        """Run ``fn()`` at most once per ``(tool, request_id)``; returns ``(record, replayed)``.
+
+        ``fn`` returns a JSON-able dict. When ``keep(record)`` is false (e.g. an error outcome)
+        the claim is released and the record is not stored, so a later call runs again.
+        Raises :class:`LedgerBusy` when another process holds the claim beyond ``wait_s``.
+        """
+        key = (tool, request_id)
+        memo = self._memo.get(key)
+        if memo is not None:
+            return memo, True
+        loop = asyncio.get_running_loop()
+        pending = self._inflight.get(key)
+        if pending is not None and pending.get_loop() is loop:
+            return await asyncio.shield(pending), True
+        fut: asyncio.Future[Record] = loop.create_future()
+        self._inflight[key] = fut
+        try:
+            record, replayed = await self._claim_and_run(key, fn, keep, fingerprint)
+            fut.set_result(record)
+            return record, replayed
+        except BaseException as exc:  # cancellation or LedgerBusy: waiters see it too
+            fut.set_exception(exc)
+            fut.exception()  # mark retrieved
+            raise
+        finally:
+            if self._inflight.get(key) is fut:
+                del self._inflight[key]
+
+    async def _claim_and_run(self, key: tuple[str, str], fn: Callable[[], Awaitable[Record]],
+                             keep: Callable[[Record], bool], fingerprint: str | None) -> tuple[Record, bool]:
+        deadline = time.monotonic() + self.wait_s
+        delay = 0.01
+        while True:
+            state, value = await self._db.call(_claim, key, self.owner, fingerprint)
+            if state == "done":
+                self._remember(key, value)
+                return value, True
+            if state == "claimed":
+                break
+            # "running" elsewhere: wait for it (or take over from a dead owner)
+            owner, created = value
+            if not _owner_alive(owner) or time.time() - created > STALE_CLAIM_S:
+                if await self._db.call(_take_over, key, owner, self.owner):
+                    log.warning("ledger: took over %s/%s from dead owner %s", key[0], key[1], owner)
+                    break
+                continue
+            if time.monotonic() > deadline:
+                raise LedgerBusy(f"{key[0]} call {key[1]!r} is still running in {owner} after {self.wait_s:g} s")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.2)
+        try:
+            record = await fn()
+        except BaseException:
+            await asyncio.shield(self._db.call(_release, key, self.owner))
+            raise
+        if keep(record):
+            await asyncio.shield(self._db.call(_finish, key, self.owner, json.dumps(record, default=str)))
+            self._remember(key, record)
+        else:
+            await asyncio.shield(self._db.call(_release, key, self.owner))
+        return record, False
+
+    def _remember(self, key: tuple[str, str], record: Record) -> None:
+        with self._lock:
+            self._memo[key] = record
+            self._memo.move_to_end(key)
+            while len(self._memo) > MEMO_SIZE:
+                self._memo.popitem(last=False)
+
+    # -- maintenance -------------------------------------------------------------------------------
+    def expire_nowait(self, tool: str) -> concurrent.futures.Future[int]:
+        """Forget every recorded result of ``tool`` (its schema changed). Returns at once; the
+        delete is queued before any later ledger operation."""
+        with self._lock:
+            for key in [k for k in self._memo if k[0] == tool]:
+                del self._memo[key]
+        return self._db.submit(_expire, tool)
+
+    async def expire(self, tool: str) -> int:
+        """:meth:`expire_nowait` and wait; returns the number of records removed."""
+        return await asyncio.wrap_future(self.expire_nowait(tool))
+
+    async def get(self, tool: str, request_id: str) -> Record | None:
+        """The recorded result of ``(tool, request_id)``, or None."""
+        return await self._db.call(_get, (tool, request_id))
+
+    async def count(self, tool: str | None = None) -> int:
+        """Number of done records (of ``tool``)."""
+        return await self._db.call(_count, tool)
+
+    async def prune(self, older_than_s: float) -> int:
+        """Remove done records finished more than ``older_than_s`` seconds ago."""
+        return await self._db.call(_prune, time.time() - older_than_s)
+
+    async def aclose(self) -> None:
+        """Finish queued writes and close the database (in a thread)."""
+        await asyncio.to_thread(self._db.close)
+
+    def close(self) -> None:
+        self._db.close()
+
+
+# -- SQL, run on the ledger thread ----------------------------------------------------------------
+
+def _claim(con: sqlite3.Connection, key: tuple[str, str], owner: str, fingerprint: str | None):
+    cur = con.execute(
+        "INSERT OR IGNORE INTO tool_calls (tool, request_id, state, owner, fingerprint, created) "
+        "VALUES (?, ?, 'running', ?, ?, ?)", (*key, owner, fingerprint, time.time()))
+    if cur.rowcount == 1:
+        return "claimed", None
+    row = con.execute("SELECT state, owner, record, created, fingerprint FROM tool_calls "
+                      "WHERE tool = ? AND request_id = ?", key).fetchone()
+    if row is None:  # released between our insert and select: try again
+        return _claim(con, key, owner, fingerprint)
+    state, other, record, created, stored_fp = row
+    if state == "done":
+        if fingerprint and stored_fp and fingerprint != stored_fp:
+            log.warning("ledger: %s request %r repeated with different arguments; replaying the first",
+                        key[0], key[1])
+        return "done", json.loads(record)
+    return "running", (other, created)
+
+
+def _take_over(con: sqlite3.Connection, key: tuple[str, str], old: str, new: str) -> bool:
+    cur = con.execute("UPDATE tool_calls SET owner = ?, created = ? WHERE tool = ? AND request_id = ? "
+                      "AND state = 'running' AND owner = ?", (new, time.time(), *key, old))
+    return cur.rowcount == 1
+
+
+def _finish(con: sqlite3.Connection, key: tuple[str, str], owner: str, record: str) -> None:
+    con.execute("UPDATE tool_calls SET state = 'done', record = ?, finished = ? "
+                "WHERE tool = ? AND request_id = ? AND owner = ?", (record, time.time(), *key, owner))
+
+
+def _release(con: sqlite3.Connection, key: tuple[str, str], owner: str) -> None:
+    con.execute("DELETE FROM tool_calls WHERE tool = ? AND request_id = ? AND owner = ? AND state = 'running'",
+                (*key, owner))
+
+
+def _expire(con: sqlite3.Connection, tool: str) -> int:
+    return con.execute("DELETE FROM tool_calls WHERE tool = ? AND state = 'done'", (tool,)).rowcount
+
+
+def _get(con: sqlite3.Connection, key: tuple[str, str]) -> Record | None:
+    row = con.execute("SELECT record FROM tool_calls WHERE tool = ? AND request_id = ? AND state = 'done'",
+                      key).fetchone()
+    return json.loads(row[0]) if row else None
+
+
+def _count(con: sqlite3.Connection, tool: str | None) -> int:
+    if tool is None:
+        return con.execute("SELECT COUNT(*) FROM tool_calls WHERE state = 'done'").fetchone()[0]
+    return con.execute("SELECT COUNT(*) FROM tool_calls WHERE state = 'done' AND tool = ?", (tool,)).fetchone()[0]
+
+
+def _prune(con: sqlite3.Connection, before: float) -> int:
+    return con.execute("DELETE FROM tool_calls WHERE state = 'done' AND finished < ?", (before,)).rowcount
+
+
+__all__ = ["IdempotencyLedger", "LedgerBusy", "SqliteThread", "LEDGER_FILE"]
