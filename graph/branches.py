@@ -26,8 +26,12 @@ Mechanisms (all through the compiled graph's own API, never by editing checkpoin
   checkpoint's config continues from it; the run's checkpoints descend from ``C`` as a new
   branch (LangGraph's "replay/fork" semantics). The new branch's head is the active head.
 
-Resuming at the active head with its explicit ``checkpoint_id`` behaves exactly like resuming
-with the thread id only (case K10; tests/integration/test_branches_sqlite.py).
+Resuming at the active head with its explicit ``checkpoint_id`` behaves like resuming with the
+thread id only (case K10): identical for ``Command(resume=...)`` after an ``interrupt()`` and for
+new input; ``invoke(None, head_config)`` after a static breakpoint gives the same results but
+LangGraph treats it as time travel and writes one extra ``source: "fork"`` checkpoint first, so
+:meth:`Branches.resume_config` drops an id that names the active head (measured, langgraph
+1.2.24; tests/integration/test_branches_sqlite.py).
 
 Every operation needs a graph compiled with a checkpointer. Errors: ``BranchError`` (unknown
 or ambiguous checkpoint reference, rollback target not on the active branch, switch target not
@@ -328,12 +332,6 @@ class Branches:
         head = history[0].config["configurable"]["checkpoint_id"]  # newest first
         return tree_from_history(thread_id, history, active=head)
 
-    async def _snapshot(self, thread_id: str, checkpoint_id: str) -> StateSnapshot:
-        snap = await self.graph.aget_state(self.config(thread_id, checkpoint_id))
-        if not snap.config or snap.created_at is None:
-            raise BranchError(f"no checkpoint {checkpoint_id!r} in thread {thread_id!r}")
-        return snap
-
     def _base(self, tree: BranchTree, checkpoint_id: str, what: str) -> str:
         """Resolve ``checkpoint_id`` and map an input checkpoint to its parent."""
         cid = tree.resolve(checkpoint_id)
@@ -395,11 +393,32 @@ class Branches:
             raise BranchError(f"head {short_id(cid)} cannot be read ({tree.nodes[cid].error})")
         return await self._move_head(thread_id, cid, "switch")
 
+    async def fork_base(self, thread_id: str, checkpoint_id: str) -> str:
+        """The full id of the checkpoint a fork at ``checkpoint_id`` continues from (an input
+        checkpoint maps to its parent). Raises :class:`BranchError` as :meth:`rollback`."""
+        return self._base(await self.branch_tree(thread_id), checkpoint_id, "fork from")
+
+    async def resume_config(self, thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
+        """The config to continue ``thread_id`` at ``checkpoint_id``: the thread id alone when
+        that is the active head (or None), else the explicit checkpoint config (a fork).
+
+        Why (case K10): LangGraph resumes an explicit head id exactly like the thread id for
+        ``Command(resume=...)`` and for new input, but ``invoke(None, config_with_id)`` (going
+        on after a static breakpoint or a failed step) is *time travel*: it first writes a
+        ``source: "fork"`` copy of the head, then runs the same tasks — same results, one more
+        checkpoint. Dropping the id when it names the head makes both paths identical."""
+        if checkpoint_id is None:
+            return self.config(thread_id)
+        head = await self.graph.aget_state(self.config(thread_id))
+        if head.config and head.config["configurable"].get("checkpoint_id") == checkpoint_id:
+            return self.config(thread_id)
+        return self.config(thread_id, checkpoint_id)
+
     async def fork_config(self, thread_id: str, checkpoint_id: str) -> RunnableConfig:
         """The config to invoke the graph with so that the run continues from
-        ``checkpoint_id`` as a new branch (an input checkpoint maps to its parent)."""
-        tree = await self.branch_tree(thread_id)
-        return self.config(thread_id, self._base(tree, checkpoint_id, "fork from"))
+        ``checkpoint_id`` as a new branch (an input checkpoint maps to its parent; the active
+        head gives the thread-only config: continuing there is an ordinary turn)."""
+        return await self.resume_config(thread_id, await self.fork_base(thread_id, checkpoint_id))
 
     async def fork(self, thread_id: str, checkpoint_id: str, new_input: str | dict[str, Any] | None,
                    *, context: Any = None, config: RunnableConfig | None = None) -> dict[str, Any]:

@@ -535,10 +535,12 @@ def branch_fork(
 
     async def go() -> None:
         async with _Open(path_dir) as (_, branches):
-            base = (await branches.fork_config(thread, checkpoint))["configurable"]["checkpoint_id"]
+            base = await branches.fork_base(thread, checkpoint)
+            start = (await branches.resume_config(thread, base))["configurable"].get("checkpoint_id")
         if not json_out:
-            console.print(f"forking thread {thread} at {short_id(base)}")
-        result.update(await _run_turn(task, context, thread, quiet=json_out, checkpoint_id=base, op="fork"))
+            console.print(f"forking thread {thread} at {short_id(base)}"
+                          + ("" if start else " (the active head: an ordinary turn)"))
+        result.update(await _run_turn(task, context, thread, quiet=json_out, checkpoint_id=start, op="fork"))
         result["forked_from"] = base
 
     code = asyncio.run(_guarded(go))
