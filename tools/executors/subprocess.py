@@ -42,7 +42,7 @@ from typing import Any
 import psutil
 
 from tools.errors import ToolFailed, ToolTimeout
-from tools.procs import kill_process_tree, terminate
+from tools.procs import kill_process_tree
 
 #: Environment variable names matching this are never passed to a tool process.
 SECRET_ENV_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|PRIVATE|COOKIE",
@@ -178,7 +178,7 @@ class PidsCgroup:
             _kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace_s
         while self.pids() and time.monotonic() < deadline:
-            time.sleep(0.02)
+            time.sleep(0.01)
         for _ in range(200):  # a fork bomb refills the list while we kill; pids.max bounds it
             pids = self.pids()
             if not pids:
@@ -196,6 +196,13 @@ class PidsCgroup:
                 return
             except OSError:  # EBUSY: members not reaped yet
                 time.sleep(0.01)
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _kill(pid: int, sig: int) -> None:
@@ -343,14 +350,11 @@ class SubprocessExecutor:
     def _teardown_procs(self, ctx: RunContext, pid: int) -> None:
         """SIGTERM, grace, SIGKILL: the process group, the descendants and every cgroup member."""
         if ctx.cgroup is not None:
-            procs = []  # exact membership from the cgroup: no scan of every process on the machine
-            for p in {pid, *ctx.cgroup.pids()}:
-                try:
-                    procs.append(psutil.Process(p))
-                except psutil.NoSuchProcess:
-                    pass
-            terminate(procs, self.grace_s, pgids=[pid])
+            # Exact membership from the cgroup (exited processes leave it at once, zombies
+            # included): no scan of every process on the machine, no wait on zombies.
+            _killpg(pid, signal.SIGTERM)
             ctx.cgroup.kill_all(self.grace_s)
+            _killpg(pid, signal.SIGKILL)
         else:
             kill_process_tree(pid, self.grace_s, pgid=pid)
 

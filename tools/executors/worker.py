@@ -171,6 +171,19 @@ _LL_SCOPE_ABSTRACT_UNIX, _LL_SCOPE_SIGNAL = 1 << 0, 1 << 1
 _SYS_LANDLOCK = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
 
 
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version (0 = none). Changes nothing."""
+    import ctypes
+    import platform
+
+    numbers = _SYS_LANDLOCK.get(platform.machine())
+    if numbers is None or sys.platform != "linux":
+        return 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return max(0, libc.syscall(numbers[0], None, ctypes.c_size_t(0), ctypes.c_uint32(1)))
+
+
 def _landlock(write_roots: tuple[str, ...], read_roots: tuple[str, ...], network: bool) -> int:
     """Restrict this process (and its future children) with Landlock. Returns the ABI version
     used, 0 when the kernel or architecture has no Landlock (nothing was changed)."""
