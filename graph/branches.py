@@ -46,7 +46,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import InvalidUpdateError
 from langgraph.graph.state import CompiledStateGraph
@@ -440,7 +440,3 @@ class Branches:
                                           checkpoint_id=state.config["configurable"]["checkpoint_id"], op="fork")
         return out
 
-
-def last_ai(messages: list[Any]) -> AIMessage | None:
-    """The last AI message of a list (None if there is none)."""
-    return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)

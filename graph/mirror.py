@@ -264,8 +264,11 @@ class ThreadMirror:
                 if view.digests.get(message.id) != _digest(record):
                     records.append(record)
                 prev = message.id
-            # nothing new on the same branch: a repeated call (e.g. the node hook, then run_turn)
-            if not records and view.tail == prev and op == "turn":
+            # nothing new on the same branch (e.g. the node hook, then run_turn): only name the
+            # checkpoint if this call knows it and the last head record does not
+            last_head = view.heads[-1] if view.heads else {}
+            if (not records and view.tail == prev and op == "turn"
+                    and (checkpoint_id is None or last_head.get("checkpoint_id") == checkpoint_id)):
                 return 0
             head = {"kind": "head", "ts": _now(), "last": prev, "count": sum(1 for m in messages if m.id),
                     "checkpoint_id": checkpoint_id, "op": op}

@@ -155,3 +155,16 @@ async def test_module_hook_and_no_blocking_io_on_the_loop(tmp_path):
         await append_turn(tmp_path, "hooked", conversation(), checkpoint_id="cp")
         back = await ThreadMirror(tmp_path).read("hooked")
     assert len(back.messages) == 5 and back.last_checkpoint_id == "cp"
+
+
+async def test_node_hook_then_run_turn_adds_only_the_checkpoint_id(tmp_path):
+    msgs = conversation()
+    await append_turn(tmp_path, "t", msgs)  # from write_memory: the checkpoint id is not known yet
+    mirror = ThreadMirror(tmp_path)
+    assert await mirror.append_turn("t", msgs, checkpoint_id="cp-9") == 0
+    records = lines(mirror_path(tmp_path, "t"))
+    assert [r["kind"] for r in records].count("message") == 5
+    assert [r.get("checkpoint_id") for r in records if r["kind"] == "head"] == [None, "cp-9"]
+    await mirror.append_turn("t", msgs, checkpoint_id="cp-9")
+    assert len(lines(mirror_path(tmp_path, "t"))) == len(records)  # idempotent again
+    assert (await mirror.read("t")).last_checkpoint_id == "cp-9"
