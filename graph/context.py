@@ -94,12 +94,17 @@ class Context:
             if env is None or getattr(self, f.name) != f.default:
                 continue
             current = f.default
-            if isinstance(current, bool):
-                value: object = env.lower() in {"1", "true", "yes"}
-            elif isinstance(current, int):
-                value = int(env)
-            elif isinstance(current, float):
-                value = float(env)
-            else:
-                value = env
+            try:
+                if isinstance(current, bool):
+                    value: object = env.lower() in {"1", "true", "yes"}
+                elif isinstance(current, int):
+                    value = int(env)
+                elif isinstance(current, float):
+                    value = float(env)
+                else:
+                    value = env
+            except ValueError:
+                kind = type(current).__name__
+                raise ValueError(f"HERMES_{f.name.upper()}={env!r} is not a valid {kind}; "
+                                 f"unset it or give a {kind} (default {current!r})") from None
             setattr(self, f.name, value)

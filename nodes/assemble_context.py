@@ -175,7 +175,13 @@ def select_window(
         return []
     budget = budget_tokens - system_tokens
     current = turns[-1]
-    used = count_tokens_approximately(current[0])
+    head = current[0]
+    used = count_tokens_approximately(head)
+    if used > budget and len(head) == 1:
+        # the request alone is over budget (a pasted document): cut it to fit, with a notice
+        limit = max(200, budget * 3)  # ~3-4 chars per token in the approximate count
+        head = [_truncate(head[0], limit)]
+        used = count_tokens_approximately(head)
     kept_current: list[list[AnyMessage]] = []
     for group in reversed(current[1:]):
         cost = count_tokens_approximately(group)
@@ -183,7 +189,7 @@ def select_window(
             break
         kept_current.insert(0, group)
         used += cost
-    chosen: dict[int, list[list[AnyMessage]]] = {len(turns) - 1: [current[0], *kept_current]}
+    chosen: dict[int, list[list[AnyMessage]]] = {len(turns) - 1: [head, *kept_current]}
 
     core_start = max(0, len(turns) - CORE_TURNS)
     for index in range(len(turns) - 2, core_start - 1, -1):
@@ -284,6 +290,6 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
     original = {m.id: m for m in state.messages}
     update.update(
         system_prompt=system_prompt,
-        window=[[m.id, 0 if m is original.get(m.id) else HISTORY_CHARS] for m in window],
+        window=[[m.id, 0 if m is original.get(m.id) else len(_text(m)) - len(" …[truncated]")] for m in window],
     )
     return update

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import uuid
+
 import openai
 from langchain_core.messages import AIMessage
 from langchain_core.messages.utils import count_tokens_approximately
@@ -46,9 +48,44 @@ def offered_tools(
     return [spec.openai_tool() for spec in relevant[:max_tools]]
 
 
+def with_unique_call_ids(reply: AIMessage) -> AIMessage:
+    """Give every tool call an id, unique within the message (some endpoints omit ids or
+    repeat them; a tool result is matched to its call by id, and the id is part of the
+    call's idempotency key)."""
+    seen: set[str] = set()
+    changed = False
+
+    def fix(call: dict[str, Any]) -> dict[str, Any]:
+        nonlocal changed
+        cid = call.get("id")
+        if not cid or cid in seen:
+            cid, changed = f"call_{uuid.uuid4().hex[:12]}", True
+        seen.add(cid)
+        return {**call, "id": cid}
+
+    calls = [fix(c) for c in reply.tool_calls]
+    invalid = [fix(c) for c in reply.invalid_tool_calls]
+    return reply.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid}) if changed else reply
+
+
+def is_embedded(context: Context) -> bool:
+    """True when the run uses the bundled llama.cpp server."""
+    return context.model == "embedded" and not context.base_url
+
+
+def _bind(model: Any, tools: list[dict[str, Any]], must_call: bool) -> Any:
+    if not tools:
+        return model
+    return model.bind_tools(tools, tool_choice="required") if must_call else model.bind_tools(tools)
+
+
 def endpoint_problem(context: Context, exc: Exception) -> str:
     """A message naming the endpoint, what went wrong and what to do next."""
-    where = context.base_url or "the embedded llama.cpp server"
+    if is_embedded(context):
+        log = f"{context.data_dir}/embedded-llm.log"
+        return (f"the embedded llama.cpp server stopped answering twice ({type(exc).__name__}: {exc}); "
+                f"see {log}, then rerun with the same --thread to resume from the last checkpoint")
+    where = context.base_url
     if isinstance(exc, openai.AuthenticationError):
         hint = f"the endpoint refused the API key: set {context.api_key_env}"
     elif isinstance(exc, openai.NotFoundError):
@@ -63,22 +100,30 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     context = runtime.context or Context()
     toolbox = await get_toolbox(context)
     model = await load_chat_model(context)
-    max_tools = context.max_tools or (EMBEDDED_MAX_TOOLS if context.model == "embedded" and not context.base_url else 0)
+    max_tools = context.max_tools or (EMBEDDED_MAX_TOOLS if is_embedded(context) else 0)
     tools = offered_tools(
         toolbox.registry, f"{state.goal}\n{state.progress_note}", set(state.blocked_tools), max_tools,
         must_call=state.must_call_tool,
     )
-    if tools and state.must_call_tool:
-        bound = model.bind_tools(tools, tool_choice="required")
-    else:
-        bound = model.bind_tools(tools) if tools else model
+    bound = _bind(model, tools, state.must_call_tool)
     prompt = state.prompt_messages()
     try:
         reply = await bound.ainvoke(prompt)
-    except (openai.APIConnectionError, openai.AuthenticationError, openai.NotFoundError) as exc:
+    except openai.APIConnectionError as exc:
+        if not is_embedded(context):
+            raise ModelUnavailableError(endpoint_problem(context, exc)) from exc
+        # the embedded server died mid-run: start it again (new port) and retry once
+        model = await load_chat_model(context)
+        bound = _bind(model, tools, state.must_call_tool)
+        try:
+            reply = await bound.ainvoke(prompt)
+        except openai.APIConnectionError as again:
+            raise ModelUnavailableError(endpoint_problem(context, again)) from again
+    except (openai.AuthenticationError, openai.NotFoundError) as exc:
         raise ModelUnavailableError(endpoint_problem(context, exc)) from exc
     if not isinstance(reply, AIMessage):
         reply = AIMessage(content=str(reply.content))
+    reply = with_unique_call_ids(reply)
     usage = reply.usage_metadata or {}
     tokens_in = usage.get("input_tokens") or count_tokens_approximately(prompt)
     tokens_out = usage.get("output_tokens") or count_tokens_approximately([reply])

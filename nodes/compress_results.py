@@ -67,18 +67,25 @@ async def compress_results(state: State, runtime: Runtime[Context]) -> dict[str,
         summary = None
         if result["status"] == "ok" and context.summarise_unstructured and needs_model_summary(raw):
             summary = await model_summary(context, state.goal, raw)
-        envelope = compress(
-            result["name"],
-            raw,
-            status=result["status"],
-            error=result.get("error"),
-            result_schema=getattr(spec, "result_schema", None),
-            handle=result.get("payload_path"),
-            summary=summary,
-        )
+        try:
+            envelope = compress(
+                result["name"],
+                raw,
+                status=result["status"],
+                error=result.get("error"),
+                result_schema=getattr(spec, "result_schema", None),
+                handle=result.get("payload_path"),
+                summary=summary,
+            )
+            content = json.dumps(envelope, ensure_ascii=False, default=str)
+        except Exception as exc:  # a result that breaks the pipeline must not break the run
+            content = json.dumps({"status": "error", "summary": f"{result['name']}: result could not be processed",
+                                  "error": f"{type(exc).__name__}: {str(exc)[:300]}", "handle": result.get("payload_path")})
+            result = {**result, "status": "error"}
         messages.append(
             ToolMessage(
-                content=json.dumps(envelope, ensure_ascii=False, default=str),
+                # lone surrogates would break the checkpoint serialiser: replace them
+                content=content.encode("utf-8", "replace").decode("utf-8"),
                 tool_call_id=result["tool_call_id"],
                 name=result["name"],
                 status="error" if result["status"] != "ok" else "success",

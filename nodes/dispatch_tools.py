@@ -1,6 +1,6 @@
 """Node ``dispatch_tools``: run the last AI message's tool calls through the registry.
 
-Each call carries ``request_id = "<thread_id>:<tool_call_id>"``. The registry validates the
+Each call carries ``request_id = "<thread_id>:<tool_call_id>:<hash of name and arguments>"``. The registry validates the
 arguments against the tool's JSON Schema and runs the tool in an executor outside this process
 (or over an MCP session); it never raises for a tool problem, it returns an error outcome
 (unknown name with the valid names, K4; exception text, K4; timeout; MCP ``isError``, K7; dead
@@ -23,6 +23,7 @@ to ``<data_dir>/payloads/`` so it never enters a checkpoint or the prompt (K2); 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -43,7 +44,25 @@ from tools.registry import ToolOutcome, ToolRegistry
 
 def _write_payload(path: Path, payload: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, ensure_ascii=False, default=str))
+    try:
+        text = json.dumps(payload, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError) as exc:  # e.g. non-string keys, cycles
+        text = json.dumps(f"(payload not JSON-serialisable: {exc}) {str(payload)[:100_000]}")
+    # lone surrogates from a model or a tool must not crash the write
+    path.write_bytes(text.encode("utf-8", "replace"))
+
+
+def payload_name(call_id: str) -> str:
+    """A safe file name for a tool call's payload: the id is model-supplied (no path parts)."""
+    readable = re.sub(r"[^A-Za-z0-9_-]", "_", call_id)[:40]
+    return f"{readable}-{hashlib.sha256(call_id.encode('utf-8', 'replace')).hexdigest()[:10]}.json"
+
+
+def request_id(thread_id: str, call: dict[str, Any]) -> str:
+    """Idempotency key of a call: thread, call id and a hash of name and arguments — a replay
+    of the same call is recognised, a different call that reuses an id is not (seed §2.2)."""
+    body = json.dumps([call["name"], call["args"]], sort_keys=True, default=str, ensure_ascii=True)
+    return f"{thread_id}:{call['id']}:{hashlib.sha256(body.encode()).hexdigest()[:12]}"
 
 
 def missing_arguments(registry: ToolRegistry, name: str, args: dict[str, Any]) -> list[str]:
@@ -139,13 +158,11 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
             }
         )
     for call in calls:
-        outcome, attempts = await _call_with_retry(
-            registry, call["name"], call["args"], f"{thread_id}:{call['id']}"
-        )
+        outcome, attempts = await _call_with_retry(registry, call["name"], call["args"], request_id(thread_id, call))
         retries += attempts - 1
         counts[call["name"]] = counts.get(call["name"], 0) + 1
         latency[call["name"]] = latency.get(call["name"], 0.0) + outcome.latency_s
-        path = payload_dir / f"{call['id']}.json"
+        path = payload_dir / payload_name(call["id"])
         await asyncio.to_thread(_write_payload, path, outcome.content)
         if outcome.status != "ok":
             errors += 1

@@ -115,6 +115,11 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     blocked |= {sig.split("(", 1)[0] for sig, n in seen.items() if n >= context.max_repeated_calls}
     update.update(goal_distance=distance, stalled_rounds=stalled)
 
+    answers = [m for m in work if isinstance(m, AIMessage) and not (m.tool_calls or m.invalid_tool_calls)]
+    if answered_early and len(answers) >= 2:
+        # told once that steps were missing and answered again: keep its answer, say what is missing
+        update["stop_reason"] = f"the model answered without doing these steps: {', '.join(missing)}"
+        return update
     if stalled >= MAX_STALLED_ROUNDS:
         update["stop_reason"] = (
             f"no progress: {stalled} rounds in a row did not bring the goal closer"

@@ -34,9 +34,11 @@ def _current_goal(messages: list) -> list:
     return messages[start:]
 
 
-def stop_notice(reason: str, done: list[str], report_path: str | None) -> str:
-    """The user-facing text of an early stop."""
+def stop_notice(reason: str, done: list[str], report_path: str | None, answer: str = "") -> str:
+    """The user-facing text of an early stop; ``answer`` is the model's own last answer, kept."""
     lines = [f"Stopped before finishing: {reason}."]
+    if answer:
+        lines.append(f"The model's answer was: {answer.strip()[:800]}")
     lines.append("Done so far: " + (", ".join(done) if done else "no tool step succeeded") + ".")
     if report_path:
         lines.append(f"Report written: {report_path}.")
@@ -57,7 +59,9 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
     messages: list[AIMessage] = []
     answer = ""
     if state.stop_reason:
-        answer = stop_notice(state.stop_reason, done, state.report_path)
+        last = state.messages[-1] if state.messages else None
+        said = last.content if isinstance(last, AIMessage) and not last.tool_calls and isinstance(last.content, str) else ""
+        answer = stop_notice(state.stop_reason, done, state.report_path, said)
         messages.append(AIMessage(content=answer, name="hermes"))
     else:
         last = state.messages[-1] if state.messages else None

@@ -28,6 +28,7 @@ from typing import Any
 import jsonschema
 
 MAX_ITEMS = 20
+MAX_DEPTH = 12  # deeper structure is cut to a text preview (and never recursed into)
 MAX_FIELD_CHARS = 1500
 MAX_RESULT_CHARS = 4000
 
@@ -39,8 +40,19 @@ def _sample(items: list[Any], limit: int = MAX_ITEMS) -> list[Any]:
     return [items[round(i * step)] for i in range(limit)]
 
 
-def bound(value: Any, notes: list[str], path: str = "$") -> Any:
+def _preview(value: Any, limit: int = 200) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text[:limit] + " …[truncated]"
+
+
+def bound(value: Any, notes: list[str], path: str = "$", depth: int = 0) -> Any:
     """Stage 2 on any JSON value. Appends a human-readable note per cut to ``notes``."""
+    if depth >= MAX_DEPTH and isinstance(value, (list, dict)):
+        notes.append(f"{path}: nested deeper than {MAX_DEPTH} levels, cut to a preview")
+        return _preview(value)
     if isinstance(value, str):
         if len(value) > MAX_FIELD_CHARS:
             notes.append(f"{path}: text truncated from {len(value)} to {MAX_FIELD_CHARS} chars")
@@ -49,9 +61,9 @@ def bound(value: Any, notes: list[str], path: str = "$") -> Any:
     if isinstance(value, list):
         if len(value) > MAX_ITEMS:
             notes.append(f"{path}: {len(value)} items, {MAX_ITEMS} sampled evenly")
-        return [bound(v, notes, f"{path}[{i}]") for i, v in enumerate(_sample(value))]
+        return [bound(v, notes, f"{path}[{i}]", depth + 1) for i, v in enumerate(_sample(value))]
     if isinstance(value, dict):
-        return {k: bound(v, notes, f"{path}.{k}") for k, v in value.items()}
+        return {str(k): bound(v, notes, f"{path}.{k}", depth + 1) for k, v in value.items()}
     return value
 
 
@@ -81,7 +93,7 @@ def summarise(tool: str, value: Any, total_items: int | None) -> str:
         scalars = [f"{k}={str(v)[:60]}" for k, v in value.items() if isinstance(v, (str, int, float, bool))]
         others = [k for k, v in value.items() if not isinstance(v, (str, int, float, bool, type(None)))]
         text = ", ".join(scalars[:5]) or "object"
-        return f"{tool}: {text}" + (f" (+ {', '.join(others[:5])})" if others else "")
+        return f"{tool}: {text}" + (f" (+ {', '.join(map(str, others[:5]))})" if others else "")
     if isinstance(value, list):
         return f"{tool}: list of {total_items if total_items is not None else len(value)} items"
     text = str(value)
@@ -107,11 +119,13 @@ def _parse(raw: Any) -> Any:
     return raw
 
 
-def _largest_list_len(value: Any) -> int | None:
+def _largest_list_len(value: Any, depth: int = 0) -> int | None:
+    if depth >= MAX_DEPTH:
+        return None
     if isinstance(value, list):
         return len(value)
     if isinstance(value, dict):
-        lengths = [n for v in value.values() if (n := _largest_list_len(v)) is not None]
+        lengths = [n for v in value.values() if (n := _largest_list_len(v, depth + 1)) is not None]
         return max(lengths) if lengths else None
     return None
 

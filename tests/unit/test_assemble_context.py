@@ -158,3 +158,21 @@ def test_archive_summarises_turns_beyond_the_horizon():
     assert lines[0].startswith("[data_query] request number 0") and "answer 0" in lines[0]
     more, again = archive_lines(history, boundary)
     assert more == [] and again == boundary
+
+
+def test_a_request_larger_than_the_budget_is_cut_to_fit():
+    history = [HumanMessage("please read: " + "lorem ipsum dolor " * 3000, id="big")]
+    window = select_window(history, 1000)
+    assert [m.id for m in window] == ["big"]
+    assert window[0].content.endswith("…[truncated]")
+    assert count_tokens_approximately(window) <= 1000
+
+
+def test_a_bad_environment_value_names_the_variable(monkeypatch):
+    import pytest
+
+    from graph.context import Context
+
+    monkeypatch.setenv("HERMES_MAX_TOOL_ROUNDS", "abc")
+    with pytest.raises(ValueError, match="HERMES_MAX_TOOL_ROUNDS='abc' is not a valid int"):
+        Context()

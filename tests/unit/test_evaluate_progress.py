@@ -72,9 +72,25 @@ async def test_an_answer_with_steps_missing_goes_back_to_work_then_stops(runtime
     update = await evaluate_progress(state, runtime)
     assert update["must_call_tool"] and "not done yet" in update["progress_note"]
     assert update["tool_rounds"] == 0  # an answer is not a tool round
-    stuck = State(messages=state.messages, goal=GOAL, goal_distance=3, stalled_rounds=MAX_STALLED_ROUNDS - 1)
-    final = await evaluate_progress(stuck, runtime)
-    assert final["stop_reason"].startswith("no progress")
+    again = State(messages=[*state.messages, AIMessage("Really, done!")], goal=GOAL, goal_distance=3, stalled_rounds=1)
+    final = await evaluate_progress(again, runtime)
+    assert final["stop_reason"].startswith("the model answered without doing")
+
+
+async def test_an_insisting_answer_is_kept_in_the_stop_notice(scripted):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from graph.builder import make_graph
+
+    box = FakeToolbox()
+    box.add("generate_report", lambda **kw: {"path": "/r.md"}, side_effect=True)
+    ctx = scripted([AIMessage("Revenue was 123."), AIMessage("Revenue was 123, really.")], box)
+    out = await make_graph(InMemorySaver()).ainvoke(
+        {"messages": [HumanMessage("Write the sales report for last month.")]},
+        {"configurable": {"thread_id": "t"}}, context=ctx)
+    notice = out["messages"][-1].content
+    assert notice.startswith("Stopped before finishing: the model answered without doing these steps: generate_report")
+    assert "Revenue was 123, really." in notice
 
 
 async def test_an_answer_to_a_goal_without_known_steps_just_finishes():

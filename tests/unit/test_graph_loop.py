@@ -181,3 +181,30 @@ async def test_an_unreachable_endpoint_is_a_clear_model_unavailable_error(tmp_pa
     with pytest.raises(ModelUnavailableError) as info:
         await run(ctx, "hello")
     assert "http://127.0.0.1:9/v1" in str(info.value) and "HERMES_BASE_URL" in str(info.value)
+
+
+async def test_model_supplied_call_ids_cannot_collide_or_escape_the_data_dir(scripted, data_dir):
+    notes: list[str] = []
+    box = FakeToolbox()
+    box.add("note", lambda text: notes.append(text) or len(notes),
+            {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}, side_effect=True)
+    ai = AIMessage(content="", tool_calls=[
+        {"type": "tool_call", "name": "note", "args": {"text": "alpha"}, "id": "../../../../escape"},
+        {"type": "tool_call", "name": "note", "args": {"text": "beta"}, "id": "../../../../escape"},
+    ])
+    ctx = scripted([ai, AIMessage("noted both")], box)
+    out = await run(ctx, "note alpha and beta")
+    assert notes == ["alpha", "beta"]  # a reused id is not mistaken for a replay
+    ids = [m.tool_call_id for m in tool_messages(out)]
+    assert len(set(ids)) == 2
+    written = [p.resolve() for p in data_dir.rglob("*.json")]
+    assert written and all(str(p).startswith(str(data_dir.resolve())) for p in written)
+    assert not list(data_dir.parent.parent.glob("escape*"))
+
+
+async def test_a_result_with_lone_surrogates_is_stored_not_crashed(scripted):
+    box = FakeToolbox()
+    box.add("weird", lambda: {"text": "bad \ud800 char"})
+    ctx = scripted([tool_call("weird", {}, "w1"), AIMessage("ok")], box)
+    out = await run(ctx, "weird output")
+    assert tool_messages(out)[0].status == "success" and out["messages"][-1].content == "ok"

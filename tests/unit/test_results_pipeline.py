@@ -46,3 +46,17 @@ def test_unparseable_output_degrades_to_text_and_errors_keep_their_message():
 def test_small_results_pass_unchanged():
     env = compress("t", {"a": 1, "b": [1, 2, 3]})
     assert env == {"status": "ok", "summary": "t: a=1 (+ b)", "data": {"a": 1, "b": [1, 2, 3]}}
+
+
+def test_deeply_nested_results_are_cut_not_crashed():
+    deep: dict = {"leaf": 1}
+    for _ in range(900):
+        deep = {"n": deep}
+    env = compress("deep_json", deep, handle="h")
+    assert env["truncated"] and any("nested deeper" in n for n in env["notes"])
+    assert len(json.dumps(env)) <= MAX_RESULT_CHARS + 300
+
+
+def test_non_string_keys_and_odd_values_do_not_crash():
+    env = compress("odd", {("a", 1): {1, 2}, "nan": float("nan"), 3: b"bytes"})
+    assert env["status"] == "ok" and "('a', 1)" in env["data"]
