@@ -10,6 +10,17 @@ if [ ! -x .venv/bin/python ]; then
 fi
 LOG=.venv/setup.log
 STAMP=.venv/.hermes-installed
+# The container executor's sandbox (tools/executors/container.py): bubblewrap from Debian.
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "hermes: installing bubblewrap (container executor sandbox)"
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; } >>"$LOG" 2>&1; then
+      echo "hermes: could not install bubblewrap; container-executor tests will be skipped" >&2
+    fi
+  else
+    echo "hermes: bwrap not found and not root: skipping bubblewrap (container-executor tests will be skipped)"
+  fi
+fi
 WANT=$(cat requirements.lock pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && .venv/bin/python -c "import graph, tools, memory" 2>/dev/null; then
   echo "hermes: environment up to date in .venv"
