@@ -98,9 +98,17 @@ class SqliteThread:
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-                con.execute("PRAGMA journal_mode=WAL")
-                con.execute("PRAGMA synchronous=NORMAL")
-            con.executescript(self._schema)
+            for attempt in range(100):  # several processes opening a new file at once
+                try:
+                    if self.path is not None:
+                        con.execute("PRAGMA journal_mode=WAL")
+                        con.execute("PRAGMA synchronous=NORMAL")
+                    con.executescript(self._schema)
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or attempt == 99:
+                        raise
+                    time.sleep(0.05)
             self._con = con
         return self._con
 

@@ -217,11 +217,11 @@ def test_concurrent_duplicates_in_two_processes_run_once(tmp_path):
     db, out = tmp_path / "ledger.db", tmp_path / "out.txt"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [subprocess.Popen([sys.executable, str(script), str(db), str(out), f"p{i}"], stdout=subprocess.PIPE,
-                              text=True, env=env) for i in range(4)]
-    replies = []
-    for p in procs:
-        stdout, _ = p.communicate(timeout=60)
-        replies.append(json.loads(stdout.strip().splitlines()[-1]))
+                              stderr=subprocess.PIPE, text=True, env=env) for i in range(4)]
+    outputs = [p.communicate(timeout=60) for p in procs]
+    for p, (stdout, stderr) in zip(procs, outputs):
+        assert p.returncode == 0 and stdout.strip(), stderr
+    replies = [json.loads(stdout.strip().splitlines()[-1]) for stdout, _ in outputs]
     assert len(out.read_text().splitlines()) == 1
     assert len({json.dumps(r["record"]) for r in replies}) == 1
     assert sum(not r["replayed"] for r in replies) == 1

@@ -148,8 +148,8 @@ class ContainerExecutor(SubprocessExecutor):
     def _worker_tmpdir(self, ctx: RunContext) -> str:
         return "/tmp"  # the sandbox's private tmpfs
 
-    def _payload_extra(self, ctx: RunContext) -> dict[str, Any]:
-        return {}  # the cgroup is joined before the sandbox starts (see _command)
+    # The sandbox forks at once, so the cgroup is joined before it starts (see _command).
+    _parent_attaches_cgroup = False
 
     def _readable_binds(self) -> list[str]:
         paths = [str(_PROJECT_ROOT), *self.extra_paths, *self.extra_read]

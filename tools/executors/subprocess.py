@@ -42,6 +42,7 @@ from typing import Any
 import psutil
 
 from tools.errors import ToolFailed, ToolTimeout
+from tools.executors import worker as _worker  # noqa: F401  (writes its .pyc: workers run without)
 from tools.procs import kill_process_tree
 
 #: Environment variable names matching this are never passed to a tool process.
@@ -163,6 +164,10 @@ class PidsCgroup:
     def procs_file(self) -> Path:
         return self.path / "cgroup.procs"
 
+    def add(self, pid: int) -> None:
+        """Move process ``pid`` into this cgroup (blocking: ~10 ms RCU wait on cgroup v1)."""
+        self.procs_file.write_text(str(pid))
+
     def pids(self) -> list[int]:
         try:
             return [int(x) for x in self.procs_file.read_text().split()]
@@ -268,10 +273,14 @@ class SubprocessExecutor:
     def _worker_tmpdir(self, ctx: RunContext) -> str:
         return str(ctx.tmpdir)
 
+    #: True: the parent moves the worker into its cgroup while the worker starts up (a cgroup
+    #: migration waits ~10 ms for an RCU grace period; overlapped with the interpreter start it
+    #: costs nothing). Safe because the worker forks nothing before it has read the payload,
+    #: which is written only after the move.
+    _parent_attaches_cgroup = True
+
     def _payload_extra(self, ctx: RunContext) -> dict[str, Any]:
-        # The worker joins its cgroup itself, before reading any tool code (it is our direct
-        # child and does not fork before that).
-        return {"cgroup_procs": str(ctx.cgroup.procs_file)} if ctx.cgroup else {}
+        return {}
 
     # -- per-run set-up / tear-down (blocking: run in a thread) ---------------------------------
     def _setup(self) -> RunContext:
@@ -314,6 +323,13 @@ class SubprocessExecutor:
                 start_new_session=True,
             )
             pid = proc.pid
+            if ctx.cgroup is not None and self._parent_attaches_cgroup:
+                try:
+                    await asyncio.to_thread(ctx.cgroup.add, pid)
+                except ProcessLookupError:
+                    pass  # the worker already died: its exit status is reported below
+                except OSError as exc:  # fail closed: no run outside the process-count bound
+                    raise ToolFailed(f"{entrypoint}: could not place the worker in its pids cgroup: {exc}") from exc
             return await self._communicate(proc, payload, entrypoint, timeout_s, ctx)
         finally:
             # Always: the whole group goes (timeout, cancellation, or strays left after success).

@@ -174,9 +174,8 @@ _SYS_LANDLOCK = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
 def landlock_abi() -> int:
     """The kernel's Landlock ABI version (0 = none). Changes nothing."""
     import ctypes
-    import platform
 
-    numbers = _SYS_LANDLOCK.get(platform.machine())
+    numbers = _SYS_LANDLOCK.get(os.uname().machine)
     if numbers is None or sys.platform != "linux":
         return 0
     libc = ctypes.CDLL(None, use_errno=True)
@@ -188,9 +187,8 @@ def _landlock(write_roots: tuple[str, ...], read_roots: tuple[str, ...], network
     """Restrict this process (and its future children) with Landlock. Returns the ABI version
     used, 0 when the kernel or architecture has no Landlock (nothing was changed)."""
     import ctypes
-    import platform
 
-    numbers = _SYS_LANDLOCK.get(platform.machine())
+    numbers = _SYS_LANDLOCK.get(os.uname().machine)
     if numbers is None:
         return 0
     create, add_rule, restrict = numbers
@@ -277,9 +275,6 @@ def main() -> int:
     sandbox = None
     try:
         payload = json.loads(sys.stdin.buffer.read())
-        if payload.get("cgroup_procs"):  # join the run's pids cgroup before any tool code runs
-            with open(payload["cgroup_procs"], "w") as f:
-                f.write(str(os.getpid()))
         _apply_limits(payload.get("limits") or {})
         if payload.get("confine"):
             sandbox = _confine(payload["confine"])
