@@ -157,17 +157,31 @@ class MemoryService:
         *,
         kinds: Sequence[str] | None = None,
         now: datetime | None = None,
+        thread_id: str | None = None,
+        visible_origins: set[str] | None = None,
     ) -> list[str]:
         """Up to ``k`` labelled memories of ``user_id`` relevant to ``query``, best first
         (relevance × time decay; ``kinds`` filters by event kind). Records under
-        ``policy.MIN_CONFIDENCE`` are left out. Never raises: a store failure is logged and
+        ``policy.MIN_CONFIDENCE`` are left out. With ``thread_id`` and ``visible_origins``
+        (the message ids of the session's active branch), this session's own memories whose
+        origin message is not on that branch are left out: a rolled-back attempt is not
+        remembered on the branch that replaced it. Never raises: a store failure is logged and
         gives ``[]`` (memory must not break the answer, seed §5.2)."""
         try:
-            hits = await self.episodic.search(user_id, query, k=k, kinds=kinds, now=now)
+            hits = await self.episodic.search(user_id, query, k=k * 3 if thread_id else k, kinds=kinds, now=now)
         except Exception:  # noqa: BLE001
             log.exception("memory recall failed for user %r", user_id)
             return []
-        return [format_memory(h) for h in hits if policy.passes_threshold(h.event.confidence)]
+
+        def visible(hit: ScoredEvent) -> bool:
+            meta = hit.event.metadata or {}
+            if thread_id is None or visible_origins is None or meta.get("thread_id") != thread_id:
+                return True
+            origin = meta.get("origin_message_id")
+            return origin is None or origin in visible_origins
+
+        kept = [h for h in hits if policy.passes_threshold(h.event.confidence) and visible(h)]
+        return [format_memory(h) for h in kept[:k]]
 
     def plan_turn(
         self,
@@ -178,8 +192,11 @@ class MemoryService:
         tools_used: list[str],
         stop_reason: str | None,
         failed_then_succeeded: list[str],
+        origin_message_id: str | None = None,
     ) -> list[EpisodicEvent]:
         """The events a finished turn triggers (seed §4.2) that pass the confidence threshold.
+        ``origin_message_id`` (the turn's user message) is kept in each event's metadata so
+        :meth:`recall` can tell which branch of a session an event came from.
         Pure and cheap (no I/O), so a caller can count them on its hot path and write them
         later with :meth:`write_events`. Never raises (a bad input gives ``[]``, logged)."""
         try:
@@ -189,6 +206,9 @@ class MemoryService:
         except Exception:  # noqa: BLE001
             log.exception("memory: could not build events for thread %r", thread_id)
             return []
+        if origin_message_id:
+            for event in events:
+                event.metadata = {**event.metadata, "origin_message_id": origin_message_id}
         return [e for e in events if policy.passes_threshold(e.confidence)]
 
     async def write_events(self, events: Sequence[EpisodicEvent]) -> int:

@@ -33,6 +33,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.messages.utils import count_tokens_approximately
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from graph.context import Context
@@ -253,8 +254,13 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
     if isinstance(last, HumanMessage):
         goal = last.text if hasattr(last, "text") else str(last.content)
         goal = goal if isinstance(goal, str) else str(last.content)
+        thread_id = str(get_config().get("configurable", {}).get("thread_id", ""))
         try:
-            memories = await get_memory(context).recall(context.user_id, goal, k=3)
+            memories = await get_memory(context).recall(
+                context.user_id, goal, k=3,
+                # this session's memories count only if they came from the active branch
+                thread_id=thread_id or None, visible_origins={m.id for m in state.messages if m.id},
+            )
         except Exception:  # memory must never block the answer (DESIGN §4)
             memories = []
         steps = sorted(required_steps(goal, (await get_toolbox(context)).registry.names()))

@@ -2,6 +2,8 @@
 
 * If ``stop_reason`` is set, an AI message states it plainly (what stopped the loop, what was
   done, what to do next), so a stopped run never looks like a normal answer (DESIGN §5).
+* The turn is appended to the thread's plain-text mirror (``graph.mirror``, seed §5.3 dual
+  write), from which a session whose checkpoint cannot be read is rebuilt.
 * Memory write triggers (seed §4.2) are decided here by ``MemoryService.plan_turn`` (pure:
   task completed, explicit preference, tool failed then succeeded) and the records are written
   in the background (``graph.resources.run_in_background``): the answer never waits for, and
@@ -14,6 +16,7 @@ records submitted for writing).
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
@@ -21,6 +24,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from graph.context import Context
+from graph.mirror import append_turn
 from graph.resources import get_memory, run_in_background
 from graph.state import State
 
@@ -62,7 +66,8 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
         last = state.messages[-1] if state.messages else None
         said = last.content if isinstance(last, AIMessage) and not last.tool_calls and isinstance(last.content, str) else ""
         answer = stop_notice(state.stop_reason, done, state.report_path, said)
-        messages.append(AIMessage(content=answer, name="hermes"))
+        # an id: the mirror chains messages by id
+        messages.append(AIMessage(content=answer, name="hermes", id=f"stop-{uuid.uuid4().hex[:12]}"))
     else:
         last = state.messages[-1] if state.messages else None
         answer = last.content if isinstance(last, AIMessage) and isinstance(last.content, str) else ""
@@ -78,12 +83,17 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
             tools_used=done,
             stop_reason=state.stop_reason,
             failed_then_succeeded=sorted(failed & set(done)),
+            origin_message_id=work[0].id if work else None,
         )
         if events:
             run_in_background(memory.write_events(events), name=f"memory-write:{thread_id}")
         written = len(events)
     except Exception:  # memory must never block the answer
         log.exception("memory write failed; the answer is unaffected")
+    try:
+        await append_turn(context.data_dir, thread_id, [*state.messages, *messages])
+    except OSError:  # the checkpoint is the primary record; a missing mirror only weakens recovery
+        log.warning("plain-text mirror not written for thread %r", thread_id, exc_info=True)
     update: dict[str, Any] = {"metrics": {"turns": 1, "memory_writes": written}}
     if messages:  # an empty write would still re-serialise the whole message channel
         update["messages"] = messages

@@ -93,12 +93,6 @@ async def test_try_a_fail_rollback_try_b_model_never_sees_a(scripted):
     assert op.head in tree.path_to(head_b)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "episodic memory written on the abandoned branch A ('completed task: … approach A …') is "
-    "recalled into branch B's system prompt; needs the turn's origin (e.g. the goal's human "
-    "message id) in the memory event metadata (nodes/write_memory.py) and a same-thread filter "
-    "at recall: skip a thread's own memories whose origin is not in the active state's messages "
-    "(nodes/assemble_context.py, memory/service.py)"))
 async def test_memory_written_on_an_abandoned_branch_is_not_recalled_on_branch_b(scripted):
     ctx = scripted([
         AIMessage("Hello, ready."),
