@@ -209,10 +209,15 @@ async def recover_thread(graph: CompiledStateGraph, mirror: ThreadMirror, thread
 
 
 async def ensure_readable(graph: CompiledStateGraph, mirror: ThreadMirror, thread_id: str) -> RecoveryReport | None:
-    """The ``run_turn`` hook: None if the thread's head loads (or the thread is new); else the
-    thread is rebuilt from the mirror and the :class:`RecoveryReport` is returned. Raises
+    """The ``run_turn`` hook: None if the thread's head loads (or the thread is new); else — an
+    unreadable head, or no checkpoint at all while a mirror exists (the checkpoint file was
+    replaced) — the thread is rebuilt from the mirror and the :class:`RecoveryReport` is returned. Raises
     :class:`RecoveryError` when there is nothing to rebuild from."""
-    _, error = await probe(graph, thread_id)
+    snapshot, error = await probe(graph, thread_id)
     if error is None:
+        if snapshot is not None and snapshot.created_at is None and (await mirror.read(thread_id)).messages:
+            # no checkpoint at all but a mirror: the checkpoint file was replaced or moved aside
+            missing = FileNotFoundError("the checkpoint database has no record of this thread")
+            return await recover_thread(graph, mirror, thread_id, missing)
         return None
     return await recover_thread(graph, mirror, thread_id, error)

@@ -105,6 +105,12 @@ async def test_corrupt_head_is_rebuilt_from_the_mirror_and_the_session_continues
 async def test_recovery_keeps_parallel_call_groups_and_repairs_a_cut_group(scripted, data_dir):
     """Mirror written mid-turn (results of a parallel group partly missing): the rebuilt
     history answers every call, so the next prompt is valid (K1's kind)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    async with AsyncSqliteSaver.from_conn_string(str(data_dir / "checkpoints.sqlite")) as saver:
+        agent = make_graph(checkpointer=saver)
+        ctx = scripted([AIMessage("seed")])
+        await agent.ainvoke({"messages": [HumanMessage("seed")]}, {"configurable": {"thread_id": "P"}}, context=ctx)
+    # then the mirror's latest record is a turn cut mid-way (as if the process died there)
     mirror = ThreadMirror(data_dir)
     await mirror.append_turn("P", [
         HumanMessage("two things", id="h1"),
@@ -112,10 +118,6 @@ async def test_recovery_keeps_parallel_call_groups_and_repairs_a_cut_group(scrip
                                            {"name": "y", "args": {}, "id": "p2", "type": "tool_call"}]),
         ToolMessage("x done", tool_call_id="p1", name="x", id="t1"),
     ])
-    async with AsyncSqliteSaver.from_conn_string(str(data_dir / "checkpoints.sqlite")) as saver:
-        agent = make_graph(checkpointer=saver)
-        ctx = scripted([AIMessage("seed")])
-        await agent.ainvoke({"messages": [HumanMessage("seed")]}, {"configurable": {"thread_id": "P"}}, context=ctx)
     await asyncio.to_thread(corrupt_head, data_dir / "checkpoints.sqlite", "P", "garbage_bytes")
     async with AsyncSqliteSaver.from_conn_string(str(data_dir / "checkpoints.sqlite")) as saver:
         agent = make_graph(checkpointer=saver)
@@ -182,3 +184,14 @@ def test_cli_without_mirror_exits_1_with_a_message(scripted, data_dir):
     corrupt_head(data_dir / "checkpoints.sqlite", "N", "torn_write")
     out = runner.invoke(app, ["run", "hi again", *args])
     assert out.exit_code == 1 and "no plain-text mirror" in out.output and "Traceback" not in out.output
+
+
+async def test_a_checkpoint_file_moved_aside_is_rebuilt_from_the_mirror(scripted):
+    ctx, data_dir = await two_turns(scripted)
+    db = data_dir / "checkpoints.sqlite"
+    await asyncio.to_thread(db.rename, data_dir / "checkpoints.sqlite.corrupt")
+    second = await run_turn("what did I ask?", ctx, "T", quiet=True)
+    assert second["recovery"] is not None and "no record of this thread" in second["recovery"]
+    model = scripted.models[ctx.model]
+    assert any("look up invoices" in str(m.content) for m in model.seen[-1])  # history came back
+    assert second["answer"] == "You asked about invoices."
