@@ -2,6 +2,8 @@
 
     hermes run "<task>" [--thread ID] [--model NAME --base-url URL] [--data-dir DIR]
     hermes chat [--thread ID]
+    hermes resume --thread ID "<answer>"       (answer a question the agent asked: interrupt)
+    hermes tools list | lint
     hermes session show THREAD [--last N] [--json]
     hermes branch list THREAD | show THREAD [CHECKPOINT] [--compact]
     hermes branch rollback THREAD CHECKPOINT | switch THREAD HEAD | fork THREAD CHECKPOINT "<task>"
@@ -9,7 +11,10 @@
 Progress is printed node by node while the graph runs (LangGraph ``stream_mode="updates"``),
 then the answer and a summary: thread id, checkpoint id, tools called, tokens in/out, memory
 writes, stop reason. Exit codes: 0 the run finished (answered, or stopped with a stated reason),
-1 an error (message says what to do), 2 the model endpoint could not be reached or started.
+1 an error (message says what to do), 2 the model endpoint could not be reached or started,
+3 the agent asked a question (missing data, LangGraph ``interrupt``) and no terminal was there
+to answer it — answer with ``hermes resume``, 130 interrupted by Ctrl-C (checkpoints kept).
+One thread runs in one process at a time (a lock file under ``<data_dir>/locks``).
 
 Every turn is mirrored to ``<data_dir>/mirror/<thread>.jsonl`` (``graph.mirror``); a thread whose
 checkpoint cannot be read is rebuilt from that mirror before the turn, with a notice saying what
@@ -20,13 +25,21 @@ any unique part of a checkpoint id (the 8-character short ids shown by ``branch 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
+import logging
+import os
+import sqlite3
+import sys
+import threading
 import uuid
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import typer
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.types import Command
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from rich.console import Console
 from rich.panel import Panel
@@ -46,8 +59,79 @@ branch_app = typer.Typer(help="Branches of a thread: its checkpoints as a tree (
 session_app = typer.Typer(help="Sessions (threads) and their workbench state.", no_args_is_help=True)
 app.add_typer(branch_app, name="branch")
 app.add_typer(session_app, name="session")
+tools_app = typer.Typer(help="The tool registry: definitions and their lint.", no_args_is_help=True)
+app.add_typer(tools_app, name="tools")
 console = Console()
 err_console = Console(stderr=True)
+EXIT_ASKED = 3
+
+
+class _Concise(logging.Formatter):
+    """One line per warning; tracebacks only with HERMES_DEBUG=1."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = f"{record.levelname.lower()}: {record.getMessage()}"
+        if record.exc_info and os.environ.get("HERMES_DEBUG"):
+            message += "\n" + self.formatException(record.exc_info)
+        elif record.exc_info and record.exc_info[1] is not None:
+            message += f" ({type(record.exc_info[1]).__name__}: {record.exc_info[1]})"
+        return message
+
+
+@app.callback()
+def _setup_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Concise())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
+
+
+class ThreadBusyError(RuntimeError):
+    """Another process is running a turn on the same thread."""
+
+
+@asynccontextmanager
+async def thread_lock(data_dir: Path, thread_id: str):
+    """Hold ``<data_dir>/locks/<thread>.lock`` (``flock``) for a turn: two processes on one thread
+    would interleave their messages and lose an answer. Raises :class:`ThreadBusyError`."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in thread_id)[:100] or "_"
+    path = data_dir / "locks" / f"{safe}.lock"
+
+    def acquire() -> int:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ThreadBusyError(
+                f"thread {thread_id!r} is busy: another hermes process is running a turn on it. "
+                "Wait for it to finish, or use another --thread.") from None
+        return fd
+
+    fd = await asyncio.to_thread(acquire)
+    try:
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+async def ainput(prompt: str) -> str:
+    """``input()`` on a daemon thread: Ctrl-C ends the program at once (a worker thread of
+    ``asyncio.to_thread`` would keep it alive until a line arrives). Raises EOFError."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[str] = loop.create_future()
+
+    def read() -> None:
+        try:
+            line = input(prompt)
+            if not sys.stdin.isatty():
+                print(line)  # piped input: keep the transcript readable
+            loop.call_soon_threadsafe(lambda: future.done() or future.set_result(line))
+        except BaseException as exc:  # noqa: BLE001 - EOFError, KeyboardInterrupt: handed over
+            loop.call_soon_threadsafe(lambda: future.done() or future.set_exception(exc))
+
+    threading.Thread(target=read, daemon=True, name="hermes-input").start()
+    return await future
 
 
 def _context(model: str | None, base_url: str | None, data_dir: str | None, max_tool_rounds: int | None) -> Context:
@@ -142,7 +226,7 @@ async def run_turn(
 
 async def _run_turn(
     task: str, context: Context, thread_id: str, *, quiet: bool = False, callbacks: list | None = None,
-    checkpoint_id: str | None = None, op: str = "turn",
+    checkpoint_id: str | None = None, op: str = "turn", resume: Any = None,
 ) -> dict[str, Any]:
     """``run_turn``, optionally starting from an earlier ``checkpoint_id`` of the thread (a fork:
     LangGraph continues from that checkpoint's config and the run becomes a new branch)."""
@@ -150,7 +234,9 @@ async def _run_turn(
     await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
     mirror = ThreadMirror(data_dir)
     recovery: RecoveryReport | None = None
-    async with AsyncSqliteSaver.from_conn_string(str(checkpoints_path(data_dir))) as saver:
+    async with thread_lock(data_dir, thread_id), AsyncSqliteSaver.from_conn_string(
+        str(checkpoints_path(data_dir))
+    ) as saver:
         agent = make_graph(checkpointer=saver)
         if thread_id:
             recovery = await ensure_readable(agent, mirror, thread_id)
@@ -162,16 +248,26 @@ async def _run_turn(
         if callbacks:
             config["callbacks"] = callbacks
         before = (await agent.aget_state(config)).values.get("metrics", {}) if thread_id else {}
+        graph_input: Any = Command(resume=resume) if resume is not None else {"messages": [HumanMessage(task)]}
         try:
-            async for chunk in agent.astream(
-                {"messages": [HumanMessage(task)]}, config, context=context, stream_mode="updates"
-            ):
-                for node, update in chunk.items():
-                    if not quiet and not node.startswith("__"):
-                        console.print(f"[cyan]▸ {node}[/cyan] {describe_update(node, update)}", highlight=False)
+            while True:
+                async for chunk in agent.astream(graph_input, config, context=context, stream_mode="updates"):
+                    for node, update in chunk.items():
+                        if not quiet and not node.startswith("__"):
+                            console.print(f"[cyan]▸ {node}[/cyan] {describe_update(node, update)}", highlight=False)
+                snapshot = await agent.aget_state({"configurable": {"thread_id": thread_id}})
+                question = snapshot.interrupts[0].value if snapshot.interrupts else None
+                if question is None:
+                    break
+                text = question.get("question") if isinstance(question, dict) else str(question)
+                if quiet or not sys.stdin.isatty():
+                    break  # nobody to ask here: the summary carries the question (exit 3)
+                console.print(f"[bold yellow]? {text}[/bold yellow]")
+                graph_input = Command(resume=await ainput("answer> "))
+                config = {k: v for k, v in config.items() if k != "configurable"} | {
+                    "configurable": {"thread_id": thread_id}}
         finally:
             await _mirror_head(agent, mirror, thread_id, op, quiet)
-        snapshot = await agent.aget_state({"configurable": {"thread_id": thread_id}})
     values = snapshot.values
     metrics = values.get("metrics", {})
     calls = {k: v - (before.get("tool_calls") or {}).get(k, 0) for k, v in (metrics.get("tool_calls") or {}).items()}
@@ -187,6 +283,7 @@ async def _run_turn(
         "stop_reason": values.get("stop_reason"),
         "report_path": values.get("report_path"),
         "recovery": recovery.notice() if recovery else None,
+        "question": text if question is not None else None,
     }
 
 
@@ -198,29 +295,62 @@ def print_summary(summary: dict[str, Any]) -> None:
                 "memory_writes", "stop_reason", "report_path"):
         table.add_row(key, str(summary[key] if summary[key] not in (None, {}) else "—"))
     console.print(table)
+    if summary.get("question"):
+        console.print(f"[bold yellow]The agent is waiting for an answer:[/bold yellow] {summary['question']}\n"
+                      f"Answer with: hermes resume --thread {summary['thread_id']} \"<answer>\"")
 
 
-async def _guarded(coro_factory) -> int:
+async def _guarded(coro_factory, context: Context | None = None, thread_id: str = "", json_out: bool = False) -> int:
+    """Run ``coro_factory()``; map failures to an exit code and a message that says what to do
+    (as JSON on stdout with ``--json``). Always closes MCP sessions and the embedded server."""
+    code, message = 0, ""
     try:
         await coro_factory()
-        return 0
     except ModelUnavailableError as exc:
-        console.print(f"[red]model unavailable:[/red] {exc}")
-        return 2
-    except KeyboardInterrupt:
-        console.print("[yellow]interrupted; the last checkpoint is kept (resume with --thread)[/yellow]")
-        return 1
+        code, message = 2, f"model unavailable: {exc}"
+    except ThreadBusyError as exc:
+        code, message = 1, str(exc)
+    except sqlite3.DatabaseError as exc:
+        db = checkpoints_path(context.data_dir) if context else "checkpoints.sqlite"
+        code, message = 1, (
+            f"the checkpoint database {db} cannot be used ({exc}). Move it aside "
+            f"(mv {db} {db}.broken) and rerun with the same --thread: the session is rebuilt from "
+            "its plain-text mirror in the data directory's mirror/ folder.")
+    except asyncio.CancelledError:
+        raise
     except Exception as exc:  # a clear message instead of a traceback; details with HERMES_DEBUG=1
-        import os
-
         if os.environ.get("HERMES_DEBUG"):
             raise
-        console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}\n"
-                      "The thread's checkpoints are kept; rerun with HERMES_DEBUG=1 for a traceback.")
-        return 1
+        code, message = 1, (f"{type(exc).__name__}: {exc}\nThe thread's checkpoints are kept"
+                            + (f" (--thread {thread_id})" if thread_id else "")
+                            + "; rerun with HERMES_DEBUG=1 for a traceback.")
     finally:
         await aclose_resources()
         await astop_embedded_server()
+    if code:
+        if json_out:
+            print(json.dumps({"error": message, "exit_code": code, "thread_id": thread_id or None}))
+        else:
+            err_console.print(f"[red]error:[/red] {message}", highlight=False)
+    return code
+
+
+def _run_sync(main, thread_id: str = "") -> int:
+    """``asyncio.run(main)``; Ctrl-C ends with exit 130 and says how to continue."""
+    try:
+        return asyncio.run(main)
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted; the last checkpoint is kept[/yellow]"
+                          + (f" — continue with --thread {thread_id}" if thread_id else ""))
+        return 130
+
+
+def _context_or_exit(*args: Any) -> Context:
+    try:
+        return _context(*args)
+    except ValueError as exc:  # a bad HERMES_* value
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
 
 
 @app.command()
@@ -234,20 +364,51 @@ def run(
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON only."),
 ) -> None:
     """Run one task to its end and print the answer and a summary."""
-    context = _context(model, base_url, data_dir, max_tool_rounds)
+    if not task.strip():
+        err_console.print("[red]error:[/red] the task is empty: say what Hermes should do")
+        raise typer.Exit(1)
+    context = _context_or_exit(model, base_url, data_dir, max_tool_rounds)
     thread_id = thread or f"run-{uuid.uuid4().hex[:8]}"
     result: dict[str, Any] = {}
+    if not json_out:
+        console.print(f"[dim]thread {thread_id}[/dim]")
 
     async def go() -> None:
         result.update(await run_turn(task, context, thread_id, quiet=json_out))
 
-    code = asyncio.run(_guarded(go))
+    code = _run_sync(_guarded(go, context, thread_id, json_out), thread_id)
+    _finish(result, json_out, code)
+
+
+def _finish(result: dict[str, Any], json_out: bool, code: int) -> None:
     if result:
         if json_out:
             print(json.dumps(result, ensure_ascii=False, default=str))
         else:
             print_summary(result)
+        if result.get("question") and not code:
+            code = EXIT_ASKED
     raise typer.Exit(code)
+
+
+@app.command()
+def resume(
+    answer: str = typer.Argument(..., help="Your answer to the agent's question."),
+    thread: str = typer.Option(..., help="The thread whose run is waiting for an answer."),
+    model: str = typer.Option(None, help="Model name ('embedded' = bundled llama.cpp)."),
+    base_url: str = typer.Option(None, help="OpenAI-compatible endpoint URL."),
+    data_dir: str = typer.Option(None, help="Data directory (default .hermes or HERMES_DATA_DIR)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON only."),
+) -> None:
+    """Answer the question a run stopped at (LangGraph interrupt) and continue it."""
+    context = _context_or_exit(model, base_url, data_dir, None)
+    result: dict[str, Any] = {}
+
+    async def go() -> None:
+        result.update(await _run_turn("", context, thread, quiet=json_out, resume=answer, op="resume"))
+
+    code = _run_sync(_guarded(go, context, thread, json_out), thread)
+    _finish(result, json_out, code)
 
 
 @app.command()
@@ -258,21 +419,21 @@ def chat(
     data_dir: str = typer.Option(None, help="Data directory."),
 ) -> None:
     """Interactive session on one thread; an empty line or Ctrl-D ends it."""
-    context = _context(model, base_url, data_dir, None)
+    context = _context_or_exit(model, base_url, data_dir, None)
     thread_id = thread or f"chat-{uuid.uuid4().hex[:8]}"
     console.print(f"thread {thread_id} — empty line to quit")
 
     async def go() -> None:
         while True:
             try:
-                task = await asyncio.to_thread(input, "you> ")
+                task = await ainput("you> ")
             except EOFError:
                 return
             if not task.strip():
                 return
             print_summary(await run_turn(task, context, thread_id))
 
-    raise typer.Exit(asyncio.run(_guarded(go)))
+    raise typer.Exit(_run_sync(_guarded(go, context, thread_id), thread_id))
 
 
 # --- sessions and branches ------------------------------------------------------------------
@@ -639,3 +800,64 @@ def session_show(
 
 if __name__ == "__main__":
     app()
+
+
+# --- tools ------------------------------------------------------------------------------------
+
+async def _open_toolbox(data_dir: str | None, mcp_config: str | None):
+    from tools.toolbox import Toolbox
+
+    context = _context_or_exit(None, None, data_dir, None)
+    config = mcp_config or context.mcp_config
+    return await Toolbox.open(Path(context.data_dir), Path(config) if config else None,
+                              timeout_s=context.tool_timeout_s)
+
+
+@tools_app.command("list")
+def tools_list(
+    data_dir: str = typer.Option(None, help="Data directory."),
+    mcp_config: str = typer.Option(None, help="mcpServers JSON (default: HERMES_MCP_CONFIG or the bundled team chat)."),
+) -> None:
+    """Every registered tool: name, source, timeout, side effect, description."""
+    async def go() -> None:
+        toolbox = await _open_toolbox(data_dir, mcp_config)
+        try:
+            table = Table("name", "source", "timeout s", "side effect", "description")
+            for spec in toolbox.registry.specs():
+                table.add_row(spec.name, spec.source, f"{spec.timeout_s:g}", "yes" if spec.side_effect else "",
+                              spec.description[:90] + ("…" if len(spec.description) > 90 else ""))
+            console.print(table)
+            for where, problem in toolbox.problems.items():
+                console.print(f"[yellow]left out[/yellow] {where}: {problem}")
+        finally:
+            await toolbox.aclose()
+
+    raise typer.Exit(_run_sync(_guarded(go)))
+
+
+@tools_app.command("lint")
+def tools_lint(
+    data_dir: str = typer.Option(None, help="Data directory."),
+    mcp_config: str = typer.Option(None, help="mcpServers JSON (default: HERMES_MCP_CONFIG or the bundled team chat)."),
+) -> None:
+    """Lint every tool definition (tools.spec.lint: naming, descriptions, schemas, required
+    fields; duplicates are refused at registration). Exit 1 if any problem is found."""
+    from tools.spec import lint
+
+    found: list[str] = []
+
+    async def go() -> None:
+        toolbox = await _open_toolbox(data_dir, mcp_config)
+        try:
+            for spec in toolbox.registry.specs():
+                found.extend(f"{spec.name} ({spec.source}): {p}" for p in lint(spec))
+            found.extend(f"{where}: {problem}" for where, problem in toolbox.problems.items())
+        finally:
+            await toolbox.aclose()
+
+    code = _run_sync(_guarded(go))
+    for line in found:
+        console.print(f"[yellow]•[/yellow] {line}", highlight=False)
+    if not code:
+        console.print("[green]all tool definitions pass lint[/green]" if not found else f"{len(found)} problem(s)")
+    raise typer.Exit(code or (1 if found else 0))

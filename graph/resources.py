@@ -52,6 +52,9 @@ async def get_toolbox(context: Context) -> "Toolbox":
                 Path(context.mcp_config) if context.mcp_config else None,
                 timeout_s=context.tool_timeout_s,
             )
+            for where, problem in toolbox.problems.items():
+                # a server or tool left out must be visible (CLI stderr, langgraph dev log)
+                log.warning("MCP %s left out: %s", where, problem)
             _toolboxes[key] = toolbox
         return toolbox
 

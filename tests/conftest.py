@@ -13,6 +13,8 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
+import tools.toolbox  # noqa: F401  (the MCP stdio client binds sys.stderr at import: import it
+#                       before typer's CliRunner swaps in a stderr without a file descriptor)
 from graph import resources
 from graph.context import Context
 from graph.model import register_model

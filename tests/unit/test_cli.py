@@ -1,0 +1,75 @@
+"""The `hermes` CLI: exit codes, questions (interrupts) and resume, the per-thread lock, lint."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.messages import AIMessage
+from typer.testing import CliRunner
+
+from graph import resources
+from graph.cli import ThreadBusyError, app, run_turn, thread_lock
+from graph.context import Context
+from graph.model import register_model
+from tests.conftest import FakeToolbox, ScriptedChat, tool_call
+
+runner = CliRunner()
+
+
+def scripted_cli(name: str, replies, data_dir, box: FakeToolbox | None = None) -> None:
+    model = ScriptedChat(messages=iter(replies))
+    register_model(name, lambda _c: model)
+    resources.set_toolbox(Context(model=name, data_dir=str(data_dir)), box or FakeToolbox())
+
+
+def test_a_question_without_a_terminal_exits_3_and_resume_continues(tmp_path):
+    posted: list[dict] = []
+    box = FakeToolbox()
+    box.add("post_note", lambda **kw: posted.append(kw) or {"ok": True},
+            {"type": "object", "properties": {"channel": {"type": "string"}, "text": {"type": "string"}},
+             "required": ["channel", "text"]}, side_effect=True)
+    scripted_cli("cli-ask", [tool_call("post_note", {"text": "hi"}, "c1"), AIMessage("posted")], tmp_path, box)
+    first = runner.invoke(app, ["run", "post hi", "--model", "cli-ask", "--data-dir", str(tmp_path),
+                                "--thread", "T", "--json"])
+    assert first.exit_code == 3, first.output
+    summary = json.loads(first.output.strip().splitlines()[-1])
+    assert "channel" in summary["question"] and posted == []
+    resources.set_toolbox(Context(model="cli-ask", data_dir=str(tmp_path)), box)  # closed after the first run
+    second = runner.invoke(app, ["resume", "project", "--thread", "T", "--model", "cli-ask",
+                                 "--data-dir", str(tmp_path), "--json"])
+    assert second.exit_code == 0, second.output
+    assert posted == [{"text": "hi", "channel": "project"}]
+    assert json.loads(second.output.strip().splitlines()[-1])["answer"] == "posted"
+
+
+async def test_one_thread_runs_in_one_process_at_a_time(tmp_path):
+    scripted_cli("cli-lock", [AIMessage("hello")], tmp_path)
+    context = Context(model="cli-lock", data_dir=str(tmp_path))
+    async with thread_lock(tmp_path, "L"):
+        with pytest.raises(ThreadBusyError, match="thread 'L' is busy"):
+            await run_turn("hi", context, "L", quiet=True)
+    assert (await run_turn("hi", context, "L", quiet=True))["answer"] == "hello"  # free again
+
+
+def test_empty_task_and_bad_settings_are_refused_clearly(tmp_path, monkeypatch):
+    empty = runner.invoke(app, ["run", "  ", "--data-dir", str(tmp_path)])
+    assert empty.exit_code == 1 and "task is empty" in empty.output
+    monkeypatch.setenv("HERMES_TOKEN_BUDGET", "lots")
+    bad = runner.invoke(app, ["run", "hi", "--data-dir", str(tmp_path)])
+    assert bad.exit_code == 1 and "HERMES_TOKEN_BUDGET='lots'" in bad.output
+
+
+def test_an_unreachable_endpoint_exits_2_with_json_error(tmp_path):
+    out = runner.invoke(app, ["run", "hi", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                              "--data-dir", str(tmp_path), "--json"])
+    assert out.exit_code == 2
+    error = json.loads(out.output.strip().splitlines()[-1])
+    assert error["exit_code"] == 2 and "http://127.0.0.1:9/v1" in error["error"]
+
+
+@pytest.mark.slow
+def test_tools_lint_passes_for_the_shipped_tools(tmp_path):
+    out = runner.invoke(app, ["tools", "lint", "--data-dir", str(tmp_path)])
+    assert out.exit_code == 0, out.output
+    assert "all tool definitions pass lint" in out.output
