@@ -32,6 +32,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from cachetools import LRUCache
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
@@ -122,6 +123,41 @@ def _text(message: AnyMessage) -> str:
     return message.content if isinstance(message.content, str) else str(message.content)
 
 
+# Per-message work is cached by (id, hash of the content): history is re-ranked every round,
+# but its messages do not change (str hashes are computed once per string object).
+_TERM_CACHE: LRUCache = LRUCache(maxsize=50_000)
+_TOKEN_CACHE: LRUCache = LRUCache(maxsize=100_000)
+
+
+def _message_terms(message: AnyMessage) -> frozenset[str]:
+    key = (message.id, hash(_text(message)))
+    if message.id is None or key not in _TERM_CACHE:
+        terms = frozenset(_terms(_text(message)))
+        if message.id is None:
+            return terms
+        _TERM_CACHE[key] = terms
+    return _TERM_CACHE[key]
+
+
+def _tokens(group: list[AnyMessage], limit: int = 0) -> int:
+    """Approximate tokens of ``group`` (``count_tokens_approximately`` is additive per message),
+    each message's text cut to ``limit`` chars if ``limit`` (without building the copies)."""
+    total = 0
+    for message in group:
+        text = _text(message)
+        cut = bool(limit) and len(text) > limit
+        calls = tuple(c["id"] for c in getattr(message, "tool_calls", None) or ())
+        key = (message.id, hash(text), cut and limit, calls, getattr(message, "tool_call_id", None), message.name)
+        if message.id is None or key not in _TOKEN_CACHE:
+            count = count_tokens_approximately([_truncate(message, limit) if cut else message])
+            if message.id is None:
+                total += count
+                continue
+            _TOKEN_CACHE[key] = count
+        total += _TOKEN_CACHE[key]
+    return total
+
+
 def split_turns(groups: list[list[AnyMessage]]) -> list[list[list[AnyMessage]]]:
     """Groups → turns: a turn starts at a human message and runs to the next one."""
     turns: list[list[list[AnyMessage]]] = []
@@ -146,7 +182,7 @@ def turn_relevance(turn: list[list[AnyMessage]], query: set[str], intent: str, a
     weight, not recency alone): keyword overlap × (0.5 + 0.5·decay) + intent match × decay ×
     ``INTENT_WEIGHT``, decay = 0.5^(age / ``HALF_LIFE_TURNS``); a small recency term breaks ties."""
     decay = 0.5 ** (age / HALF_LIFE_TURNS)
-    words = _terms(" ".join(_text(m) for g in turn for m in g))
+    words: set[str] = set().union(*(_message_terms(m) for g in turn for m in g))
     keyword = len(query & words) / (len(query) or 1)
     match = 1.0 if intent and turn_intent(turn) == intent else 0.0
     return keyword * (0.5 + 0.5 * decay) + INTENT_WEIGHT * match * decay + 0.01 * decay
@@ -177,15 +213,15 @@ def select_window(
     budget = budget_tokens - system_tokens
     current = turns[-1]
     head = current[0]
-    used = count_tokens_approximately(head)
+    used = _tokens(head)
     if used > budget and len(head) == 1:
         # the request alone is over budget (a pasted document): cut it to fit, with a notice
         limit = max(200, budget * 3)  # ~3-4 chars per token in the approximate count
         head = [_truncate(head[0], limit)]
-        used = count_tokens_approximately(head)
+        used = _tokens(head)
     kept_current: list[list[AnyMessage]] = []
     for group in reversed(current[1:]):
-        cost = count_tokens_approximately(group)
+        cost = _tokens(group)
         if used + cost > budget:
             break
         kept_current.insert(0, group)
@@ -194,7 +230,7 @@ def select_window(
 
     core_start = max(0, len(turns) - CORE_TURNS)
     for index in range(len(turns) - 2, core_start - 1, -1):
-        cost = sum(count_tokens_approximately(g) for g in turns[index])
+        cost = sum(_tokens(g) for g in turns[index])
         if used + cost <= budget:
             chosen[index] = turns[index]
             used += cost
@@ -206,11 +242,10 @@ def select_window(
         reverse=True,
     )
     for index in ranked:
-        trimmed = [[_truncate(m, HISTORY_CHARS) for m in g] for g in turns[index]]
-        cost = sum(count_tokens_approximately(g) for g in trimmed)
+        cost = sum(_tokens(g, HISTORY_CHARS) for g in turns[index])
         if used + cost > budget:
             continue  # a smaller relevant turn may still fit
-        chosen[index] = trimmed
+        chosen[index] = [[_truncate(m, HISTORY_CHARS) for m in g] for g in turns[index]]
         used += cost
     return [m for i in sorted(chosen) for g in chosen[i] for m in g]
 

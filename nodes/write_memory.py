@@ -38,6 +38,13 @@ def _current_goal(messages: list) -> list:
     return messages[start:]
 
 
+async def _mirror(data_dir: str, thread_id: str, messages: list) -> None:
+    try:
+        await append_turn(data_dir, thread_id, messages)
+    except OSError:  # the checkpoint is the primary record; a missing mirror only weakens recovery
+        log.warning("plain-text mirror not written for thread %r", thread_id, exc_info=True)
+
+
 def stop_notice(reason: str, done: list[str], report_path: str | None, answer: str = "") -> str:
     """The user-facing text of an early stop; ``answer`` is the model's own last answer, kept."""
     lines = [f"Stopped before finishing: {reason}."]
@@ -90,10 +97,9 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
         written = len(events)
     except Exception:  # memory must never block the answer
         log.exception("memory write failed; the answer is unaffected")
-    try:
-        await append_turn(context.data_dir, thread_id, [*state.messages, *messages])
-    except OSError:  # the checkpoint is the primary record; a missing mirror only weakens recovery
-        log.warning("plain-text mirror not written for thread %r", thread_id, exc_info=True)
+    # the mirror is for recovery, not for this answer: written off the hot path (the mirror
+    # serialises appends per thread; resources.drain_background waits for it at exit)
+    run_in_background(_mirror(context.data_dir, thread_id, [*state.messages, *messages]), name=f"mirror:{thread_id}")
     update: dict[str, Any] = {"metrics": {"turns": 1, "memory_writes": written}}
     if messages:  # an empty write would still re-serialise the whole message channel
         update["messages"] = messages
