@@ -51,7 +51,7 @@ from graph.context import Context
 from graph.mirror import ThreadMirror
 from graph.model import ModelUnavailableError, astop_embedded_server
 from graph.recovery import RecoveryReport, ensure_readable, probe
-from graph.resources import aclose_resources
+from graph.resources import aclose_resources, drain_background
 
 app = typer.Typer(help="Hermes Agent: a LangGraph agent runtime.", no_args_is_help=True)
 branch_app = typer.Typer(help="Branches of a thread: its checkpoints as a tree (rollback, fork, switch).",
@@ -267,6 +267,7 @@ async def _run_turn(
                 config = {k: v for k, v in config.items() if k != "configurable"} | {
                     "configurable": {"thread_id": thread_id}}
         finally:
+            await drain_background()  # the node's own mirror write lands first, then the head
             await _mirror_head(agent, mirror, thread_id, op, quiet)
     values = snapshot.values
     metrics = values.get("metrics", {})
