@@ -1,8 +1,10 @@
 """Probe set: tool-call quality of the configured model on the flagship task's real tools
 (issue #2: "tool-call success on a fixed probe set of ≥10 prompts").
 
-For each prompt the model gets the real tool definitions, offered exactly as ``call_model``
-offers them for a new goal (ranked by relevance, cut to ``max_tools``), and one call is made. Scored per prompt:
+For each prompt the model gets exactly what the graph sends for a new goal: the system prompt,
+the request, the progress note naming the goal's known steps, and the real tool definitions
+offered as ``call_model`` offers them (ranked by relevance, cut to ``max_tools``, a call
+required when the goal has known steps). One call is made. Scored per prompt:
 
 * ``well_formed`` — the reply parsed: a tool call with JSON-object arguments or a plain
   answer (no ``invalid_tool_calls``);
@@ -32,6 +34,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from graph.context import Context
 from graph.model import astop_embedded_server, embedded_server, load_chat_model
 from nodes.assemble_context import SYSTEM_PROMPT
+from graph.progress import required_steps
 from nodes.call_model import EMBEDDED_MAX_TOOLS, offered_tools
 from tools.toolbox import Toolbox
 
@@ -61,10 +64,14 @@ async def probe(context: Context) -> dict:
             embedded = context.model == "embedded" and not context.base_url
             max_tools = context.max_tools or (EMBEDDED_MAX_TOOLS if embedded else 0)
             for prompt, expected in PROBES:
-                # the same tool offer call_model makes for a new goal
-                tools = offered_tools(toolbox.registry, prompt, set(), max_tools)
-                bound = model.bind_tools(tools)
-                messages = [SystemMessage(SYSTEM_PROMPT), HumanMessage(prompt)]
+                # exactly what the graph sends for a new goal: assemble_context's prompt and
+                # progress note, call_model's tool offer and tool_choice
+                steps = sorted(required_steps(prompt, toolbox.registry.names()))
+                note = f"Steps of this task: {', '.join(steps)}." if steps else ""
+                tools = offered_tools(toolbox.registry, f"{prompt}\n{note}", set(), max_tools, must_call=bool(steps))
+                bound = model.bind_tools(tools, tool_choice="required") if tools and steps else (
+                    model.bind_tools(tools) if tools else model)
+                messages = [SystemMessage(SYSTEM_PROMPT), HumanMessage(prompt)] + ([SystemMessage(note)] if note else [])
                 start = time.perf_counter()
                 reply = await bound.ainvoke(messages)
                 latency = time.perf_counter() - start

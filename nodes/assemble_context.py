@@ -195,6 +195,7 @@ def select_window(
     *,
     query: str = "",
     intent: str = "",
+    exclude: set[str] | None = None,
 ) -> list[AnyMessage]:
     """Choose history within ``budget_tokens`` (approximate) as whole groups, in three layers:
 
@@ -204,10 +205,14 @@ def select_window(
     * **working**: earlier turns ranked by :func:`turn_relevance` to ``query``/``intent``,
       each message truncated to ``HISTORY_CHARS``, added best-first while the budget allows.
 
-    Returns messages in chronological order. Older turns also live on, summarised, in the
-    state's ``archive_summary`` (see the node).
+    Groups whose AI message id is in ``exclude`` (calls made invalid by a tool's schema change,
+    seed §6.3) are left out with their results. Returns messages in chronological order. Older
+    turns also live on, summarised, in the state's ``archive_summary`` (see the node).
     """
-    turns = split_turns(message_groups(messages))
+    groups = message_groups(messages)
+    if exclude:
+        groups = [g for g in groups if g[0].id not in exclude]
+    turns = split_turns(groups)
     if not turns:
         return []
     budget = budget_tokens - system_tokens
@@ -268,11 +273,15 @@ def archive_lines(messages: list[AnyMessage], start_turn: int) -> tuple[list[str
     return lines, boundary
 
 
-def build_system_prompt(memories: list[str], archive: list[str] | None = None) -> str:
-    """System turn in the seed §6.2 order: instructions, key memories (labelled), then the
-    summary of archived turns. The progress note goes last, after the tool results
-    (``State.prompt_messages``)."""
+def build_system_prompt(
+    memories: list[str], archive: list[str] | None = None, migrations: list[str] | None = None
+) -> str:
+    """System turn in the seed §6.2 order: instructions, tool migration notes (seed §6.3), key
+    memories (labelled), then the summary of archived turns. The progress note goes last,
+    after the tool results (``State.prompt_messages``)."""
     parts = [SYSTEM_PROMPT]
+    if migrations:
+        parts.append("Tool changes since earlier in this conversation:\n" + "\n".join(migrations))
     if memories:
         parts.append("What you remember (type · date · confidence · evidence):\n" + "\n".join(memories))
     if archive:
@@ -320,13 +329,19 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
             memory_context=memories,
             references=[f"memory:{i}" for i in range(len(memories))],
         )
-    system_prompt = build_system_prompt(memories, update.get("archive_summary", state.archive_summary))
+    registry = (await get_toolbox(context)).registry
+    stale = {mid for change in registry.schema_changes if change.mark_history
+             for mid in change.invalid_calls(state.messages)}
+    system_prompt = build_system_prompt(
+        memories, update.get("archive_summary", state.archive_summary), registry.migration_notes
+    )
     window = select_window(
         state.messages,
         context.token_budget,
         count_tokens_approximately([SystemMessage(system_prompt)]),
         query=update.get("goal", state.goal),
         intent=update.get("intent", state.intent),
+        exclude=stale,
     )
     original = {m.id: m for m in state.messages}
     update.update(

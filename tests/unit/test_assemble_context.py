@@ -176,3 +176,29 @@ def test_a_bad_environment_value_names_the_variable(monkeypatch):
     monkeypatch.setenv("HERMES_MAX_TOOL_ROUNDS", "abc")
     with pytest.raises(ValueError, match="HERMES_MAX_TOOL_ROUNDS='abc' is not a valid int"):
         Context()
+
+
+async def test_a_tool_schema_change_adds_a_note_and_hides_calls_it_invalidates(scripted):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from graph.builder import make_graph
+    from tests.conftest import FakeToolbox, tool_call
+    from tools.spec import ToolSpec
+
+    box = FakeToolbox()
+    old = {"type": "object", "properties": {"chan": {"type": "string"}}, "required": ["chan"]}
+    box.add("post_note", lambda **kw: {"ok": True}, old)
+    ctx = scripted([tool_call("post_note", {"chan": "x"}, "old1"), AIMessage("posted"), AIMessage("ok")], box)
+    agent = make_graph(InMemorySaver())
+    config = {"configurable": {"thread_id": "schema"}}
+    await agent.ainvoke({"messages": [HumanMessage("post a note")]}, config, context=ctx)
+    # the tool is re-registered with a renamed field (a new server version, say)
+    new = {"type": "object", "properties": {"channel": {"type": "string"}}, "required": ["channel"]}
+    box.registry.unregister("post_note")
+    box.registry.register(ToolSpec(name="post_note", description="Post a note to a channel (test tool, v2 schema).",
+                                   parameters=new), lambda args, rid: {"ok": True})
+    await agent.ainvoke({"messages": [HumanMessage("post another note")]}, config, context=ctx)
+    prompt = scripted.models[ctx.model].seen[-1]
+    assert "post_note" in prompt[0].content and "Tool changes" in prompt[0].content
+    assert not any(isinstance(m, AIMessage) and m.tool_calls and m.tool_calls[0]["id"] == "old1" for m in prompt)
+    assert not any(getattr(m, "tool_call_id", None) == "old1" for m in prompt)  # no orphan (K1)
