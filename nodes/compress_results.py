@@ -4,7 +4,7 @@ Reads ``pending_results`` (raw payloads on disk, written by ``dispatch_tools``) 
 three-stage pipeline of ``tools.results`` (validate, bound, summarise; seed §2.3, case K2), so
 every result that enters history — and so every later prompt — is bounded, its
 ``tool_call_id`` pairing intact, and the full payload reachable through ``handle`` (the
-payload file's path).
+payload file's path relative to the data dir; the ``read_result`` tool pages through it).
 
 Stage 3 for long unstructured text (``tools.results.needs_model_summary``) is a model call
 aimed at the current goal (``context.summarise_unstructured``); if it fails, the rule summary
@@ -47,6 +47,16 @@ async def model_summary(context: Context, goal: str, text: str) -> str | None:
     return content.strip()[:600] or None
 
 
+def _handle(payload_path: str | None, data_dir: str) -> str | None:
+    """The payload's path relative to the data dir: what ``read_result`` takes."""
+    if not payload_path:
+        return None
+    try:
+        return str(Path(payload_path).relative_to(Path(data_dir)))
+    except ValueError:
+        return payload_path
+
+
 def _read_payload(path: str | None) -> Any:
     if not path:
         return None
@@ -74,13 +84,13 @@ async def compress_results(state: State, runtime: Runtime[Context]) -> dict[str,
                 status=result["status"],
                 error=result.get("error"),
                 result_schema=getattr(spec, "result_schema", None),
-                handle=result.get("payload_path"),
+                handle=_handle(result.get("payload_path"), context.data_dir),
                 summary=summary,
             )
             content = json.dumps(envelope, ensure_ascii=False, default=str)
         except Exception as exc:  # a result that breaks the pipeline must not break the run
             content = json.dumps({"status": "error", "summary": f"{result['name']}: result could not be processed",
-                                  "error": f"{type(exc).__name__}: {str(exc)[:300]}", "handle": result.get("payload_path")})
+                                  "error": f"{type(exc).__name__}: {str(exc)[:300]}", "handle": _handle(result.get("payload_path"), context.data_dir)})
             result = {**result, "status": "error"}
         messages.append(
             ToolMessage(

@@ -12,7 +12,7 @@ Three stages, applied by the ``compress_results`` node:
    sample rows); for long unstructured text (:func:`needs_model_summary`) the caller passes a
    model-written ``summary`` aimed at the current goal (the ``compress_results`` node does).
 
-Output shape (the envelope the model sees, JSON): ``{"status": "ok"|"error", "summary": str,
+Output shape (the envelope the model sees, JSON; :data:`ENVELOPE_SCHEMA`): ``{"status": "ok"|"error", "summary": str,
 "data": <bounded content>}`` plus, only when they apply, ``"truncated": true``,
 ``"total_items": int`` (a list was sampled), ``"handle": str`` (where the full payload is),
 ``"notes": [str]`` (what was cut) and ``"error": str``. Empty fields are left out: every
@@ -99,6 +99,25 @@ def summarise(tool: str, value: Any, total_items: int | None) -> str:
     text = str(value)
     return f"{tool}: " + (text[:160] + "…" if len(text) > 160 else text)
 
+
+#: JSON Schema of the envelope every tool result becomes (the storage-layer normaliser, seed §1.1).
+ENVELOPE_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "ToolResultEnvelope",
+    "type": "object",
+    "properties": {
+        "status": {"enum": ["ok", "error"]},
+        "summary": {"type": "string"},
+        "data": {},
+        "truncated": {"const": True},
+        "total_items": {"type": "integer", "minimum": 0},
+        "handle": {"type": ["string", "null"]},
+        "notes": {"type": "array", "items": {"type": "string"}},
+        "error": {"type": "string"},
+    },
+    "required": ["status", "summary"],
+    "additionalProperties": False,
+}
 
 MODEL_SUMMARY_CHARS = 2000  # unstructured text longer than this gets a model summary
 

@@ -102,7 +102,8 @@ async def test_k2_oversized_results_are_bounded_with_totals_and_a_handle(scripte
     assert rows["total_items"] == 10_000 and rows["truncated"] is True
     assert "10000 rows" in rows["summary"]
     # the full payload is kept outside the prompt, reachable by the handle
-    full = json.loads(open(rows["handle"]).read())
+    assert rows["handle"].startswith("payloads/")
+    full = json.loads((data_dir / rows["handle"]).read_text())
     assert len(full["rows"]) == 10_000
     assert out["messages"][-1].content == "summarised"
 

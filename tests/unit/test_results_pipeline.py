@@ -60,3 +60,19 @@ def test_deeply_nested_results_are_cut_not_crashed():
 def test_non_string_keys_and_odd_values_do_not_crash():
     env = compress("odd", {("a", 1): {1, 2}, "nan": float("nan"), 3: b"bytes"})
     assert env["status"] == "ok" and "('a', 1)" in env["data"]
+
+
+def test_every_envelope_matches_the_envelope_schema():
+    import jsonschema
+
+    from tools.results import ENVELOPE_SCHEMA
+
+    cases = [
+        compress("q", {"columns": ["a"], "rows": [[i] for i in range(500)], "row_count": 500}, handle="payloads/x.json"),
+        compress("t", "y" * 10_000, handle="payloads/y.json"),
+        compress("e", None, status="error", error="boom"),
+        compress("s", {"a": 1}),
+        compress("odd", {("k",): {1}}),
+    ]
+    for envelope in cases:
+        jsonschema.validate(json.loads(json.dumps(envelope, default=str)), ENVELOPE_SCHEMA)

@@ -216,3 +216,22 @@ def test_the_same_reminder_is_not_scheduled_twice(tmp_path):
     assert not first["already_existed"] and again["already_existed"] and again["id"] == first["id"]
     assert not other["already_existed"]
     assert list_reminders(data_dir=tmp_path)["count"] == 2
+
+
+def test_read_result_pages_through_a_stored_payload_and_nothing_else(tmp_path):
+    import json as _json
+
+    import pytest as _pytest
+
+    from tools.builtin.payloads import read_result
+
+    stored = tmp_path / "payloads" / "t1" / "c1.json"
+    stored.parent.mkdir(parents=True)
+    stored.write_text(_json.dumps({"columns": ["id"], "rows": [[i] for i in range(10_000)], "row_count": 10_000}))
+    page = read_result("payloads/t1/c1.json", offset=9_990, limit=20, data_dir=tmp_path)
+    assert page["total"] == 10_000 and page["items"] == [[i] for i in range(9_990, 10_000)]
+    assert page["field"] == "rows" and page["row_count"] == 10_000
+    (tmp_path / "secret.json").write_text("{}")
+    for bad in ("payloads/../secret.json", "/etc/passwd", "payloads/t1/missing.json"):
+        with _pytest.raises(ValueError):
+            read_result(bad, data_dir=tmp_path)

@@ -122,11 +122,35 @@ LIST_REMINDERS = ToolSpec(
     timeout_s=ORDINARY_TIMEOUT_S,
 )
 
+READ_RESULT = ToolSpec(
+    name="read_result",
+    description=(
+        "Page through a tool result that was too large for the conversation: pass the 'handle' "
+        "from that result's envelope (e.g. payloads/<thread>/<file>.json). Returns items "
+        "offset..offset+limit of its largest list (rows, items) with the true total, or page "
+        "'offset' of a long text. Read-only. Use it when a result says truncated and you need "
+        "rows that were not shown; it cannot read other files."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "handle": {"type": "string", "pattern": "^payloads/", "maxLength": 300,
+                       "description": "The handle from a truncated result."},
+            "offset": {"type": "integer", "minimum": 0, "default": 0},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 20},
+        },
+        "required": ["handle"],
+        "additionalProperties": False,
+    },
+    timeout_s=ORDINARY_TIMEOUT_S,
+)
+
 BUILTIN_TOOLS: list[tuple[ToolSpec, str]] = [
     (QUERY_DATABASE, "tools.builtin.sales:query_database"),
     (GENERATE_REPORT, "tools.builtin.sales:generate_report"),
     (SCHEDULE_REMINDER, "tools.builtin.reminders:schedule_reminder"),
     (LIST_REMINDERS, "tools.builtin.reminders:list_reminders"),
+    (READ_RESULT, "tools.builtin.payloads:read_result"),
 ]
 
 
