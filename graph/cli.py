@@ -805,58 +805,58 @@ if __name__ == "__main__":
 
 # --- tools ------------------------------------------------------------------------------------
 
-async def _open_toolbox(data_dir: str | None, mcp_config: str | None):
+def _with_toolbox(data_dir: str | None, mcp_config: str | None, use) -> int:
+    """Open the toolbox of ``data_dir`` (builtin tools + MCP servers), call ``use(toolbox)``,
+    close it; returns the exit code of ``_guarded``."""
     from tools.toolbox import Toolbox
 
     context = _context_or_exit(None, None, data_dir, None)
     config = mcp_config or context.mcp_config
-    return await Toolbox.open(Path(context.data_dir), Path(config) if config else None,
-                              timeout_s=context.tool_timeout_s)
 
-
-@tools_app.command("list")
-def tools_list(
-    data_dir: str = typer.Option(None, help="Data directory."),
-    mcp_config: str = typer.Option(None, help="mcpServers JSON (default: HERMES_MCP_CONFIG or the bundled team chat)."),
-) -> None:
-    """Every registered tool: name, source, timeout, side effect, description."""
     async def go() -> None:
-        toolbox = await _open_toolbox(data_dir, mcp_config)
+        toolbox = await Toolbox.open(Path(context.data_dir), Path(config) if config else None,
+                                     timeout_s=context.tool_timeout_s)
         try:
-            table = Table("name", "source", "timeout s", "side effect", "description")
-            for spec in toolbox.registry.specs():
-                table.add_row(spec.name, spec.source, f"{spec.timeout_s:g}", "yes" if spec.side_effect else "",
-                              spec.description[:90] + ("…" if len(spec.description) > 90 else ""))
-            console.print(table)
-            for where, problem in toolbox.problems.items():
-                console.print(f"[yellow]left out[/yellow] {where}: {problem}")
+            use(toolbox)
         finally:
             await toolbox.aclose()
 
-    raise typer.Exit(_run_sync(_guarded(go)))
+    return _run_sync(_guarded(go, context))
+
+
+_DATA_DIR_OPT = typer.Option(None, help="Data directory.")
+_MCP_OPT = typer.Option(None, help="mcpServers JSON (default: HERMES_MCP_CONFIG or the bundled team chat).")
+
+
+@tools_app.command("list")
+def tools_list(data_dir: str = _DATA_DIR_OPT, mcp_config: str = _MCP_OPT) -> None:
+    """Every registered tool: name, source, timeout, side effect, description."""
+    def show(toolbox) -> None:
+        table = Table("name", "source", "timeout s", "side effect", "description")
+        for spec in toolbox.registry.specs():
+            table.add_row(spec.name, spec.source, f"{spec.timeout_s:g}", "yes" if spec.side_effect else "",
+                          spec.description[:90] + ("…" if len(spec.description) > 90 else ""))
+        console.print(table)
+        for where, problem in toolbox.problems.items():
+            console.print(f"[yellow]left out[/yellow] {where}: {problem}")
+
+    raise typer.Exit(_with_toolbox(data_dir, mcp_config, show))
 
 
 @tools_app.command("lint")
-def tools_lint(
-    data_dir: str = typer.Option(None, help="Data directory."),
-    mcp_config: str = typer.Option(None, help="mcpServers JSON (default: HERMES_MCP_CONFIG or the bundled team chat)."),
-) -> None:
+def tools_lint(data_dir: str = _DATA_DIR_OPT, mcp_config: str = _MCP_OPT) -> None:
     """Lint every tool definition (tools.spec.lint: naming, descriptions, schemas, required
     fields; duplicates are refused at registration). Exit 1 if any problem is found."""
     from tools.spec import lint
 
     found: list[str] = []
 
-    async def go() -> None:
-        toolbox = await _open_toolbox(data_dir, mcp_config)
-        try:
-            for spec in toolbox.registry.specs():
-                found.extend(f"{spec.name} ({spec.source}): {p}" for p in lint(spec))
-            found.extend(f"{where}: {problem}" for where, problem in toolbox.problems.items())
-        finally:
-            await toolbox.aclose()
+    def check(toolbox) -> None:
+        for spec in toolbox.registry.specs():
+            found.extend(f"{spec.name} ({spec.source}): {p}" for p in lint(spec))
+        found.extend(f"{where}: {problem}" for where, problem in toolbox.problems.items())
 
-    code = _run_sync(_guarded(go))
+    code = _with_toolbox(data_dir, mcp_config, check)
     for line in found:
         console.print(f"[yellow]•[/yellow] {line}", highlight=False)
     if not code:

@@ -4,70 +4,21 @@ on the embedded model through ``langgraph_sdk``: threads, runs, state history.""
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
-import httpx
-import psutil
 import pytest
 from langgraph_sdk import get_client
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.integration.conftest import ROOT
+
 pytestmark = pytest.mark.slow
 TASK = "Write last month's sales report and post it to the project group."
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
-def dev_server(tmp_path):
-    port = free_port()
+def dev_server(tmp_path, start_langgraph_dev):
     # a relative data dir, like the default `.hermes`: resolving it must not block the loop
     data_dir = os.path.relpath(tmp_path / "data", ROOT)
-    env = dict(os.environ, HERMES_DATA_DIR=data_dir, HERMES_MAX_TOOL_ROUNDS="3",
-               LANGSMITH_TRACING="false", LANGGRAPH_NO_BROWSER="1")
-    log = open(tmp_path / "dev.log", "wb")
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "langgraph"), "dev", "--no-browser", "--no-reload",
-         "--port", str(port), "--config", str(ROOT / "langgraph.json")],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise AssertionError("langgraph dev exited: " + (tmp_path / "dev.log").read_text()[-3000:])
-            try:
-                if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
-        else:
-            raise AssertionError("langgraph dev did not answer /ok within 90 s")
-        yield url, tmp_path / "dev.log"
-    finally:
-        group = [proc]
-        try:
-            group = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
-        except psutil.NoSuchProcess:
-            pass
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        _, alive = psutil.wait_procs([p for p in group if isinstance(p, psutil.Process)], timeout=10)
-        for p in alive:
-            p.kill()
-        log.close()
+    return start_langgraph_dev({"HERMES_DATA_DIR": data_dir, "HERMES_MAX_TOOL_ROUNDS": "3"})
 
 
 async def test_dev_server_runs_a_turn_and_keeps_checkpoint_history(dev_server):
