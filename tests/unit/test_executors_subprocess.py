@@ -261,11 +261,11 @@ async def test_a_module_planted_in_the_working_directory_is_not_imported(box):
     assert await run(ex, "use_json") == "[1]"
 
 
-async def test_unconfined_executor_keeps_the_old_behaviour(tmp_path):
+async def test_confinement_is_the_default_and_can_be_turned_off_explicitly(tmp_path):
     helpers = write_helpers(tmp_path)
     (tmp_path / "data").mkdir()
-    ex = SubprocessExecutor(tmp_path / "data", extra_paths=(str(helpers),))
-    assert not ex.confine
+    assert SubprocessExecutor(tmp_path / "data", extra_paths=(str(helpers),)).confine
+    ex = SubprocessExecutor(tmp_path / "data", extra_paths=(str(helpers),), confine=False)
     assert await run(ex, "write_file", {"path": str(tmp_path / "outside.txt"), "text": "x"}) == "written"
 
 

@@ -116,7 +116,7 @@ async def test_unknown_entrypoint_is_tool_failed(executor):
 
 @pytest.mark.parametrize("ignore_term", [False, True])
 async def test_timeout_kills_whole_process_group_including_grandchild(executor, tmp_path, ignore_term):
-    pid_file = tmp_path / f"pids-{ignore_term}"
+    pid_file = executor.data_dir / f"pids-{ignore_term}"  # inside the confined data dir
     start = time.monotonic()
     with pytest.raises(ToolTimeout):
         await executor.run("exec_helpers:spawn_and_hang", {"pid_file": str(pid_file), "ignore_term": ignore_term},
@@ -135,7 +135,7 @@ async def test_timeout_kills_whole_process_group_including_grandchild(executor, 
 
 
 async def test_strays_left_by_a_successful_run_are_cleaned_up(executor, tmp_path):
-    pid_file = tmp_path / "stray"
+    pid_file = executor.data_dir / "stray"
     assert await executor.run("exec_helpers:spawn_and_return", {"pid_file": str(pid_file)},
                               timeout_s=10, request_id="r") == "left a child behind"
     stray = int(pid_file.read_text())

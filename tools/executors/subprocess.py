@@ -239,9 +239,8 @@ class SubprocessExecutor:
         open_files      open-file limit per process.
         max_procs       processes per run (pids cgroup where available, RLIMIT_NPROC always).
         file_mb         largest file a run may write, MiB.
-        confine         confine the file system to ``data_dir`` (Landlock + audit hook). Off by
-                        default for direct construction (compatibility); :func:`make_executor`
-                        and the Toolbox always turn it on.
+        confine         confine the file system to ``data_dir`` (Landlock + audit hook). On by
+                        default; ``confine=False`` only for trusted local tools.
         network         False: no TCP connect/bind (Landlock ABI >= 4 only).
         extra_read      more paths the tool may read.
         env_allow       secret-looking variable names to pass through anyway.
@@ -251,7 +250,7 @@ class SubprocessExecutor:
     kind = "subprocess"
 
     def __init__(self, data_dir: Path, *, memory_mb: int | None = 1024, extra_paths: tuple[str, ...] = (),
-                 open_files: int = 256, max_procs: int = 64, file_mb: int = 1024, confine: bool = False,
+                 open_files: int = 256, max_procs: int = 64, file_mb: int = 1024, confine: bool = True,
                  network: bool = True, extra_read: tuple[str, ...] = (), env_allow: tuple[str, ...] = (),
                  grace_s: float = TERM_GRACE_S) -> None:
         self.data_dir = Path(data_dir).resolve()
