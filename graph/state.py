@@ -10,6 +10,8 @@ Shapes:
                                      turns, model_calls, tokens_in, tokens_out (tokens),
                                      tool_calls{name: n}, tool_latency_s{name: seconds},
                                      tool_errors, intents{tag: n}, memory_writes
+    turn_metrics  dict               the same counters for the current turn only (reset when a
+                                     user message starts a turn): tokens in/out per turn
     tool_rounds   int                tool rounds since the current goal was set
     stop_reason   str | None         why the loop stopped early (never a normal-looking answer)
     goal_distance int | None         required steps of the goal not yet done (evaluate_progress)
@@ -46,14 +48,14 @@ from typing_extensions import TypedDict
 
 
 def merge_metrics(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
-    """Reducer for ``metrics``: numbers are added; nested dicts (``tool_calls``, ``intents``,
-    ``tool_latency_s``) are added per key.
-
-    ``{"reset": True}`` in an update is not supported on purpose: metrics are cumulative per
-    thread (seed §1.1 "metrics: turn count, tokens, per-tool call counts").
+    """Reducer for ``metrics`` and ``turn_metrics``: numbers are added; nested dicts
+    (``tool_calls``, ``intents``, ``tool_latency_s``) are added per key. An update carrying
+    ``"reset": True`` starts from empty (``turn_metrics`` at each new turn); ``metrics`` is never
+    reset: it is cumulative per thread (seed §1.1).
     """
-    out: dict[str, Any] = dict(left or {})
-    for key, value in (right or {}).items():
+    right = dict(right or {})
+    out: dict[str, Any] = {} if right.pop("reset", False) else dict(left or {})
+    for key, value in right.items():
         if isinstance(value, dict):
             inner = dict(out.get(key) or {})
             for k, v in value.items():
@@ -82,6 +84,7 @@ class State(InputState):
     pending_actions: list[str] = field(default_factory=list)
     references: list[str] = field(default_factory=list)
     metrics: Annotated[dict[str, Any], merge_metrics] = field(default_factory=dict)
+    turn_metrics: Annotated[dict[str, Any], merge_metrics] = field(default_factory=dict)
     tool_rounds: int = 0
     stop_reason: str | None = None
     goal_distance: int | None = None

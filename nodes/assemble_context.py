@@ -315,6 +315,7 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
         update.update(
             messages=[tagged],
             metrics={"intents": {intent: 1}},
+            turn_metrics={"reset": True},
             archive_summary=(state.archive_summary + new_lines)[-MAX_ARCHIVE_LINES:],
             archived_turns=archived,
             goal=goal,

@@ -7,8 +7,8 @@ relevance to the goal and progress note and cut to ``context.max_tools``, and wi
 Update: ``messages`` (the AI reply), ``pending_actions`` (``"name#id"`` of each requested call,
 including calls whose arguments were not valid JSON: ``invalid_tool_calls``, case K3, which
 ``dispatch_tools`` answers with an error result so the model can regenerate), and ``metrics``
-(``model_calls``, ``tokens_in``, ``tokens_out``; the endpoint's usage report, else an
-approximate count). A model that cannot be reached, refuses the key or does not know the
+and ``turn_metrics`` (``model_calls``, ``tokens_in``, ``tokens_out``; the endpoint's usage
+report, else an approximate count). A model that cannot be reached, refuses the key or does not know the
 model name raises :class:`ModelUnavailableError` naming the endpoint and the next step; the
 checkpoint before this node stays resumable.
 """
@@ -131,5 +131,6 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return {
         "messages": [reply],
         "pending_actions": [f"{c['name']}#{c['id']}" for c in calls],
-        "metrics": {"model_calls": 1, "tokens_in": tokens_in, "tokens_out": tokens_out},
+        "metrics": (counts := {"model_calls": 1, "tokens_in": tokens_in, "tokens_out": tokens_out}),
+        "turn_metrics": counts,
     }

@@ -16,7 +16,8 @@ and continues with the answer when resumed with ``Command(resume=...)`` (a value
 Update: ``pending_results`` — one record per call, ``{"tool_call_id", "name", "status",
 "error", "error_kind", "payload_path", "latency_s", "attempts"}``; the raw payload is written
 to ``<data_dir>/payloads/`` so it never enters a checkpoint or the prompt (K2); ``metrics``
-(``tool_calls`` and cumulative ``tool_latency_s`` per tool, ``tool_errors``, ``tool_retries``);
+and ``turn_metrics`` (``tool_calls`` and ``tool_latency_s`` per tool, ``tool_errors``,
+``tool_retries``);
 ``pending_actions`` cleared.
 """
 
@@ -182,5 +183,7 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
     return {
         "pending_results": results,
         "pending_actions": [],
-        "metrics": {"tool_calls": counts, "tool_latency_s": latency, "tool_errors": errors, "tool_retries": retries},
+        "metrics": (tallies := {"tool_calls": counts, "tool_latency_s": latency, "tool_errors": errors,
+                                "tool_retries": retries}),
+        "turn_metrics": tallies,
     }

@@ -209,3 +209,17 @@ async def test_a_result_with_lone_surrogates_is_stored_not_crashed(scripted):
     ctx = scripted([tool_call("weird", {}, "w1"), AIMessage("ok")], box)
     out = await run(ctx, "weird output")
     assert tool_messages(out)[0].status == "success" and out["messages"][-1].content == "ok"
+
+
+async def test_turn_metrics_count_the_current_turn_only(scripted):
+    box = FakeToolbox()
+    box.add("ping", lambda: "pong")
+    ctx = scripted([tool_call("ping", {}, "p1"), AIMessage("one"), AIMessage("two")], box)
+    agent = make_graph(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "turns"}}
+    first = await agent.ainvoke({"messages": [HumanMessage("ping it")]}, config, context=ctx)
+    assert first["turn_metrics"]["model_calls"] == 2 and first["turn_metrics"]["tool_calls"] == {"ping": 1}
+    second = await agent.ainvoke({"messages": [HumanMessage("again?")]}, config, context=ctx)
+    assert second["turn_metrics"]["model_calls"] == 1 and "tool_calls" not in second["turn_metrics"]
+    assert second["metrics"]["model_calls"] == 3  # cumulative
+    assert second["turn_metrics"]["tokens_in"] > 0
