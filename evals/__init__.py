@@ -1,0 +1,1 @@
+"""Benchmarks and probes (``python -m evals.<name>``); figures in evals/README.md."""

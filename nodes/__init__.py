@@ -1,0 +1,1 @@
+"""One file per graph node; each is ``async (state, runtime) -> update`` and imports no other node."""
