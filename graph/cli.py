@@ -89,6 +89,10 @@ class ThreadBusyError(RuntimeError):
     """Another process is running a turn on the same thread."""
 
 
+class NothingToResumeError(RuntimeError):
+    """``hermes resume`` on a thread that is not waiting for an answer."""
+
+
 @asynccontextmanager
 async def thread_lock(data_dir: Path, thread_id: str):
     """Hold ``<data_dir>/locks/<thread>.lock`` (``flock``) for a turn: two processes on one thread
@@ -247,7 +251,13 @@ async def _run_turn(
             config["configurable"]["checkpoint_id"] = checkpoint_id
         if callbacks:
             config["callbacks"] = callbacks
-        before = (await agent.aget_state(config)).values.get("metrics", {}) if thread_id else {}
+        current = await agent.aget_state(config)
+        if resume is not None and not current.interrupts:
+            raise NothingToResumeError(
+                f"thread {thread_id!r} is not waiting for an answer"
+                + (" (no such thread)" if current.created_at is None else "")
+                + "; start a new turn with: hermes run \"<task>\" --thread " + thread_id)
+        before = current.values.get("metrics", {}) if thread_id else {}
         graph_input: Any = Command(resume=resume) if resume is not None else {"messages": [HumanMessage(task)]}
         try:
             while True:
@@ -309,7 +319,7 @@ async def _guarded(coro_factory, context: Context | None = None, thread_id: str 
         await coro_factory()
     except ModelUnavailableError as exc:
         code, message = 2, f"model unavailable: {exc}"
-    except ThreadBusyError as exc:
+    except (ThreadBusyError, NothingToResumeError) as exc:
         code, message = 1, str(exc)
     except sqlite3.DatabaseError as exc:
         db = checkpoints_path(context.data_dir) if context else "checkpoints.sqlite"

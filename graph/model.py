@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import json
+import re
 import os
 import signal
 import socket
@@ -193,8 +194,9 @@ def parse_step(message: AIMessage) -> AIMessage:
                 ],
                 **common,
             )
-        # A free-text answer cut at the length limit: keep what was said.
-        return AIMessage(content=stripped.removeprefix('{"response":').strip().strip('"'), **common)
+        # A free-text answer cut at the length limit: keep what was said, without the wrapper.
+        said = re.sub(r'^\{\s*"response"\s*:\s*"?', "", stripped)
+        return AIMessage(content=said.rstrip('"} \n'), **common)
     if isinstance(data, dict) and isinstance(data.get("tool_call"), dict):
         call = data["tool_call"]
         return AIMessage(

@@ -26,6 +26,7 @@ from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.model import ModelUnavailableError, load_chat_model
+from graph.progress import missing_steps
 from graph.resources import get_toolbox
 from graph.state import State
 from tools.registry import ToolRegistry
@@ -101,8 +102,14 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     toolbox = await get_toolbox(context)
     model = await load_chat_model(context)
     max_tools = context.max_tools or (EMBEDDED_MAX_TOOLS if is_embedded(context) else 0)
+    blocked = set(state.blocked_tools)
+    if state.must_call_tool:
+        # a call is required because known steps are missing: offer exactly those steps
+        missing = missing_steps(state.goal, state.messages, toolbox.registry.names())
+        if missing:
+            blocked |= set(toolbox.registry.names()) - set(missing)
     tools = offered_tools(
-        toolbox.registry, f"{state.goal}\n{state.progress_note}", set(state.blocked_tools), max_tools,
+        toolbox.registry, f"{state.goal}\n{state.progress_note}", blocked, max_tools,
         must_call=state.must_call_tool,
     )
     bound = _bind(model, tools, state.must_call_tool)

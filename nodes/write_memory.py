@@ -90,7 +90,9 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
             tools_used=done,
             stop_reason=state.stop_reason,
             failed_then_succeeded=sorted(failed & set(done)),
-            origin_message_id=work[0].id if work else None,
+            # the turn's last message: on another branch of the same turn it is absent, so a
+            # memory of this attempt is not recalled there (rollback inside a turn included)
+            origin_message_id=(messages[-1].id if messages else (state.messages[-1].id if state.messages else None)),
         )
         if events:
             run_in_background(memory.write_events(events), name=f"memory-write:{thread_id}")
@@ -100,7 +102,9 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
     # the mirror is for recovery, not for this answer: written off the hot path (the mirror
     # serialises appends per thread; resources.drain_background waits for it at exit)
     run_in_background(_mirror(context.data_dir, thread_id, [*state.messages, *messages]), name=f"mirror:{thread_id}")
-    update: dict[str, Any] = {"metrics": {"turns": 1, "memory_writes": written}}
+    # the turn is over: per-turn steering state is cleared (Studio shows a clean workbench)
+    update: dict[str, Any] = {"metrics": {"turns": 1, "memory_writes": written},
+                              "blocked_tools": [], "must_call_tool": False, "progress_note": ""}
     if messages:  # an empty write would still re-serialise the whole message channel
         update["messages"] = messages
     return update

@@ -252,3 +252,26 @@ def test_preview_shapes():
 def test_branches_need_a_checkpointer():
     with pytest.raises(BranchError, match="checkpointer"):
         Branches(make_graph())
+
+
+async def test_rolling_back_inside_a_turn_also_hides_that_attempts_memory(scripted):
+    ctx = scripted([
+        tool_call("plan_b", {}, "cb"), AIMessage("Report done, posted and reminded."),
+        AIMessage("Only the first step is done."),
+    ], box_with_tools())
+    model = scripted.models[ctx.model]
+    agent = make_graph(checkpointer=InMemorySaver())
+    branches = Branches(agent)
+    await turn(agent, ctx, "run plan b for the report")
+    await resources.drain_background()
+    tree = await branches.branch_tree("t")
+    # the checkpoint right after the tool result, inside the turn (before the final answer)
+    inside = [n.checkpoint_id for n in tree.nodes.values() if n.node == "compress_results"]
+    assert len(inside) == 1
+    await branches.rollback("t", inside[0])
+    state = await agent.aget_state({"configurable": {"thread_id": "t"}})
+    assert all("posted and reminded" not in str(m.content) for m in state.values["messages"])
+    seen = len(model.seen)
+    await turn(agent, ctx, "what did plan b do for the report?")
+    for prompt in model.seen[seen:]:
+        assert "posted and reminded" not in "\n".join(str(m.content) for m in prompt)

@@ -73,3 +73,11 @@ def test_tools_lint_passes_for_the_shipped_tools(tmp_path):
     out = runner.invoke(app, ["tools", "lint", "--data-dir", str(tmp_path)])
     assert out.exit_code == 0, out.output
     assert "all tool definitions pass lint" in out.output
+
+
+def test_resume_refuses_a_thread_that_is_not_waiting(tmp_path):
+    scripted_cli("cli-noq", [AIMessage("done")], tmp_path)
+    assert runner.invoke(app, ["run", "hi", "--model", "cli-noq", "--data-dir", str(tmp_path), "--thread", "F"]).exit_code == 0
+    for thread in ("F", "nosuch"):
+        out = runner.invoke(app, ["resume", "yes", "--thread", thread, "--model", "cli-noq", "--data-dir", str(tmp_path)])
+        assert out.exit_code == 1 and "not waiting for an answer" in out.output

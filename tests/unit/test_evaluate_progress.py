@@ -118,3 +118,24 @@ def test_small_models_are_offered_only_relevant_tools(runtime):
     assert names and names[0] == "post_message"
     assert len(offered_tools(registry, "hello there", set(), max_tools=0)) == 4  # no cap: all tools
     assert len(offered_tools(registry, "hello there", set(), max_tools=2, must_call=True)) == 2
+
+
+async def test_a_required_call_is_offered_only_the_missing_steps(runtime):
+    from graph.model import register_model
+    from nodes.call_model import call_model
+    from tests.conftest import ScriptedChat
+
+    offered: list[list[str]] = []
+
+    class Recorder(ScriptedChat):
+        def bind_tools(self, tools, **kwargs):
+            offered.append([t["function"]["name"] for t in tools])
+            return self
+
+    register_model("recorder", lambda _c: Recorder(messages=iter([AIMessage("x")])))
+    runtime.context.model = "recorder"
+    goal = "Write last month's sales report."
+    state = State(messages=[HumanMessage(goal, id="h")], goal=goal, goal_distance=1, must_call_tool=True,
+                  progress_note="Steps of this task: generate_report.", window=[["h", 0]])
+    await call_model(state, runtime)
+    assert offered == [["generate_report"]]

@@ -167,7 +167,9 @@ class MCPServer:
             if self.state in ("new", "ready") and not stop.is_set():
                 self.error = ("failed to start: " if self.state == "new" else "connection lost: ") + reason
                 self.state = "failed"
-                log.warning("MCP server %s %s", self.name, self.error)
+                # a cancelled session task is the host shutting down, not a server failure
+                (log.info if isinstance(exc, asyncio.CancelledError) else log.warning)(
+                    "MCP server %s %s", self.name, self.error)
             if not ready.done():
                 ready.set_exception(ToolTransportError(self.name, self.error or reason))
                 ready.exception()
