@@ -132,7 +132,8 @@ async def ainput(prompt: str) -> str:
                 print(line)  # piped input: keep the transcript readable
             loop.call_soon_threadsafe(lambda: future.done() or future.set_result(line))
         except BaseException as exc:  # noqa: BLE001 - EOFError, KeyboardInterrupt: handed over
-            loop.call_soon_threadsafe(lambda: future.done() or future.set_exception(exc))
+            # bind now: the name `exc` is deleted when the except block ends
+            loop.call_soon_threadsafe(lambda error=exc: future.done() or future.set_exception(error))
 
     threading.Thread(target=read, daemon=True, name="hermes-input").start()
     return await future

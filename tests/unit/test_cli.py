@@ -81,3 +81,11 @@ def test_resume_refuses_a_thread_that_is_not_waiting(tmp_path):
     for thread in ("F", "nosuch"):
         out = runner.invoke(app, ["resume", "yes", "--thread", thread, "--model", "cli-noq", "--data-dir", str(tmp_path)])
         assert out.exit_code == 1 and "not waiting for an answer" in out.output
+
+
+@pytest.mark.timeout(30)
+def test_chat_ends_cleanly_at_end_of_input(tmp_path):
+    scripted_cli("cli-chat", [AIMessage("hi back")], tmp_path)
+    out = runner.invoke(app, ["chat", "--model", "cli-chat", "--data-dir", str(tmp_path)], input="hello\n")
+    assert out.exit_code == 0, out.output
+    assert "hi back" in out.output
