@@ -62,7 +62,7 @@ def build_session(turns: int, seed: int = 7) -> list[tuple[list, str | None]]:
             call = {"name": "query_database", "args": {"sql": f"SELECT day, region, revenue FROM sales WHERE region = '{region}'"}, "id": f"c{t}"}
             session.append(([HumanMessage(f"Show daily revenue for the {region} region.", id=f"h{t}"),
                              AIMessage("", tool_calls=[call], id=f"a{t}"),
-                             ToolMessage(json.dumps({"status": "ok", "summary": f"query_database: 40 rows", "data": {"columns": ["day", "region", "revenue"], "rows": rows}}), tool_call_id=f"c{t}", name="query_database", id=f"r{t}"),
+                             ToolMessage(json.dumps({"status": "ok", "summary": "query_database: 40 rows", "data": {"columns": ["day", "region", "revenue"], "rows": rows}}), tool_call_id=f"c{t}", name="query_database", id=f"r{t}"),
                              AIMessage(f"The {region} region had {sum(r[2] for r in rows)} in revenue over 40 days.", id=f"f{t}")], None))
         elif kind == "post":
             call = {"name": "post_message", "args": {"channel": "project", "text": f"Update {t}: numbers are in."}, "id": f"c{t}"}

@@ -32,7 +32,7 @@ import jsonschema
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from graph.context import Context
-from graph.model import astop_embedded_server, embedded_server, load_chat_model
+from graph.model import astop_embedded_server, load_chat_model
 from nodes.assemble_context import SYSTEM_PROMPT
 from graph.progress import required_steps
 from nodes.call_model import EMBEDDED_MAX_TOOLS, offered_tools

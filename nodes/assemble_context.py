@@ -295,6 +295,7 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
     update: dict[str, Any] = {}
     last = state.messages[-1] if state.messages else None
     memories = state.memory_context
+    registry = (await get_toolbox(context)).registry
     if isinstance(last, HumanMessage):
         goal = last.text if hasattr(last, "text") else str(last.content)
         goal = goal if isinstance(goal, str) else str(last.content)
@@ -307,7 +308,7 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
             )
         except Exception:  # memory must never block the answer (DESIGN §4)
             memories = []
-        steps = sorted(required_steps(goal, (await get_toolbox(context)).registry.names()))
+        steps = sorted(required_steps(goal, registry.names()))
         intent = tag_intent(goal)
         # the tag lives on the message (Studio shows it; later selection reads it)
         tagged = last.model_copy(update={"additional_kwargs": {**last.additional_kwargs, "intent": intent}})
@@ -330,7 +331,6 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
             memory_context=memories,
             references=[f"memory:{i}" for i in range(len(memories))],
         )
-    registry = (await get_toolbox(context)).registry
     stale = {mid for change in registry.schema_changes if change.mark_history
              for mid in change.invalid_calls(state.messages)}
     system_prompt = build_system_prompt(

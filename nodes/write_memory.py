@@ -25,17 +25,11 @@ from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.mirror import append_turn
+from graph.progress import current_goal_messages
 from graph.resources import get_memory, run_in_background
 from graph.state import State
 
 log = logging.getLogger(__name__)
-
-
-def _current_goal(messages: list) -> list:
-    from langchain_core.messages import HumanMessage
-
-    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
-    return messages[start:]
 
 
 async def _mirror(data_dir: str, thread_id: str, messages: list) -> None:
@@ -63,7 +57,7 @@ def stop_notice(reason: str, done: list[str], report_path: str | None, answer: s
 async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Graph node: see the module docstring for the update it returns."""
     context = runtime.context or Context()
-    work = _current_goal(state.messages)
+    work = current_goal_messages(state.messages)
     results = [m for m in work if isinstance(m, ToolMessage)]
     done = sorted({m.name for m in results if m.status != "error" and m.name})
     failed = {m.name for m in results if m.status == "error" and m.name}
