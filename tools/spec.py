@@ -8,6 +8,7 @@ translated into it. Units: ``timeout_s`` in seconds.
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from typing import Any
 
@@ -33,8 +34,19 @@ class ToolSpec(BaseModel):
         parameters    JSON Schema of the arguments, ``{"type": "object", "properties": ...,
                       "required": [...]}``.
         timeout_s     seconds before the run is interrupted (10 ordinary, 30 heavy).
-        side_effect   True when the tool writes something (file, DB, message); such calls are
-                      idempotent per ``request_id`` in the registry.
+        side_effect   True when the tool writes something (file, DB, message); such calls run
+                      at most once per ``request_id`` (the registry's idempotency ledger).
+        idempotent    True when repeating the call with the same arguments has no further effect
+                      (MCP ``idempotentHint``). Decides retries: a side-effect call that timed
+                      out or lost its transport is retried only when this is True (or the
+                      request is known never to have reached the tool); otherwise its outcome
+                      is reported as unknown. Read-only tools are always safe to retry.
+        requested_by  regular expressions (case-insensitive) of a request clause that asks for
+                      this tool ("post ... to the group"). A goal with such a clause makes the
+                      tool a *required step* (step tracking, masking, stop rules in the graph).
+                      Empty: derived from the name (:meth:`request_patterns`).
+        artifact_field field of a successful result that names what the call produced (a file
+                      path, a URL, an id); the graph lists these as the goal's artifacts.
         result_schema optional JSON Schema of a successful result (for the result pipeline).
         source        ``"builtin"`` or ``"mcp:<server>"`` (named in duplicate errors, K5).
     """
@@ -46,8 +58,28 @@ class ToolSpec(BaseModel):
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}, "required": []})
     timeout_s: float = ORDINARY_TIMEOUT_S
     side_effect: bool = False
+    idempotent: bool = False
+    requested_by: tuple[str, ...] = ()
+    artifact_field: str | None = None
     result_schema: dict[str, Any] | None = None
     source: str = "builtin"
+
+    @property
+    def retry_safe(self) -> bool:
+        """True when running the call again cannot repeat an effect (read-only or idempotent)."""
+        return not self.side_effect or self.idempotent
+
+    def request_patterns(self) -> list[re.Pattern[str]]:
+        """Compiled :attr:`requested_by`; when empty, one pattern derived from the name: every
+        word of the name (``write_file`` → ``write``, ``file``) appears in the clause as the
+        start of a word. So a tool whose metadata says nothing is a step only of requests that
+        name it; declare ``requested_by`` for natural phrasings."""
+        if self.requested_by:
+            return [_compile_request(p) for p in self.requested_by]
+        words = [w for w in re.split(r"_+", self.name.split("__")[-1]) if len(w) >= 3]
+        if not words:
+            return []
+        return [_compile_request("".join(f"(?=.*\\b{re.escape(w)})" for w in words))]
 
     def openai_tool(self) -> dict[str, Any]:
         """The OpenAI function-tool dict ``{"type": "function", "function": {...}}`` for bind_tools."""
@@ -55,6 +87,11 @@ class ToolSpec(BaseModel):
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile_request(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.I | re.S)
 
 
 def lint(spec: ToolSpec) -> list[str]:
@@ -102,6 +139,11 @@ def lint(spec: ToolSpec) -> list[str]:
             jsonschema.validators.validator_for(spec.result_schema).check_schema(spec.result_schema)
         except jsonschema.SchemaError as exc:
             problems.append(f"result_schema is not a valid JSON Schema: {exc.message}")
+    for pattern in spec.requested_by:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            problems.append(f"requested_by pattern {pattern!r} is not a regular expression: {exc}")
     if spec.source != "builtin" and not re.match(r"^mcp:.+", spec.source or ""):
         problems.append(f"source {spec.source!r} must be 'builtin' or 'mcp:<server>'")
     return problems

@@ -77,6 +77,12 @@ GENERATE_REPORT = ToolSpec(
     },
     timeout_s=HEAVY_TIMEOUT_S,
     side_effect=True,
+    requested_by=(
+        r"\b(write|generate|create|make|produce|prepare|draft|summari[sz]e|compile)\b.{0,80}\breports?\b",
+        r"\breport\b.{0,30}\b(for|on|about)\b.{0,20}\b(last|this|previous)\b",
+        r"(写|生成|做|总结).{0,20}报告",
+    ),
+    artifact_field="path",
     result_schema={
         "type": "object",
         "properties": {"path": {"type": "string"}, "month": {"type": "string"},
@@ -109,6 +115,9 @@ SCHEDULE_REMINDER = ToolSpec(
     },
     timeout_s=ORDINARY_TIMEOUT_S,
     side_effect=True,
+    # asking twice returns the existing reminder (schedule_reminder dedupes): safe to retry
+    idempotent=True,
+    requested_by=(r"\bremind me\b", r"\b(set|schedule|create|add)\b.{0,30}\breminders?\b", r"提醒我"),
 )
 
 LIST_REMINDERS = ToolSpec(
