@@ -27,7 +27,8 @@ from pathlib import Path
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage, trim_messages
 from langchain_core.messages.utils import count_tokens_approximately
 
-from nodes.assemble_context import SYSTEM_PROMPT, select_window, tag_intent
+from graph.intent import tag_intent
+from nodes.assemble_context import SYSTEM_PROMPT, select_window
 
 FACTS = [
     ("warehouse code for Lyon", "LY-4471"), ("budget owner for marketing", "Ines Moreau"),

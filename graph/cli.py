@@ -221,7 +221,7 @@ async def run_turn(
 
     Returns the summary: ``answer``, ``thread_id``, ``checkpoint_id``, ``tools_called``
     ({name: count} this turn), ``tokens_in``/``tokens_out``, ``memory_writes``, ``stop_reason``,
-    ``report_path``, ``recovery`` (None, or the notice shown when the thread's checkpoint was
+    ``artifacts`` (what the turn's tools produced, e.g. report paths), ``recovery`` (None, or the notice shown when the thread's checkpoint was
     unreadable and the session was rebuilt from its mirror, ``graph.recovery``). ``callbacks``
     are LangChain callback handlers passed to every model call. After the turn the thread's
     active branch is appended to ``<data_dir>/mirror/<thread>.jsonl`` (``graph.mirror``).
@@ -293,7 +293,7 @@ async def _run_turn(
         "tokens_out": metrics.get("tokens_out", 0) - before.get("tokens_out", 0),
         "memory_writes": metrics.get("memory_writes", 0) - before.get("memory_writes", 0),
         "stop_reason": values.get("stop_reason"),
-        "report_path": values.get("report_path"),
+        "artifacts": values.get("artifacts") or [],
         "recovery": recovery.notice() if recovery else None,
         "question": text if question is not None else None,
     }
@@ -304,8 +304,8 @@ def print_summary(summary: dict[str, Any]) -> None:
     console.print(Panel(str(summary["answer"]) or "(no answer)", title="Hermes", border_style=style))
     table = Table(show_header=False, box=None)
     for key in ("thread_id", "checkpoint_id", "tools_called", "tokens_in", "tokens_out",
-                "memory_writes", "stop_reason", "report_path"):
-        table.add_row(key, str(summary[key] if summary[key] not in (None, {}) else "—"))
+                "memory_writes", "stop_reason", "artifacts"):
+        table.add_row(key, str(summary[key] if summary[key] not in (None, {}, []) else "—"))
     console.print(table)
     if summary.get("question"):
         console.print(f"[bold yellow]The agent is waiting for an answer:[/bold yellow] {summary['question']}\n"
@@ -788,11 +788,11 @@ def session_show(
         state.add_row("goal distance", str(values.get("goal_distance") if values.get("goal_distance") is not None else "—"))
         if values.get("progress_note"):
             state.add_row("progress note", preview_markup(str(values["progress_note"])[:200]))
-        state.add_row("report", str(values.get("report_path") or "—"))
+        state.add_row("artifacts", ", ".join(values.get("artifacts") or []) or "—")
         state.add_row("memories in prompt", str(len(values.get("memory_context") or [])))
         extra = [k for k in workbench if k not in {
             "goal", "intent", "stop_reason", "pending_actions", "references", "blocked_tools", "tool_rounds",
-            "goal_distance", "progress_note", "report_path", "memory_context", "metrics", "pending_results",
+            "goal_distance", "progress_note", "artifacts", "memory_context", "metrics", "pending_results",
             "must_call_tool", "stalled_rounds"}]
         for key in extra:  # fields other modules add to the workbench later
             state.add_row(key.replace("_", " "), preview_markup(json.dumps(workbench[key], ensure_ascii=False, default=str)[:200]))

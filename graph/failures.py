@@ -9,10 +9,14 @@ error_kind           recovery     cap
 ===================  ===========  ==============================================================
 invalid_arguments    regenerate   the error goes back to the model; ``evaluate_progress`` stops
 unknown_tool         regenerate   after ``MAX_STALLED_ROUNDS`` rounds without progress
+not_offered          regenerate   (same; the error names the tools that were offered)
 tool_error           regenerate   (same)
 timeout              retry        ``MAX_RETRIES`` retries with exponential backoff, same
-transport            retry        ``request_id`` (the ledger makes side effects happen once);
-                                  MCP servers also reconnect/fail over in the tool layer
+transport            retry        ``request_id``. The registry reports these two only where a
+                                  retry cannot repeat an effect: read-only or idempotent tools,
+                                  or a request known never to have been sent
+outcome_unknown      tell_user    never retried: a side-effect call that timed out or lost its
+                                  transport may have run; the model and the user are told
 missing_arguments    ask_user     LangGraph ``interrupt()``; one question per missing field
 ===================  ===========  ==============================================================
 """
@@ -28,11 +32,14 @@ class Recovery(StrEnum):
     REGENERATE = "regenerate"
     RETRY = "retry"
     ASK_USER = "ask_user"
+    TELL_USER = "tell_user"
 
 
 POLICY: dict[str, Recovery] = {
     "invalid_arguments": Recovery.REGENERATE,
     "unknown_tool": Recovery.REGENERATE,
+    "not_offered": Recovery.REGENERATE,
+    "outcome_unknown": Recovery.TELL_USER,
     "tool_error": Recovery.REGENERATE,
     "timeout": Recovery.RETRY,
     "transport": Recovery.RETRY,

@@ -1,12 +1,22 @@
-"""Goal-progress rules shared by the nodes (seed §5.2 "distance to the goal"; DESIGN §5).
+"""Goal-progress rules shared by the nodes (seed §5.2 "distance to the goal"; DESIGN §0, §5).
 
-A goal's **required steps** are tools its text asks for (``STEP_RULES``: the flagship task of
-seed §5.1 — report, post to the group, monthly reminder — and its parts). A step is required
-only by a clause that *asks for the action*: an action verb with its object ("post it to the
-project group", "remind me every month"); a negated clause ("don't post anything"), a question
-("did you already send the report?") or a stated preference ("I prefer short reports")
-requires nothing. **Distance** is the number of required steps, among the tools actually
-registered, without a successful result for the current goal. Pure functions; no I/O.
+Nothing here knows a tool by name: every rule reads the tools' own metadata
+(:class:`tools.spec.ToolSpec`), so a tool added by a user — builtin or MCP — gets step
+tracking, masking and stop rules without a change in ``graph/`` or ``nodes/``.
+
+* A goal's **required steps** are the registered tools whose ``requested_by`` patterns match a
+  clause of the goal that *asks for an action* ("post it to the project group", "remind me
+  every month"). A negated clause ("don't post anything"), a question ("did you already send
+  the report?") or a stated preference ("I prefer short reports") requires nothing.
+* **Distance** is the number of required steps without a successful result for the current
+  goal.
+* A **side-effect tool** is offered to the model only when it is a required step of the goal:
+  a read-only request ("what time is it in Tokyo?") can never trigger a post or a reminder,
+  whatever the model does (``call_model`` binds only the offer; ``dispatch_tools`` refuses
+  anything else).
+* **Artifacts** are what successful calls produced, named by each tool's ``artifact_field``.
+
+Pure functions; no I/O.
 """
 
 from __future__ import annotations
@@ -18,22 +28,10 @@ from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 
-# tool name → pattern of a clause that asks for it (verb + object, either order)
-STEP_RULES: dict[str, re.Pattern[str]] = {
-    "generate_report": re.compile(
-        r"\b(write|generate|create|make|produce|prepare|draft|summari[sz]e|compile)\b.{0,80}\breports?\b"
-        r"|\breport\b.{0,30}\b(for|on|about)\b.{0,20}\b(last|this|previous)\b|(写|生成|做|总结).{0,20}报告",
-        re.I,
-    ),
-    "post_message": re.compile(
-        r"\b(post|send|share|announce)\b.{0,80}\b(group|channel|team|chat)\b|(发到|发送到|发给).{0,20}(群|频道)",
-        re.I,
-    ),
-    "schedule_reminder": re.compile(
-        r"\bremind me\b|\b(set|schedule|create|add)\b.{0,30}\breminders?\b|提醒我", re.I
-    ),
-}
-# a clause with one of these asks for nothing (negation, question, stated preference)
+from tools.spec import ToolSpec
+
+# A clause with one of these asks for nothing (negation, question, stated preference). These
+# are rules about requests in general (English and Chinese), not about any tool.
 NOT_A_REQUEST = re.compile(
     r"\b(don'?t|do not|never|no need|without|not)\b|不要|别|不用"
     r"|^\s*(did|have|has|was|were|is|are|can|could|should|would|do|does|why|what|when|how)\b.*\?\s*$"
@@ -54,15 +52,33 @@ def current_goal_messages(messages: list[AnyMessage]) -> list[AnyMessage]:
     return messages[start:]
 
 
+def goal_message_id(messages: list[AnyMessage]) -> str:
+    """Id of the human message that set the current goal ("" when there is none). It is the
+    same on every branch that shares that message, so it keys exactly-once side effects."""
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            return str(message.id or "")
+    return ""
+
+
 def call_signature(call: dict[str, Any]) -> str:
     """``name(args)`` with keys sorted: equal for identical calls."""
     return f"{call['name']}({json.dumps(call.get('args', {}), sort_keys=True, default=str)})"
 
 
-def required_steps(goal: str, available: Iterable[str]) -> set[str]:
-    """Registered tools (``available``) that a requesting clause of the goal requires."""
+def required_steps(goal: str, specs: Iterable[ToolSpec]) -> set[str]:
+    """Names of the tools in ``specs`` that a requesting clause of ``goal`` asks for."""
     clauses = requested_clauses(goal)
-    return {name for name, pattern in STEP_RULES.items() if any(pattern.search(c) for c in clauses)} & set(available)
+    if not clauses:
+        return set()
+    return {spec.name for spec in specs if any(p.search(c) for p in spec.request_patterns() for c in clauses)}
+
+
+def unrequested_side_effects(goal: str, specs: Iterable[ToolSpec]) -> set[str]:
+    """Side-effect tools no clause of ``goal`` asks for: never offered for this goal."""
+    specs = list(specs)
+    required = required_steps(goal, specs)
+    return {spec.name for spec in specs if spec.side_effect and spec.name not in required}
 
 
 def succeeded_tools(messages: list[AnyMessage]) -> set[str]:
@@ -70,6 +86,26 @@ def succeeded_tools(messages: list[AnyMessage]) -> set[str]:
     return {m.name for m in messages if isinstance(m, ToolMessage) and m.status != "error" and m.name}
 
 
-def missing_steps(goal: str, messages: list[AnyMessage], available: Iterable[str]) -> list[str]:
+def missing_steps(goal: str, messages: list[AnyMessage], specs: Iterable[ToolSpec]) -> list[str]:
     """Required steps of ``goal`` not yet done in the current goal's messages, sorted."""
-    return sorted(required_steps(goal, available) - succeeded_tools(current_goal_messages(messages)))
+    return sorted(required_steps(goal, specs) - succeeded_tools(current_goal_messages(messages)))
+
+
+def artifacts(messages: list[AnyMessage], specs: Iterable[ToolSpec]) -> list[str]:
+    """What the successful calls among ``messages`` produced: the value of each tool's
+    ``artifact_field`` in its result envelope's ``data`` (e.g. a report's path), in call order,
+    without repeats."""
+    fields = {spec.name: spec.artifact_field for spec in specs if spec.artifact_field}
+    found: list[str] = []
+    for message in messages:
+        field = fields.get(message.name or "") if isinstance(message, ToolMessage) else None
+        if not field or message.status == "error":
+            continue
+        try:
+            data = json.loads(message.content).get("data") or {}
+        except (TypeError, ValueError, AttributeError):
+            continue
+        value = data.get(field) if isinstance(data, dict) else None
+        if value and str(value) not in found:
+            found.append(str(value))
+    return found

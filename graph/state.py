@@ -3,6 +3,8 @@
 Shapes:
     messages      list[AnyMessage]   user input, model replies, tool results (add_messages reducer)
     goal          str                the current goal: the latest user request that started a task
+    goal_id       str                id of the human message that set ``goal`` (the same on every
+                                     branch sharing it): part of side-effect request ids
     intent        str                rule-based intent tag of the current turn (seed §1.2)
     pending_actions list[str]        tool calls requested and not yet answered ("name#id")
     references    list[str]          context referenced this turn (memories, files, handles)
@@ -19,6 +21,8 @@ Shapes:
     blocked_tools list[str]          tools not offered on the next model call (evaluate_progress):
                                      side-effect tools already done for this goal, tools at their
                                      repeat limit; every tool once the goal's steps are all done
+    offered_tools list[str]          tools bound to the last model call; ``dispatch_tools`` runs
+                                     only these (a call to any other tool gets an error result)
     must_call_tool bool              the next model call must call one of the offered tools
                                      (``tool_choice="required"``; set when the model stalled or
                                      answered with goal steps still missing)
@@ -34,7 +38,8 @@ Shapes:
                                      horizon), in the system prompt; originals stay in messages
     archived_turns int               how many turns archive_summary covers
     memory_context list[str]         labelled memories retrieved for the prompt
-    report_path   str | None         report file produced by the task, if any
+    artifacts     list[str]          what the goal's successful calls produced (each tool's
+                                     ``artifact_field``: file paths, URLs, ids)
 """
 
 from __future__ import annotations
@@ -79,6 +84,7 @@ class State(InputState):
     """The workbench. See the module docstring for every field's shape."""
 
     goal: str = ""
+    goal_id: str = ""
     intent: str = ""
     pending_actions: list[str] = field(default_factory=list)
     references: list[str] = field(default_factory=list)
@@ -89,6 +95,7 @@ class State(InputState):
     goal_distance: int | None = None
     stalled_rounds: int = 0
     blocked_tools: list[str] = field(default_factory=list)
+    offered_tools: list[str] = field(default_factory=list)
     must_call_tool: bool = False
     progress_note: str = ""
     system_prompt: str = ""
@@ -97,7 +104,7 @@ class State(InputState):
     archive_summary: list[str] = field(default_factory=list)
     archived_turns: int = 0
     memory_context: list[str] = field(default_factory=list)
-    report_path: str | None = None
+    artifacts: list[str] = field(default_factory=list)
 
     def prompt_messages(self) -> list[AnyMessage]:
         """What the next model call sends, in seed §6.2 order: the system turn (instructions,

@@ -29,41 +29,33 @@ from langchain_core.messages import (
     AIMessage,
     AnyMessage,
     HumanMessage,
+    RemoveMessage,
     SystemMessage,
     ToolMessage,
 )
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from cachetools import LRUCache
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from graph.context import Context
+from graph.history import close_unanswered
+from graph.intent import tag_intent
 from graph.progress import required_steps
 from graph.resources import get_memory, get_toolbox
 from graph.state import State
+
+#: The result given to a call left without one when the conversation went on without running it
+#: (a fork or rollback to a checkpoint between a model call and its dispatch, then a new message).
+NOT_RUN = ("not run: the conversation continued from an earlier checkpoint before this call was "
+           "dispatched; it had no effect")
 
 SYSTEM_PROMPT = (
     "You are Hermes, an agent that does work with tools. Use a tool when the task needs data or "
     "an action; answer directly when you already have what you need. Never invent tool results."
 )
 HISTORY_CHARS = 600  # earlier-goal messages are truncated to this many characters
-
-INTENT_RULES: list[tuple[str, re.Pattern[str]]] = [
-    ("report", re.compile(r"\b(report|summar|analy[sz]|总结|报告|分析)", re.I)),
-    ("data_query", re.compile(r"\b(sales|orders?|revenue|query|sql|database|销售|订单)", re.I)),
-    ("messaging", re.compile(r"\b(post|send|message|group|channel|群|发送)", re.I)),
-    ("scheduling", re.compile(r"\b(remind|schedule|every month|monthly|提醒|每月)", re.I)),
-    ("preference", re.compile(r"\b(i prefer|always|from now on|我喜欢|以后)", re.I)),
-]
-
-
-def tag_intent(text: str) -> str:
-    """Rule-based intent tag of a user turn (seed §1.2): the first matching rule, else 'chat'."""
-    for tag, pattern in INTENT_RULES:
-        if pattern.search(text):
-            return tag
-    return "chat"
-
 
 def message_groups(messages: list[AnyMessage]) -> list[list[AnyMessage]]:
     """Split history into atomic groups (see the module docstring). Orphan tool messages and
@@ -293,7 +285,8 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
     """Graph node: see the module docstring for the update it returns."""
     context = runtime.context or Context()
     update: dict[str, Any] = {}
-    last = state.messages[-1] if state.messages else None
+    messages = state.messages
+    last = messages[-1] if messages else None
     memories = state.memory_context
     registry = (await get_toolbox(context)).registry
     if isinstance(last, HumanMessage):
@@ -308,18 +301,28 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
             )
         except Exception:  # memory must never block the answer (DESIGN §4)
             memories = []
-        steps = sorted(required_steps(goal, registry.names()))
-        intent = tag_intent(goal)
+        specs = registry.specs()
+        steps = sorted(required_steps(goal, specs))
+        intent = tag_intent(goal, specs)
         # the tag lives on the message (Studio shows it; later selection reads it)
         tagged = last.model_copy(update={"additional_kwargs": {**last.additional_kwargs, "intent": intent}})
-        new_lines, archived = archive_lines(state.messages, state.archived_turns)
+        history, closed = close_unanswered(state.messages[:-1], NOT_RUN)
+        if closed:
+            # calls left pending by a fork/rollback: rewrite the history so each gets a result
+            # before the new request (add_messages can only append, hence remove-all + re-add)
+            new_messages: list[Any] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *history, tagged]
+            messages = [*history, tagged]
+        else:
+            new_messages = [tagged]
+        new_lines, archived = archive_lines(messages, state.archived_turns)
         update.update(
-            messages=[tagged],
+            messages=new_messages,
             metrics={"intents": {intent: 1}},
             turn_metrics={"reset": True},
             archive_summary=(state.archive_summary + new_lines)[-MAX_ARCHIVE_LINES:],
             archived_turns=archived,
             goal=goal,
+            goal_id=str(last.id or ""),
             intent=intent,
             tool_rounds=0,
             stop_reason=None,
@@ -332,19 +335,19 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
             references=[f"memory:{i}" for i in range(len(memories))],
         )
     stale = {mid for change in registry.schema_changes if change.mark_history
-             for mid in change.invalid_calls(state.messages)}
+             for mid in change.invalid_calls(messages)}
     system_prompt = build_system_prompt(
         memories, update.get("archive_summary", state.archive_summary), registry.migration_notes
     )
     window = select_window(
-        state.messages,
+        messages,
         context.token_budget,
         count_tokens_approximately([SystemMessage(system_prompt)]),
         query=update.get("goal", state.goal),
         intent=update.get("intent", state.intent),
         exclude=stale,
     )
-    original = {m.id: m for m in state.messages}
+    original = {m.id: m for m in messages}
     update.update(
         system_prompt=system_prompt,
         window=[[m.id, 0 if m is original.get(m.id) else len(_text(m)) - len(" …[truncated]")] for m in window],

@@ -1,10 +1,15 @@
 """Node ``call_model``: one model call over ``state.prompt_messages()`` with the registry's tools
 bound, less ``state.blocked_tools`` (evaluate_progress's masking: a grammar-constrained model
-cannot even name a blocked tool; with every tool blocked the model can only answer), ranked by
+cannot even name a blocked tool; with every tool blocked the model can only answer) and less
+every side-effect tool that no clause of the goal asks for (``graph.progress``), ranked by
 relevance to the goal and progress note and cut to ``context.max_tools``, and with
 ``tool_choice="required"`` when ``state.must_call_tool``.
 
-Update: ``messages`` (the AI reply), ``pending_actions`` (``"name#id"`` of each requested call,
+The offer is recorded in ``offered_tools``; ``dispatch_tools`` runs nothing else, so a model
+that names a blocked or unoffered tool anyway (any hosted model can) gets an error result.
+
+Update: ``messages`` (the AI reply), ``offered_tools`` (names bound to this call),
+``pending_actions`` (``"name#id"`` of each requested call,
 including calls whose arguments were not valid JSON: ``invalid_tool_calls``, case K3, which
 ``dispatch_tools`` answers with an error result so the model can regenerate), and ``metrics``
 and ``turn_metrics`` (``model_calls``, ``tokens_in``, ``tokens_out``; the endpoint's usage
@@ -26,7 +31,7 @@ from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.model import ModelUnavailableError, load_chat_model
-from graph.progress import missing_steps
+from graph.progress import missing_steps, unrequested_side_effects
 from graph.resources import get_toolbox
 from graph.state import State
 from tools.registry import ToolRegistry
@@ -102,10 +107,11 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     toolbox = await get_toolbox(context)
     model = await load_chat_model(context)
     max_tools = context.max_tools or (EMBEDDED_MAX_TOOLS if is_embedded(context) else 0)
-    blocked = set(state.blocked_tools)
+    specs = toolbox.registry.specs()
+    blocked = set(state.blocked_tools) | unrequested_side_effects(state.goal, specs)
     if state.must_call_tool:
         # a call is required because known steps are missing: offer exactly those steps
-        missing = missing_steps(state.goal, state.messages, toolbox.registry.names())
+        missing = missing_steps(state.goal, state.messages, specs)
         if missing:
             blocked |= set(toolbox.registry.names()) - set(missing)
     tools = offered_tools(
@@ -137,6 +143,7 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     calls = [*reply.tool_calls, *reply.invalid_tool_calls]
     return {
         "messages": [reply],
+        "offered_tools": [t["function"]["name"] for t in tools],
         "pending_actions": [f"{c['name']}#{c['id']}" for c in calls],
         "metrics": (counts := {"model_calls": 1, "tokens_in": tokens_in, "tokens_out": tokens_out}),
         "turn_metrics": counts,

@@ -99,6 +99,8 @@ async def compress_results(state: State, runtime: Runtime[Context]) -> dict[str,
                 tool_call_id=result["tool_call_id"],
                 name=result["name"],
                 status="error" if result["status"] != "ok" else "success",
+                # the failure class travels with the result (write_memory, Studio)
+                additional_kwargs={"error_kind": result["error_kind"]} if result.get("error_kind") else {},
             )
         )
     return {"messages": messages, "pending_results": []}

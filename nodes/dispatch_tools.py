@@ -1,6 +1,13 @@
 """Node ``dispatch_tools``: run the last AI message's tool calls through the registry.
 
-Each call carries ``request_id = "<thread_id>:<tool_call_id>:<hash of name and arguments>"``. The registry validates the
+**The offer is enforced here**: a call to a tool that was not bound to the model call that made
+it (``state.offered_tools``: blocked, masked, or a side-effect tool no clause of the goal asks
+for) gets an error result naming the offered tools and never runs — whatever the model.
+
+Each call carries ``request_id = "<thread_id>:<goal message id>:<hash of tool and canonical
+arguments>"``: it names what the call *means*, not the model's call id, so a fork or rollback
+that replays the goal, a new call id for the same request, a retry after a timeout, or a
+restart finds the ledger's record and never repeats a side effect. The registry validates the
 arguments against the tool's JSON Schema and runs the tool in an executor outside this process
 (or over an MCP session); it never raises for a tool problem, it returns an error outcome
 (unknown name with the valid names, K4; exception text, K4; timeout; MCP ``isError``, K7; dead
@@ -8,7 +15,9 @@ server, K8). Calls whose arguments were not valid JSON (``invalid_tool_calls``, 
 error result without running anything.
 
 Failure classes (``graph.failures``): timeouts and transport failures are retried with backoff
-under the same ``request_id`` (so a side effect still happens once); a call missing required
+under the same ``request_id`` only where the registry reports them as retryable (read-only or
+idempotent tools, or a request never sent); a side-effect call whose outcome is unknown is
+not retried and the model is told so (``outcome_unknown``); a call missing required
 arguments asks the user with LangGraph ``interrupt()`` — before any call of the round runs —
 and continues with the answer when resumed with ``Command(resume=...)`` (a value, or a dict
 ``{field: value}``); other errors go back to the model to regenerate.
@@ -38,6 +47,7 @@ from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_ex
 
 from graph.context import Context
 from graph.failures import MAX_RETRIES, RETRY_BACKOFF_S, Recovery, recovery_for
+from graph.progress import goal_message_id
 from graph.resources import get_toolbox
 from graph.state import State
 from tools.registry import ToolOutcome, ToolRegistry
@@ -59,11 +69,13 @@ def payload_name(call_id: str) -> str:
     return f"{readable}-{hashlib.sha256(call_id.encode('utf-8', 'replace')).hexdigest()[:10]}.json"
 
 
-def request_id(thread_id: str, call: dict[str, Any]) -> str:
-    """Idempotency key of a call: thread, call id and a hash of name and arguments — a replay
-    of the same call is recognised, a different call that reuses an id is not (seed §2.2)."""
-    body = json.dumps([call["name"], call["args"]], sort_keys=True, default=str, ensure_ascii=True)
-    return f"{thread_id}:{call['id']}:{hashlib.sha256(body.encode()).hexdigest()[:12]}"
+def request_id(thread_id: str, goal_id: str, name: str, args: Any) -> str:
+    """Idempotency key of a request (seed §2.2): thread, the goal's message id and a hash of the
+    tool name and canonical arguments (keys sorted, compact JSON). The model's call id is not
+    part of it: the same request under a new call id, on a fork, after a timeout or a restart
+    is recognised; a different request (other arguments, another goal) is not."""
+    body = json.dumps([name, args], sort_keys=True, default=str, ensure_ascii=True, separators=(",", ":"))
+    return f"{thread_id}:{goal_id}:{hashlib.sha256(body.encode()).hexdigest()[:24]}"
 
 
 def missing_arguments(registry: ToolRegistry, name: str, args: dict[str, Any]) -> list[str]:
@@ -129,10 +141,15 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
     safe_thread = re.sub(r"[^A-Za-z0-9_.-]", "_", thread_id)
     payload_dir = Path(context.data_dir) / "payloads" / safe_thread
     registry = (await get_toolbox(context)).registry
+    goal_id = state.goal_id or goal_message_id(state.messages)
+    offered = set(state.offered_tools)
+    refused = [c for c in last.tool_calls if c["name"] not in offered]
 
     # Missing data: ask before anything runs (interrupt() re-runs this node on resume).
     calls = []
     for call in last.tool_calls:
+        if call["name"] not in offered:
+            continue
         args = call["args"]
         missing = missing_arguments(registry, call["name"], args) if context.ask_user_for_missing else []
         if missing:
@@ -158,8 +175,25 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
                 "attempts": 0,
             }
         )
+    for call in refused:
+        errors += 1
+        allowed = ", ".join(sorted(offered)) or "none (answer the user directly)"
+        results.append(
+            {
+                "tool_call_id": call["id"],
+                "name": call["name"],
+                "status": "error",
+                "error_kind": "not_offered",
+                "error": f"tool {call['name']!r} was not offered in this round, so it was not run. "
+                f"Tools you may call now: {allowed}.",
+                "payload_path": None,
+                "latency_s": 0.0,
+                "attempts": 0,
+            }
+        )
     for call in calls:
-        outcome, attempts = await _call_with_retry(registry, call["name"], call["args"], request_id(thread_id, call))
+        rid = request_id(thread_id, goal_id, call["name"], call["args"])
+        outcome, attempts = await _call_with_retry(registry, call["name"], call["args"], rid)
         retries += attempts - 1
         counts[call["name"]] = counts.get(call["name"], 0) + 1
         latency[call["name"]] = latency.get(call["name"], 0.0) + outcome.latency_s

@@ -20,8 +20,8 @@ the model answers.
 
 Update: ``tool_rounds``, ``goal_distance``, ``stalled_rounds``, ``blocked_tools``,
 ``must_call_tool``,
-``progress_note`` (advice placed last in the next prompt), ``report_path`` (when
-``generate_report`` succeeded), and ``stop_reason`` — set only when the loop must end;
+``progress_note`` (advice placed last in the next prompt), ``artifacts`` (what the goal's
+successful calls produced, by each tool's ``artifact_field``), and ``stop_reason`` — set only when the loop must end;
 ``write_memory`` then tells the user, never as a normal-looking answer.
 """
 
@@ -35,28 +35,18 @@ from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.progress import (
+    artifacts,
     call_signature,
     current_goal_messages,
     missing_steps,
     required_steps,
     succeeded_tools,
+    unrequested_side_effects,
 )
 from graph.resources import get_toolbox
 from graph.state import State
 
 MAX_STALLED_ROUNDS = 3
-
-
-def _report_path(messages: list[AnyMessage]) -> str | None:
-    for message in reversed(messages):
-        if isinstance(message, ToolMessage) and message.name == "generate_report" and message.status != "error":
-            try:
-                data = json.loads(message.content).get("data") or {}
-            except (TypeError, ValueError, AttributeError):
-                continue
-            if isinstance(data, dict) and data.get("path"):
-                return str(data["path"])
-    return None
 
 
 def _result_summaries(messages: list[AnyMessage], tools: set[str]) -> list[str]:
@@ -81,8 +71,9 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     answered_early = last_ai is not None and not round_calls
     rounds = state.tool_rounds + (0 if answered_early else 1)
     update: dict[str, Any] = {"tool_rounds": rounds}
-    if report := _report_path(work):
-        update["report_path"] = report
+    specs = registry.specs()
+    if produced := artifacts(work, specs):
+        update["artifacts"] = produced
 
     # 1. repeated identical calls
     seen: dict[str, int] = {}
@@ -100,8 +91,8 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
 
     # 2. distance to goal
     done = succeeded_tools(work)
-    required = required_steps(state.goal, registry.names())
-    missing = missing_steps(state.goal, state.messages, registry.names())
+    required = required_steps(state.goal, specs)
+    missing = missing_steps(state.goal, state.messages, specs)
     distance = len(missing)
     round_ids = {c["id"] for c in round_calls}
     round_results = [m for m in work if isinstance(m, ToolMessage) and m.tool_call_id in round_ids]
@@ -112,6 +103,7 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     progressed = (distance < previous) if required else not all_failed
     stalled = 0 if (progressed and not answered_early) else state.stalled_rounds + 1
     blocked = {n for n in done if (spec := registry.get(n)) is not None and spec.side_effect}
+    blocked |= unrequested_side_effects(state.goal, specs)  # never offered for this goal
     blocked |= {sig.split("(", 1)[0] for sig, n in seen.items() if n >= context.max_repeated_calls}
     update.update(goal_distance=distance, stalled_rounds=stalled)
 

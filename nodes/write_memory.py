@@ -1,5 +1,9 @@
 """Node ``write_memory``: close the turn — tell the user about an early stop, write memory.
 
+* A turn that did not verifiably finish gets a ``stop_reason`` here too: an empty answer, or a
+  side-effect call whose outcome is unknown (``outcome_unknown``: it timed out or lost its
+  transport after being sent) — the user is told, and such a turn is never remembered as a
+  completed task.
 * If ``stop_reason`` is set, an AI message states it plainly (what stopped the loop, what was
   done, what to do next), so a stopped run never looks like a normal answer (DESIGN §5).
 * The turn is appended to the thread's plain-text mirror (``graph.mirror``, seed §5.3 dual
@@ -39,14 +43,15 @@ async def _mirror(data_dir: str, thread_id: str, messages: list) -> None:
         log.warning("plain-text mirror not written for thread %r", thread_id, exc_info=True)
 
 
-def stop_notice(reason: str, done: list[str], report_path: str | None, answer: str = "") -> str:
-    """The user-facing text of an early stop; ``answer`` is the model's own last answer, kept."""
+def stop_notice(reason: str, done: list[str], artifacts: list[str], answer: str = "") -> str:
+    """The user-facing text of an early stop; ``answer`` is the model's own last answer, kept;
+    ``artifacts`` are what the goal's calls produced (paths, URLs, ids)."""
     lines = [f"Stopped before finishing: {reason}."]
     if answer:
         lines.append(f"The model's answer was: {answer.strip()[:800]}")
     lines.append("Done so far: " + (", ".join(done) if done else "no tool step succeeded") + ".")
-    if report_path:
-        lines.append(f"Report written: {report_path}.")
+    if artifacts:
+        lines.append(f"Produced: {', '.join(artifacts)}.")
     lines.append(
         "Next: rephrase the task or give the missing detail, or point Hermes at a stronger "
         "model (HERMES_BASE_URL / --base-url)."
@@ -63,15 +68,21 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
     failed = {m.name for m in results if m.status == "error" and m.name}
     messages: list[AIMessage] = []
     answer = ""
-    if state.stop_reason:
-        last = state.messages[-1] if state.messages else None
-        said = last.content if isinstance(last, AIMessage) and not last.tool_calls and isinstance(last.content, str) else ""
-        answer = stop_notice(state.stop_reason, done, state.report_path, said)
+    last = state.messages[-1] if state.messages else None
+    said = last.content if isinstance(last, AIMessage) and not last.tool_calls and isinstance(last.content, str) else ""
+    unknown = sorted({m.name or "?" for m in results if m.additional_kwargs.get("error_kind") == "outcome_unknown"})
+    stop_reason = state.stop_reason
+    if not stop_reason and unknown:
+        stop_reason = (f"the outcome of {', '.join(unknown)} is unknown (it timed out or lost its connection "
+                       "after the request was sent, so it was not run again); check it before asking again")
+    if not stop_reason and not said.strip():
+        stop_reason = "the model gave no answer"
+    if stop_reason:
+        answer = stop_notice(stop_reason, done, state.artifacts, said)
         # an id: the mirror chains messages by id
         messages.append(AIMessage(content=answer, name="hermes", id=f"stop-{uuid.uuid4().hex[:12]}"))
     else:
-        last = state.messages[-1] if state.messages else None
-        answer = last.content if isinstance(last, AIMessage) and isinstance(last.content, str) else ""
+        answer = said
     thread_id = str(get_config().get("configurable", {}).get("thread_id", "local"))
     written = 0
     try:
@@ -82,7 +93,7 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
             goal=state.goal,
             answer=answer,
             tools_used=done,
-            stop_reason=state.stop_reason,
+            stop_reason=stop_reason,
             failed_then_succeeded=sorted(failed & set(done)),
             # the turn's last message: on another branch of the same turn it is absent, so a
             # memory of this attempt is not recalled there (rollback inside a turn included)
@@ -101,4 +112,6 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
                               "blocked_tools": [], "must_call_tool": False, "progress_note": ""}
     if messages:  # an empty write would still re-serialise the whole message channel
         update["messages"] = messages
+    if stop_reason != state.stop_reason:
+        update["stop_reason"] = stop_reason
     return update

@@ -22,17 +22,39 @@ from tools.registry import ToolRegistry
 from tools.spec import ToolSpec
 
 
+class OfferViolation(AssertionError):
+    """A scripted reply called a tool the graph did not bind to that model call."""
+
+
 class ScriptedChat(GenericFakeChatModel):
-    """GenericFakeChatModel that accepts ``bind_tools`` and records every prompt it was sent."""
+    """GenericFakeChatModel that respects ``bind_tools`` and records every prompt it was sent.
+
+    Like a real model, it can only call what was offered: a scripted reply naming a tool that
+    was not bound to that call raises :class:`OfferViolation`, so a test cannot pass by calling
+    tools the graph would never offer. ``ignore_offer=True`` plays a model that calls unoffered
+    tools anyway (hosted models can), for tests of the dispatch-time refusal. ``offers`` records
+    the tool names bound to each call (``None`` = no tools bound)."""
 
     seen: list[list[BaseMessage]] = []
+    offers: list[list[str] | None] = []
+    bound: list[str] | None = None
+    ignore_offer: bool = False
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> "ScriptedChat":
-        return self
+        names = [t["function"]["name"] if isinstance(t, dict) and "function" in t else getattr(t, "name", str(t))
+                 for t in tools]
+        return self.model_copy(update={"bound": names})
 
     async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[override]
         self.seen.append(list(messages))
-        return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
+        self.offers.append(self.bound)
+        result = await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
+        reply = result.generations[0].message
+        offered = set(self.bound or [])
+        wrong = [c["name"] for c in getattr(reply, "tool_calls", []) if c["name"] not in offered]
+        if wrong and not self.ignore_offer:
+            raise OfferViolation(f"scripted reply calls {wrong} but this model call was offered {sorted(offered)}")
+        return result
 
 
 def tool_call(name: str, args: dict[str, Any] | None = None, call_id: str | None = None) -> AIMessage:
@@ -51,7 +73,9 @@ class FakeToolbox:
         self.closed = False
 
     def add(self, name: str, fn: Callable[..., Any], params: dict[str, Any] | None = None,
-            side_effect: bool = False) -> None:
+            side_effect: bool = False, **meta: Any) -> None:
+        """Register ``fn`` as tool ``name``; ``meta``: other ToolSpec fields (``requested_by``,
+        ``idempotent``, ``artifact_field``, ``timeout_s``)."""
         async def runner(args: dict[str, Any], request_id: str) -> Any:
             return fn(**args)
 
@@ -60,6 +84,7 @@ class FakeToolbox:
             description=f"Test tool {name}: used by the graph-logic tests only, never by the product.",
             parameters=params or {"type": "object", "properties": {}, "required": []},
             side_effect=side_effect,
+            **meta,
         )
         self.registry.register(spec, runner)
 
@@ -79,8 +104,10 @@ def scripted(data_dir: Path):
 
     def make(replies: Iterable[BaseMessage], toolbox: FakeToolbox | None = None, **ctx: Any) -> Context:
         name = f"scripted-{next(counter)}-{uuid.uuid4().hex[:6]}"
-        model = ScriptedChat(messages=iter(list(replies)))
+        ignore = ctx.pop("ignore_offer", False)
+        model = ScriptedChat(messages=iter(list(replies)), ignore_offer=ignore)
         model.seen = []
+        model.offers = []
         register_model(name, lambda _ctx: model)
         context = Context(model=name, data_dir=str(data_dir), **ctx)
         resources.set_toolbox(context, toolbox or FakeToolbox())

@@ -2,18 +2,25 @@
 seed §2.2: "the same request_id arriving again returns the previous result instead of repeating
 the side effect").
 
-One row per ``(tool, request_id)`` in ``tool_calls``; the PRIMARY KEY is the claim:
+One row per ``(tool, request_id)`` in ``tool_requests``; the PRIMARY KEY is the claim. The
+request id names what the call *means* (the caller derives it from thread, goal, tool and
+canonical arguments), so a fork, a new model call id or a retry of the same request finds it.
 
-* the first caller ``INSERT``s a ``running`` row (owner = host:pid:ledger), runs the side effect
-  and turns the row into ``done`` with the JSON record; a failed call deletes its claim, so it
-  may be retried;
+* the first caller ``INSERT``s a ``running`` row (owner = host:pid:ledger) *before* the side
+  effect runs — a crash mid-call leaves an "in flight" record, never a blank — then turns the
+  row into ``done`` with the JSON record; a call that failed cleanly (``keep`` false, not
+  ``uncertain``) deletes its claim, so it may be retried;
+* a call whose outcome is unknown (it timed out or lost its transport after the request was
+  sent: ``uncertain(record)``) is stored as ``unknown``: every later duplicate gets that record
+  back and nothing runs again — the caller tells the user instead of guessing;
 * a duplicate in the same process and event loop awaits the first caller's future (no database
   round trip, no second run) — 1,000 concurrent duplicates cost one run;
 * a duplicate from another process (or another event loop, or after a restart, or a forked
   branch replaying the step) finds the row: ``done`` → the recorded result is returned;
-  ``running`` → it waits until the owner finishes (or, if the owner process is dead, takes the
-  claim over: the caller never got a result, so the call is run again — at-least-once only for
-  a process that died mid-call).
+  ``unknown`` → that record; ``running`` → it waits until the owner finishes. If the owner
+  process is dead, a ``retry_safe`` call (read-only or idempotent tool) takes the claim over and
+  runs; any other call turns the row into ``unknown`` ("the process running it died
+  mid-call") and is not run again.
 
 Every database access runs on the ledger's own single thread (:class:`SqliteThread`), never on
 the event loop (``langgraph dev`` raises ``BlockingError`` on blocking I/O). Operations queue in
@@ -59,10 +66,10 @@ STALE_CLAIM_S = 3600.0
 MEMO_SIZE = 4096
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS tool_calls (
+CREATE TABLE IF NOT EXISTS tool_requests (
     tool        TEXT NOT NULL,
     request_id  TEXT NOT NULL,
-    state       TEXT NOT NULL CHECK (state IN ('running', 'done')),
+    state       TEXT NOT NULL CHECK (state IN ('running', 'done', 'unknown')),
     owner       TEXT NOT NULL,
     fingerprint TEXT,
     record      TEXT,
@@ -162,12 +169,19 @@ class IdempotencyLedger:
     # -- the one public operation ----------------------------------------------------------------
     async def run_once(self, tool: str, request_id: str, fn: Callable[[], Awaitable[Record]], *,
                        keep: Callable[[Record], bool] = lambda r: True,
+                       uncertain: Callable[[Record], bool] = lambda r: False,
+                       lost: Callable[[str], Record] | None = None,
+                       retry_safe: bool = False,
                        fingerprint: str | None = None) -> tuple[Record, bool]:
         """Run ``fn()`` at most once per ``(tool, request_id)``; returns ``(record, replayed)``.
 
-        ``fn`` returns a JSON-able dict. When ``keep(record)`` is false (e.g. an error outcome)
-        the claim is released and the record is not stored, so a later call runs again.
-        Raises :class:`LedgerBusy` when another process holds the claim beyond ``wait_s``.
+        ``fn`` returns a JSON-able dict. ``keep(record)`` true → stored as done. Else
+        ``uncertain(record)`` true → stored as unknown (never run again). Else the claim is
+        released and the record is not stored, so a later call runs again. ``lost(reason)``
+        builds the record stored when the outcome became unknown without a record (``fn`` was
+        cancelled mid-call, or its owner process died) for a call that is not ``retry_safe``;
+        without ``lost`` such a claim is released as before. Raises :class:`LedgerBusy` when
+        another process holds the claim beyond ``wait_s``.
         """
         key = (tool, request_id)
         memo = self._memo.get(key)
@@ -180,7 +194,8 @@ class IdempotencyLedger:
         fut: asyncio.Future[Record] = loop.create_future()
         self._inflight[key] = fut
         try:
-            record, replayed = await self._claim_and_run(key, fn, keep, fingerprint)
+            record, replayed = await self._claim_and_run(key, fn, keep, uncertain,
+                                                         lost if not retry_safe else None, fingerprint)
             fut.set_result(record)
             return record, replayed
         except BaseException as exc:  # cancellation or LedgerBusy: waiters see it too
@@ -192,12 +207,14 @@ class IdempotencyLedger:
                 del self._inflight[key]
 
     async def _claim_and_run(self, key: tuple[str, str], fn: Callable[[], Awaitable[Record]],
-                             keep: Callable[[Record], bool], fingerprint: str | None) -> tuple[Record, bool]:
+                             keep: Callable[[Record], bool], uncertain: Callable[[Record], bool],
+                             lost: Callable[[str], Record] | None,
+                             fingerprint: str | None) -> tuple[Record, bool]:
         deadline = time.monotonic() + self.wait_s
         delay = 0.01
         while True:
             state, value = await self._db.call(_claim, key, self.owner, fingerprint)
-            if state == "done":
+            if state in ("done", "unknown"):
                 self._remember(key, value)
                 return value, True
             if state == "claimed":
@@ -205,6 +222,13 @@ class IdempotencyLedger:
             # "running" elsewhere: wait for it (or take over from a dead owner)
             owner, created = value
             if not _owner_alive(owner) or time.time() - created > STALE_CLAIM_S:
+                if lost is not None:
+                    record = lost(f"the process running it ({owner}) stopped mid-call")
+                    if await self._db.call(_mark_unknown, key, owner, json.dumps(record, default=str)):
+                        log.warning("ledger: %s/%s in flight in dead owner %s: outcome unknown", *key, owner)
+                        self._remember(key, record)
+                        return record, True
+                    continue
                 if await self._db.call(_take_over, key, owner, self.owner):
                     log.warning("ledger: took over %s/%s from dead owner %s", key[0], key[1], owner)
                     break
@@ -216,10 +240,15 @@ class IdempotencyLedger:
         try:
             record = await fn()
         except BaseException:
-            await asyncio.shield(self._db.call(_release, key, self.owner))
+            if lost is not None:  # cancelled mid-call: it may have run
+                gone = json.dumps(lost("the call was interrupted while it ran"), default=str)
+                await asyncio.shield(self._db.call(_mark_unknown, key, self.owner, gone))
+            else:
+                await asyncio.shield(self._db.call(_release, key, self.owner))
             raise
-        if keep(record):
-            await asyncio.shield(self._db.call(_finish, key, self.owner, json.dumps(record, default=str)))
+        if keep(record) or uncertain(record):
+            await asyncio.shield(self._db.call(_finish, key, self.owner, json.dumps(record, default=str),
+                                               "done" if keep(record) else "unknown"))
             self._remember(key, record)
         else:
             await asyncio.shield(self._db.call(_release, key, self.owner))
@@ -269,57 +298,63 @@ class IdempotencyLedger:
 
 def _claim(con: sqlite3.Connection, key: tuple[str, str], owner: str, fingerprint: str | None):
     cur = con.execute(
-        "INSERT OR IGNORE INTO tool_calls (tool, request_id, state, owner, fingerprint, created) "
+        "INSERT OR IGNORE INTO tool_requests (tool, request_id, state, owner, fingerprint, created) "
         "VALUES (?, ?, 'running', ?, ?, ?)", (*key, owner, fingerprint, time.time()))
     if cur.rowcount == 1:
         return "claimed", None
-    row = con.execute("SELECT state, owner, record, created, fingerprint FROM tool_calls "
+    row = con.execute("SELECT state, owner, record, created, fingerprint FROM tool_requests "
                       "WHERE tool = ? AND request_id = ?", key).fetchone()
     if row is None:  # released between our insert and select: try again
         return _claim(con, key, owner, fingerprint)
     state, other, record, created, stored_fp = row
-    if state == "done":
+    if state in ("done", "unknown"):
         if fingerprint and stored_fp and fingerprint != stored_fp:
             log.warning("ledger: %s request %r repeated with different arguments; replaying the first",
                         key[0], key[1])
-        return "done", json.loads(record)
+        return state, json.loads(record)
     return "running", (other, created)
 
 
+def _mark_unknown(con: sqlite3.Connection, key: tuple[str, str], owner: str, record: str) -> bool:
+    cur = con.execute("UPDATE tool_requests SET state = 'unknown', record = ?, finished = ? WHERE tool = ? "
+                      "AND request_id = ? AND state = 'running' AND owner = ?", (record, time.time(), *key, owner))
+    return cur.rowcount == 1
+
+
 def _take_over(con: sqlite3.Connection, key: tuple[str, str], old: str, new: str) -> bool:
-    cur = con.execute("UPDATE tool_calls SET owner = ?, created = ? WHERE tool = ? AND request_id = ? "
+    cur = con.execute("UPDATE tool_requests SET owner = ?, created = ? WHERE tool = ? AND request_id = ? "
                       "AND state = 'running' AND owner = ?", (new, time.time(), *key, old))
     return cur.rowcount == 1
 
 
-def _finish(con: sqlite3.Connection, key: tuple[str, str], owner: str, record: str) -> None:
-    con.execute("UPDATE tool_calls SET state = 'done', record = ?, finished = ? "
-                "WHERE tool = ? AND request_id = ? AND owner = ?", (record, time.time(), *key, owner))
+def _finish(con: sqlite3.Connection, key: tuple[str, str], owner: str, record: str, state: str = "done") -> None:
+    con.execute("UPDATE tool_requests SET state = ?, record = ?, finished = ? "
+                "WHERE tool = ? AND request_id = ? AND owner = ?", (state, record, time.time(), *key, owner))
 
 
 def _release(con: sqlite3.Connection, key: tuple[str, str], owner: str) -> None:
-    con.execute("DELETE FROM tool_calls WHERE tool = ? AND request_id = ? AND owner = ? AND state = 'running'",
+    con.execute("DELETE FROM tool_requests WHERE tool = ? AND request_id = ? AND owner = ? AND state = 'running'",
                 (*key, owner))
 
 
 def _expire(con: sqlite3.Connection, tool: str) -> int:
-    return con.execute("DELETE FROM tool_calls WHERE tool = ? AND state = 'done'", (tool,)).rowcount
+    return con.execute("DELETE FROM tool_requests WHERE tool = ? AND state = 'done'", (tool,)).rowcount
 
 
 def _get(con: sqlite3.Connection, key: tuple[str, str]) -> Record | None:
-    row = con.execute("SELECT record FROM tool_calls WHERE tool = ? AND request_id = ? AND state = 'done'",
+    row = con.execute("SELECT record FROM tool_requests WHERE tool = ? AND request_id = ? AND state IN ('done', 'unknown')",
                       key).fetchone()
     return json.loads(row[0]) if row else None
 
 
 def _count(con: sqlite3.Connection, tool: str | None) -> int:
     if tool is None:
-        return con.execute("SELECT COUNT(*) FROM tool_calls WHERE state = 'done'").fetchone()[0]
-    return con.execute("SELECT COUNT(*) FROM tool_calls WHERE state = 'done' AND tool = ?", (tool,)).fetchone()[0]
+        return con.execute("SELECT COUNT(*) FROM tool_requests WHERE state = 'done'").fetchone()[0]
+    return con.execute("SELECT COUNT(*) FROM tool_requests WHERE state = 'done' AND tool = ?", (tool,)).fetchone()[0]
 
 
 def _prune(con: sqlite3.Connection, before: float) -> int:
-    return con.execute("DELETE FROM tool_calls WHERE state = 'done' AND finished < ?", (before,)).rowcount
+    return con.execute("DELETE FROM tool_requests WHERE state = 'done' AND finished < ?", (before,)).rowcount
 
 
 __all__ = ["IdempotencyLedger", "LedgerBusy", "SqliteThread", "LEDGER_FILE"]

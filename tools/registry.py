@@ -33,7 +33,8 @@ from tools.spec import NAME_RE, ToolSpec, lint
 log = logging.getLogger(__name__)
 
 Runner = Callable[[dict[str, Any], str], Awaitable[Any]]
-ErrorKind = Literal["invalid_arguments", "unknown_tool", "tool_error", "timeout", "transport"]
+ErrorKind = Literal["invalid_arguments", "unknown_tool", "not_offered", "tool_error", "timeout", "transport",
+                    "outcome_unknown"]
 
 #: Seconds the registry waits beyond ``spec.timeout_s`` so that a runner enforcing the limit
 #: itself (the subprocess executor: SIGTERM, 1 s grace, SIGKILL) reports first.
@@ -46,10 +47,13 @@ class ToolOutcome(BaseModel):
     status      "ok" or "error"
     content     JSON-able result (dict / list / str); None on error
     error       human-readable error for the model (None when ok)
-    error_kind  "invalid_arguments" | "unknown_tool" | "tool_error" | "timeout" | "transport"
+    error_kind  "invalid_arguments" | "unknown_tool" | "not_offered" | "tool_error" | "timeout"
+                | "transport" | "outcome_unknown" (a side-effect call that timed out or lost its
+                transport after the request was sent: it may or may not have run; it is never
+                re-run automatically)
     latency_s   wall-clock seconds spent in the call (validation included)
     tool        the tool name as called
-    request_id  the caller's id (tool_call id); repeated ids of side-effect tools replay
+    request_id  the caller's id of the request; repeated ids of side-effect tools replay
     replayed    True when the outcome was returned from the idempotency record
     """
 
@@ -165,7 +169,13 @@ class ToolRegistry:
         arguments → "invalid_arguments" (the parse or validation message); the tool raised or
         reported an error → "tool_error"; over ``timeout_s`` → "timeout"; the MCP channel
         failed → "transport" (names the server). A repeated ``request_id`` for a side-effect
-        tool returns the recorded successful outcome without running it again (seed §2.2).
+        tool returns the recorded outcome without running it again (seed §2.2).
+
+        Exactly-once for side effects (``spec.side_effect``): the ledger claims the request
+        before it runs. A timeout, or a transport failure after the request was sent, of a tool
+        that is not ``spec.idempotent`` becomes "outcome_unknown": recorded, replayed to every
+        duplicate, never retried. Transport failures known to have happened before sending
+        (``ToolTransportError.sent`` false) stay "transport" and may be retried.
         """
         start = time.perf_counter()
 
@@ -188,10 +198,15 @@ class ToolRegistry:
         async def run_recorded() -> dict[str, Any]:
             return (await self._run(spec, parsed, request_id, start)).model_dump()
 
+        def lost(reason: str) -> dict[str, Any]:
+            return ToolOutcome(status="error", error_kind="outcome_unknown", tool=name, request_id=request_id,
+                               error=_unknown_message(spec, reason)).model_dump()
+
         try:
             record, replayed = await self.ledger.run_once(
                 name, request_id, run_recorded, keep=lambda r: r.get("status") == "ok",
-                fingerprint=_fingerprint(parsed))
+                uncertain=lambda r: r.get("error_kind") == "outcome_unknown", lost=lost,
+                retry_safe=spec.retry_safe, fingerprint=_fingerprint(parsed))
         except LedgerBusy as exc:
             return fail("tool_error", str(exc))
         outcome = ToolOutcome.model_validate(record)
@@ -207,18 +222,27 @@ class ToolRegistry:
         try:
             async with asyncio.timeout(spec.timeout_s + TIMEOUT_SLACK_S):
                 result = await runner(args, request_id)
-        except ToolTimeout as exc:
-            return out(status="error", error_kind="timeout", error=f"{spec.name} timed out: {exc}")
-        except TimeoutError:
-            return out(status="error", error_kind="timeout",
-                       error=f"{spec.name} timed out after {spec.timeout_s:g} s and was interrupted")
+        except (ToolTimeout, TimeoutError) as exc:
+            what = f"timed out: {exc}" if str(exc) else f"timed out after {spec.timeout_s:g} s and was interrupted"
+            if not spec.retry_safe:
+                return out(status="error", error_kind="outcome_unknown", error=_unknown_message(spec, what))
+            return out(status="error", error_kind="timeout", error=f"{spec.name} {what}")
         except ToolTransportError as exc:
+            if getattr(exc, "sent", True) and not spec.retry_safe:
+                return out(status="error", error_kind="outcome_unknown",
+                           error=_unknown_message(spec, f"lost its connection ({exc})"))
             return out(status="error", error_kind="transport", error=str(exc))
         except ToolFailed as exc:
             return out(status="error", error_kind="tool_error", error=str(exc))
         except Exception as exc:  # K4: the tool raised
             return out(status="error", error_kind="tool_error", error=f"{type(exc).__name__}: {exc}")
         return out(status="ok", content=_jsonable(result))
+
+
+def _unknown_message(spec: ToolSpec, what: str) -> str:
+    return (f"outcome unknown: {spec.name} {what}. It may or may not have taken effect, so it will not "
+            f"be run again automatically (that could repeat a side effect). Tell the user the outcome is "
+            f"unknown and let them check ({spec.source}) before asking for it again.")
 
 
 def _fingerprint(args: dict[str, Any]) -> str:

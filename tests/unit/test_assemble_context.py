@@ -8,7 +8,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.messages.utils import count_tokens_approximately
 
 from graph.state import State
-from nodes.assemble_context import build_system_prompt, message_groups, select_window, tag_intent
+from nodes.assemble_context import build_system_prompt, message_groups, select_window
 
 
 def assert_no_orphans(window) -> None:
@@ -103,10 +103,7 @@ def test_current_goal_is_kept_before_older_history():
     assert "old" not in {m.id for m in window}
 
 
-def test_intent_tags_and_prompt_order():
-    assert tag_intent("Summarise last month's sales into a report") == "report"
-    assert tag_intent("remind me every month") == "scheduling"
-    assert tag_intent("hello") == "chat"
+def test_prompt_order():
     system = build_system_prompt(["[episodic · 2026-11-01 · confidence 0.90 · direct] ran a report"])
     assert system.index("Hermes") < system.index("What you remember")
     state = State(
