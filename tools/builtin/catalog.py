@@ -94,12 +94,17 @@ GENERATE_REPORT = ToolSpec(
 SCHEDULE_REMINDER = ToolSpec(
     name="schedule_reminder",
     description=(
-        "Create a recurring reminder for the user, stored persistently: it fires every month on "
-        "day_of_month (1-31; clamped to the month's last day) at time (HH:MM, 24 h, local time). "
-        "Returns the reminder with its id and next_run. Typical use: 'remind me every month to "
-        "send the sales report'. Only monthly recurrence is supported; invalid day/time is an "
-        "error. It does not send messages or generate reports itself; use list_reminders to see "
-        "existing reminders before adding a duplicate."
+        "Create a recurring reminder for the user, stored persistently; a scheduler fires it "
+        "every month on day_of_month (1-31) at time (HH:MM, 24 h, local time). A day a month "
+        "lacks (31 in a 30-day month, 30 in February) runs on that month's last day and the "
+        "result says so in 'adjustment'. Optional 'action' says what firing does: "
+        "{kind: 'task', task: '<request for the agent>'} (default: the text as the task) or "
+        "{kind: 'tool', tool: '<tool name>', args: {...}} (the tool is called once per month). "
+        "Returns the reminder with its id, next_run and action; asking again for the same "
+        "reminder returns the existing one (already_existed). Typical use: 'remind me every "
+        "month to send the sales report'. Only monthly recurrence is supported; a day outside "
+        "1-31 or a bad time is an error. It does not itself send messages or generate reports; "
+        "use list_reminders to see existing reminders."
     ),
     parameters={
         "type": "object",
@@ -109,6 +114,22 @@ SCHEDULE_REMINDER = ToolSpec(
             "day_of_month": {"type": "integer", "minimum": 1, "maximum": 31, "default": 1},
             "time": {"type": "string", "pattern": r"^([01]\d|2[0-3]):[0-5]\d$", "default": "09:00"},
             "recurrence": {"type": "string", "enum": ["monthly"], "default": "monthly"},
+            "action": {
+                "type": "object",
+                "description": "What firing does. Omit it to run the text as a task for the agent.",
+                "properties": {
+                    "kind": {"type": "string", "enum": ["task", "tool"]},
+                    "task": {"type": "string", "minLength": 1, "maxLength": 2000,
+                             "description": "kind=task: the request the agent runs when it fires."},
+                    "thread_id": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$",
+                                  "description": "kind=task: the session to run it in (default reminder-<id>)."},
+                    "tool": {"type": "string", "pattern": r"^[a-z][a-z0-9_]{2,63}$",
+                             "description": "kind=tool: the tool to call."},
+                    "args": {"type": "object", "description": "kind=tool: the tool's arguments."},
+                },
+                "required": ["kind"],
+                "additionalProperties": False,
+            },
         },
         "required": ["text"],
         "additionalProperties": False,
@@ -124,8 +145,9 @@ LIST_REMINDERS = ToolSpec(
     name="list_reminders",
     description=(
         "List every reminder created with schedule_reminder: {reminders: [{id, text, day_of_month, "
-        "time, recurrence, created_at, next_run}], count}. Read-only; takes no arguments. Use it "
-        "to check whether a reminder already exists before scheduling another."
+        "time, recurrence, action, created_at, next_run, last_fired_period, last_fired_at}], "
+        "count}. Read-only; takes no arguments. Use it to check whether a reminder already exists "
+        "before scheduling another, or when it last fired."
     ),
     parameters={"type": "object", "properties": {}, "required": [], "additionalProperties": False},
     timeout_s=ORDINARY_TIMEOUT_S,

@@ -1,35 +1,134 @@
 """``schedule_reminder`` and ``list_reminders`` (seed §5.1 "remind me every month"), persisted in
-``data_dir/reminders.db`` (SQLite). Run inside the executor's worker process.
+``data_dir/reminders.db`` (SQLite, WAL, busy timeout). Run inside the executor's worker process.
+Firing them is :mod:`tools.scheduler`'s job (``hermes reminders run``, ``hermes serve``, the
+``reminders`` server graph); this module only stores and describes them.
 
-Table: ``reminders(id INTEGER PK, text TEXT, day_of_month INTEGER 1-31, time TEXT 'HH:MM',
-recurrence TEXT 'monthly', created_at TEXT ISO-8601, next_run TEXT ISO-8601 local time)``.
-A day beyond a month's length runs on that month's last day.
+Table ``reminders``::
+
+    id INTEGER PK, text TEXT, day_of_month INTEGER 1-31, time TEXT 'HH:MM' (local time),
+    recurrence TEXT 'monthly', created_at TEXT ISO-8601, next_run TEXT ISO-8601 local time,
+    action TEXT JSON (NULL = run the text as a task), last_fired_period TEXT 'YYYY-MM' or NULL,
+    last_fired_at TEXT ISO-8601 or NULL
+
+An *action* says what firing does, without knowing any particular tool:
+
+* ``{"kind": "task", "task": "<text run as a user request>", "thread_id": "<optional>"}`` — the
+  agent runs the task as a turn on ``thread_id`` (default ``reminder-<id>``); the default action
+  is a task whose text is the reminder's text;
+* ``{"kind": "tool", "tool": "<tool name>", "args": {...}}`` — the tool is called through the
+  tool registry with request id ``reminder:<id>:<period>`` (its idempotency ledger makes a
+  replay of the same period a no-op).
+
+Periods are months (``"2026-12"``). A day beyond a month's length runs on that month's last day
+(``day_of_month=31`` runs on 30 November, 28 or 29 February): that is a stated adjustment
+(``adjustment`` in the result), never an error. A day outside 1-31 or a time that is not
+``HH:MM`` is an error and nothing is written. All clocks are injectable (``now``).
 """
 
 from __future__ import annotations
 
 import calendar
 import datetime as dt
+import json
 import re
 import sqlite3
+import time as _time
 from pathlib import Path
 from typing import Any
 
 TIME_RE = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
+TOOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{2,63}$")
+THREAD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
 RECURRENCES = ("monthly",)
-_COLUMNS = ("id", "text", "day_of_month", "time", "recurrence", "created_at", "next_run")
+ACTION_KINDS = ("task", "tool")
+MAX_TASK_CHARS = 2000
+DB_FILE = "reminders.db"
+_COLUMNS = ("id", "text", "day_of_month", "time", "recurrence", "created_at", "next_run",
+            "action", "last_fired_period", "last_fired_at")
+_ADDED_COLUMNS = {"action": "TEXT", "last_fired_period": "TEXT", "last_fired_at": "TEXT"}
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS reminders (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, day_of_month INTEGER NOT NULL,
+    time TEXT NOT NULL, recurrence TEXT NOT NULL, created_at TEXT NOT NULL, next_run TEXT NOT NULL,
+    action TEXT, last_fired_period TEXT, last_fired_at TEXT);
+CREATE TABLE IF NOT EXISTS firings (
+    reminder_id INTEGER NOT NULL, period TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('claimed', 'done', 'retry', 'failed')),
+    owner TEXT NOT NULL, request_id TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 1,
+    claimed_at TEXT NOT NULL, finished_at TEXT, detail TEXT, skipped TEXT,
+    PRIMARY KEY (reminder_id, period));
+"""
 
 
-def _connect(data_dir: Path) -> sqlite3.Connection:
-    con = sqlite3.connect(Path(data_dir) / "reminders.db")
-    con.execute("""CREATE TABLE IF NOT EXISTS reminders (
-        id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, day_of_month INTEGER NOT NULL,
-        time TEXT NOT NULL, recurrence TEXT NOT NULL, created_at TEXT NOT NULL, next_run TEXT NOT NULL)""")
-    return con
+def connect(data_dir: Path | str) -> sqlite3.Connection:
+    """Open ``data_dir/reminders.db`` (created, migrated): WAL journal, 30 s busy timeout,
+    autocommit mode (callers open transactions with ``BEGIN IMMEDIATE``)."""
+    con = sqlite3.connect(Path(data_dir) / DB_FILE, timeout=30.0, isolation_level=None)
+    for attempt in range(100):  # several processes creating the file at once
+        try:
+            con.execute("PRAGMA busy_timeout=30000")
+            if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                con.execute("PRAGMA journal_mode=WAL")
+            con.executescript(SCHEMA)
+            have = {r[1] for r in con.execute("PRAGMA table_info(reminders)")}
+            for name, kind in _ADDED_COLUMNS.items():  # a reminders.db from before firing existed
+                if name not in have:
+                    try:
+                        con.execute(f"ALTER TABLE reminders ADD COLUMN {name} {kind}")
+                    except sqlite3.OperationalError as exc:
+                        if "duplicate column" not in str(exc):
+                            raise
+            return con
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == 99:
+                con.close()
+                raise
+            _time.sleep(0.05)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# -- periods ------------------------------------------------------------------------------------
+
+def local_now(now: dt.datetime | None = None) -> dt.datetime:
+    """``now`` as an aware datetime in the machine's local time zone (naive = local time);
+    the real clock when None. The only place the real clock is read."""
+    return (now or dt.datetime.now()).astimezone()
+
+
+def period_of(year: int, month: int) -> str:
+    return f"{year:04d}-{month:02d}"
+
+
+def parse_period(period: str) -> tuple[int, int]:
+    y, m = period.split("-")
+    return int(y), int(m)
+
+
+def month_add(year: int, month: int, n: int) -> tuple[int, int]:
+    i = year * 12 + (month - 1) + n
+    return i // 12, i % 12 + 1
+
+
+def scheduled_at(day_of_month: int, time: str, year: int, month: int) -> dt.datetime:
+    """Local (aware) datetime of the month's run: ``day_of_month`` clamped to the month's length."""
+    hh, mm = (int(x) for x in time.split(":"))
+    day = min(day_of_month, calendar.monthrange(year, month)[1])
+    return dt.datetime(year, month, day, hh, mm).astimezone()
+
+
+def adjustment_for(day_of_month: int, year: int, month: int) -> str | None:
+    """The stated adjustment when ``day_of_month`` does not exist in that month, else None."""
+    last = calendar.monthrange(year, month)[1]
+    if day_of_month <= last:
+        return None
+    return (f"day {day_of_month} does not exist in {calendar.month_name[month]} {year} "
+            f"({last} days): it runs on {year:04d}-{month:02d}-{last:02d}, the month's last day")
 
 
 def next_monthly_run(day_of_month: int, time: str, now: dt.datetime) -> dt.datetime:
-    """First ``day_of_month`` at ``time`` strictly after ``now`` (day clamped to month length)."""
+    """First ``day_of_month`` at ``time`` strictly after ``now`` (day clamped to month length).
+    Naive ``now`` gives a naive result (wall-clock arithmetic only)."""
     hh, mm = (int(x) for x in time.split(":"))
     y, m = now.year, now.month
     for _ in range(3):
@@ -37,54 +136,144 @@ def next_monthly_run(day_of_month: int, time: str, now: dt.datetime) -> dt.datet
         candidate = now.replace(year=y, month=m, day=day, hour=hh, minute=mm, second=0, microsecond=0)
         if candidate > now:
             return candidate
-        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
+        y, m = month_add(y, m, 1)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+# -- validation ---------------------------------------------------------------------------------
+
+def normalize_action(action: Any, text: str) -> dict[str, Any]:
+    """A checked action dict (see module doc); None → ``{"kind": "task", "task": text}``.
+    Raises ValueError naming what is wrong."""
+    if action is None:
+        return {"kind": "task", "task": text}
+    if isinstance(action, str):
+        try:
+            action = json.loads(action)
+        except json.JSONDecodeError:
+            raise ValueError("action must be an object like {\"kind\": \"task\", \"task\": \"...\"}") from None
+    if not isinstance(action, dict):
+        raise ValueError(f"action must be an object, got {type(action).__name__}")
+    kind = action.get("kind", "task")
+    if kind not in ACTION_KINDS:
+        raise ValueError(f"action.kind must be one of {ACTION_KINDS}, got {kind!r}")
+    if kind == "task":
+        unknown = sorted(set(action) - {"kind", "task", "thread_id"})
+        if unknown:
+            raise ValueError(f"a task action takes kind, task, thread_id; unknown: {unknown}")
+        task = action.get("task")
+        task = text if task is None else task
+        if not isinstance(task, str) or not task.strip():
+            raise ValueError("action.task is empty; say what the agent should do when it fires")
+        if len(task) > MAX_TASK_CHARS:
+            raise ValueError(f"action.task is {len(task)} chars; the limit is {MAX_TASK_CHARS}")
+        out: dict[str, Any] = {"kind": "task", "task": task.strip()}
+        thread = action.get("thread_id")
+        if thread not in (None, ""):
+            if not isinstance(thread, str) or not THREAD_RE.match(thread):
+                raise ValueError(f"action.thread_id must match {THREAD_RE.pattern}, got {thread!r}")
+            out["thread_id"] = thread
+        return out
+    unknown = sorted(set(action) - {"kind", "tool", "args"})
+    if unknown:
+        raise ValueError(f"a tool action takes kind, tool, args; unknown: {unknown}")
+    tool = action.get("tool")
+    if not isinstance(tool, str) or not TOOL_NAME_RE.match(tool):
+        raise ValueError(f"action.tool must be a tool name ({TOOL_NAME_RE.pattern}), got {tool!r}")
+    args = action.get("args") or {}
+    if not isinstance(args, dict):
+        raise ValueError(f"action.args must be an object, got {type(args).__name__}")
+    try:
+        json.dumps(args)
+    except (TypeError, ValueError):
+        raise ValueError("action.args must be plain JSON") from None
+    return {"kind": "tool", "tool": tool, "args": args}
+
+
+def row_to_reminder(row: tuple) -> dict[str, Any]:
+    """A ``reminders`` row (``_COLUMNS`` order) as the tools return it (``action`` decoded)."""
+    out = dict(zip(_COLUMNS, row))
+    out["action"] = json.loads(out["action"]) if out.get("action") else {"kind": "task", "task": out["text"]}
+    return out
+
+
+def _general_adjustment(day_of_month: int) -> str | None:
+    if day_of_month <= 28:
+        return None
+    return (f"day {day_of_month} does not exist in every month: in shorter months the reminder "
+            "runs on the month's last day")
+
+
+# -- the tools ----------------------------------------------------------------------------------
+
 def schedule_reminder(text: str, day_of_month: int = 1, time: str = "09:00", recurrence: str = "monthly",
-                      *, data_dir: Path) -> dict[str, Any]:
+                      action: dict[str, Any] | None = None, *, data_dir: Path,
+                      now: dt.datetime | None = None) -> dict[str, Any]:
     """Persist a recurring reminder; return it as ``{"id", "text", "day_of_month", "time",
-    "recurrence", "created_at", "next_run", "already_existed"}``. A reminder identical in text
-    (case and spacing ignored), day, time and recurrence is not created twice: the existing one
-    is returned with ``already_existed: true`` (asking twice must not remind twice). Raises
-    ValueError for empty text, a day outside 1-31, a time not ``HH:MM`` (24 h) or a recurrence
-    other than ``monthly``."""
+    "recurrence", "created_at", "next_run", "action", "last_fired_period", "last_fired_at",
+    "adjustment", "already_existed"}``.
+
+    ``adjustment`` is None, or says how an impossible date is handled (day 31 in a 30-day
+    month, day 30 in February: the month's last day), naming the next run when it is affected.
+    A reminder identical in text (case and spacing ignored), day, time and recurrence is not
+    created twice: the existing one is returned with ``already_existed: true`` (asking twice
+    must not remind twice; a different ``action`` is not applied, ``note`` says so). Raises
+    ValueError (nothing written) for empty text, a day outside 1-31, a time not ``HH:MM``
+    (24 h), a recurrence other than ``monthly`` or a malformed action. ``now``: the clock
+    (default: the real one)."""
     text = (text or "").strip()
     if not text:
         raise ValueError("text is empty; say what to remind about")
-    if not isinstance(day_of_month, int) or not 1 <= day_of_month <= 31:
-        raise ValueError(f"day_of_month must be 1-31, got {day_of_month!r}")
-    if not TIME_RE.match(time or ""):
-        raise ValueError(f"time must be HH:MM (24 h), got {time!r}")
+    if isinstance(day_of_month, bool) or not isinstance(day_of_month, int) or not 1 <= day_of_month <= 31:
+        raise ValueError(f"day_of_month must be a whole number 1-31, got {day_of_month!r}")
+    if not isinstance(time, str) or not TIME_RE.match(time):
+        raise ValueError(f"time must be HH:MM (24 h, e.g. 09:00), got {time!r}")
     if recurrence not in RECURRENCES:
         raise ValueError(f"recurrence must be one of {RECURRENCES}, got {recurrence!r}")
-    now = dt.datetime.now().astimezone()
-    nxt = next_monthly_run(day_of_month, time, now)
-    con = _connect(data_dir)
+    checked = normalize_action(action, text)
+    default_action = checked == {"kind": "task", "task": text}
+    now = local_now(now)
+    nxt = scheduled_at(day_of_month, time, now.year, now.month)
+    if nxt <= now:
+        nxt = scheduled_at(day_of_month, time, *month_add(now.year, now.month, 1))
+    adjustment = adjustment_for(day_of_month, nxt.year, nxt.month) or _general_adjustment(day_of_month)
+    con = connect(data_dir)
     try:
-        with con:
+        con.execute("BEGIN IMMEDIATE")  # the duplicate check and the insert are one step
+        try:
             same = " ".join(text.lower().split())
             for row in con.execute(f"SELECT {', '.join(_COLUMNS)} FROM reminders WHERE day_of_month = ? "
                                    "AND time = ? AND recurrence = ?", (day_of_month, time, recurrence)):
                 if " ".join(str(row[1]).lower().split()) == same:
-                    return {**dict(zip(_COLUMNS, row)), "already_existed": True}
+                    con.execute("COMMIT")
+                    existing = {**row_to_reminder(row), "adjustment": adjustment, "already_existed": True}
+                    if not default_action and existing["action"] != checked:
+                        existing["note"] = ("a reminder with this text, day and time already exists; its "
+                                            "action was kept (the requested one was not applied)")
+                    return existing
             cur = con.execute(
-                "INSERT INTO reminders (text, day_of_month, time, recurrence, created_at, next_run) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO reminders (text, day_of_month, time, recurrence, created_at, next_run, action) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (text, day_of_month, time, recurrence, now.isoformat(timespec="seconds"),
-                 nxt.isoformat(timespec="minutes")))
+                 nxt.isoformat(timespec="minutes"), None if default_action else json.dumps(checked)))
             rid = cur.lastrowid
+            con.execute("COMMIT")
+        except BaseException:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise
         row = con.execute(f"SELECT {', '.join(_COLUMNS)} FROM reminders WHERE id = ?", (rid,)).fetchone()
     finally:
         con.close()
-    return {**dict(zip(_COLUMNS, row)), "already_existed": False}
+    return {**row_to_reminder(row), "adjustment": adjustment, "already_existed": False}
 
 
 def list_reminders(*, data_dir: Path) -> dict[str, Any]:
-    """All reminders, oldest first: ``{"reminders": [reminder, ...], "count": n}``."""
-    con = _connect(data_dir)
+    """All reminders, oldest first: ``{"reminders": [reminder, ...], "count": n}``; each
+    reminder has its ``action``, ``next_run`` and ``last_fired_period`` (None until it fired)."""
+    con = connect(data_dir)
     try:
         rows = con.execute(f"SELECT {', '.join(_COLUMNS)} FROM reminders ORDER BY id").fetchall()
     finally:
         con.close()
-    return {"reminders": [dict(zip(_COLUMNS, r)) for r in rows], "count": len(rows)}
+    return {"reminders": [row_to_reminder(r) for r in rows], "count": len(rows)}

@@ -1,0 +1,340 @@
+"""Reminder firing: which reminders are due, exactly once per period (DESIGN §0: "every month"
+means the reminder fires every month, through a scheduler). Knows nothing of the graph: the
+caller says what firing an action means (``fire`` callback of :func:`fire_due`).
+
+    due = due_reminders(data_dir, now)          # read-only: list[Due]
+    if mark_fired(data_dir, d.reminder_id, d.period, now=now):   # the claim; False = not ours
+        ...fire d.action with request_id d.request_id...
+        record_outcome(data_dir, d.reminder_id, d.period, ok=True, detail="...", now=now)
+
+or all of it in one call: ``await fire_due(data_dir, now, fire)``.
+
+Rules:
+
+* **Once per period.** A reminder is due for the *latest* period (month) whose scheduled time
+  is <= ``now``, is after the reminder was created, and is later than ``last_fired_period``.
+  Missed periods are caught up once, not N times: last fired in August, checked in December →
+  one firing for December, ``skipped_periods`` = Sep, Oct, Nov.
+* **Atomic claim.** :func:`mark_fired` is one ``BEGIN IMMEDIATE`` transaction on
+  ``reminders.db`` (WAL, 30 s busy timeout): it inserts ``firings(reminder_id, period)`` (the
+  primary key is the claim) and moves ``last_fired_period``. Of two schedulers racing — threads,
+  processes, the CLI and the server — exactly one gets True.
+* **Request id** ``reminder:<id>:<period>``: a "tool" action called with it through
+  ``ToolRegistry.call(..., request_id=...)`` is recorded in the idempotency ledger, so even a
+  replay of the same period (a takeover after a crash) cannot post twice.
+* **Failures retry, bounded.** :func:`record_outcome` with ``ok=False`` leaves the period in
+  state ``retry`` (due again at the next check, same request id) until ``MAX_ATTEMPTS``, then
+  ``failed``. A claim whose owner process died (same host), or older than ``STALE_CLAIM_S``,
+  is taken over. A newer period supersedes an unfinished older one.
+* **Injected clock.** Every function takes ``now``; naive datetimes are local time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import os
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tools.builtin.reminders import (
+    _COLUMNS,
+    adjustment_for,
+    connect,
+    local_now,
+    month_add,
+    parse_period,
+    period_of,
+    row_to_reminder,
+    scheduled_at,
+)
+
+#: Attempts per period before a failing action is given up (state ``failed``).
+MAX_ATTEMPTS = 3
+#: A ``claimed`` firing older than this (seconds) is taken over even if its owner looks alive.
+STALE_CLAIM_S = 3600.0
+#: Default thread of a "task" action: ``reminder-<id>``.
+THREAD_PREFIX = "reminder-"
+
+
+def request_id_for(reminder_id: int, period: str) -> str:
+    """``reminder:<id>:<period>``: the firing's request id (tool ledger, run metadata)."""
+    return f"reminder:{reminder_id}:{period}"
+
+
+@dataclass
+class Due:
+    """One firing to do: reminder ``reminder_id`` for ``period`` ("YYYY-MM").
+
+    ``scheduled_for``  ISO-8601 local time of the period's run (day clamped to the month)
+    ``action``         ``{"kind": "task", "task", "thread_id"?}`` | ``{"kind": "tool", "tool", "args"}``
+    ``thread_id``      for task actions: the action's thread or ``reminder-<id>``
+    ``request_id``     ``reminder:<id>:<period>``
+    ``skipped_periods`` missed periods caught up by this one firing (oldest first)
+    ``adjustment``     None, or how an impossible date was handled (day 31 in November → 30th)
+    ``attempt``        1 for a new period; n for a retry or a takeover of a dead runner's claim
+    """
+
+    reminder_id: int
+    text: str
+    period: str
+    scheduled_for: str
+    action: dict[str, Any]
+    thread_id: str | None
+    request_id: str
+    skipped_periods: list[str] = field(default_factory=list)
+    adjustment: str | None = None
+    attempt: int = 1
+
+    def describe(self) -> str:
+        what = (f"tool {self.action['tool']}" if self.action["kind"] == "tool"
+                else f"task on thread {self.thread_id}")
+        return f"reminder {self.reminder_id} ({self.text[:60]}) for {self.period}: {what}"
+
+
+@dataclass
+class Firing:
+    """What happened to one :class:`Due`: ``status`` "fired" | "failed" (``will_retry`` says
+    whether the next check tries again) | "skipped" (another runner claimed it first)."""
+
+    due: Due
+    status: str
+    detail: str = ""
+    will_retry: bool = False
+    result: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self.due), "status": self.status, "detail": self.detail,
+                "will_retry": self.will_retry, "result": self.result}
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _owner_alive(owner: str) -> bool:
+    host, _, rest = owner.partition(":")
+    if host != socket.gethostname():
+        return True  # cannot tell from here: assume alive until STALE_CLAIM_S
+    try:
+        return psutil.pid_exists(int(rest.split(":")[0]))
+    except ValueError:
+        return True
+
+
+def _stale(claimed_at: str, owner: str, now: dt.datetime) -> bool:
+    if not _owner_alive(owner):
+        return True
+    try:
+        age = (now - dt.datetime.fromisoformat(claimed_at).astimezone()).total_seconds()
+    except ValueError:
+        return True
+    return age > STALE_CLAIM_S
+
+
+def _latest_period(reminder: dict[str, Any], now: dt.datetime) -> tuple[int, int]:
+    y, m = now.year, now.month
+    if scheduled_at(reminder["day_of_month"], reminder["time"], y, m) > now:
+        y, m = month_add(y, m, -1)
+    return y, m
+
+
+def _first_period(reminder: dict[str, Any]) -> tuple[int, int]:
+    """The first period whose run is after the reminder's creation."""
+    created = dt.datetime.fromisoformat(reminder["created_at"]).astimezone()
+    y, m = created.year, created.month
+    if scheduled_at(reminder["day_of_month"], reminder["time"], y, m) <= created:
+        y, m = month_add(y, m, 1)
+    return y, m
+
+
+def _periods_between(start: tuple[int, int], end: tuple[int, int]) -> list[str]:
+    """Periods from ``start`` (inclusive) to ``end`` (exclusive)."""
+    out: list[str] = []
+    y, m = start
+    while (y, m) < end:
+        out.append(period_of(y, m))
+        y, m = month_add(y, m, 1)
+    return out
+
+
+def _due(reminder: dict[str, Any], y: int, m: int, skipped: list[str], attempt: int = 1) -> Due:
+    action = reminder["action"]
+    thread = (action.get("thread_id") or f"{THREAD_PREFIX}{reminder['id']}") if action["kind"] == "task" else None
+    period = period_of(y, m)
+    return Due(
+        reminder_id=reminder["id"], text=reminder["text"], period=period,
+        scheduled_for=scheduled_at(reminder["day_of_month"], reminder["time"], y, m).isoformat(timespec="minutes"),
+        action=action, thread_id=thread, request_id=request_id_for(reminder["id"], period),
+        skipped_periods=skipped, adjustment=adjustment_for(reminder["day_of_month"], y, m), attempt=attempt)
+
+
+def due_reminders(data_dir: Path | str, now: dt.datetime) -> list[Due]:
+    """Reminders of ``data_dir/reminders.db`` due at ``now`` (read-only; see module doc):
+    each new period once, plus periods left in ``retry`` or claimed by a dead runner."""
+    now = local_now(now)
+    con = connect(data_dir)
+    try:
+        reminders = [row_to_reminder(r) for r in con.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM reminders ORDER BY id")]
+        open_firings = {(r[0], r[1]): r for r in con.execute(
+            "SELECT reminder_id, period, state, owner, claimed_at, attempts, skipped FROM firings "
+            "WHERE state IN ('claimed', 'retry')")}
+    finally:
+        con.close()
+    out: list[Due] = []
+    for reminder in reminders:
+        if reminder["recurrence"] != "monthly":
+            continue  # only monthly exists; a future kind is not guessed at
+        latest = _latest_period(reminder, now)
+        first = _first_period(reminder)
+        last = reminder["last_fired_period"]
+        if latest < first:
+            continue  # its first run is still ahead
+        if last is None or period_of(*latest) > last:
+            start = max(first, month_add(*parse_period(last), 1)) if last else first
+            out.append(_due(reminder, *latest, _periods_between(start, latest)))
+            continue
+        pending = open_firings.get((reminder["id"], last))
+        if pending is None:
+            continue  # this period is done (or given up)
+        _, period, state, owner, claimed_at, attempts, skipped = pending
+        if state == "retry" or _stale(claimed_at, owner, now):
+            out.append(_due(reminder, *parse_period(period), json.loads(skipped or "[]"), attempt=attempts + 1))
+    return out
+
+
+def mark_fired(data_dir: Path | str, reminder_id: int, period: str, *, now: dt.datetime | None = None,
+               owner: str | None = None, skipped: list[str] | None = None) -> bool:
+    """Claim the firing of ``reminder_id`` for ``period``, atomically; True when this caller
+    won and must fire it now (then :func:`record_outcome`), False when the period is already
+    fired, being fired by a live runner, or older than the reminder's last fired period.
+    Sets ``last_fired_period``, ``last_fired_at`` and ``next_run``."""
+    now = local_now(now)
+    owner = owner or _owner()
+    stamp = now.isoformat(timespec="seconds")
+    rid = request_id_for(reminder_id, period)
+    con = connect(data_dir)
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            row = con.execute("SELECT day_of_month, time, last_fired_period FROM reminders WHERE id = ?",
+                              (reminder_id,)).fetchone()
+            if row is None:
+                con.execute("ROLLBACK")
+                return False
+            day, time, last = row
+            firing = con.execute("SELECT state, owner, claimed_at FROM firings WHERE reminder_id = ? AND period = ?",
+                                 (reminder_id, period)).fetchone()
+            won = False
+            if firing is None:
+                if last is None or period > last:
+                    con.execute("INSERT INTO firings (reminder_id, period, state, owner, request_id, attempts, "
+                                "claimed_at, skipped) VALUES (?, ?, 'claimed', ?, ?, 1, ?, ?)",
+                                (reminder_id, period, owner, rid, stamp, json.dumps(skipped or [])))
+                    # an unfinished older period is superseded by this one
+                    con.execute("UPDATE firings SET state = 'failed', finished_at = ?, detail = "
+                                "COALESCE(detail, '') || ' (superseded by ' || ? || ')' WHERE reminder_id = ? "
+                                "AND period < ? AND state IN ('claimed', 'retry')", (stamp, period, reminder_id, period))
+                    won = True
+            elif firing[0] == "retry" or (firing[0] == "claimed" and _stale(firing[2], firing[1], now)):
+                con.execute("UPDATE firings SET state = 'claimed', owner = ?, attempts = attempts + 1, "
+                            "claimed_at = ? WHERE reminder_id = ? AND period = ?", (owner, stamp, reminder_id, period))
+                won = True
+            if won:
+                nxt = scheduled_at(day, time, *month_add(*parse_period(period), 1))
+                con.execute("UPDATE reminders SET last_fired_period = ?, last_fired_at = ?, next_run = ? "
+                            "WHERE id = ?", (max(period, last or period), stamp,
+                                             nxt.isoformat(timespec="minutes"), reminder_id))
+            con.execute("COMMIT")
+            return won
+        except BaseException:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise
+    finally:
+        con.close()
+
+
+def record_outcome(data_dir: Path | str, reminder_id: int, period: str, *, ok: bool, detail: str = "",
+                   now: dt.datetime | None = None) -> bool:
+    """Finish a claimed firing: ``done`` when ``ok``; otherwise ``retry`` (due again at the next
+    check) or, after ``MAX_ATTEMPTS``, ``failed``. Returns True when it will be retried."""
+    stamp = local_now(now).isoformat(timespec="seconds")
+    con = connect(data_dir)
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            row = con.execute("SELECT attempts FROM firings WHERE reminder_id = ? AND period = ?",
+                              (reminder_id, period)).fetchone()
+            retry = (not ok) and row is not None and row[0] < MAX_ATTEMPTS
+            state = "done" if ok else ("retry" if retry else "failed")
+            con.execute("UPDATE firings SET state = ?, finished_at = ?, detail = ? WHERE reminder_id = ? "
+                        "AND period = ?", (state, stamp, detail[:2000], reminder_id, period))
+            con.execute("COMMIT")
+            return retry
+        except BaseException:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise
+    finally:
+        con.close()
+
+
+def firing_history(data_dir: Path | str, reminder_id: int | None = None) -> list[dict[str, Any]]:
+    """Rows of ``firings`` (newest first): reminder_id, period, state, attempts, claimed_at,
+    finished_at, detail, skipped."""
+    con = connect(data_dir)
+    try:
+        sql = ("SELECT reminder_id, period, state, attempts, claimed_at, finished_at, detail, skipped, request_id "
+               "FROM firings")
+        rows = con.execute(sql + (" WHERE reminder_id = ?" if reminder_id is not None else "")
+                           + " ORDER BY claimed_at DESC, reminder_id",
+                           (() if reminder_id is None else (reminder_id,))).fetchall()
+    finally:
+        con.close()
+    keys = ("reminder_id", "period", "state", "attempts", "claimed_at", "finished_at", "detail", "skipped", "request_id")
+    return [{**dict(zip(keys, r)), "skipped": json.loads(r[7] or "[]")} for r in rows]
+
+
+FireFn = Callable[[Due], Awaitable[dict[str, Any]]]
+
+
+async def fire_due(data_dir: Path | str, now: dt.datetime, fire: FireFn, *, owner: str | None = None) -> list[Firing]:
+    """Fire every reminder due at ``now``: claim it (:func:`mark_fired`), ``await fire(due)``,
+    record the outcome. ``fire`` returns ``{"ok": bool, "detail": str, ...}`` (anything else
+    it returns is kept in :attr:`Firing.result`); an exception counts as ``ok: False``. Database
+    work runs in a thread (safe inside ``langgraph dev``'s event loop). Reminders fire one
+    after another, in id order."""
+    owner = owner or _owner()
+    out: list[Firing] = []
+    for due in await asyncio.to_thread(due_reminders, data_dir, now):
+        won = await asyncio.to_thread(mark_fired, data_dir, due.reminder_id, due.period, now=now, owner=owner,
+                                      skipped=due.skipped_periods)
+        if not won:
+            out.append(Firing(due, "skipped", "already fired (or being fired) by another runner"))
+            continue
+        try:
+            result = dict(await fire(due) or {})
+            ok, detail = bool(result.pop("ok", True)), str(result.pop("detail", ""))
+        except asyncio.CancelledError:
+            await asyncio.shield(asyncio.to_thread(record_outcome, data_dir, due.reminder_id, due.period,
+                                                   ok=False, detail="cancelled", now=now))
+            raise
+        except Exception as exc:  # noqa: BLE001 - reported in the Firing, retried at the next check
+            result, ok, detail = {}, False, f"{type(exc).__name__}: {exc}"
+        retry = await asyncio.to_thread(record_outcome, data_dir, due.reminder_id, due.period, ok=ok,
+                                        detail=detail, now=now)
+        out.append(Firing(due, "fired" if ok else "failed", detail, will_retry=retry, result=result))
+    return out
+
+
+__all__ = ["Due", "Firing", "MAX_ATTEMPTS", "STALE_CLAIM_S", "due_reminders", "fire_due", "firing_history",
+           "mark_fired", "record_outcome", "request_id_for"]
