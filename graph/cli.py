@@ -40,13 +40,13 @@ from typing import Any
 import typer
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
 from graph.branches import BranchError, Branches, BranchTree, CheckpointNode, preview, short_id
 from graph.builder import make_graph
+from graph.checkpoints import open_checkpointer
 from graph.context import Context
 from graph.mirror import ThreadMirror
 from graph.model import ModelUnavailableError, astop_embedded_server
@@ -239,9 +239,7 @@ async def _run_turn(
     await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
     mirror = ThreadMirror(data_dir)
     recovery: RecoveryReport | None = None
-    async with thread_lock(data_dir, thread_id), AsyncSqliteSaver.from_conn_string(
-        str(checkpoints_path(data_dir))
-    ) as saver:
+    async with thread_lock(data_dir, thread_id), open_checkpointer(checkpoints_path(data_dir)) as saver:
         agent = make_graph(checkpointer=saver)
         if thread_id:
             recovery = await ensure_readable(agent, mirror, thread_id)
@@ -481,7 +479,7 @@ class _Open:
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
-        self._cm = AsyncSqliteSaver.from_conn_string(str(checkpoints_path(data_dir)))
+        self._cm = open_checkpointer(checkpoints_path(data_dir))
 
     async def __aenter__(self):
         saver = await self._cm.__aenter__()

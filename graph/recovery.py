@@ -29,11 +29,16 @@ corruption of one thread and are re-raised. No mirror for the thread → :class:
 from __future__ import annotations
 
 import sqlite3
+import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
@@ -72,7 +77,9 @@ class RecoveryReport:
         lines = [
             f"Recovered: {head} could not be read ({self.error}).",
             f"The conversation was rebuilt from the plain-text mirror {self.mirror_path}: "
-            f"{self.restored} messages restored as new checkpoint {self.new_checkpoint_id} on the same thread.",
+            f"{self.restored} messages restored as "
+            + (f"new checkpoint {self.new_checkpoint_id}" if self.new_checkpoint_id else "a new root checkpoint")
+            + " on the same thread.",
         ]
         if self.filled_results or self.dropped_orphans:
             lines.append(f"Tool-call pairing repaired: {len(self.filled_results)} missing result(s) marked "
@@ -90,6 +97,35 @@ def is_data_error(exc: BaseException) -> bool:
     if isinstance(exc, (sqlite3.Error, ConnectionError, OSError)):
         return False
     return isinstance(exc, Exception)
+
+
+class UnreadableCheckpoint(ValueError):
+    """A checkpoint deserialised into something that is not a checkpoint (wrong shape)."""
+
+
+def check_shape(saved: CheckpointTuple) -> CheckpointTuple:
+    """``saved`` if its checkpoint has the shape LangGraph reads (``v``, ``ts``, ``id``,
+    ``channel_values``/``channel_versions``/``versions_seen`` mappings, a ``messages`` list);
+    else :class:`UnreadableCheckpoint`. A blob can deserialise without error into the wrong
+    thing (a torn write that still parses, another program's data): the saver-level
+    recovery checks this so the failure is caught where the checkpoint is read, not later
+    inside the graph run."""
+    cp = saved.checkpoint
+    problem = ""
+    if not isinstance(cp, dict):
+        problem = f"a {type(cp).__name__}, not a checkpoint"
+    elif not all(isinstance(cp.get(k), str) for k in ("ts", "id")) or "v" not in cp:
+        problem = "no v/ts/id"
+    elif not all(isinstance(cp.get(k), dict) for k in ("channel_values", "channel_versions", "versions_seen")):
+        problem = "no channel_values/channel_versions/versions_seen"
+    elif not all(isinstance(v, dict) for v in cp["versions_seen"].values()):
+        problem = "versions_seen is not a mapping of mappings"
+    elif not isinstance(cp["channel_values"].get("messages", []), list):
+        problem = "its messages are not a list"
+    if problem:
+        ident = saved.config.get("configurable", {}).get("checkpoint_id")
+        raise UnreadableCheckpoint(f"checkpoint {ident} deserialised into the wrong shape ({problem})")
+    return saved
 
 
 async def probe(graph: CompiledStateGraph, thread_id: str) -> tuple[StateSnapshot | None, BaseException | None]:
@@ -136,9 +172,8 @@ def pair_tool_calls(messages: list[AnyMessage]) -> tuple[list[AnyMessage], list[
     return out, filled, dropped
 
 
-async def _head_id(graph: CompiledStateGraph, thread_id: str) -> str | None:
+async def _head_id(saver: Any, thread_id: str) -> str | None:
     """The newest checkpoint id of the thread, read without deserialising it (SQLite saver)."""
-    saver = graph.checkpointer
     conn = getattr(saver, "conn", None)
     if conn is None:
         return None
@@ -150,13 +185,21 @@ async def _head_id(graph: CompiledStateGraph, thread_id: str) -> str | None:
     return row[0] if row else None
 
 
-async def recover_thread(graph: CompiledStateGraph, mirror: ThreadMirror, thread_id: str,
-                         error: BaseException | None = None, *, as_node: str = "write_memory") -> RecoveryReport:
-    """Rebuild ``thread_id`` from its mirror as a new root checkpoint on the same thread (see
-    the module docstring). ``error``: the failure that triggered it (for the report);
-    ``as_node``: the node the restored state is written as (a node whose edges end the turn).
+async def rebuild_from_mirror(
+    saver: BaseCheckpointSaver, builder: StateGraph, mirror: ThreadMirror, thread_id: str,
+    error: BaseException | None = None, *, as_node: str = "write_memory", notice_in_state: bool = False,
+    read_head: Callable[[RunnableConfig], Awaitable[CheckpointTuple | None]] | None = None,
+) -> RecoveryReport:
+    """The rebuild itself, at the saver level (no compiled graph needed, so a saver can call it
+    from its own ``aget_tuple``): the mirror's active branch, tool calls paired, becomes a new
+    root checkpoint of ``thread_id`` in ``saver``, built as ``builder``'s state after
+    ``as_node``. ``notice_in_state``: also append the notice as an AI message named ``hermes``
+    (the server's way to tell the user; the CLI prints it instead). ``read_head``: how to read
+    the thread's head back for the check (default ``saver.aget_tuple``; a saver passes its
+    base-class method so the check cannot recurse into recovery).
 
-    Raises :class:`RecoveryError` if the mirror has no messages for the thread."""
+    Raises :class:`RecoveryError` if the mirror has no messages for the thread, or if the new
+    checkpoint is not the thread's head afterwards."""
     mirrored = await mirror.read(thread_id)
     if not mirrored.messages:
         raise RecoveryError(
@@ -165,27 +208,7 @@ async def recover_thread(graph: CompiledStateGraph, mirror: ThreadMirror, thread
             "thread (omit --thread), or restore checkpoints.sqlite from a backup."
         )
     messages, filled, dropped = pair_tool_calls(mirrored.messages)
-    bad_head = await _head_id(graph, thread_id)
-
-    scratch = graph.builder.compile(checkpointer=InMemorySaver())
-    scratch_config = await scratch.aupdate_state(
-        {"configurable": {"thread_id": thread_id}}, {"messages": messages}, as_node=as_node
-    )
-    saved = await scratch.checkpointer.aget_tuple(scratch_config)  # type: ignore[union-attr]
-    assert saved is not None
-    metadata = {**saved.metadata, "hermes_op": "recovered", "hermes_recovered_from": bad_head or "",
-                "hermes_mirror": str(mirrored.path)}
-    new_config = await graph.checkpointer.aput(  # type: ignore[union-attr]
-        {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
-        saved.checkpoint, metadata, saved.checkpoint["channel_versions"],
-    )
-    new_id = new_config["configurable"]["checkpoint_id"]
-    check = await graph.aget_state({"configurable": {"thread_id": thread_id}})
-    if check.config["configurable"]["checkpoint_id"] != new_id:
-        raise RecoveryError(f"the recovered checkpoint {new_id} is not the thread's head "
-                            f"({check.config['configurable']['checkpoint_id']}); the clock may have gone back")
-    await mirror.append_turn(thread_id, list(check.values.get("messages") or []), checkpoint_id=new_id, op="recovered")
-
+    bad_head = await _head_id(saver, thread_id)
     lost = [
         "derived state (goal, intent, pending actions, references, context window, progress, "
         "report path) — re-derived from your next message",
@@ -200,12 +223,49 @@ async def recover_thread(graph: CompiledStateGraph, mirror: ThreadMirror, thread
     if bad_head and mirrored.last_checkpoint_id and mirrored.last_checkpoint_id != bad_head:
         lost.append(f"possibly the last steps: the mirror was last written at checkpoint "
                     f"{mirrored.last_checkpoint_id}, not at the lost one")
-    return RecoveryReport(
+    report = RecoveryReport(
         thread_id=thread_id, unreadable_checkpoint=bad_head,
         error=f"{type(error).__name__}: {str(error)[:160]}" if error else "unknown error",
-        new_checkpoint_id=new_id, restored=len(messages), mirror_path=str(mirrored.path),
+        new_checkpoint_id="", restored=len(messages), mirror_path=str(mirrored.path),
         filled_results=filled, dropped_orphans=dropped, lost=lost,
     )
+    state_messages = list(messages)
+    if notice_in_state:
+        state_messages.append(AIMessage(report.notice(), name="hermes", id=f"recovered-{uuid.uuid4().hex[:12]}"))
+
+    scratch = builder.compile(checkpointer=InMemorySaver())
+    scratch_config = await scratch.aupdate_state(
+        {"configurable": {"thread_id": thread_id}}, {"messages": state_messages}, as_node=as_node
+    )
+    saved = await scratch.checkpointer.aget_tuple(scratch_config)  # type: ignore[union-attr]
+    assert saved is not None
+    metadata = {**saved.metadata, "hermes_op": "recovered", "hermes_recovered_from": bad_head or "",
+                "hermes_mirror": str(mirrored.path), "hermes_notice": report.notice()}
+    new_config = await saver.aput(
+        {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
+        saved.checkpoint, metadata, saved.checkpoint["channel_versions"],
+    )
+    report.new_checkpoint_id = new_config["configurable"]["checkpoint_id"]
+    check = await (read_head or saver.aget_tuple)({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    head = check.config["configurable"]["checkpoint_id"] if check else None
+    if head != report.new_checkpoint_id:
+        raise RecoveryError(f"the recovered checkpoint {report.new_checkpoint_id} is not the thread's head "
+                            f"({head}); the clock may have gone back")
+    await mirror.append_turn(thread_id, list(check.checkpoint["channel_values"].get("messages") or []),
+                             checkpoint_id=report.new_checkpoint_id, op="recovered")
+    return report
+
+
+async def recover_thread(graph: CompiledStateGraph, mirror: ThreadMirror, thread_id: str,
+                         error: BaseException | None = None, *, as_node: str = "write_memory") -> RecoveryReport:
+    """Rebuild ``thread_id`` of the checkpointed ``graph`` from its mirror as a new root
+    checkpoint on the same thread (see the module docstring and :func:`rebuild_from_mirror`).
+    ``error``: the failure that triggered it (for the report); ``as_node``: the node the
+    restored state is written as (a node whose edges end the turn).
+
+    Raises :class:`RecoveryError` if the mirror has no messages for the thread."""
+    return await rebuild_from_mirror(graph.checkpointer, graph.builder, mirror, thread_id, error,  # type: ignore[arg-type]
+                                     as_node=as_node)
 
 
 async def ensure_readable(graph: CompiledStateGraph, mirror: ThreadMirror, thread_id: str) -> RecoveryReport | None:

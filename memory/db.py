@@ -17,8 +17,9 @@ import aiosqlite
 
 #: File name of the memory database inside the service's ``data_dir``.
 DB_FILENAME = "memory.db"
-#: Seconds a connection waits for another writer's lock before "database is locked".
-BUSY_TIMEOUT_S = 5.0
+#: Seconds a connection waits for another writer's lock before "database is locked" (several
+#: ``hermes`` processes and a server share one data directory).
+BUSY_TIMEOUT_S = 30.0
 
 
 class SqliteDb:
@@ -41,6 +42,7 @@ class SqliteDb:
             await asyncio.to_thread(self.path.parent.mkdir, parents=True, exist_ok=True)
         async with aiosqlite.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S) as db:
             db.row_factory = aiosqlite.Row
+            await db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
             if not self._ready:
                 await db.execute("PRAGMA journal_mode=WAL")
                 await db.executescript(self._schema)

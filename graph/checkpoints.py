@@ -1,0 +1,307 @@
+"""The SQLite checkpoint file, opened one way for the CLI, the tests and ``langgraph dev``.
+
+:func:`open_checkpointer` opens ``<data_dir>/checkpoints.sqlite`` for several processes at once
+(seed: one data directory, many ``hermes`` processes and a server): the aiosqlite connection gets
+a 30 s busy timeout (``PRAGMA busy_timeout=30000``: a writer waits for another's lock instead of
+failing with "database is locked"), WAL journal (readers never block the writer; the saver's own
+``setup()`` also runs ``PRAGMA journal_mode=WAL``, which is then a no-op) and
+``synchronous=NORMAL`` (a committed checkpoint survives a crash of the process; the last
+transactions may be lost on a power cut). Switching a *new* file to WAL needs the file to
+itself, so when several processes create it at once the switch is retried until the deadline.
+
+It yields a :class:`HermesSqliteSaver` — ``AsyncSqliteSaver`` (langgraph-checkpoint-sqlite
+3.1.2) plus:
+
+* ``mirror_dir`` given (the server): **recovery inside the saver** (``graph.recovery``). When
+  the thread's head checkpoint cannot be deserialised, or the file has no record of a thread
+  whose plain-text mirror exists (the checkpoint file was replaced or moved aside),
+  :meth:`~HermesSqliteSaver.aget_tuple` rebuilds the thread from
+  ``<mirror_dir>/mirror/<thread>.jsonl`` as a new root checkpoint (with a notice message in
+  the state) and returns that. :meth:`~HermesSqliteSaver.alist` skips unreadable checkpoints
+  instead of failing the whole listing, so the thread's history still loads (Studio).
+  ``adelete_thread`` also moves the thread's mirror aside (a deleted thread is not rebuilt).
+  Without ``mirror_dir`` (the CLI, which runs ``graph.recovery.ensure_readable`` itself and
+  prints the notice) it reads and lists exactly like ``AsyncSqliteSaver``.
+* ``adelete_for_runs`` and ``aprune`` (the server calls them for ``multitask_strategy=
+  "rollback"`` and history pruning; the stock saver lacks them).
+
+:func:`server_checkpointer` is the ``langgraph.json`` ``checkpointer.path`` target: the same
+file as the CLI (``<HERMES_DATA_DIR or .hermes>/checkpoints.sqlite``), recovery on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple, get_checkpoint_id
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.checkpoint.sqlite.utils import search_where
+from langgraph.graph import StateGraph
+
+from graph.builder import builder as agent_builder
+from graph.context import Context
+from graph.mirror import ThreadMirror
+from graph.recovery import RecoveryError, RecoveryReport, check_shape, is_data_error, rebuild_from_mirror
+
+log = logging.getLogger(__name__)
+
+#: File name of the checkpoint database inside a data directory.
+CHECKPOINTS_FILE = "checkpoints.sqlite"
+#: Seconds a connection waits for another process's lock before "database is locked".
+BUSY_TIMEOUT_S = 30.0
+
+
+def checkpoints_file(data_dir: str | Path) -> Path:
+    """``<data_dir>/checkpoints.sqlite``."""
+    return Path(data_dir) / CHECKPOINTS_FILE
+
+
+async def connect(path: str | Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> aiosqlite.Connection:
+    """An aiosqlite connection to ``path`` (its directory is created) with busy timeout, WAL
+    and ``synchronous=NORMAL``. The isolation level stays aiosqlite's default, which is what
+    ``AsyncSqliteSaver`` expects (it commits after each write)."""
+    path = Path(path)
+    await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
+    conn = await aiosqlite.connect(str(path), timeout=busy_timeout_s)
+    try:
+        await conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        deadline = time.monotonic() + busy_timeout_s
+        while True:  # a new file: every process opening it at once wants to switch it to WAL
+            try:
+                await conn.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.05)
+        await conn.execute("PRAGMA synchronous=NORMAL")
+    except BaseException:
+        await conn.close()
+        raise
+    return conn
+
+
+class HermesSqliteSaver(AsyncSqliteSaver):
+    """``AsyncSqliteSaver`` with recovery from the plain-text mirror (when ``mirror_dir`` is
+    given), a listing that survives unreadable rows (same condition), ``adelete_for_runs`` and
+    ``aprune``. ``builder``: the ``StateGraph`` whose state a rebuilt checkpoint holds (default:
+    the agent graph). ``recoveries``: the reports of the rebuilds this saver did, oldest first."""
+
+    def __init__(self, conn: aiosqlite.Connection, *, mirror_dir: str | Path | None = None,
+                 builder: StateGraph | None = None, serde: Any = None) -> None:
+        super().__init__(conn, serde=serde)
+        self.mirror = ThreadMirror(mirror_dir) if mirror_dir is not None else None
+        self.builder = builder if builder is not None else agent_builder
+        self.recoveries: list[RecoveryReport] = []
+        self._thread_locks: dict[str, asyncio.Lock] = {}
+
+    # --- recovery ------------------------------------------------------------------------
+
+    async def _newest_id(self, thread_id: str, checkpoint_ns: str = "") -> str | None:
+        await self.setup()
+        async with self.lock, self.conn.execute(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+            "ORDER BY checkpoint_id DESC LIMIT 1", (thread_id, checkpoint_ns)
+        ) as cur:
+            row = await cur.fetchone()
+        return row[0] if row else None
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """``AsyncSqliteSaver.aget_tuple``; with a mirror, a thread's head that cannot be read
+        (asked for by thread id, or by the head's own id), or a thread without any checkpoint
+        whose mirror holds messages, is rebuilt from the mirror first (``graph.recovery``)."""
+        try:
+            found = await super().aget_tuple(config)
+            if found is not None and self.mirror is not None:
+                check_shape(found)
+        except Exception as exc:
+            if self.mirror is None or not is_data_error(exc) or not await self._asks_for_head(config):
+                raise
+            return await self._recover(config, exc)
+        if found is None and self.mirror is not None and self._head_config(config) and \
+                (await self.mirror.read(str(config["configurable"]["thread_id"]))).messages:
+            return await self._recover(config, FileNotFoundError(
+                "the checkpoint database has no record of this thread"))
+        return found
+
+    @staticmethod
+    def _head_config(config: RunnableConfig) -> bool:
+        conf = config.get("configurable") or {}
+        return bool(conf.get("thread_id")) and not conf.get("checkpoint_ns") and not get_checkpoint_id(config)
+
+    async def _asks_for_head(self, config: RunnableConfig) -> bool:
+        conf = config.get("configurable") or {}
+        if conf.get("checkpoint_ns") or not conf.get("thread_id"):
+            return False
+        wanted = get_checkpoint_id(config)
+        return not wanted or wanted == await self._newest_id(str(conf["thread_id"]))
+
+    async def _recover(self, config: RunnableConfig, error: BaseException) -> CheckpointTuple | None:
+        assert self.mirror is not None
+        thread_id = str(config["configurable"]["thread_id"])
+        head = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        lock = self._thread_locks.setdefault(thread_id, asyncio.Lock())
+        async with lock:
+            try:  # another task may have rebuilt it while this one waited
+                again = await super().aget_tuple(head)
+                if again is not None:
+                    return check_shape(again)
+            except Exception as exc:  # noqa: BLE001 - still unreadable: rebuild below
+                if not is_data_error(exc):
+                    raise
+            try:
+                report = await rebuild_from_mirror(
+                    self, self.builder, self.mirror, thread_id, error,
+                    notice_in_state=True, read_head=super().aget_tuple)
+            except RecoveryError:
+                if isinstance(error, FileNotFoundError):
+                    return None  # nothing to rebuild: simply a new thread
+                raise
+        self.recoveries.append(report)
+        log.warning("%s", report.notice())
+        return await super().aget_tuple(head)
+
+    async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+                    before: RunnableConfig | None = None, limit: int | None = None,
+                    ) -> AsyncIterator[CheckpointTuple]:
+        """``AsyncSqliteSaver.alist``; with a mirror, a checkpoint that cannot be deserialised
+        is left out (logged) instead of ending the listing with an error."""
+        listing = super().alist(config, filter=filter, before=before, limit=limit)
+        yielded: set[str] = set()
+        try:
+            while True:
+                try:
+                    item = await anext(listing)
+                    if self.mirror is not None:
+                        check_shape(item)
+                except StopAsyncIteration:
+                    return
+                except Exception as exc:
+                    if self.mirror is None or not is_data_error(exc):
+                        raise
+                    break
+                yielded.add(item.config["configurable"]["checkpoint_id"])
+                yield item
+        finally:
+            await listing.aclose()  # releases the saver's lock (a consumer may stop early)
+        # slow path: the ids in order, then each checkpoint on its own
+        where, params = search_where(config, filter, before)
+        async with self.lock, self.conn.execute(
+            f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints {where} ORDER BY checkpoint_id DESC",
+            params,
+        ) as cur:
+            rows = await cur.fetchall()
+        count = len(yielded)
+        for thread_id, ns, cid in rows:
+            if limit is not None and count >= limit:
+                return
+            if cid in yielded:
+                continue
+            one = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}}
+            try:
+                item = await AsyncSqliteSaver.aget_tuple(self, one)
+                if item is not None:
+                    check_shape(item)
+            except Exception as exc:
+                if not is_data_error(exc):
+                    raise
+                log.warning("checkpoint %s of thread %r cannot be read (%s: %s); left out of the listing",
+                            cid, thread_id, type(exc).__name__, str(exc)[:120])
+                continue
+            if item is not None:
+                count += 1
+                yield item
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Delete the thread's checkpoints and writes; with a mirror, its mirror file is renamed
+        to ``<file>.deleted`` so the thread is not rebuilt from it."""
+        await super().adelete_thread(thread_id)
+        if self.mirror is not None:
+            path = self.mirror.path(str(thread_id))
+
+            def move() -> None:
+                if path.exists():
+                    os.replace(path, path.with_name(path.name + ".deleted"))
+
+            await asyncio.to_thread(move)
+
+    # --- what the LangGraph server asks of a custom checkpointer ---------------------------
+
+    async def adelete_for_runs(self, run_ids: Iterable[str]) -> None:
+        """Delete the checkpoints (and their writes) whose metadata ``run_id`` is one of
+        ``run_ids`` (``multitask_strategy="rollback"`` cleans up a cancelled run this way)."""
+        ids = [str(r) for r in run_ids]
+        if not ids:
+            return
+        await self.setup()
+        marks = ",".join("?" * len(ids))
+        match = f"json_extract(CAST(metadata AS TEXT), '$.run_id') IN ({marks})"
+        async with self.lock:
+            await self.conn.execute(
+                "DELETE FROM writes WHERE (thread_id, checkpoint_ns, checkpoint_id) IN "
+                f"(SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints WHERE {match})", ids)
+            await self.conn.execute(f"DELETE FROM checkpoints WHERE {match}", ids)
+            await self.conn.commit()
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``keep_latest``: keep only each namespace's newest checkpoint of the threads (and its
+        writes); ``delete_all``: delete the threads."""
+        if strategy == "delete_all":
+            for tid in thread_ids:
+                await self.adelete_thread(str(tid))
+            return
+        if strategy != "keep_latest":
+            raise ValueError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete_all'")
+        await self.setup()
+        keep = ("SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) FROM checkpoints "
+                "WHERE thread_id = ? GROUP BY thread_id, checkpoint_ns")
+        async with self.lock:
+            for tid in thread_ids:
+                tid = str(tid)
+                for table in ("writes", "checkpoints"):
+                    await self.conn.execute(
+                        f"DELETE FROM {table} WHERE thread_id = ? AND "
+                        f"(thread_id, checkpoint_ns, checkpoint_id) NOT IN ({keep})", (tid, tid))
+            await self.conn.commit()
+
+
+@asynccontextmanager
+async def open_checkpointer(path: str | Path, *, mirror_dir: str | Path | None = None,
+                            builder: StateGraph | None = None) -> AsyncIterator[HermesSqliteSaver]:
+    """``async with open_checkpointer(path) as saver:`` a :class:`HermesSqliteSaver` on the
+    SQLite file ``path`` (created if missing) with busy timeout, WAL and ``synchronous=NORMAL``;
+    the connection is closed at the end. ``mirror_dir`` (a data directory): recovery from its
+    ``mirror/`` inside the saver (see the module docstring). Raises ``sqlite3.Error`` if the
+    file cannot be used as a database."""
+    conn = await connect(path)
+    try:
+        saver = HermesSqliteSaver(conn, mirror_dir=mirror_dir, builder=builder)
+        await saver.setup()
+        yield saver
+    finally:
+        await conn.close()
+
+
+@asynccontextmanager
+async def server_checkpointer() -> AsyncIterator[HermesSqliteSaver]:
+    """``langgraph.json`` ``"checkpointer": {"path": "./graph/checkpoints.py:server_checkpointer"}``:
+    the data directory's checkpoint file (``HERMES_DATA_DIR``, default ``.hermes`` relative to
+    the server's working directory), shared with the CLI, recovery from the mirror on."""
+    data_dir = Context().data_dir
+    async with open_checkpointer(checkpoints_file(data_dir), mirror_dir=data_dir) as saver:
+        log.info("checkpoints: %s (shared with the hermes CLI)", checkpoints_file(data_dir))
+        yield saver
+
+
+__all__ = ["BUSY_TIMEOUT_S", "CHECKPOINTS_FILE", "HermesSqliteSaver", "checkpoints_file", "connect",
+           "open_checkpointer", "server_checkpointer"]
