@@ -83,6 +83,12 @@ class Context:
         metadata={"description": "Path to an `mcpServers` JSON file. Empty: the bundled "
                   "team-chat server only."},
     )
+    database: str = field(
+        default="",
+        metadata={"description": "Database the data tools read: a SQLite file path or an "
+                  "SQLAlchemy-style URL sqlite:///path (env HERMES_DATABASE). Empty: no database; "
+                  "the data tools say how to set one."},
+    )
     user_id: str = field(default="default", metadata={"description": "Memory namespace owner."})
 
     def __post_init__(self) -> None:

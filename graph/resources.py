@@ -21,7 +21,7 @@ from memory.service import MemoryService
 if TYPE_CHECKING:
     from tools.toolbox import Toolbox
 
-_toolboxes: dict[tuple[str, str], "Toolbox"] = {}
+_toolboxes: dict[tuple[str, str, str], "Toolbox"] = {}
 _memories: dict[str, MemoryService] = {}
 _lock: asyncio.Lock | None = None
 _background: set[asyncio.Task] = set()
@@ -30,10 +30,10 @@ _background: set[asyncio.Task] = set()
 log = logging.getLogger(__name__)
 
 
-def _key(context: Context) -> tuple[str, str]:
+def _key(context: Context) -> tuple[str, str, str]:
     # The settings as given, not resolved: Path.resolve() calls os.getcwd, a blocking call
     # that `langgraph dev` refuses inside the event loop (the cwd does not change at run time).
-    return (context.data_dir, context.mcp_config)
+    return (context.data_dir, context.mcp_config, context.database)
 
 
 async def get_toolbox(context: Context) -> "Toolbox":
@@ -51,6 +51,7 @@ async def get_toolbox(context: Context) -> "Toolbox":
                 Path(context.data_dir),
                 Path(context.mcp_config) if context.mcp_config else None,
                 timeout_s=context.tool_timeout_s,
+                database=context.database,  # the user's database: resolved inside open's thread
             )
             for where, problem in toolbox.problems.items():
                 # a server or tool left out must be visible (CLI stderr, langgraph dev log)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.builtin.catalog import BUILTIN_TOOLS, register_builtin_tools
-from tools.builtin.sales_db import ensure_sales_db
+from tools.builtin.database import ENV_DATABASE, database_location
 from tools.errors import ToolDefinitionError
 from tools.executors import ENV_EXECUTOR, RoutingExecutor, make_executor
 from tools.executors.base import Executor
@@ -59,7 +59,9 @@ class Toolbox:
     """Registry + executor + MCP client, opened and closed together.
 
     Attributes:
-        data_dir   where sales.db, reminders.db, reports/ and team_chat.db live.
+        data_dir   where reminders.db, reports/ and team_chat.db live.
+        database   absolute path of the user's database the data tools read ("" = none
+                   configured; see ``open``).
         registry   :class:`ToolRegistry` with every usable tool.
         executor   the executor builtin tools run in (subprocess by default; see ``open``).
         ledger     the idempotency ledger (``data_dir/idempotency.db``).
@@ -82,10 +84,19 @@ class Toolbox:
     @classmethod
     async def open(cls, data_dir: Path, mcp_config: Path | None = None, timeout_s: float = 10.0, *,
                    startup_timeout_s: float | None = None, executor: str | Executor | None = None,
-                   remote_url: str | None = None, tool_executors: dict[str, str] | None = None) -> "Toolbox":
-        """Create dirs, ensure ``data_dir/sales.db``, register builtin tools, start the MCP servers
-        of ``mcp_config`` (``{"mcpServers": {...}}`` JSON; None = the bundled team-chat server
-        only) and register their tools.
+                   remote_url: str | None = None, tool_executors: dict[str, str] | None = None,
+                   database: str | None = None) -> "Toolbox":
+        """Create dirs, register builtin tools, start the MCP servers of ``mcp_config``
+        (``{"mcpServers": {...}}`` JSON; None = the bundled team-chat server only) and register
+        their tools.
+
+        ``database``: the user's database the data tools (describe_database, query_database,
+        generate_report) read — an SQLite file path or ``sqlite:///path`` URL, relative paths
+        against the current directory (resolved in a thread); None = env ``HERMES_DATABASE``;
+        "" = none. Nothing is created or generated: an empty, missing or non-SQLite setting
+        still opens the toolbox, and those tools answer with an error saying how to set it
+        (:attr:`database` holds the resolved path). An :class:`Executor` instance passed as
+        ``executor`` keeps its own database.
 
         ``timeout_s``: per-call limit (seconds) of MCP tools; builtin tools keep their own
         (10 s ordinary, 30 s heavy). Server start-up (process + ``initialize`` +
@@ -103,14 +114,15 @@ class Toolbox:
         across restarts); tool schema versions in ``data_dir/tool_schemas.db``
         (``registry.migration_notes`` lists changes since the last run).
         """
-        # All file-system work (resolve, mkdir, sales.db, config read, sandbox probe, SQLite
-        # loads) off the event loop.
-        data_dir, servers, executor, ledger, schemas = await asyncio.to_thread(
-            _prepare, Path(data_dir), mcp_config, executor, remote_url, tool_executors)
+        # All file-system work (resolve, mkdir, database path, config read, sandbox probe,
+        # SQLite loads) off the event loop.
+        data_dir, servers, executor, ledger, schemas, location = await asyncio.to_thread(
+            _prepare, Path(data_dir), mcp_config, executor, remote_url, tool_executors, database)
         registry = ToolRegistry(ledger=ledger, schema_store=schemas)
         register_builtin_tools(registry, executor)
         client = MCPClient(servers, startup_timeout_s=startup_timeout_s or max(timeout_s, STARTUP_TIMEOUT_S))
         tb = cls(data_dir, registry, executor, client)
+        tb.database = location
         try:
             failed = await client.start()
             tb.problems.update(failed)
@@ -170,12 +182,14 @@ def _mcp_runner(server: MCPServer, tool: str, timeout_s: float):
 
 def _prepare(data_dir: Path, mcp_config: Path | None, executor: str | Executor | None = None,
              remote_url: str | None = None, tool_executors: dict[str, str] | None = None,
-             ) -> tuple[Path, dict[str, dict[str, Any]], Executor, IdempotencyLedger, SchemaStore]:
-    """Blocking part of :meth:`Toolbox.open` (run in a thread)."""
+             database: str | None = None,
+             ) -> tuple[Path, dict[str, dict[str, Any]], Executor, IdempotencyLedger, SchemaStore, str]:
+    """Blocking part of :meth:`Toolbox.open` (run in a thread). Never creates the database."""
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / "reports").mkdir(exist_ok=True)
-    ensure_sales_db(data_dir)
+    # the user's database, resolved against the cwd here (blocking); "" = none configured
+    location = database_location(os.environ.get(ENV_DATABASE, "") if database is None else database)
     if mcp_config is None:
         servers = {TEAM_CHAT_SERVER: team_chat_entry(data_dir)}
     else:
@@ -183,7 +197,7 @@ def _prepare(data_dir: Path, mcp_config: Path | None, executor: str | Executor |
     chosen: Executor
     if executor is None or isinstance(executor, str):
         kind = executor or os.environ.get(ENV_EXECUTOR) or "subprocess"
-        chosen = make_executor(kind, data_dir, remote_url=remote_url)
+        chosen = make_executor(kind, data_dir, remote_url=remote_url, database=location)
     else:
         chosen = executor
     if tool_executors:
@@ -195,12 +209,12 @@ def _prepare(data_dir: Path, mcp_config: Path | None, executor: str | Executor |
         routes = {}
         for tool, kind in tool_executors.items():
             if kind not in made:
-                made[kind] = make_executor(kind, data_dir, remote_url=remote_url)
+                made[kind] = make_executor(kind, data_dir, remote_url=remote_url, database=location)
             routes[entrypoints[tool]] = made[kind]
         chosen = RoutingExecutor(chosen, routes)
     schemas = SchemaStore.in_data_dir(data_dir)
     schemas.load()
-    return data_dir, servers, chosen, IdempotencyLedger.in_data_dir(data_dir), schemas
+    return data_dir, servers, chosen, IdempotencyLedger.in_data_dir(data_dir), schemas, location
 
 
 __all__ = ["Toolbox", "MCPConfigError", "TEAM_CHAT_SERVER", "snake_name"]

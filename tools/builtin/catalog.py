@@ -1,6 +1,10 @@
 """The builtin tools of the flagship task (seed §5.1) as :class:`~tools.spec.ToolSpec` s, and
 their registration through an :class:`~tools.executors.base.Executor` (never in-process).
 
+The data tools (describe_database, query_database, generate_report) read the user's database
+(``HERMES_DATABASE`` / ``Context.database``), which the executor passes to them as the injected
+argument ``database`` (:mod:`tools.builtin.database`).
+
 ``BUILTIN_TOOLS``: list of ``(ToolSpec, entrypoint)``; ``register_builtin_tools(registry,
 executor)`` registers them all.
 """
@@ -13,31 +17,49 @@ from tools.executors.base import Executor
 from tools.registry import ToolRegistry
 from tools.spec import HEAVY_TIMEOUT_S, ORDINARY_TIMEOUT_S, ToolSpec
 
-SALES_SCHEMA_TEXT = (
-    "regions(region_id INTEGER PK, name TEXT); "
-    "customers(customer_id INTEGER PK, name TEXT, region_id INTEGER -> regions, segment TEXT "
-    "'enterprise'|'smb'|'consumer'); "
-    "products(product_id INTEGER PK, name TEXT, category TEXT, unit_price REAL); "
-    "orders(order_id INTEGER PK, customer_id INTEGER -> customers, order_date TEXT 'YYYY-MM-DD'); "
-    "order_items(order_item_id INTEGER PK, order_id INTEGER -> orders, product_id INTEGER -> products, "
-    "quantity INTEGER, unit_price REAL)"
+DESCRIBE_DATABASE = ToolSpec(
+    name="describe_database",
+    description=(
+        "Describe the user's database (the SQLite file set by HERMES_DATABASE): every table and "
+        "view with its columns and declared types, primary and foreign keys, row counts, and for "
+        "date columns the first and last date and the latest full calendar month with data. "
+        "Read-only; takes no arguments; at most 40 tables and 40 columns per table (notes say "
+        "what was left out). Typical use: call it first, before writing SQL for query_database or "
+        "generate_report, to learn the table and column names and which period has data (e.g. "
+        "what 'last month' can mean); call it again when a query names an unknown table or "
+        "column. It returns no row data itself. With no database configured, or a path that is "
+        "missing, a directory or not SQLite, it returns an error saying how to set one."
+    ),
+    parameters={"type": "object", "properties": {}, "required": [], "additionalProperties": False},
+    timeout_s=ORDINARY_TIMEOUT_S,
+    side_effect=False,
+    result_schema={
+        "type": "object",
+        "properties": {"database": {"type": "string"}, "table_count": {"type": "integer"},
+                       "tables": {"type": "array", "items": {"type": "object"}},
+                       "notes": {"type": "array", "items": {"type": "string"}}},
+        "required": ["database", "tables"],
+    },
 )
 
 QUERY_DATABASE = ToolSpec(
     name="query_database",
     description=(
-        "Run ONE read-only SQL SELECT (SQLite dialect; WITH ... SELECT allowed) on the sales "
-        "database and get {columns, rows, row_count, truncated}; at most 500 rows are returned. "
-        f"Tables: {SALES_SCHEMA_TEXT}. Revenue = SUM(order_items.quantity * order_items.unit_price); "
-        "filter a month with substr(orders.order_date, 1, 7) = 'YYYY-MM'. "
-        "Use it for ad-hoc questions about sales data. It cannot write: INSERT/UPDATE/DELETE/DROP/"
-        "ATTACH/PRAGMA or several statements are refused with an error. For a complete monthly "
-        "report file use generate_report instead."
+        "Run ONE read-only SQL SELECT (SQLite dialect; WITH ... SELECT allowed) on the user's "
+        "database and get {columns, rows, row_count, truncated}: at most 500 rows are returned "
+        "(row_count is the true total) and a query is stopped after 5 s. Typical use: ad-hoc "
+        "questions about the user's data and checking figures; learn the tables, columns and the "
+        "dates with data from describe_database first. It cannot write: INSERT/UPDATE/DELETE/DROP, "
+        "ATTACH, PRAGMA and several statements are refused with an error, and an unknown table or "
+        "column is an error telling you to call describe_database. A query that finds no data "
+        "returns a note with the dates present and the latest full month with data: query that "
+        "period or tell the user, never invent figures. For a saved report file use "
+        "generate_report; without a configured database it returns an error saying how to set one."
     ),
     parameters={
         "type": "object",
-        "properties": {"sql": {"type": "string", "minLength": 1,
-                               "description": "A single SQLite SELECT statement."}},
+        "properties": {"sql": {"type": "string", "minLength": 1, "maxLength": 4000,
+                               "description": "A single SQLite SELECT (or WITH ... SELECT) statement."}},
         "required": ["sql"],
         "additionalProperties": False,
     },
@@ -47,7 +69,9 @@ QUERY_DATABASE = ToolSpec(
         "type": "object",
         "properties": {"columns": {"type": "array", "items": {"type": "string"}},
                        "rows": {"type": "array", "items": {"type": "array"}},
-                       "row_count": {"type": "integer"}, "truncated": {"type": "boolean"}},
+                       "row_count": {"type": "integer"}, "truncated": {"type": "boolean"},
+                       "row_count_exact": {"type": "boolean"}, "note": {"type": "string"},
+                       "data_range": {"type": "array", "items": {"type": "object"}}},
         "required": ["columns", "rows", "row_count"],
     },
 )
@@ -55,24 +79,46 @@ QUERY_DATABASE = ToolSpec(
 GENERATE_REPORT = ToolSpec(
     name="generate_report",
     description=(
-        "Write the monthly sales analysis report (Markdown) for one month, computed from the sales "
-        "database: total revenue, order count, average order value, revenue by region, top 5 "
-        "products and change vs the previous month. Saves reports/sales-YYYY-MM.md and returns "
-        "{path, month, total_revenue, orders, average_order_value, revenue_by_region, top_products, "
-        "previous_month, change_pct}. Typical use: 'summarise last month's sales into a report'. "
-        "month is YYYY-MM; leave it empty for the last full month in the data; a month without "
-        "orders is an error listing the months available. It does not send the report anywhere: "
-        "post the result with a chat tool (e.g. post_message). For ad-hoc numbers use query_database."
+        "Write an analysis report as a Markdown file, reports/<title-slug>.md, whose figures all "
+        "come from 1-8 read-only SELECT queries you give as {label, sql}; each runs on the user's "
+        "database exactly like query_database (at most 50 rows shown per query). The report holds "
+        "the title, the period, for each query its label, result table and SQL, and a closing "
+        "list of the queries its figures rest on. Returns {path, version, title, period, queries: "
+        "[{label, sql, columns, rows, row_count}]}. Typical use: 'summarise last month's sales "
+        "into a report': find the tables and the latest month with data with describe_database, "
+        "then pass queries filtered to that month (totals, breakdowns, top items). An existing "
+        "report is never overwritten: the next one is <slug>-v2.md, -v3... A refused or failing "
+        "query (writes, unknown table or column) fails the whole report; if every query finds no "
+        "data it is an error naming the latest period with data; in both cases nothing is "
+        "written. It does not send the report anywhere: post it with a chat tool (e.g. "
+        "post_message). For a quick figure without a file use query_database."
     ),
     parameters={
         "type": "object",
         "properties": {
-            "month": {"type": "string", "pattern": r"^(\d{4}-(0[1-9]|1[0-2]))?$", "default": "",
-                      "description": "YYYY-MM; empty = last full month present in the data."},
-            "title": {"type": "string", "default": "", "maxLength": 200,
-                      "description": "Report title; empty = 'Sales report YYYY-MM'."},
+            "title": {"type": "string", "minLength": 1, "maxLength": 200,
+                      "description": "Report title, e.g. 'Sales report 2026-09'; also names the file."},
+            "queries": {
+                "type": "array", "minItems": 1, "maxItems": 8,
+                "description": "The report's figures: one read-only SELECT per item.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "label": {"type": "string", "minLength": 1, "maxLength": 120,
+                                  "description": "Section heading, e.g. 'Revenue by region'."},
+                        "sql": {"type": "string", "minLength": 1, "maxLength": 4000,
+                                "description": "A single SQLite SELECT statement."},
+                    },
+                    "required": ["label", "sql"],
+                    "additionalProperties": False,
+                },
+            },
+            "period": {"type": "string", "maxLength": 100, "default": "",
+                       "description": "The period the report covers, e.g. '2026-09'."},
+            "notes": {"type": "string", "maxLength": 2000, "default": "",
+                      "description": "Text placed under the title (context, caveats)."},
         },
-        "required": [],
+        "required": ["title", "queries"],
         "additionalProperties": False,
     },
     timeout_s=HEAVY_TIMEOUT_S,
@@ -85,9 +131,10 @@ GENERATE_REPORT = ToolSpec(
     artifact_field="path",
     result_schema={
         "type": "object",
-        "properties": {"path": {"type": "string"}, "month": {"type": "string"},
-                       "total_revenue": {"type": "number"}, "orders": {"type": "integer"}},
-        "required": ["path", "month", "total_revenue", "orders"],
+        "properties": {"path": {"type": "string"}, "version": {"type": "integer"},
+                       "title": {"type": "string"}, "period": {"type": "string"},
+                       "queries": {"type": "array", "items": {"type": "object"}}},
+        "required": ["path", "version", "queries"],
     },
 )
 
@@ -177,8 +224,9 @@ READ_RESULT = ToolSpec(
 )
 
 BUILTIN_TOOLS: list[tuple[ToolSpec, str]] = [
-    (QUERY_DATABASE, "tools.builtin.sales:query_database"),
-    (GENERATE_REPORT, "tools.builtin.sales:generate_report"),
+    (DESCRIBE_DATABASE, "tools.builtin.database:describe_database"),
+    (QUERY_DATABASE, "tools.builtin.database:query_database"),
+    (GENERATE_REPORT, "tools.builtin.report:generate_report"),
     (SCHEDULE_REMINDER, "tools.builtin.reminders:schedule_reminder"),
     (LIST_REMINDERS, "tools.builtin.reminders:list_reminders"),
     (READ_RESULT, "tools.builtin.payloads:read_result"),

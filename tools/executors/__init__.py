@@ -37,20 +37,24 @@ ENV_EXECUTOR = "HERMES_TOOL_EXECUTOR"
 ENV_REMOTE_URL = "HERMES_REMOTE_URL"
 
 
-def make_executor(kind: str, data_dir: Path, *, remote_url: str | None = None, **kw: Any) -> Executor:
+def make_executor(kind: str, data_dir: Path, *, remote_url: str | None = None, database: str | None = None,
+                  **kw: Any) -> Executor:
     """A new executor of backend ``kind`` working in ``data_dir``. ``remote`` needs
     ``remote_url`` (or env ``HERMES_REMOTE_URL``). ``container`` raises
-    :class:`~tools.executors.container.SandboxUnavailable` when no sandbox works. Extra keyword
-    arguments go to the backend's constructor. Blocking."""
+    :class:`~tools.executors.container.SandboxUnavailable` when no sandbox works. ``database``:
+    the user's database setting the data tools read (None = env ``HERMES_DATABASE``); the
+    local backends give their worker read access to it and pass it as the tools' ``database``
+    argument; for ``remote`` the function server's own ``HERMES_DATABASE`` applies (the path
+    is one on that machine). Extra keyword arguments go to the backend's constructor. Blocking."""
     if kind == "subprocess":
         from tools.executors.subprocess import SubprocessExecutor
 
         kw.setdefault("confine", True)
-        return SubprocessExecutor(data_dir, **kw)
+        return SubprocessExecutor(data_dir, database=database, **kw)
     if kind == "container":
         from tools.executors.container import ContainerExecutor
 
-        return ContainerExecutor(data_dir, **kw)
+        return ContainerExecutor(data_dir, database=database, **kw)
     if kind == "remote":
         from tools.executors.remote import RemoteExecutor
 

@@ -151,8 +151,10 @@ class ContainerExecutor(SubprocessExecutor):
     # The sandbox forks at once, so the cgroup is joined before it starts (see _command).
     _parent_attaches_cgroup = False
 
-    def _readable_binds(self) -> list[str]:
-        paths = [str(_PROJECT_ROOT), *self.extra_paths, *self.extra_read]
+    def _readable_binds(self, ctx: RunContext | None = None) -> list[str]:
+        # the user's database file (+ -wal/-shm/-journal) is bound read-only, never its directory
+        database = ctx.extra.get("database_read", ()) if ctx is not None else ()
+        paths = [str(_PROJECT_ROOT), *self.extra_paths, *self.extra_read, *database]
         return [p for p in dict.fromkeys(paths) if os.path.exists(p)]
 
     def _command(self, ctx: RunContext) -> list[str]:
@@ -160,7 +162,7 @@ class ContainerExecutor(SubprocessExecutor):
         if self.sandbox.engine == "bwrap":
             argv = [self.sandbox.path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                     "--tmpfs", "/tmp"]
-            for p in self._readable_binds():  # visible again if they live under /tmp
+            for p in self._readable_binds(ctx):  # visible again if they live under /tmp
                 argv += ["--ro-bind", p, p]
             exe_dir = str(Path(sys.executable).parent)
             if exe_dir.startswith("/tmp/"):
@@ -174,7 +176,7 @@ class ContainerExecutor(SubprocessExecutor):
             argv = [self.sandbox.path, "run", "--rm", "-i", "--name", name, "--read-only",
                     "--tmpfs", "/tmp", "--workdir", str(self.data_dir),
                     "-v", f"{self.data_dir}:{self.data_dir}:rw"]
-            for p in self._readable_binds():
+            for p in self._readable_binds(ctx):
                 argv += ["-v", f"{p}:{p}:ro"]
             if not self.network:
                 argv += ["--network", "none"]

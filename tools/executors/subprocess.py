@@ -14,7 +14,10 @@ Each run is a fresh ``python -P -m tools.executors.worker`` process:
     one that called ``setsid``, so nothing escapes the kill;
   * file system confined to ``data_dir`` (Landlock where the kernel has it, plus a Python audit
     hook everywhere): ``../`` paths, absolute paths elsewhere and ``/proc/<agent>/environ`` are
-    refused (see :mod:`tools.executors.worker`);
+    refused (see :mod:`tools.executors.worker`). The one exception is the user's database
+    (``database``, default env ``HERMES_DATABASE``): that file and its ``-wal``/``-shm``/
+    ``-journal`` companions are readable (never writable), and tools declaring a ``database``
+    parameter get its absolute path injected (a model-supplied value is dropped);
   * over ``timeout_s`` seconds: SIGTERM to the process group, every descendant (psutil) and
     every cgroup member, ``grace_s`` (0.5 s) grace, then SIGKILL; :class:`ToolTimeout` is raised
     within 1 s of the limit. Stray descendants left by a run that finished normally are cleaned
@@ -243,6 +246,10 @@ class SubprocessExecutor:
                         default; ``confine=False`` only for trusted local tools.
         network         False: no TCP connect/bind (Landlock ABI >= 4 only).
         extra_read      more paths the tool may read.
+        database        the user's database setting (SQLite path or ``sqlite:///`` URL; None =
+                        env ``HERMES_DATABASE``, "" = none). Resolved here against the current
+                        directory (blocking); passed to tools as the ``database`` argument, and
+                        the file (+ ``-wal``/``-shm``/``-journal``) is readable by the worker.
         env_allow       secret-looking variable names to pass through anyway.
         grace_s         SIGTERM → SIGKILL grace on timeout (s).
     """
@@ -252,7 +259,7 @@ class SubprocessExecutor:
     def __init__(self, data_dir: Path, *, memory_mb: int | None = 1024, extra_paths: tuple[str, ...] = (),
                  open_files: int = 256, max_procs: int = 64, file_mb: int = 1024, confine: bool = True,
                  network: bool = True, extra_read: tuple[str, ...] = (), env_allow: tuple[str, ...] = (),
-                 grace_s: float = TERM_GRACE_S) -> None:
+                 grace_s: float = TERM_GRACE_S, database: str | None = None) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.memory_mb = memory_mb
         self.extra_paths = tuple(str(p) for p in extra_paths)
@@ -264,6 +271,11 @@ class SubprocessExecutor:
         self.extra_read = tuple(str(p) for p in extra_read)
         self.env_allow = tuple(env_allow)
         self.grace_s = grace_s
+        from tools.builtin.database import ENV_DATABASE, database_location
+
+        #: Absolute path of the user's database ("" = none; another engine's URL stays as given
+        #: with its password hidden, so the tool can say why it is refused).
+        self.database = database_location(os.environ.get(ENV_DATABASE, "") if database is None else database)
 
     # -- hooks for the container backend --------------------------------------------------------
     def _command(self, ctx: RunContext) -> list[str]:
@@ -283,8 +295,13 @@ class SubprocessExecutor:
 
     # -- per-run set-up / tear-down (blocking: run in a thread) ---------------------------------
     def _setup(self) -> RunContext:
+        from tools.builtin.database import database_read_paths
+
         tmpdir = Path(tempfile.mkdtemp(prefix="hermes-tool-"))
-        return RunContext(tmpdir=tmpdir, cgroup=PidsCgroup.create(self.max_procs) if self.max_procs else None)
+        ctx = RunContext(tmpdir=tmpdir, cgroup=PidsCgroup.create(self.max_procs) if self.max_procs else None)
+        # per run: a -wal / -shm file may appear or go between runs
+        ctx.extra["database_read"] = tuple(database_read_paths(self.database))
+        return ctx
 
     def _teardown(self, ctx: RunContext, pid: int | None) -> None:
         if pid is not None and not ctx.extra.get("reaped"):  # cancelled before the kill ran
@@ -306,8 +323,10 @@ class SubprocessExecutor:
                 "limits": {"memory_mb": self.memory_mb, "cpu_s": max(1, int(timeout_s + 0.999)),
                            "open_files": self.open_files, "procs": self.max_procs, "file_mb": self.file_mb},
                 "confine": ({"workdir": str(self.data_dir), "tmpdir": self._worker_tmpdir(ctx),
-                             "read": list(self.extra_paths + self.extra_read), "network": self.network}
+                             "read": list(self.extra_paths + self.extra_read + ctx.extra["database_read"]),
+                             "network": self.network}
                             if self.confine else None),
+                "database": self.database,
                 **self._payload_extra(ctx),
             }).encode()
             env = scrubbed_env(self.extra_paths, allow=self.env_allow)

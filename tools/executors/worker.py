@@ -7,7 +7,8 @@ JSON payload on stdin::
 
     {"entrypoint": "pkg.mod:func", "args": {...}, "request_id": "...",
      "limits": {"memory_mb": 1024, "cpu_s": 11, "open_files": 256, "procs": 64, "file_mb": 1024},
-     "confine": {"workdir": "/abs/data", "tmpdir": "/abs/tmp", "read": [...], "network": true}}
+     "confine": {"workdir": "/abs/data", "tmpdir": "/abs/tmp", "read": [...], "network": true},
+     "database": "/abs/path/of/the/users.db"}
 
 Before the tool's module is even imported it applies, in this order:
 
@@ -22,7 +23,9 @@ Before the tool's module is even imported it applies, in this order:
    supplied by the model cannot reach outside ``workdir``.
 
 Then it calls ``func(**args)`` (plus ``data_dir=<cwd>`` when the function declares a ``data_dir``
-parameter; a model-supplied ``data_dir`` is dropped) and writes one JSON line on stdout:
+parameter, and ``database=<payload "database">`` — the user's database file the executor was
+configured with, ``""`` for none — when it declares a ``database`` parameter; model-supplied
+``data_dir`` / ``database`` values are dropped) and writes one JSON line on stdout:
 ``{"ok": true, "result": ..., "sandbox": "landlock-v7"}`` or
 ``{"ok": false, "error_type": "...", "error": "..."}``. Anything the function prints goes to
 stderr so it cannot corrupt the result. Kept lean on imports: its start-up is on every call.
@@ -259,14 +262,18 @@ def _confine(confine: dict) -> str:
 
 # -- entry point -------------------------------------------------------------------------------
 
-def _accepts_data_dir(func: object) -> bool:
+#: Arguments the runner supplies itself; a value in the model's arguments is dropped.
+INJECTED_ARGS = ("data_dir", "database")
+
+
+def _accepts(func: object, name: str) -> bool:
     while hasattr(func, "__wrapped__"):
         func = func.__wrapped__
     code = getattr(func, "__code__", None)
     if code is None:
         return False
     names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-    return "data_dir" in names
+    return name in names
 
 
 def main() -> int:
@@ -283,11 +290,14 @@ def main() -> int:
         module_name, _, func_name = payload["entrypoint"].partition(":")
         func = getattr(importlib.import_module(module_name), func_name)
         args = dict(payload.get("args") or {})
-        args.pop("data_dir", None)
-        if _accepts_data_dir(func):
+        for name in INJECTED_ARGS:
+            args.pop(name, None)
+        if _accepts(func, "data_dir"):
             from pathlib import Path
 
             args["data_dir"] = Path(os.getcwd())
+        if _accepts(func, "database"):
+            args["database"] = str(payload.get("database") or "")
         result = func(**args)
         reply = {"ok": True, "result": result}
         if sandbox:

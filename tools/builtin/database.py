@@ -1,0 +1,646 @@
+"""The user's database, read-only: ``describe_database`` and ``query_database`` (DESIGN §0 "the
+user's own data"), plus the helpers ``generate_report`` shares (:mod:`tools.builtin.report`).
+
+Which database: the setting ``HERMES_DATABASE`` / ``Context.database`` — an SQLite file path or
+an SQLAlchemy-style URL ``sqlite:///relative/path`` / ``sqlite:////absolute/path``. The toolbox
+resolves it against the agent's working directory (:func:`database_location`) and the executor
+hands the absolute path to the tool as the injected argument ``database`` (like ``data_dir``; a
+model-supplied value is dropped), with read access to that file and its ``-wal``/``-shm``/
+``-journal`` companions. Nothing here ever creates, repairs or substitutes a database: an empty
+setting, a missing path, a directory, a file that is not SQLite, or another engine's URL is a
+:class:`DatabaseError` naming the setting and the path.
+
+Read-only, three ways: ``mode=ro`` URI, ``PRAGMA query_only=ON`` and an authorizer that denies
+everything but reading (no writes, ATTACH, PRAGMA, temp tables). A query runs under a time limit
+(``set_progress_handler``), returns at most ``MAX_ROWS`` rows (``row_count`` is the true total)
+and cells are bounded. These functions run inside the executor's worker process.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+#: Environment variable (and Context field ``database``) naming the user's database.
+ENV_DATABASE = "HERMES_DATABASE"
+SETTING_NAME = "HERMES_DATABASE (or --database / Context.database)"
+NOT_CONFIGURED = ("no database configured: set HERMES_DATABASE (or --database / Context.database) to "
+                  "your SQLite file; `bash scripts/demo.sh` uses a generated demo database")
+
+#: Rows returned by query_database at most; ``row_count`` still gives the full count.
+MAX_ROWS = 500
+#: Seconds a query may run (below the tool's 10 s executor limit, so the model gets a clear error).
+QUERY_TIME_LIMIT_S = 5.0
+#: Seconds describe_database may spend on row counts and date ranges in total.
+DESCRIBE_TIME_LIMIT_S = 7.0
+#: Characters kept of a text cell; blobs become "<N bytes>".
+MAX_CELL_CHARS = 300
+#: describe_database lists at most this many tables, and this many columns per table.
+MAX_TABLES = 40
+MAX_COLUMNS = 40
+#: Non-NULL values sampled from a text column to decide whether it holds ISO dates.
+DATE_SAMPLE = 20
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_URL_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://(.*)$", re.DOTALL)
+_ISO_DATE_RE = re.compile(
+    r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
+    r"([ T]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$")
+_DATE_TYPE_RE = re.compile(r"DATE|TIMESTAMP", re.IGNORECASE)
+_NUMERIC_TYPE_RE = re.compile(r"INT|REAL|FLOA|DOUB|NUM|DEC|BOOL|BLOB", re.IGNORECASE)
+_AGGREGATE_RE = re.compile(r"\b(count|sum|total|avg|min|max|group_concat)\s*\(", re.IGNORECASE)
+
+
+class DatabaseError(ValueError):
+    """The database setting does not name a readable SQLite file, or a query was refused /
+    failed; the message says what to do."""
+
+
+# -- the setting ----------------------------------------------------------------------------------
+
+def _redact(url: str) -> str:
+    """``postgresql://user:secret@host/db`` → ``postgresql://***@host/db``."""
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.\-]*://)[^@/]*@", r"\1***@", url)
+
+
+def _file_part(setting: str) -> str:
+    """The file path an SQLite setting names (maybe relative). Raises DatabaseError for other
+    engines' URLs and in-memory databases."""
+    s = setting.strip()
+    if s.lower().startswith("file:"):  # an SQLite URI filename: file:x.db, file:///abs/x.db
+        rest = unquote(s[5:].split("?", 1)[0])
+        if rest.startswith("//"):  # file://host/path: the host is ignored
+            rest = "/" + rest[2:].partition("/")[2]
+        if rest in ("", "/", ":memory:"):
+            raise DatabaseError(f"{SETTING_NAME} is {s!r}: that names no database file. Set "
+                                f"{ENV_DATABASE} to an SQLite file path or sqlite:///path/to/file.db")
+        return rest
+    m = _URL_RE.match(s)
+    if m:
+        scheme = m.group(1).lower()
+        if scheme not in ("sqlite", "sqlite3") and not scheme.startswith("sqlite+"):
+            engine = scheme.split("+")[0]
+            raise DatabaseError(
+                f"{SETTING_NAME} is {_redact(s)!r}, a {engine} URL: only SQLite is supported. Set "
+                f"{ENV_DATABASE} to an SQLite file path or sqlite:///path/to/file.db")
+        rest = unquote(m.group(2).split("?", 1)[0])
+        if not rest.startswith("/") or rest in ("/", "/:memory:"):
+            raise DatabaseError(
+                f"{SETTING_NAME} is {s!r}: that is an in-memory SQLite database (or names no "
+                f"file), which holds no data. Set {ENV_DATABASE} to an SQLite file path or "
+                "sqlite:///path/to/file.db")
+        return rest[1:]  # sqlite:///rel.db → rel.db; sqlite:////abs.db → /abs.db
+    if s == ":memory:":
+        raise DatabaseError(f"{SETTING_NAME} is ':memory:', an in-memory database, which holds no "
+                            f"data. Set {ENV_DATABASE} to an SQLite file path")
+    return s
+
+
+def database_location(setting: str | None) -> str:
+    """The absolute path of the SQLite file ``setting`` names (relative paths against the
+    current directory; ``~`` expanded), ``""`` for an empty setting, or — when the setting
+    names no SQLite file (another engine's URL) — the setting itself with any password hidden,
+    so the tool reports why. Never touches the file. Blocking (``os.getcwd``): call it off the
+    event loop."""
+    s = (setting or "").strip()
+    if not s:
+        return ""
+    try:
+        part = _file_part(s)
+    except DatabaseError:
+        return _redact(s)
+    return os.path.abspath(os.path.expanduser(part))
+
+
+def database_read_paths(location: str) -> list[str]:
+    """Files a worker must be able to read for the database at ``location``: the file itself
+    and the ``-wal``/``-shm``/``-journal`` files beside it, those that exist (also under the
+    file's real path when it is a symlink). Never a directory."""
+    if not location or not os.path.isabs(location):
+        return []
+    out: list[str] = []
+    for base in dict.fromkeys([location, os.path.realpath(location)]):
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            if os.path.isfile(base + suffix):
+                out.append(base + suffix)
+    return out
+
+
+def database_file(database: str | None) -> Path:
+    """The SQLite file the setting ``database`` names, checked: it exists, is a file and starts
+    with the SQLite header. Raises DatabaseError (naming the setting and the path) otherwise;
+    creates nothing."""
+    setting = (database or "").strip()
+    if not setting:
+        raise DatabaseError(NOT_CONFIGURED)
+    path = Path(os.path.abspath(os.path.expanduser(_file_part(setting))))
+    shown = f"{ENV_DATABASE}={setting!r}" + (f" ({path})" if str(path) != setting else "")
+    if not path.exists():
+        raise DatabaseError(
+            f"the database {shown} does not exist. Set {SETTING_NAME} to an existing SQLite "
+            "file; nothing was created there")
+    if path.is_dir():
+        raise DatabaseError(
+            f"the database {shown} is a directory, not an SQLite file. Set {SETTING_NAME} to "
+            "the database file itself")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(_SQLITE_MAGIC))
+    except OSError as exc:
+        raise DatabaseError(f"the database {shown} cannot be read ({exc.strerror or exc}); check "
+                            f"its permissions or set {SETTING_NAME} to another file") from None
+    if head != _SQLITE_MAGIC:
+        what = "an empty file" if not head else "not an SQLite database"
+        raise DatabaseError(
+            f"the database {shown} is {what}. Only SQLite files are supported: set "
+            f"{SETTING_NAME} to an SQLite database file")
+    return path
+
+
+# -- read-only connections ----------------------------------------------------------------------
+
+_ALLOWED_ACTIONS = {
+    sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
+    getattr(sqlite3, "SQLITE_RECURSIVE", 33),
+}
+#: Pragmas describe_database reads (schema introspection only; never one that sets a value).
+_SCHEMA_PRAGMAS = {"table_info", "table_xinfo", "foreign_key_list", "index_list", "index_info"}
+
+
+def _authorizer(action: int, arg1: Any, arg2: Any, *_: Any) -> int:
+    return sqlite3.SQLITE_OK if action in _ALLOWED_ACTIONS else sqlite3.SQLITE_DENY
+
+
+def _schema_authorizer(action: int, arg1: Any, arg2: Any, *_: Any) -> int:
+    if action == sqlite3.SQLITE_PRAGMA and str(arg1).lower() in _SCHEMA_PRAGMAS:
+        return sqlite3.SQLITE_OK
+    return _authorizer(action, arg1, arg2)
+
+
+def _open(path: Path, immutable: bool) -> sqlite3.Connection:
+    uri = f"file:{quote(str(path))}?mode=ro" + ("&immutable=1" if immutable else "")
+    con = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    try:
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def connect_readonly(path: Path, *, schema: bool = False) -> sqlite3.Connection:
+    """Open ``path`` read-only: ``mode=ro`` URI, ``PRAGMA query_only=ON`` and an authorizer
+    that denies everything except reading (``schema=True`` also allows the introspection
+    pragmas table_info / foreign_key_list / index_list). A WAL database whose ``-shm`` file is
+    missing and cannot be created (read-only access) is opened ``immutable`` — only when no
+    ``-wal`` file holds commits that would then be missed. Raises DatabaseError."""
+    path = Path(path)
+    try:
+        con = _open(path, immutable=False)
+    except sqlite3.DatabaseError as first:
+        wal = Path(str(path) + "-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise DatabaseError(
+                f"the database {path} is in WAL mode with pending changes in {wal.name} and cannot "
+                f"be opened read-only here ({first}); checkpoint it (e.g. sqlite3 {path} "
+                "'PRAGMA wal_checkpoint') or make its directory readable") from None
+        try:
+            con = _open(path, immutable=True)
+        except sqlite3.DatabaseError as exc:
+            raise DatabaseError(f"the database {path} cannot be opened as SQLite ({exc}); set "
+                                f"{SETTING_NAME} to a valid SQLite file") from None
+    con.execute("PRAGMA query_only=ON")
+    con.set_authorizer(_schema_authorizer if schema else _authorizer)
+    return con
+
+
+# -- checking a statement -------------------------------------------------------------------------
+
+def _split_sql(sql: str) -> tuple[list[str], list[str]]:
+    """``(statements, code)``: the source of each ``;``-separated statement and the same with
+    comments blanked, splitting only at ``;`` outside strings, quoted names and comments.
+    Raises DatabaseError for an unterminated string or comment."""
+    statements: list[str] = []
+    codes: list[str] = []
+    start, i, n = 0, 0, len(sql)
+    code: list[str] = []
+    closers = {"'": "'", '"': '"', "`": "`", "[": "]"}
+    while i < n:
+        ch = sql[i]
+        if ch in closers:
+            end = sql.find(closers[ch], i + 1)
+            while end != -1 and ch != "[" and end + 1 < n and sql[end + 1] == ch:  # '' escape
+                end = sql.find(closers[ch], end + 2)
+            if end == -1:
+                raise DatabaseError("the SQL has an unterminated string or quoted name")
+            code.append(sql[i:end + 1])
+            i = end + 1
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = n if end == -1 else end
+            code.append(" ")
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            if end == -1:
+                raise DatabaseError("the SQL has an unterminated /* comment")
+            i = end + 2
+            code.append(" ")
+        elif ch == ";":
+            statements.append(sql[start:i])
+            codes.append("".join(code))
+            code = []
+            i += 1
+            start = i
+        else:
+            code.append(ch)
+            i += 1
+    statements.append(sql[start:])
+    codes.append("".join(code))
+    keep = [(s, c) for s, c in zip(statements, codes) if c.strip()]
+    return [s for s, _ in keep], [c for _, c in keep]
+
+
+def check_select(sql: str) -> str:
+    """The statement to run (without a trailing ``;``) if ``sql`` is a single SELECT / WITH
+    statement; raise DatabaseError with the reason otherwise. A ``;`` inside a string, a quoted
+    name or a comment does not count as a second statement."""
+    if not isinstance(sql, str) or not sql.strip():
+        raise DatabaseError("sql is empty; send one SELECT statement")
+    statements, codes = _split_sql(sql)
+    if not statements:
+        raise DatabaseError("sql holds only comments; send one SELECT statement")
+    if len(statements) > 1:
+        raise DatabaseError("only one statement is allowed (remove the extra ';' and what follows)")
+    first = (re.match(r"\s*([A-Za-z]+)", codes[0]) or [None, ""])[1].upper()
+    if first not in ("SELECT", "WITH", "VALUES"):
+        raise DatabaseError(
+            f"only a single read-only SELECT (or WITH ... SELECT) statement is allowed, got "
+            f"{first or codes[0].strip()[:20]!r}; this tool cannot write, ATTACH or run PRAGMA")
+    return statements[0].strip()
+
+
+# -- running a query ------------------------------------------------------------------------------
+
+class _Deadline:
+    """A progress handler that interrupts the statement once ``seconds`` have passed."""
+
+    def __init__(self, con: sqlite3.Connection, seconds: float) -> None:
+        self.con = con
+        self.seconds = seconds
+        self.until = time.monotonic() + seconds
+        self.hit = False
+
+    def __call__(self) -> int:
+        if time.monotonic() > self.until:
+            self.hit = True
+            return 1
+        return 0
+
+    def __enter__(self) -> "_Deadline":
+        self.con.set_progress_handler(self, 5000)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.con.set_progress_handler(None, 0)
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"<{len(value)} bytes>"
+    if isinstance(value, str) and len(value) > MAX_CELL_CHARS:
+        return value[:MAX_CELL_CHARS] + "…"
+    return value
+
+
+def _table_names(con: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in con.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
+        "ORDER BY name")]
+
+
+def _sql_error(exc: sqlite3.Error, con: sqlite3.Connection) -> DatabaseError:
+    text = str(exc)
+    if "not authorized" in text or "readonly" in text or "read-only" in text:
+        return DatabaseError(f"statement refused: the database is read-only here ({text}); only "
+                             "SELECT queries run, nothing was written")
+    m = re.match(r"no such (table|column|function): (.+)", text)
+    if m:
+        what, name = m.groups()
+        hint = ""
+        if what == "table":
+            try:
+                names = _table_names(con)
+            except sqlite3.Error:
+                names = []
+            if names:
+                shown = ", ".join(names[:15]) + (" …" if len(names) > 15 else "")
+                hint = f" Tables here: {shown}."
+        if what == "function":
+            return DatabaseError(f"unknown SQL function {name!r} (SQLite dialect): {text}")
+        return DatabaseError(f"unknown {what} {name!r}: the database has no such {what}.{hint} "
+                             "Call describe_database to see its tables and columns, then fix the SQL")
+    if "ambiguous column" in text:
+        return DatabaseError(f"{text}: qualify the column with its table (see describe_database)")
+    return DatabaseError(f"SQL error: {text}")
+
+
+def run_select(con: sqlite3.Connection, body: str, *, max_rows: int = MAX_ROWS,
+               time_limit_s: float | None = None) -> dict[str, Any]:
+    """Run the checked statement ``body`` on ``con``. Returns ``{columns, rows (<= max_rows,
+    cells bounded), row_count, truncated}``; when the rows beyond ``max_rows`` could not all be
+    counted in time, ``row_count`` is a lower bound and ``row_count_exact`` is False. Raises
+    DatabaseError for refused or bad SQL and for a query over the time limit."""
+    limit = QUERY_TIME_LIMIT_S if time_limit_s is None else time_limit_s
+    with _Deadline(con, limit) as deadline:
+        try:
+            cur = con.execute(body)
+            columns = [d[0] for d in cur.description or []]
+            rows = [[_cell(v) for v in r] for r in cur.fetchmany(max_rows)]
+        except sqlite3.Error as exc:
+            if deadline.hit:
+                raise DatabaseError(
+                    f"query stopped after {limit:g} s (time limit): it scans or generates too much. "
+                    "Narrow it with WHERE, aggregate with GROUP BY, or add LIMIT") from None
+            raise _sql_error(exc, con) from None
+        extra, exact = 0, True
+        if len(rows) == max_rows:
+            try:
+                while batch := cur.fetchmany(10_000):
+                    extra += len(batch)
+            except sqlite3.Error:
+                if not deadline.hit:
+                    raise
+                exact = False
+    out: dict[str, Any] = {"columns": columns, "rows": rows, "row_count": len(rows) + extra,
+                           "truncated": extra > 0 or not exact}
+    if not exact:
+        out["row_count_exact"] = False
+        out["note"] = (f"more than {out['row_count']} rows; counting stopped at the {limit:g} s time "
+                       "limit. Aggregate or filter the query to get totals")
+    return out
+
+
+def is_empty_result(result: dict[str, Any], sql: str) -> bool:
+    """True when a result carries no data: no rows, or a single row of NULLs, or (for an
+    aggregate query) a single row of NULLs and zeros (COUNT over no rows)."""
+    rows = result.get("rows") or []
+    if not rows:
+        return True
+    if len(rows) != 1:
+        return False
+    values = rows[0]
+    if all(v is None for v in values):
+        return True
+    return bool(_AGGREGATE_RE.search(sql)) and all(v is None or v == 0 for v in values)
+
+
+# -- dates ------------------------------------------------------------------------------------------
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _month(value: Any, epoch: bool) -> str | None:
+    if value is None:
+        return None
+    if epoch:
+        seconds = float(value) / (1000 if abs(float(value)) > 1e11 else 1)
+        return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime("%Y-%m")
+    return str(value)[:7]
+
+
+def _day(value: Any, epoch: bool) -> str | None:
+    if value is None:
+        return None
+    if epoch:
+        seconds = float(value) / (1000 if abs(float(value)) > 1e11 else 1)
+        return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime("%Y-%m-%d")
+    return str(value)[:10]
+
+
+def date_kind(con: sqlite3.Connection, table: str, column: str, declared: str) -> str | None:
+    """``"text"`` (ISO date strings), ``"epoch"`` (Unix seconds/ms in a DATE/TIMESTAMP column) or
+    None (not date-like). Text columns are sampled: every sampled value must parse as ISO."""
+    declared_date = bool(_DATE_TYPE_RE.search(declared or ""))
+    if not declared_date and declared and _NUMERIC_TYPE_RE.search(declared):
+        return None
+    sample = [r[0] for r in con.execute(
+        f"SELECT {_q(column)} FROM {_q(table)} WHERE {_q(column)} IS NOT NULL LIMIT {DATE_SAMPLE}")]
+    if not sample:
+        return "text" if declared_date else None
+    if all(isinstance(v, str) and _ISO_DATE_RE.match(v.strip()) for v in sample):
+        return "text"
+    if declared_date and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in sample):
+        return "epoch"
+    return None
+
+
+def date_range(con: sqlite3.Connection, table: str, column: str, kind: str,
+               today: dt.date | None = None) -> dict[str, Any]:
+    """``{min, max, latest_month, latest_full_month}`` of a date-like column: first and last
+    day with data, the month of the last one, and the latest calendar month with data that has
+    ended before ``today`` (None when there is none)."""
+    col, tab = _q(column), _q(table)
+    epoch = kind == "epoch"
+    filt = f"typeof({col}) IN ('integer', 'real')" if epoch else f"typeof({col}) = 'text'"
+    lo, hi = con.execute(f"SELECT MIN({col}), MAX({col}) FROM {tab} WHERE {filt}").fetchone()
+    current = (today or dt.date.today()).strftime("%Y-%m")
+    latest = _month(hi, epoch)
+    if latest is None or latest < current:
+        full = latest
+    else:  # the newest data is in the current (unfinished) month or later
+        if epoch:
+            first = dt.datetime.strptime(current + "-01", "%Y-%m-%d").replace(tzinfo=dt.timezone.utc).timestamp()
+            scale = 1000 if hi is not None and abs(float(hi)) > 1e11 else 1
+            before = con.execute(f"SELECT MAX({col}) FROM {tab} WHERE {filt} AND {col} < ?",
+                                 (first * scale,)).fetchone()[0]
+        else:
+            before = con.execute(f"SELECT MAX({col}) FROM {tab} WHERE {filt} AND {col} < ?",
+                                 (current + "-01",)).fetchone()[0]
+        full = _month(before, epoch)
+    return {"min": _day(lo, epoch), "max": _day(hi, epoch), "latest_month": latest, "latest_full_month": full}
+
+
+def _columns(con: sqlite3.Connection, table: str) -> list[tuple[str, str, int, int]]:
+    """(name, declared type, notnull, pk position) of each column."""
+    return [(r[1], r[2] or "", r[3], r[5]) for r in con.execute(f"PRAGMA table_info({_q(table)})")]
+
+
+def _mentions(sql: str, name: str) -> bool:
+    return re.search(r"(?<![\w$])[\"`\[]?" + re.escape(name) + r"[\"`\]]?(?![\w$])", sql, re.IGNORECASE) is not None
+
+
+def date_columns_in(con: sqlite3.Connection, sql: str, limit: int = 4) -> list[dict[str, Any]]:
+    """Date ranges of the date-like columns that ``sql`` names (of the tables it names), at
+    most ``limit``. ``con`` must allow the schema pragmas."""
+    found: list[dict[str, Any]] = []
+    for table in _table_names(con):
+        if not _mentions(sql, table):
+            continue
+        for name, declared, _, _ in _columns(con, table):
+            if not _mentions(sql, name):
+                continue
+            kind = date_kind(con, table, name, declared)
+            if kind:
+                found.append({"column": f"{table}.{name}", **date_range(con, table, name, kind)})
+                if len(found) >= limit:
+                    return found
+    return found
+
+
+def no_data_note(con: sqlite3.Connection, sql: str, what: str = "this query") -> tuple[str, list[dict[str, Any]]]:
+    """The note for a result without data: says so, and for each date-like column the SQL
+    names, the dates present and the latest full month with data. ``con`` must allow the
+    schema pragmas. Returns ``(note, ranges)``."""
+    note = f"No data for {what}: it returned no rows (or only NULL/zero aggregates)."
+    try:
+        with _Deadline(con, 2.0):
+            ranges = date_columns_in(con, sql)
+    except sqlite3.Error:
+        ranges = []
+    parts = []
+    for r in ranges:
+        if r["max"] is None:
+            parts.append(f"{r['column']} holds no dates at all")
+            continue
+        text = f"{r['column']} has data from {r['min']} to {r['max']}"
+        if r["latest_full_month"]:
+            text += f"; the latest full month with data is {r['latest_full_month']}"
+        if r["latest_month"] != r["latest_full_month"]:
+            text += f" (the latest month with any data is {r['latest_month']}, not finished yet)"
+        parts.append(text)
+    if parts:
+        note += " " + "; ".join(parts) + ". Use a period with data, or tell the user there is no data for the period asked; never invent figures."
+    else:
+        note += " Tell the user there is no data for it (check the filters with describe_database); never invent figures."
+    return note, ranges
+
+
+# -- the tools ------------------------------------------------------------------------------------
+
+def execute_query(con: sqlite3.Connection, sql: str, *, max_rows: int = MAX_ROWS,
+                  time_limit_s: float | None = None) -> dict[str, Any]:
+    """check_select + run_select on an open connection (``schema=True``), plus ``note`` and
+    ``data_range`` when the result holds no data. Shared by query_database and generate_report."""
+    body = check_select(sql)
+    con.set_authorizer(_authorizer)  # the model's SQL never gets the schema pragmas
+    try:
+        result = run_select(con, body, max_rows=max_rows, time_limit_s=time_limit_s)
+    finally:
+        con.set_authorizer(_schema_authorizer)
+    if is_empty_result(result, body):
+        result["no_data"] = True
+        result["note"], ranges = no_data_note(con, body)
+        if ranges:
+            result["data_range"] = ranges
+    return result
+
+
+def query_database(sql: str, *, database: str = "") -> dict[str, Any]:
+    """Run one read-only SELECT on the configured database (see module doc).
+
+    Returns ``{"columns": [str], "rows": [[...]], "row_count": n, "truncated": bool}``, plus
+    ``"note"`` (and ``"data_range"``) when there is no data for it. Raises DatabaseError for a
+    missing/invalid database, anything but a single SELECT/WITH statement, unknown tables or
+    columns, and queries over the time limit.
+    """
+    path = database_file(database)
+    con = connect_readonly(path, schema=True)
+    try:
+        result = execute_query(con, sql)
+    finally:
+        con.close()
+    result.pop("no_data", None)
+    return result
+
+
+def describe_database(*, database: str = "") -> dict[str, Any]:
+    """Tables and views of the configured database: columns with declared types, primary and
+    foreign keys, row counts, and for date-like columns (declared DATE/DATETIME/TIMESTAMP, or
+    text whose sampled values are ISO dates) ``{min, max, latest_month, latest_full_month}``.
+
+    Returns ``{"database": path, "table_count": n, "tables": [{"name", "type", "row_count",
+    "columns": [{"name", "type", "pk"?, "not_null"?, "references"?, "dates"?}]}], "notes"?}``;
+    at most MAX_TABLES tables and MAX_COLUMNS columns each (``notes`` says what was left out).
+    Raises DatabaseError when the database is missing or invalid.
+    """
+    path = database_file(database)
+    con = connect_readonly(path, schema=True)
+    notes: list[str] = []
+    try:
+        with _Deadline(con, DESCRIBE_TIME_LIMIT_S) as deadline:
+            try:
+                entries = con.execute(
+                    "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view') "
+                    "AND name NOT LIKE 'sqlite_%' ORDER BY type = 'view', name").fetchall()
+            except sqlite3.Error as exc:
+                raise DatabaseError(f"cannot read the schema of {path}: {exc}") from None
+            if len(entries) > MAX_TABLES:
+                notes.append(f"{len(entries)} tables and views; the first {MAX_TABLES} are described "
+                             "(query sqlite_master for the rest)")
+            tables = []
+            for name, kind in entries[:MAX_TABLES]:
+                tables.append(_describe_table(con, name, kind, deadline, notes))
+    finally:
+        con.close()
+    out: dict[str, Any] = {"database": str(path), "table_count": len(entries), "tables": tables}
+    if not entries:
+        notes.append("the database has no tables")
+    if notes:
+        out["notes"] = notes
+    return out
+
+
+def _describe_table(con: sqlite3.Connection, name: str, kind: str, deadline: _Deadline,
+                    notes: list[str]) -> dict[str, Any]:
+    table: dict[str, Any] = {"name": name}
+    if kind == "view":
+        table["type"] = "view"
+    try:
+        cols = _columns(con, name)
+        fks = {} if kind == "view" else {
+            r[3]: f"{r[2]}.{r[4]}" if r[4] else r[2] for r in con.execute(f"PRAGMA foreign_key_list({_q(name)})")}
+    except sqlite3.Error as exc:
+        table["error"] = f"cannot read its columns: {exc}"
+        return table
+    try:
+        table["row_count"] = None if deadline.hit else con.execute(f"SELECT COUNT(*) FROM {_q(name)}").fetchone()[0]
+    except sqlite3.Error:
+        table["row_count"] = None
+    if table["row_count"] is None:
+        table["row_count_note"] = "not counted: over the time limit of describe_database"
+    if len(cols) > MAX_COLUMNS:
+        notes.append(f"{name}: {len(cols)} columns, the first {MAX_COLUMNS} are listed")
+    pk_count = sum(1 for c in cols if c[3])
+    columns = []
+    for col, declared, notnull, pk in cols[:MAX_COLUMNS]:
+        entry: dict[str, Any] = {"name": col, "type": declared or "(none)"}
+        if pk:
+            entry["pk"] = True if pk_count == 1 else pk
+        if notnull:
+            entry["not_null"] = True
+        if col in fks:
+            entry["references"] = fks[col]
+        if not deadline.hit:
+            try:
+                kind_ = date_kind(con, name, col, declared)
+                if kind_:
+                    entry["dates"] = date_range(con, name, col, kind_)
+            except sqlite3.Error:
+                pass
+        columns.append(entry)
+    table["columns"] = columns
+    return table
+
+
+__all__ = [
+    "DatabaseError", "ENV_DATABASE", "MAX_ROWS", "NOT_CONFIGURED", "QUERY_TIME_LIMIT_S",
+    "check_select", "connect_readonly", "database_file", "database_location", "database_read_paths",
+    "describe_database", "execute_query", "query_database",
+]
