@@ -13,9 +13,18 @@ required when the goal has known steps). One call is made. Scored per prompt:
 * ``result_seen`` — after a tool result is appended, the prompt the server renders for the
   next call contains that result (llama.cpp ``/apply-template``; embedded model only).
 
-    python -m evals.probe_tool_calls [--model embedded | --model NAME --base-url URL]
+Each embedded call also records llama.cpp's ``timings``: prompt tokens evaluated and reused
+from the KV cache (``cache_n``, prompt caching across calls), prompt and generation tokens/s.
 
-Writes ``evals/out/probe_tool_calls.json`` and prints a table.
+    python -m evals.probe_tool_calls [--model embedded | embedded:NAME | NAME --base-url URL] [--max-tools N]
+    python -m evals.probe_tool_calls --model embedded:NAME --speed   # raw tokens/s, no grammar
+
+``--speed`` measures the server alone through llama.cpp's ``/completion``: a fixed prompt of
+``--prompt-tokens`` tokens (no cache) and ``--gen-tokens`` generated tokens, ``--reps`` times,
+after one warm-up request (the first pages the weights in). Thread count, context size and
+batch sizes are set with ``HERMES_EMBEDDED_*`` (``graph/embedded/server.py``).
+
+Writes ``evals/out/probe_tool_calls[-NAME].json`` (``speed[-NAME].json``) and prints a table.
 """
 
 from __future__ import annotations
@@ -23,6 +32,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -32,7 +43,7 @@ import jsonschema
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from graph.context import Context
-from graph.model import astop_embedded_server, load_chat_model
+from graph.model import astop_embedded_server, embedded_model, embedded_server, is_embedded, load_chat_model
 from nodes.assemble_context import SYSTEM_PROMPT
 from graph.progress import required_steps
 from nodes.call_model import EMBEDDED_MAX_TOOLS, offered_tools
@@ -61,12 +72,12 @@ async def probe(context: Context) -> dict:
         try:
             model = await load_chat_model(context)
             rows = []
-            embedded = context.model == "embedded" and not context.base_url
+            embedded = is_embedded(context)
             max_tools = context.max_tools or (EMBEDDED_MAX_TOOLS if embedded else 0)
             for prompt, expected in PROBES:
                 # exactly what the graph sends for a new goal: assemble_context's prompt and
                 # progress note, call_model's tool offer and tool_choice
-                steps = sorted(required_steps(prompt, toolbox.registry.names()))
+                steps = sorted(required_steps(prompt, toolbox.registry.specs()))
                 note = f"Steps of this task: {', '.join(steps)}." if steps else ""
                 tools = offered_tools(toolbox.registry, f"{prompt}\n{note}", set(), max_tools, must_call=bool(steps))
                 bound = model.bind_tools(tools, tool_choice="required") if tools and steps else (
@@ -90,6 +101,11 @@ async def probe(context: Context) -> dict:
                     "valid_args": valid if call else expected is None,
                     "latency_s": round(latency, 2),
                 }
+                timings = reply.response_metadata.get("timings") or {}
+                if timings:
+                    row["timings"] = {k: round(float(timings[k]), 1) for k in
+                                      ("prompt_n", "cache_n", "prompt_per_second", "predicted_n", "predicted_per_second")
+                                      if k in timings}
                 if call and embedded:
                     marker = f"probe-result-{len(rows)}"
                     follow = [*messages, reply, ToolMessage(json.dumps({"marker": marker}), tool_call_id=call["id"], name=call["name"])]
@@ -104,30 +120,97 @@ async def probe(context: Context) -> dict:
             await astop_embedded_server()
     n = len(rows)
     called = [r for r in rows if r["called"]]
+    timed = [r["timings"] for r in rows if r.get("timings")]
     summary = {
         "model": context.model if not context.base_url else f"{context.model} @ {context.base_url}",
+        "max_tools": max_tools,
         "prompts": n,
         "well_formed": sum(r["well_formed"] for r in rows),
         "right_tool": sum(r["right_tool"] for r in rows),
         "valid_args": sum(r["valid_args"] for r in rows),
         "result_seen": f"{sum(bool(r.get('result_seen')) for r in called)}/{len(called)}",
         "median_latency_s": sorted(r["latency_s"] for r in rows)[n // 2],
+        "total_latency_s": round(sum(r["latency_s"] for r in rows), 1),
     }
+    if timed:
+        summary["prompt_tokens_evaluated"] = int(sum(t.get("prompt_n", 0) for t in timed))
+        summary["prompt_tokens_from_cache"] = int(sum(t.get("cache_n", 0) for t in timed))
+        summary["median_prompt_tok_s"] = statistics.median(t["prompt_per_second"] for t in timed)
+        summary["median_gen_tok_s"] = statistics.median(t["predicted_per_second"] for t in timed)
+    summary["load_avg_1min"] = round(os.getloadavg()[0], 2)
     out = Path(__file__).parent / "out"
     out.mkdir(exist_ok=True)
-    (out / "probe_tool_calls.json").write_text(json.dumps({"summary": summary, "rows": rows}, indent=2))
+    suffix = f"-{embedded_model(context).name}" if is_embedded(context) else ""
+    (out / f"probe_tool_calls{suffix}.json").write_text(json.dumps({"summary": summary, "rows": rows}, indent=2))
     return {"summary": summary, "rows": rows}
+
+
+SPEED_TEXT = ("The quarterly sales report lists revenue by region, product and month; each order has an "
+              "id, a date, a customer, a product, a quantity and a price. ") * 400
+
+
+async def speed(context: Context, prompt_tokens: int, gen_tokens: int, reps: int) -> dict:
+    """Raw prompt and generation tokens/s of the embedded server (see the module docstring)."""
+    entry = embedded_model(context)
+    with tempfile.TemporaryDirectory() as tmp:
+        server = embedded_server(tmp)
+        start = time.perf_counter()
+        try:
+            base = (await server.start(entry)).removesuffix("/v1")
+            started = time.perf_counter() - start
+            async with httpx.AsyncClient(timeout=1800) as client:
+                tokens = (await client.post(f"{base}/tokenize", json={"content": SPEED_TEXT})).json()["tokens"]
+                tokens = tokens[:prompt_tokens]
+
+                async def once(n_prompt: int, n_gen: int) -> dict:
+                    body = {"prompt": tokens[:n_prompt], "n_predict": n_gen, "cache_prompt": False,
+                            "temperature": 0, "ignore_eos": True}
+                    return (await client.post(f"{base}/completion", json=body)).json()["timings"]
+
+                await once(32, 8)  # warm-up: pages the weights in
+                runs = [await once(len(tokens), gen_tokens) for _ in range(reps)]
+        finally:
+            await server.astop()
+    result = {
+        "model": entry.name,
+        "file_mib": round(entry.size / 2**20),
+        "threads": os.environ.get("HERMES_EMBEDDED_THREADS") or entry.threads or os.cpu_count(),
+        "start_s": round(started, 1),
+        "prompt_tokens": len(tokens),
+        "gen_tokens": gen_tokens,
+        "prompt_tok_s": [round(r["prompt_per_second"], 1) for r in runs],
+        "gen_tok_s": [round(r["predicted_per_second"], 1) for r in runs],
+        "load_avg_1min": round(os.getloadavg()[0], 2),
+    }
+    # generation reads every weight once per token: file size x tokens/s is the bandwidth used
+    result["gen_weight_read_gb_s"] = round(entry.size * max(result["gen_tok_s"]) / 1e9, 1)
+    out = Path(__file__).parent / "out"
+    out.mkdir(exist_ok=True)
+    (out / f"speed-{entry.name}.json").write_text(json.dumps(result, indent=2))
+    return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="embedded")
+    parser.add_argument("--model", default="embedded",
+                        help="embedded (the default bundled model), embedded:NAME, or an endpoint's model name")
     parser.add_argument("--base-url", default="")
+    parser.add_argument("--max-tools", type=int, default=0,
+                        help="tools offered per call (0: as the graph does, 2 for embedded models)")
+    parser.add_argument("--speed", action="store_true", help="raw tokens/s of the embedded server instead")
+    parser.add_argument("--prompt-tokens", type=int, default=512)
+    parser.add_argument("--gen-tokens", type=int, default=64)
+    parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
-    result = asyncio.run(probe(Context(model=args.model, base_url=args.base_url)))
+    context = Context(model=args.model, base_url=args.base_url, max_tools=args.max_tools)
+    if args.speed:
+        print(json.dumps(asyncio.run(speed(context, args.prompt_tokens, args.gen_tokens, args.reps)), indent=2))
+        return
+    result = asyncio.run(probe(context))
     for row in result["rows"]:
         print(f"{'✓' if row['right_tool'] else '✗'} {row['expected'] or '-':>18} ← {row['called'] or '(answer)':<18} "
-              f"args {'ok' if row['valid_args'] else 'bad'}  seen={row.get('result_seen', '-')}  {row['prompt'][:50]}")
+              f"args {'ok' if row['valid_args'] else 'bad'}  seen={row.get('result_seen', '-')}  "
+              f"{row['latency_s']:>5.1f}s  {row['prompt'][:50]}")
     for key, value in result["summary"].items():
         print(f"{key:>18}: {value}")
 

