@@ -307,6 +307,22 @@ def firing_history(data_dir: Path | str, reminder_id: int | None = None) -> list
 FireFn = Callable[[Due], Awaitable[dict[str, Any]]]
 
 
+async def call_tool_action(registry: Any, due: Due) -> dict[str, Any]:
+    """Fire a "tool" action through ``registry`` (a :class:`tools.registry.ToolRegistry`) with
+    ``request_id = due.request_id``: a side-effect tool runs at most once per period (the
+    registry's idempotency ledger replays a repeated id). Returns ``{"ok", "detail", "tool",
+    "replayed", "content"}`` for :func:`fire_due`."""
+    tool = due.action["tool"]
+    outcome = await registry.call(tool, due.action.get("args") or {}, request_id=due.request_id)
+    if outcome.status != "ok":
+        return {"ok": False, "detail": f"tool {tool} failed ({outcome.error_kind}): {outcome.error}",
+                "tool": tool, "replayed": False, "content": None}
+    text = json.dumps(outcome.content, ensure_ascii=False, default=str)
+    return {"ok": True, "tool": tool, "replayed": outcome.replayed,
+            "detail": f"tool {tool} called" + (" (replayed: already done for this period)" if outcome.replayed else ""),
+            "content": outcome.content if len(text) <= 2000 else text[:2000] + "…"}
+
+
 async def fire_due(data_dir: Path | str, now: dt.datetime, fire: FireFn, *, owner: str | None = None) -> list[Firing]:
     """Fire every reminder due at ``now``: claim it (:func:`mark_fired`), ``await fire(due)``,
     record the outcome. ``fire`` returns ``{"ok": bool, "detail": str, ...}`` (anything else
@@ -336,5 +352,5 @@ async def fire_due(data_dir: Path | str, now: dt.datetime, fire: FireFn, *, owne
     return out
 
 
-__all__ = ["Due", "Firing", "MAX_ATTEMPTS", "STALE_CLAIM_S", "due_reminders", "fire_due", "firing_history",
+__all__ = ["Due", "Firing", "MAX_ATTEMPTS", "STALE_CLAIM_S", "call_tool_action", "due_reminders", "fire_due", "firing_history",
            "mark_fired", "record_outcome", "request_id_for"]

@@ -246,7 +246,13 @@ def schedule_reminder(text: str, day_of_month: int = 1, time: str = "09:00", rec
                                    "AND time = ? AND recurrence = ?", (day_of_month, time, recurrence)):
                 if " ".join(str(row[1]).lower().split()) == same:
                     con.execute("COMMIT")
-                    existing = {**row_to_reminder(row), "adjustment": adjustment, "already_existed": True}
+                    existing = {**row_to_reminder(row), "already_existed": True}
+                    try:  # the adjustment of the existing reminder's own next run
+                        ran = dt.datetime.fromisoformat(existing["next_run"])
+                        existing["adjustment"] = (adjustment_for(day_of_month, ran.year, ran.month)
+                                                  or _general_adjustment(day_of_month))
+                    except ValueError:
+                        existing["adjustment"] = _general_adjustment(day_of_month)
                     if not default_action and existing["action"] != checked:
                         existing["note"] = ("a reminder with this text, day and time already exists; its "
                                             "action was kept (the requested one was not applied)")
