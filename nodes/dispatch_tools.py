@@ -178,14 +178,15 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
     for call in refused:
         errors += 1
         allowed = ", ".join(sorted(offered)) or "none (answer the user directly)"
+        why = "is not a tool" if call["name"] not in registry else "was not offered in this round"
         results.append(
             {
                 "tool_call_id": call["id"],
                 "name": call["name"],
                 "status": "error",
-                "error_kind": "not_offered",
-                "error": f"tool {call['name']!r} was not offered in this round, so it was not run. "
-                f"Tools you may call now: {allowed}.",
+                "error_kind": "unknown_tool" if call["name"] not in registry else "not_offered",
+                "error": f"{'unknown tool' if call['name'] not in registry else 'tool'} {call['name']!r} {why}, "
+                f"so it was not run. Tools you may call now: {allowed}.",
                 "payload_path": None,
                 "latency_s": 0.0,
                 "attempts": 0,

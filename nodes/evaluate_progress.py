@@ -4,6 +4,9 @@ steps are still missing — measure distance to the goal and decide whether the 
 
 Rules, in order (each is a cap, so no retry path is unbounded):
 
+0. **Outcome unknown**: a side-effect call of this round timed out or lost its transport after
+   it was sent (``error_kind`` "outcome_unknown"); it is never re-run, so the loop stops and
+   the user is told to check it — retrying or working around it could repeat the effect.
 1. **Repeated identical call**: the same tool with the same arguments made more than
    ``context.max_repeated_calls`` times for this goal → stop.
 2. **Distance to goal**: if it did not shrink this round (or the model answered with steps
@@ -75,6 +78,16 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     if produced := artifacts(work, specs):
         update["artifacts"] = produced
 
+    # 0. a side effect whose outcome is unknown: stop, never guess
+    round_ids = {c["id"] for c in round_calls}
+    unknown = sorted({m.name or "?" for m in work if isinstance(m, ToolMessage) and m.tool_call_id in round_ids
+                      and m.additional_kwargs.get("error_kind") == "outcome_unknown"})
+    if unknown:
+        update["stop_reason"] = (
+            f"the outcome of {', '.join(unknown)} is unknown (it timed out or lost its connection after the "
+            "request was sent, so it was not run again); check it before asking for it again")
+        return update
+
     # 1. repeated identical calls
     seen: dict[str, int] = {}
     for call in (c for m in work if isinstance(m, AIMessage) for c in m.tool_calls):
@@ -94,7 +107,6 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     required = required_steps(state.goal, specs)
     missing = missing_steps(state.goal, state.messages, specs)
     distance = len(missing)
-    round_ids = {c["id"] for c in round_calls}
     round_results = [m for m in work if isinstance(m, ToolMessage) and m.tool_call_id in round_ids]
     all_failed = bool(round_results) and all(m.status == "error" for m in round_results)
     previous = state.goal_distance if state.goal_distance is not None else len(required)

@@ -1,9 +1,7 @@
 """Node ``write_memory``: close the turn — tell the user about an early stop, write memory.
 
-* A turn that did not verifiably finish gets a ``stop_reason`` here too: an empty answer, or a
-  side-effect call whose outcome is unknown (``outcome_unknown``: it timed out or lost its
-  transport after being sent) — the user is told, and such a turn is never remembered as a
-  completed task.
+* An empty answer gets a ``stop_reason`` here ("the model gave no answer"): the user is told,
+  and such a turn is never remembered as a completed task.
 * If ``stop_reason`` is set, an AI message states it plainly (what stopped the loop, what was
   done, what to do next), so a stopped run never looks like a normal answer (DESIGN §5).
 * The turn is appended to the thread's plain-text mirror (``graph.mirror``, seed §5.3 dual
@@ -70,11 +68,7 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
     answer = ""
     last = state.messages[-1] if state.messages else None
     said = last.content if isinstance(last, AIMessage) and not last.tool_calls and isinstance(last.content, str) else ""
-    unknown = sorted({m.name or "?" for m in results if m.additional_kwargs.get("error_kind") == "outcome_unknown"})
     stop_reason = state.stop_reason
-    if not stop_reason and unknown:
-        stop_reason = (f"the outcome of {', '.join(unknown)} is unknown (it timed out or lost its connection "
-                       "after the request was sent, so it was not run again); check it before asking again")
     if not stop_reason and not said.strip():
         stop_reason = "the model gave no answer"
     if stop_reason:

@@ -88,8 +88,40 @@ class FakeToolbox:
         )
         self.registry.register(spec, runner)
 
+    def add_spec(self, spec: ToolSpec, fn: Callable[..., Any]) -> None:
+        """Register a copy of a real tool's ``spec`` (its metadata included) with ``fn`` run
+        in process."""
+        async def runner(args: dict[str, Any], request_id: str) -> Any:
+            return fn(**args)
+
+        self.registry.register(spec, runner)
+
     async def aclose(self) -> None:
         self.closed = True
+
+
+#: The request patterns the bundled team-chat server declares for ``post_message``
+#: (``_meta["hermes/requested_by"]``), for unit tests that use a copy of it in process.
+POST_MESSAGE = ToolSpec(
+    name="post_message",
+    description=("Post a message to a team chat channel (e.g. the project group 'sales-team'), visible to "
+                 "everyone in it. Use it to share a finished report or an announcement. (In-process copy "
+                 "of the bundled server's tool, for unit tests.)"),
+    parameters={"type": "object", "properties": {"channel": {"type": "string"}, "text": {"type": "string"}},
+                "required": []},
+    side_effect=True,
+    requested_by=(r"\b(post|send|share|announce)\b.{0,80}\b(group|channel|team|chat)\b",
+                  r"(发到|发送到|发给).{0,20}(群|频道)"),
+    source="mcp:team_chat",
+)
+
+
+def flagship_specs() -> list[ToolSpec]:
+    """The flagship task's tool definitions with their real metadata (builtin catalog + the
+    team-chat ``post_message``), for tests that run the graph with in-process stand-ins."""
+    from tools.builtin.catalog import BUILTIN_TOOLS
+
+    return [spec for spec, _ in BUILTIN_TOOLS] + [POST_MESSAGE]
 
 
 @pytest.fixture

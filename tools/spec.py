@@ -70,12 +70,16 @@ class ToolSpec(BaseModel):
         return not self.side_effect or self.idempotent
 
     def request_patterns(self) -> list[re.Pattern[str]]:
-        """Compiled :attr:`requested_by`; when empty, one pattern derived from the name: every
-        word of the name (``write_file`` → ``write``, ``file``) appears in the clause as the
-        start of a word. So a tool whose metadata says nothing is a step only of requests that
-        name it; declare ``requested_by`` for natural phrasings."""
+        """Compiled :attr:`requested_by`. When empty: for a side-effect tool, one pattern derived
+        from the name — every word of the name (``write_file`` → ``write``, ``file``) appears in
+        the clause as the start of a word — so a side-effect tool whose metadata says nothing
+        is offered only to requests that name it; a read-only tool without patterns is never a
+        required step (reads stay free: the model may call them as often as it needs). Declare
+        ``requested_by`` for natural phrasings."""
         if self.requested_by:
             return [_compile_request(p) for p in self.requested_by]
+        if not self.side_effect:
+            return []
         words = [w for w in re.split(r"_+", self.name.split("__")[-1]) if len(w) >= 3]
         if not words:
             return []

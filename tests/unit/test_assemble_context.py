@@ -152,7 +152,7 @@ def test_archive_summarises_turns_beyond_the_horizon():
         history += _turn(i, f"request number {i} about sales", f"answer {i}")
     lines, boundary = archive_lines(history, 0)
     assert boundary == 5 and len(lines) == 5
-    assert lines[0].startswith("[data_query] request number 0") and "answer 0" in lines[0]
+    assert lines[0].startswith("[chat] request number 0") and "answer 0" in lines[0]
     more, again = archive_lines(history, boundary)
     assert more == [] and again == boundary
 

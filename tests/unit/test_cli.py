@@ -30,7 +30,7 @@ def test_a_question_without_a_terminal_exits_3_and_resume_continues(tmp_path):
             {"type": "object", "properties": {"channel": {"type": "string"}, "text": {"type": "string"}},
              "required": ["channel", "text"]}, side_effect=True)
     scripted_cli("cli-ask", [tool_call("post_note", {"text": "hi"}, "c1"), AIMessage("posted")], tmp_path, box)
-    first = runner.invoke(app, ["run", "post hi", "--model", "cli-ask", "--data-dir", str(tmp_path),
+    first = runner.invoke(app, ["run", "post a note saying hi", "--model", "cli-ask", "--data-dir", str(tmp_path),
                                 "--thread", "T", "--json"])
     assert first.exit_code == 3, first.output
     summary = json.loads(first.output.strip().splitlines()[-1])

@@ -13,7 +13,7 @@ from graph.builder import route_model_output
 from graph.context import Context
 from graph.state import State
 from nodes.evaluate_progress import MAX_STALLED_ROUNDS, evaluate_progress
-from tests.conftest import FakeToolbox
+from tests.conftest import FakeToolbox, flagship_specs
 
 GOAL = "Write last month's sales report, post it to the project group and remind me every month."
 
@@ -21,8 +21,10 @@ GOAL = "Write last month's sales report, post it to the project group and remind
 @pytest.fixture
 def runtime(tmp_path):
     box = FakeToolbox()
-    for name in ("generate_report", "post_message", "schedule_reminder", "query_database"):
-        box.add(name, lambda **kw: {"ok": True}, side_effect=name != "query_database")
+    wanted = ("generate_report", "post_message", "schedule_reminder", "query_database")
+    for spec in flagship_specs():
+        if spec.name in wanted:
+            box.add_spec(spec, lambda **kw: {"ok": True})
     context = Context(model="unused", data_dir=str(tmp_path))
     resources.set_toolbox(context, box)
     return Runtime(context=context)
@@ -44,7 +46,7 @@ async def test_a_done_side_effect_tool_is_not_offered_again_and_progress_is_coun
     assert update["goal_distance"] == 2 and update["stalled_rounds"] == 0
     assert "generate_report" in update["blocked_tools"]
     assert not {"post_message", "schedule_reminder"} & set(update["blocked_tools"])
-    assert update["report_path"] == "/r.md" and "stop_reason" not in update
+    assert update["artifacts"] == ["/r.md"] and "stop_reason" not in update
 
 
 async def test_a_round_without_progress_narrows_the_offer_to_the_missing_steps(runtime):
@@ -83,7 +85,7 @@ async def test_an_insisting_answer_is_kept_in_the_stop_notice(scripted):
     from graph.builder import make_graph
 
     box = FakeToolbox()
-    box.add("generate_report", lambda **kw: {"path": "/r.md"}, side_effect=True)
+    box.add_spec(next(s for s in flagship_specs() if s.name == "generate_report"), lambda **kw: {"path": "/r.md"})
     ctx = scripted([AIMessage("Revenue was 123."), AIMessage("Revenue was 123, really.")], box)
     out = await make_graph(InMemorySaver()).ainvoke(
         {"messages": [HumanMessage("Write the sales report for last month.")]},

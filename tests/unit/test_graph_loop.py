@@ -72,11 +72,11 @@ async def test_k4_exception_and_unknown_tool_become_error_results(scripted):
         {"type": "tool_call", "name": "exploding_tool", "args": {}, "id": "e1"},
         {"type": "tool_call", "name": "does_not_exist", "args": {}, "id": "e2"},
     ])
-    ctx = scripted([ai, AIMessage("done")], box)
+    ctx = scripted([ai, AIMessage("done")], box, ignore_offer=True)  # it names a tool that does not exist
     out = await run(ctx, "try it")
     by_id = {m.tool_call_id: json.loads(m.content) for m in tool_messages(out)}
     assert "boom" in by_id["e1"]["error"]
-    assert "exploding_tool" in by_id["e2"]["error"]  # the valid names are listed
+    assert "unknown tool" in by_id["e2"]["error"] and "exploding_tool" in by_id["e2"]["error"]  # valid names listed
     assert all(m.status == "error" for m in tool_messages(out))
     assert out["messages"][-1].content == "done"
 
@@ -112,10 +112,11 @@ async def test_repeated_identical_calls_stop_with_an_explicit_reason(scripted):
     box = FakeToolbox()
     box.add("ping", lambda: "pong")
     replies = [tool_call("ping", {}, f"p{i}") for i in range(10)]
-    ctx = scripted(replies, box, max_repeated_calls=2)
+    # a weak model repeats itself even when the tool is no longer offered
+    ctx = scripted(replies, box, max_repeated_calls=2, ignore_offer=True)
     out = await run(ctx, "ping until done")
     assert out["stop_reason"].startswith("repeated identical call")
-    assert out["metrics"]["tool_calls"]["ping"] == 3
+    assert out["metrics"]["tool_calls"]["ping"] == 2  # the third, unoffered, was refused
     last = out["messages"][-1]
     assert isinstance(last, AIMessage) and last.content.startswith("Stopped before finishing")
 
@@ -163,11 +164,11 @@ async def test_each_turn_is_tagged_with_its_intent_on_the_message(scripted):
     agent = make_graph(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "intents"}}
     await agent.ainvoke({"messages": [HumanMessage("hello there")]}, config, context=ctx)
-    out = await agent.ainvoke({"messages": [HumanMessage("query the sales database")]}, config, context=ctx)
+    out = await agent.ainvoke({"messages": [HumanMessage("what is in the sales database?")]}, config, context=ctx)
     humans = [m for m in out["messages"] if isinstance(m, HumanMessage)]
-    assert [h.additional_kwargs["intent"] for h in humans] == ["chat", "data_query"]
-    assert out["metrics"]["intents"] == {"chat": 1, "data_query": 1}
-    assert out["intent"] == "data_query"
+    assert [h.additional_kwargs["intent"] for h in humans] == ["chat", "question"]
+    assert out["metrics"]["intents"] == {"chat": 1, "question": 1}
+    assert out["intent"] == "question"
 
 
 async def test_an_unreachable_endpoint_is_a_clear_model_unavailable_error(tmp_path):

@@ -157,7 +157,7 @@ async def test_dead_owner_claim_is_taken_over(tmp_path):
     await ledger.count()  # creates the table
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     con = sqlite3.connect(path)
-    con.execute("INSERT INTO tool_calls (tool, request_id, state, owner, created) VALUES ('t', 'r', 'running', ?, 0)",
+    con.execute("INSERT INTO tool_requests (tool, request_id, state, owner, created) VALUES ('t', 'r', 'running', ?, 0)",
                 (f"{socket.gethostname()}:{int(dead.stdout)}:x",))
     con.commit()
     con.close()
@@ -176,7 +176,7 @@ async def test_a_live_owner_elsewhere_is_waited_for_then_busy(tmp_path):
     ledger = IdempotencyLedger(path, wait_s=0.3)
     await ledger.count()
     con = sqlite3.connect(path)
-    con.execute("INSERT INTO tool_calls (tool, request_id, state, owner, created) VALUES ('t', 'r', 'running', ?, ?)",
+    con.execute("INSERT INTO tool_requests (tool, request_id, state, owner, created) VALUES ('t', 'r', 'running', ?, ?)",
                 (f"{socket.gethostname()}:{os.getpid()}:other", 1e12))
     con.commit()
     con.close()
