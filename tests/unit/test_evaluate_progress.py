@@ -114,7 +114,7 @@ async def test_failing_rounds_of_a_goal_without_known_steps_stop(runtime):
 def test_small_models_are_offered_only_relevant_tools(runtime):
     from nodes.call_model import offered_tools
 
-    registry = resources._toolboxes[(runtime.context.data_dir, "")].registry
+    registry = resources._toolboxes[resources._key(runtime.context)].registry
     assert offered_tools(registry, "hello there", set(), max_tools=2) == []
     names = [t["function"]["name"] for t in offered_tools(registry, "post it to the group", set(), max_tools=2)]
     assert names and names[0] == "post_message"
