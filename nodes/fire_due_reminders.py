@@ -18,8 +18,9 @@ What firing an action means here:
     ``hermes_reminder = reminder:<id>:<period>`` so a re-fire of the same period finds it
     instead of queuing a second one. The thread shows up in Studio like any other.
   - **Anywhere else** (the graph invoked in-process, e.g. from a script or a test) the agent
-    graph is compiled here with the SQLite checkpointer of ``<data_dir>/checkpoints.sqlite``
-    and invoked to the end of the turn, on the same thread id the CLI would use.
+    graph is compiled here with the checkpointer of ``<data_dir>/checkpoints.sqlite``
+    (``graph.checkpoints.open_checkpointer``, the file the CLI uses) and invoked to the end of
+    the turn, on the same thread name the CLI would use (no per-thread CLI lock is taken).
   The human message's id is the request id, so a replayed period does not add a second copy.
 
 No blocking I/O on the event loop: SQLite work runs in threads (``asyncio.to_thread`` inside
@@ -96,15 +97,14 @@ async def _task_via_server(due: Due, context: Context) -> dict[str, Any]:
 
 
 async def _task_in_process(due: Due, context: Context) -> dict[str, Any]:
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
     from graph.builder import make_graph
+    from graph.checkpoints import checkpoints_file, open_checkpointer
 
     data_dir = Path(context.data_dir)
     await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
 
     async def turn() -> dict[str, Any]:
-        async with AsyncSqliteSaver.from_conn_string(str(data_dir / "checkpoints.sqlite")) as saver:
+        async with open_checkpointer(checkpoints_file(data_dir), mirror_dir=data_dir) as saver:
             agent = make_graph(checkpointer=saver)
             return await agent.ainvoke({"messages": [HumanMessage(_task_input(due), id=due.request_id)]},
                                        {"configurable": {"thread_id": due.thread_id}}, context=context)
