@@ -31,8 +31,13 @@ class ToolTransportError(ToolError):
     """The channel to an MCP server failed: it died, never answered, or the pipe broke (K8).
 
     ``server`` names the MCP server from the ``mcpServers`` config.
+    ``sent``: False only when it is known that the request never reached the server (the
+    session could not be opened or reconnected, the server was known dead before the call, the
+    write failed before the request left the client), so repeating the call cannot repeat an
+    effect. True (the default) means it may have reached the server and run.
     """
 
-    def __init__(self, server: str, message: str) -> None:
+    def __init__(self, server: str, message: str, *, sent: bool = True) -> None:
         super().__init__(f"MCP server '{server}': {message}")
         self.server = server
+        self.sent = sent

@@ -14,8 +14,16 @@ taken (by a builtin tool or a server started earlier in config order) it is regi
 or the tool's definition is unusable, it is refused and the reason is kept in
 :attr:`Toolbox.problems`. Names that break the snake_case convention (``getTinyImage``,
 ``get-sum``) are converted (``get_tiny_image``, ``get_sum``); calls use the server's name.
-Nothing is ever silently shadowed. MCP tools count as side-effecting (idempotent per
-``request_id``) unless the server annotates them ``readOnlyHint: true``.
+Nothing is ever silently shadowed.
+
+Metadata of an MCP tool's ToolSpec, first source that says wins: the user's ``mcpServers``
+entry (``tools.<tool>``: ``side_effect``, ``idempotent``, ``requested_by``, ``artifact_field``,
+``timeout_s``; ``timeoutSeconds`` of the server; see :mod:`tools.mcp.config`), then the server:
+``side_effect`` = not ``readOnlyHint`` (MCP default: not read-only, so a side effect, run at
+most once per ``request_id``), ``idempotent`` = ``idempotentHint`` (read-only tools count as
+idempotent when the server does not say), ``requested_by`` / ``artifact_field`` from the
+tool's ``_meta`` keys ``"hermes/requested_by"`` / ``"hermes/artifact_field"``; ``timeout_s``
+defaults to the toolbox timeout.
 """
 
 from __future__ import annotations
@@ -33,8 +41,16 @@ from tools.errors import ToolDefinitionError
 from tools.executors import ENV_EXECUTOR, RoutingExecutor, make_executor
 from tools.executors.base import Executor
 from tools.idempotency import IdempotencyLedger
-from tools.mcp.client import STARTUP_TIMEOUT_S, MCPClient, MCPServer
-from tools.mcp.config import MCPConfigError, load_config, team_chat_entry  # noqa: F401
+from tools.mcp.client import STARTUP_TIMEOUT_S, MCPClient, MCPServer, MCPTool
+from tools.mcp.config import (  # noqa: F401
+    META_ARTIFACT_FIELD,
+    META_REQUESTED_BY,
+    MCPConfigError,
+    ToolOverride,
+    check_patterns,
+    load_config,
+    team_chat_entry,
+)
 from tools.registry import ToolRegistry
 from tools.schema_versions import SchemaStore
 from tools.spec import NAME_RE, ToolSpec
@@ -134,6 +150,19 @@ class Toolbox:
         return tb
 
     def _register_server(self, server: MCPServer, timeout_s: float) -> None:
+        """Register the tools of a started server. ``timeout_s``: the toolbox per-call timeout,
+        used when neither the server entry (``timeoutSeconds``) nor the tool's override sets one.
+        Overrides naming no listed tool, and unusable ``_meta`` metadata, go to :attr:`problems`."""
+        settings = server.settings
+        by_name = {**{snake_name(t): t for t in server.tools}, **{t: t for t in server.tools}}
+        overrides: dict[str, ToolOverride] = {}
+        for key, override in settings.tools.items():
+            if key not in by_name:
+                self.problems[f"{server.name}:tools.{key}"] = (
+                    f"MCP server '{server.name}': config 'tools.{key}' names a tool the server does not "
+                    f"list ({', '.join(sorted(server.tools)) or 'none'}); override ignored")
+                continue
+            overrides[by_name[key]] = override
         for tool in server.tools.values():
             base = snake_name(tool.name)
             candidates = [base, f"{snake_name(server.name)}__{base}"[:64]]
@@ -145,13 +174,40 @@ class Toolbox:
                 self.problems[f"{server.name}:{tool.name}"] = (
                     f"refused: names {candidates} are taken or invalid")
                 continue
+            meta = self._tool_metadata(server, tool, overrides.get(tool.name) or ToolOverride(),
+                                       settings.timeout_s or timeout_s)
             spec = ToolSpec(name=name, description=tool.description or f"MCP tool {tool.name} of server {server.name}",
-                            parameters=tool.input_schema, timeout_s=timeout_s, side_effect=not tool.read_only,
-                            source=f"mcp:{server.name}")
+                            parameters=tool.input_schema, source=f"mcp:{server.name}", **meta)
             try:
-                self.registry.register(spec, _mcp_runner(server, tool.name, timeout_s), strict=False)
+                self.registry.register(spec, _mcp_runner(server, tool.name, spec.timeout_s), strict=False)
             except ToolDefinitionError as exc:
                 self.problems[f"{server.name}:{tool.name}"] = str(exc)
+
+    def _tool_metadata(self, server: MCPServer, tool: MCPTool, override: ToolOverride,
+                       timeout_s: float) -> dict[str, Any]:
+        """ToolSpec metadata of one MCP tool: the user's override, else the server's
+        annotations and ``_meta``, else the defaults (see the module docstring)."""
+        side_effect = override.side_effect if override.side_effect is not None else not tool.read_only
+        idempotent = next(v for v in (override.idempotent, tool.idempotent_hint, not side_effect) if v is not None)
+        bad: list[str] = []
+        requested_by = override.requested_by
+        if requested_by is None and META_REQUESTED_BY in tool.meta:
+            try:
+                requested_by = tuple(check_patterns(f"_meta {META_REQUESTED_BY!r}", tool.meta[META_REQUESTED_BY]))
+            except MCPConfigError as exc:
+                bad.append(str(exc))
+        artifact = override.artifact_field
+        if artifact is None and META_ARTIFACT_FIELD in tool.meta:
+            value = tool.meta[META_ARTIFACT_FIELD]
+            if isinstance(value, str) and value.strip():
+                artifact = value
+            else:
+                bad.append(f"_meta {META_ARTIFACT_FIELD!r} must be a non-empty string, got {value!r}")
+        if bad:
+            self.problems[f"{server.name}:{tool.name}:_meta"] = "ignored: " + "; ".join(bad)
+            log.warning("MCP tool %s of %s: ignored metadata: %s", tool.name, server.name, "; ".join(bad))
+        return {"side_effect": side_effect, "idempotent": idempotent, "requested_by": requested_by or (),
+                "artifact_field": artifact, "timeout_s": override.timeout_s or timeout_s}
 
     async def aclose(self) -> None:
         """Shut down every MCP session (no orphan processes) and the executor. Idempotent."""
@@ -174,6 +230,7 @@ class Toolbox:
 
 
 def _mcp_runner(server: MCPServer, tool: str, timeout_s: float):
+    """Runner of one MCP tool: ``tools/call`` with the tool's own timeout (its ToolSpec's)."""
     async def run(args: dict[str, Any], request_id: str) -> Any:
         return await server.call_tool(tool, args, timeout_s=timeout_s, request_id=request_id)
 

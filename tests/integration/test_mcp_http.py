@@ -89,10 +89,12 @@ async def test_http_transports_call_and_k8c_death_mid_call(tmp_path, http_server
             out = await tb.registry.call("add", {"a": i, "b": 2}, f"a{i}")
             assert out.status == "ok" and out.content == i + 2, out
         t0 = time.monotonic()
+        # crash is unannotated (MCP default: a side effect) and its request was sent: outcome unknown.
         dead = await tb.registry.call("crash", {}, "boom")
-        assert dead.status == "error" and dead.error_kind == "transport"
+        assert dead.status == "error" and dead.error_kind == "outcome_unknown"
         assert "peer" in dead.error and time.monotonic() - t0 < 10
         await asyncio.wait_for(proc.wait(), 5)
+        # The server is gone: the reconnect fails, so this request is known never to have been sent.
         after = await tb.registry.call("add", {"a": 1, "b": 1}, "after")
         assert after.status == "error" and after.error_kind == "transport" and "peer" in after.error
         assert time.monotonic() - t0 < 15

@@ -8,13 +8,28 @@ Entry shapes::
      "headers": {...}}                                                               → HTTP/SSE
 
 A URL without ``transport`` is streamable HTTP unless it ends in ``/sse``.
+
+Hermes keys of an entry (all optional; :func:`server_settings` validates them)::
+
+    "timeoutSeconds": 20            (or "timeout_s") per-call timeout of this server's tools, in
+                                    seconds; default: the toolbox timeout
+    "tools": {"<tool name as the server lists it>": {
+        "side_effect": false,       overrides the server's readOnlyHint (MCP default: a side effect)
+        "idempotent": true,         overrides idempotentHint (safe to repeat: retries allowed)
+        "requested_by": ["regex"],  request clauses that ask for the tool (ToolSpec.requested_by)
+        "artifact_field": "url",    result field naming what the call produced
+        "timeout_s": 60}}           (or "timeoutSeconds") this tool's per-call timeout
+
+The config wins over what the server says about its tools (annotations, ``_meta``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +91,98 @@ def to_connection(name: str, entry: dict[str, Any]) -> dict[str, Any]:
             conn["headers"] = dict(entry["headers"])
         return conn
     raise MCPConfigError(f"MCP server '{name}': entry needs 'command' (stdio) or 'url' (http/sse)")
+
+
+@dataclass(frozen=True)
+class ToolOverride:
+    """The user's settings for one tool of a server (``tools.<name>`` of its entry); None =
+    not set (the server's annotations / ``_meta`` or the defaults apply)."""
+
+    side_effect: bool | None = None
+    idempotent: bool | None = None
+    requested_by: tuple[str, ...] | None = None
+    artifact_field: str | None = None
+    timeout_s: float | None = None
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Hermes settings of one ``mcpServers`` entry: ``timeout_s`` (None = the toolbox default)
+    and ``tools`` (tool name as the server lists it → :class:`ToolOverride`)."""
+
+    timeout_s: float | None = None
+    tools: dict[str, ToolOverride] = field(default_factory=dict)
+
+
+#: ``_meta`` keys of an MCP tool that carry Hermes metadata (set by the server).
+META_REQUESTED_BY = "hermes/requested_by"      # list of regular expressions (ToolSpec.requested_by)
+META_ARTIFACT_FIELD = "hermes/artifact_field"  # result field naming what the call produced
+
+#: Keys of a ``tools.<name>`` override (``timeoutSeconds`` is accepted for ``timeout_s``).
+TOOL_OVERRIDE_KEYS = ("side_effect", "idempotent", "requested_by", "artifact_field", "timeout_s", "timeoutSeconds")
+
+
+def server_settings(name: str, entry: dict[str, Any]) -> ServerSettings:
+    """Validate and read the Hermes keys of one ``mcpServers`` entry (``timeoutSeconds`` /
+    ``timeout_s``, ``tools``). Raises MCPConfigError naming the server and the field."""
+    if not isinstance(entry, dict):
+        raise MCPConfigError(f"MCP server '{name}': entry must be an object")
+    where = f"MCP server '{name}'"
+    timeout = _timeout(where, entry)
+    tools_cfg = entry.get("tools")
+    if tools_cfg is None:
+        return ServerSettings(timeout_s=timeout)
+    if not isinstance(tools_cfg, dict):
+        raise MCPConfigError(f"{where}: 'tools' must be an object {{tool name: {{...}}}}, "
+                             f"got {type(tools_cfg).__name__}")
+    tools: dict[str, ToolOverride] = {}
+    for tool, cfg in tools_cfg.items():
+        field_ = f"tools.{tool}"
+        if not isinstance(cfg, dict):
+            raise MCPConfigError(f"{where}: '{field_}' must be an object, got {type(cfg).__name__}")
+        unknown = sorted(set(cfg) - set(TOOL_OVERRIDE_KEYS))
+        if unknown:
+            raise MCPConfigError(f"{where}: '{field_}' has unknown key(s) {unknown}; "
+                                 f"known: {list(TOOL_OVERRIDE_KEYS)}")
+        for flag in ("side_effect", "idempotent"):
+            if flag in cfg and not isinstance(cfg[flag], bool):
+                raise MCPConfigError(f"{where}: '{field_}.{flag}' must be true or false, got {cfg[flag]!r}")
+        requested = cfg.get("requested_by")
+        if requested is not None:
+            requested = tuple(check_patterns(f"{where}: '{field_}.requested_by'", requested))
+        artifact = cfg.get("artifact_field")
+        if artifact is not None and not (isinstance(artifact, str) and artifact.strip()):
+            raise MCPConfigError(f"{where}: '{field_}.artifact_field' must be a non-empty string, got {artifact!r}")
+        tools[str(tool)] = ToolOverride(side_effect=cfg.get("side_effect"), idempotent=cfg.get("idempotent"),
+                                        requested_by=requested, artifact_field=artifact,
+                                        timeout_s=_timeout(where, cfg, prefix=f"{field_}."))
+    return ServerSettings(timeout_s=timeout, tools=tools)
+
+
+def check_patterns(where: str, value: Any) -> list[str]:
+    """``value`` must be a list of regular expressions (strings that compile); returns it.
+    Raises MCPConfigError starting with ``where``."""
+    if not isinstance(value, (list, tuple)) or not all(isinstance(p, str) and p for p in value):
+        raise MCPConfigError(f"{where} must be a list of regular expressions (strings), got {value!r}")
+    for pattern in value:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise MCPConfigError(f"{where}: {pattern!r} is not a regular expression: {exc}") from None
+    return list(value)
+
+
+def _timeout(where: str, cfg: dict[str, Any], prefix: str = "") -> float | None:
+    given = {k: cfg[k] for k in ("timeoutSeconds", "timeout_s") if k in cfg}
+    if not given:
+        return None
+    if len(given) == 2 and given["timeoutSeconds"] != given["timeout_s"]:
+        raise MCPConfigError(f"{where}: '{prefix}timeoutSeconds' and '{prefix}timeout_s' disagree "
+                             f"({given['timeoutSeconds']!r} vs {given['timeout_s']!r}); give one")
+    key, value = next(iter(given.items()))
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise MCPConfigError(f"{where}: '{prefix}{key}' must be a number of seconds > 0, got {value!r}")
+    return float(value)
 
 
 def team_chat_entry(data_dir: Path) -> dict[str, Any]:

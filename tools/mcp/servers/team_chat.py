@@ -4,6 +4,12 @@ Run: ``python -m tools.mcp.servers.team_chat``. Messages persist in SQLite at en
 ``HERMES_TEAM_CHAT_DB`` (default ``./team_chat.db``); table ``messages(id, channel, text,
 created_at ISO-8601 UTC)``. Tools: ``post_message(channel, text)``, ``list_messages(channel,
 limit=20)``. Bad input (empty channel/text, limit outside 1-200) → an MCP ``isError`` result.
+
+Metadata for clients: ``post_message`` is annotated as a side effect that is not idempotent
+(``readOnlyHint=False, idempotentHint=False, destructiveHint=False``) and its ``_meta`` says
+which request clauses ask for it (``"hermes/requested_by"``: regular expressions, English and
+Chinese); ``list_messages`` is read-only. Posting the same text twice in one request is
+prevented by the client's idempotency ledger, not here: this server posts what it is sent.
 """
 
 from __future__ import annotations
@@ -47,7 +53,16 @@ def _check_channel(channel: str) -> str:
     return channel
 
 
-@mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False))
+#: Request clauses that ask for a post (``_meta["hermes/requested_by"]`` of post_message).
+POST_REQUESTED_BY = [
+    r"\b(post|send|share|announce)\b.{0,80}\b(group|channel|team|chat)\b",
+    r"(发到|发送到|发给).{0,20}(群|频道)",
+]
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False,
+                                      openWorldHint=False),
+          meta={"hermes/requested_by": POST_REQUESTED_BY})
 def post_message(channel: Channel, text: Annotated[str, Field(min_length=1, max_length=MAX_TEXT, description="The message (Markdown).")]) -> dict[str, Any]:
     """Post a message to a team chat channel (e.g. the project group 'sales-team'), visible to
     everyone in it. Use it to share a finished report or an announcement; Markdown is kept as
@@ -69,7 +84,8 @@ def post_message(channel: Channel, text: Annotated[str, Field(min_length=1, max_
     return {"id": mid, "channel": channel, "text": text, "created_at": now}
 
 
-@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True,
+                                      openWorldHint=False))
 def list_messages(channel: Channel, limit: Annotated[int, Field(ge=1, le=200, description="How many recent messages, 1-200.")] = 20) -> dict[str, Any]:
     """List the most recent messages of a team chat channel, newest last:
     {channel, messages: [{id, text, created_at}], count}. limit is 1-200 (default 20).
