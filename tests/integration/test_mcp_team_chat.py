@@ -45,7 +45,8 @@ QUIRKY = textwrap.dedent('''
             types.Tool(name="crashMidCall", description="Exits the server process in the middle of a call (K8c).",
                        inputSchema={"type": "object", "properties": {}}),
             types.Tool(name="slow_tool", description="Sleeps longer than any call timeout.",
-                       inputSchema={"type": "object", "properties": {}}),
+                       inputSchema={"type": "object", "properties": {}},
+                       annotations=types.ToolAnnotations(readOnlyHint=True)),
         ]
 
     @server.call_tool()
@@ -186,15 +187,18 @@ async def test_quirky_server_k5_k6_k7_and_timeout(tmp_path, quirky_script, marke
         # K7: isError → error outcome with the server's text; the run goes on.
         k7 = await tb.registry.call("read_file", {"path": "/nope"}, "k7")
         assert k7.status == "error" and k7.error_kind == "tool_error" and "file not found" in k7.error
-        # A call that never answers → timeout, bounded; the session stays usable.
+        # A (read-only) call that never answers → timeout, bounded; the session stays usable.
         t0 = time.monotonic()
         slow = await tb.registry.call("slow_tool", {}, "slow")
         assert slow.error_kind == "timeout" and time.monotonic() - t0 < 6
         assert (await tb.registry.call("say_hello", {}, "after-timeout")).status == "ok"
-        # K8(c): the server exits mid-call → transport error naming it; pending call not left hanging.
+        # K8(c): the server exits mid-call → an error naming it; pending call not left hanging. The
+        # tool is unannotated (MCP default: a side effect) and the request had been sent, so its
+        # outcome is unknown (never retried), not a plain transport error.
+        assert tb.registry.get("crash_mid_call").side_effect
         t0 = time.monotonic()
         crash = await tb.registry.call("crash_mid_call", {}, "k8c")
-        assert crash.error_kind == "transport" and "quirky" in crash.error and time.monotonic() - t0 < 6
+        assert crash.error_kind == "outcome_unknown" and "quirky" in crash.error and time.monotonic() - t0 < 6
         # The next call reconnects (a new server process; the dead one left nothing behind).
         quirky = tb.mcp.servers["quirky"]
         later = await tb.registry.call("say_hello", {}, "after-crash")
@@ -297,8 +301,14 @@ async def test_async_safe_under_blockbuster_like_langgraph_dev(tmp_path, marker)
     no excluded modules); open, calls (ok, error, timeout) and close must not trip it."""
     from blockbuster import BlockBuster
 
+    import os
+
+    from tools.builtin.demo_db import generate_sales_db
+
     data = tmp_path / "data"
     await asyncio.to_thread(data.mkdir)
+    db = await asyncio.to_thread(generate_sales_db, tmp_path / "user" / "sales.db", 2)
+    relative_db = os.path.relpath(db)  # resolved inside Toolbox.open's thread, not on the loop
     cfg = _config(tmp_path, {
         "team_chat": _team_chat(data, marker),
         "exits_at_start": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(1)", marker]},
@@ -306,11 +316,14 @@ async def test_async_safe_under_blockbuster_like_langgraph_dev(tmp_path, marker)
     bb = BlockBuster(excluded_modules=[])
     bb.activate()
     try:
-        tb = await Toolbox.open(data, cfg, timeout_s=3.0, startup_timeout_s=5.0)
+        tb = await Toolbox.open(data, cfg, timeout_s=3.0, startup_timeout_s=5.0, database=relative_db)
         try:
             assert set(tb.problems) == {"exits_at_start"}, tb.problems
+            assert (await tb.registry.call("describe_database", {}, "dd")).status == "ok"
             assert (await tb.registry.call("query_database", {"sql": "SELECT COUNT(*) FROM orders"}, "q")).status == "ok"
-            assert (await tb.registry.call("generate_report", {}, "g")).status == "ok"
+            report = await tb.registry.call("generate_report", {"title": "Orders", "queries": [
+                {"label": "Orders", "sql": "SELECT COUNT(*) AS n FROM orders"}]}, "g")
+            assert report.status == "ok", report.error
             assert (await tb.registry.call("post_message", {"channel": "c", "text": "t"}, "p")).status == "ok"
             assert (await tb.registry.call("query_database", {"sql": "DROP TABLE orders"}, "d")).status == "error"
         finally:
