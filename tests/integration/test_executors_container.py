@@ -91,15 +91,23 @@ async def test_runs_the_same_tool_as_the_subprocess_backend(box):
 @needs_bwrap
 @pytest.mark.slow
 async def test_builtin_tool_runs_in_the_sandbox(tmp_path):
-    from tools.builtin.sales_db import ensure_sales_db
+    from tools.builtin.demo_db import generate_sales_db
 
+    helpers = write_helpers(tmp_path)
     data = tmp_path / "data"
     data.mkdir()
-    ensure_sales_db(data)
-    ex = make_executor("container", data)
-    out = await ex.run("tools.builtin.sales:query_database", {"sql": "SELECT COUNT(*) AS n FROM orders"},
+    # the user's database lives outside the data dir (here under /tmp, which the sandbox hides):
+    # that file alone is bound in, read-only
+    db = generate_sales_db(tmp_path / "user" / "sales.db", months=2)
+    (db.parent / "private.txt").write_text("not for tools")
+    ex = make_executor("container", data, database=str(db), extra_paths=(str(helpers),))
+    out = await ex.run("tools.builtin.database:query_database", {"sql": "SELECT COUNT(*) AS n FROM orders"},
                        timeout_s=10, request_id="q")
     assert out["columns"] == ["n"] and out["rows"][0][0] > 0
+    described = await ex.run("tools.builtin.database:describe_database", {}, timeout_s=10, request_id="d")
+    assert described["database"] == str(db) and described["table_count"] == 5
+    with pytest.raises(ToolFailed, match="PermissionError|FileNotFoundError"):
+        await run(ex, "read_file", {"path": str(db.parent / "private.txt")})
 
 
 @needs_bwrap

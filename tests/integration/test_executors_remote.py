@@ -28,12 +28,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextlib.contextmanager
-def remote_server(data: Path, helpers: Path, *extra: str):
-    """Start the reference server; yield its URL; stop it (SIGTERM, then the whole tree)."""
+def remote_server(data: Path, helpers: Path, *extra: str, env: dict[str, str] | None = None):
+    """Start the reference server; yield its URL; stop it (SIGTERM, then the whole tree).
+    ``env``: added to the server's environment (e.g. its HERMES_DATABASE)."""
     argv = [sys.executable, "-m", "tools.remote_server", "--data-dir", str(data), "--port", "0",
             "--allow", "exec_helpers:", "--allow", "tools.builtin.", "--extra-path", str(helpers), *extra]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+                            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, start_new_session=True)
     try:
         deadline = time.monotonic() + 30
         url = None
@@ -177,10 +178,14 @@ async def test_dead_endpoint_fails_fast_with_tool_failed(dirs):
 async def test_toolbox_runs_builtin_tools_remotely_with_idempotency(dirs, tmp_path):
     from tools.toolbox import Toolbox
 
+    from tools.builtin.demo_db import generate_sales_db
+
     data, helpers = dirs
     cfg = tmp_path / "mcp.json"
     cfg.write_text('{"mcpServers": {}}')
-    with remote_server(data, helpers) as url:
+    # the function server reads the database named in its own environment
+    db = generate_sales_db(tmp_path / "server-db" / "sales.db", months=2)
+    with remote_server(data, helpers, env={"HERMES_DATABASE": str(db)}) as url:
         tb = await Toolbox.open(data, cfg, executor="remote", remote_url=url)
         try:
             assert tb.executor.kind == "remote"

@@ -18,6 +18,7 @@ from graph.cli import run_turn
 from graph.context import Context
 from graph.model import astop_embedded_server, register_model
 from tests.conftest import ScriptedChat, tool_call
+from tools.builtin.demo_db import generate_sales_db
 
 TASK = "Summarise last month's sales into an analysis report, post it to the project group, and remind me every month."
 pytestmark = pytest.mark.slow
@@ -42,17 +43,35 @@ class PromptRecorder(AsyncCallbackHandler):
         self.prompts.extend(messages)
 
 
+def demo_database(tmp_path: Path) -> str:
+    """The user's database for these runs: a generated demo DB outside the data dir."""
+    return str(generate_sales_db(tmp_path / "user" / "sales.db"))
+
+
+LAST_MONTH = "substr(o.order_date, 1, 7) = (SELECT substr(MAX(order_date), 1, 7) FROM orders)"
+REPORT_QUERIES = [
+    {"label": "Revenue and orders", "sql": "SELECT ROUND(SUM(i.quantity * i.unit_price), 2) AS revenue, "
+     "COUNT(DISTINCT o.order_id) AS orders FROM orders o JOIN order_items i ON i.order_id = o.order_id "
+     f"WHERE {LAST_MONTH}"},
+    {"label": "Revenue by region", "sql": "SELECT r.name AS region, ROUND(SUM(i.quantity * i.unit_price), 2) AS revenue "
+     "FROM orders o JOIN order_items i ON i.order_id = o.order_id JOIN customers c ON c.customer_id = o.customer_id "
+     f"JOIN regions r ON r.region_id = c.region_id WHERE {LAST_MONTH} GROUP BY r.name ORDER BY revenue DESC"},
+]
+
+
 async def test_flagship_with_a_scripted_model_through_real_mcp_and_sqlite(tmp_path: Path):
     replies = [
-        tool_call("query_database", {"sql": "SELECT COUNT(*) AS n FROM orders"}, "q1"),
-        tool_call("generate_report", {}, "r1"),
+        # while steps of the task are missing only those tools are offered (graph.progress), so
+        # the report's own queries are the reads of this run
+        tool_call("generate_report", {"title": "Sales report, last month", "period": "last month",
+                                      "queries": REPORT_QUERIES}, "r1"),
         tool_call("post_message", {"channel": "project", "text": "Last month's sales report is ready."}, "p1"),
         tool_call("schedule_reminder", {"text": "Send the monthly sales report", "day_of_month": 1}, "s1"),
         AIMessage("Report written, posted to #project, monthly reminder set."),
     ]
     model = ScriptedChat(messages=iter(replies))
     register_model("flagship-script", lambda _c: model)
-    context = Context(model="flagship-script", data_dir=str(tmp_path))
+    context = Context(model="flagship-script", data_dir=str(tmp_path), database=demo_database(tmp_path))
     before = {p.pid for p in team_chat_processes()}
     try:
         summary = await run_turn(TASK, context, "flagship-1", quiet=True)
@@ -63,26 +82,27 @@ async def test_flagship_with_a_scripted_model_through_real_mcp_and_sqlite(tmp_pa
     assert not [p for p in team_chat_processes() if p.pid not in before and p.is_running()], "orphan MCP server"
 
     assert summary["stop_reason"] is None
-    assert summary["tools_called"] == {"query_database": 1, "generate_report": 1, "post_message": 1, "schedule_reminder": 1}
-    report = Path(summary["report_path"])
+    assert summary["tools_called"] == {"generate_report": 1, "post_message": 1, "schedule_reminder": 1}
+    report = Path(summary["artifacts"][0])  # generate_report's artifact_field: the report path
     assert report.exists() and "Revenue by region" in report.read_text()
+    assert report.parent == tmp_path / "reports" and not (tmp_path / "sales.db").exists()
     with sqlite3.connect(tmp_path / "team_chat.db") as con:
         assert con.execute("SELECT channel, text FROM messages").fetchall() == [("project", "Last month's sales report is ready.")]
     with sqlite3.connect(tmp_path / "reminders.db") as con:
         assert con.execute("SELECT COUNT(*) FROM reminders").fetchone()[0] == 1
     with sqlite3.connect(tmp_path / "checkpoints.sqlite") as con:
         count = con.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id = 'flagship-1'").fetchone()[0]
-    assert count >= 1 + 5 * 4  # a checkpoint per node step: every tool call is a branch point
-    # the real query result reached the model: the row count from the SQLite sales database
+    assert count >= 1 + 4 * 4  # a checkpoint per node step: every tool call is a branch point
+    # the real query results reached the model: figures from the user's SQLite database
     tool_results = [m for prompt in model.seen for m in prompt if isinstance(m, ToolMessage)]
-    assert any(m.tool_call_id == "q1" and '"n"' in m.content for m in tool_results)
+    assert any(m.tool_call_id == "r1" and '"revenue"' in m.content for m in tool_results)
 
 
 async def test_flagship_on_the_real_embedded_model(tmp_path: Path):
     """Smoke test on real inference: the pipeline runs, every tool result reaches the model on
     a later call, and the run ends with a report or an explicit stop reason."""
     recorder = PromptRecorder()
-    context = Context(data_dir=str(tmp_path), max_tool_rounds=6)
+    context = Context(data_dir=str(tmp_path), max_tool_rounds=6, database=demo_database(tmp_path))
     try:
         summary = await run_turn(TASK, context, "embedded-1", quiet=True, callbacks=[recorder])
     finally:

@@ -9,6 +9,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from tests.integration.conftest import ROOT
+from tools.builtin.demo_db import generate_sales_db
 
 pytestmark = pytest.mark.slow
 TASK = "Write last month's sales report and post it to the project group."
@@ -18,7 +19,10 @@ TASK = "Write last month's sales report and post it to the project group."
 def dev_server(tmp_path, start_langgraph_dev):
     # a relative data dir, like the default `.hermes`: resolving it must not block the loop
     data_dir = os.path.relpath(tmp_path / "data", ROOT)
-    return start_langgraph_dev({"HERMES_DATA_DIR": data_dir, "HERMES_MAX_TOOL_ROUNDS": "3"})
+    # and a relative database path, resolved against the server's cwd off the event loop
+    database = os.path.relpath(generate_sales_db(tmp_path / "user" / "sales.db", months=2), ROOT)
+    return start_langgraph_dev({"HERMES_DATA_DIR": data_dir, "HERMES_MAX_TOOL_ROUNDS": "3",
+                                "HERMES_DATABASE": database})
 
 
 async def test_dev_server_runs_a_turn_and_keeps_checkpoint_history(dev_server):
@@ -47,4 +51,5 @@ async def test_dev_server_runs_a_turn_and_keeps_checkpoint_history(dev_server):
     assert len(history) >= 4 and "loop" in nodes
     state = await client.threads.get_state(thread["thread_id"])
     assert state["values"]["goal"] == TASK
-    assert (log_path.parent / "data" / "sales.db").exists()
+    assert (log_path.parent / "data").is_dir()
+    assert not (log_path.parent / "data" / "sales.db").exists()  # the toolbox never generates data
