@@ -135,6 +135,14 @@ async def test_default_toolbox_post_then_list_in_one_server_process(tmp_path):
                 "schedule_reminder", "list_reminders"} <= set(tb.registry.names())
         assert tb.registry.get("post_message").source == "mcp:team_chat"
         assert server.capabilities.get("tools") is not None and server.protocol_version
+        # The server's annotations and _meta make the ToolSpec metadata (no names in the graph).
+        post, listing = tb.registry.get("post_message"), tb.registry.get("list_messages")
+        assert (post.side_effect, post.idempotent, post.retry_safe) == (True, False, False)
+        assert (listing.side_effect, listing.retry_safe) == (False, True)
+        asks = post.request_patterns()
+        for clause in ("post it to the project group", "share the report with the team", "把报告发到项目群"):
+            assert any(p.search(clause) for p in asks), clause
+        assert not any(p.search("what is in the sales report?") for p in asks)
         pids_before = await asyncio.to_thread(server.pids)
         assert len(pids_before) == 1
         for i in range(3):
