@@ -428,12 +428,14 @@ class MCPServer:
         return result_to_json(result, mcp_tool.output_schema)
 
     async def _timed_out(self, session: Any, flight: _Flight, tool: str, timeout_s: float) -> Any:
-        await self._send_cancelled(session, flight, f"timed out after {timeout_s:g} s")
+        """The call ran over ``timeout_s``: send ``notifications/cancelled``, then check the server
+        answers ``ping``. Raises ToolTimeout, or ToolTransportError (sent) if it is dead."""
+        notified = await self._send_cancelled(session, flight, f"timed out after {timeout_s:g} s")
         if not await self._alive():
             raise ToolTransportError(self.name, f"no answer to {tool} within {timeout_s:g} s and no answer "
                                                 f"to ping: server considered dead")
         raise ToolTimeout(f"{tool} on MCP server '{self.name}' gave no answer within {timeout_s:g} s "
-                          f"(cancellation sent)")
+                          f"({'cancellation sent' if notified else 'cancellation could not be sent'})")
 
 
 async def _send_call(session: Any, tool: str, args: dict[str, Any], request_id: str, flight: _Flight) -> Any:
