@@ -1,116 +1,152 @@
 """Typed runtime configuration (LangGraph ``context_schema``), editable in LangGraph Studio.
 
-Every field falls back to an environment variable ``HERMES_<FIELD>`` (upper case) when the caller
-does not pass it, so the CLI, ``langgraph dev`` and tests share one source of settings.
+One settings model (pydantic-settings): every field falls back to the environment variable
+``HERMES_<FIELD>`` (upper case) when the caller does not pass it, so the CLI, ``langgraph dev``
+(whose runs pass ``context={...}``; Studio shows and edits these fields from their JSON Schema)
+and tests share one source of settings. Bounds are checked; a bad value is a
+:class:`SettingsError` that names the variable, the value and what is allowed.
+
+Units are in the field descriptions (seconds, tokens, characters).
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsError as _SourceError
+
+from tools.spec import HEAVY_TIMEOUT_S, ORDINARY_TIMEOUT_S
 
 
-@dataclass(kw_only=True)
-class Context:
-    """Runtime settings of the agent graph. Units are in the field descriptions."""
+class SettingsError(ValueError):
+    """A setting has a value outside its type or bounds; the message says which and how to fix it."""
 
-    model: str = field(
+
+class Context(BaseSettings):
+    """Runtime settings of the agent graph (see the module docstring)."""
+
+    model_config = SettingsConfigDict(env_prefix="HERMES_", extra="ignore", frozen=True,
+                                      validate_default=False)
+
+    model: str = Field(
         default="embedded",
-        metadata={
-            "description": "Chat model name. 'embedded' starts the bundled llama.cpp server with "
-            "SmolLM2-135M-Instruct on 127.0.0.1; any other value is sent as the model name to "
-            "`base_url` (an OpenAI-compatible endpoint)."
-        },
+        description="Chat model. 'embedded' (the default bundled model) or 'embedded:<name>' "
+        "(a bundled choice, see README) starts llama.cpp on 127.0.0.1; any other value is sent as "
+        "the model name to `base_url` (an OpenAI-compatible endpoint).",
     )
-    base_url: str = field(
+    base_url: str = Field(
         default="",
-        metadata={"description": "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1. "
-                  "Empty with model='embedded' means the embedded server."},
+        description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1. Empty with an "
+        "embedded model means the embedded server.",
     )
-    api_key_env: str = field(
+    api_key_env: str = Field(
         default="OPENAI_API_KEY",
-        metadata={"description": "Name of the environment variable holding the endpoint's API key "
-                  "(the key itself is never stored in state or config)."},
+        description="Name of the environment variable holding the endpoint's API key (the key "
+        "itself is never stored in state or config).",
     )
-    temperature: float = field(default=0.0, metadata={"description": "Sampling temperature."})
-    max_output_tokens: int = field(
-        default=384, metadata={"description": "Upper bound on tokens the model generates per call."}
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature.")
+    max_output_tokens: int = Field(
+        default=384, ge=16, le=32_768, description="Upper bound on tokens the model generates per call."
     )
-    token_budget: int = field(
-        default=3000,
-        metadata={"description": "Prompt token budget for assemble_context (approximate count, "
-                  "no tokenizer download)."},
+    token_budget: int = Field(
+        default=3000, ge=256, le=1_000_000,
+        description="Prompt token budget for assemble_context (approximate count, no tokenizer download).",
     )
-    max_tool_rounds: int = field(
-        default=8,
-        metadata={"description": "Cap on tool rounds per goal; evaluate_progress stops the loop "
-                  "with an explicit reason when it is reached."},
+    max_tool_rounds: int = Field(
+        default=8, ge=1, le=100,
+        description="Cap on tool rounds per goal; evaluate_progress stops the loop with an explicit "
+        "reason when it is reached.",
     )
-    max_repeated_calls: int = field(
-        default=2,
-        metadata={"description": "How many times the same tool call (name and arguments) may be "
-                  "made for one goal before the loop stops."},
+    max_repeated_calls: int = Field(
+        default=2, ge=1, le=20,
+        description="How many times the same tool call (name and arguments) may be made for one "
+        "goal before the loop stops.",
     )
-    max_tools: int = field(
-        default=0,
-        metadata={"description": "Offer at most this many tools per model call, the most relevant "
-                  "to the goal and progress note (BM25 over name and description). 0 = all tools, "
-                  "except for the embedded model, which gets 2 (measured: the 135M model picks "
-                  "far better among 2 tools than among 6; see evals/probe_tool_calls.py)."},
+    max_tools: int = Field(
+        default=0, ge=0, le=128,
+        description="Offer at most this many tools per model call, the most relevant to the goal and "
+        "progress note (BM25 over name and description). 0 = all tools, except for the embedded "
+        "model, which gets 2 (measured: the 135M model picks far better among 2 tools than among 6; "
+        "see evals/probe_tool_calls.py).",
     )
-    tool_timeout_s: float = field(
-        default=10.0, metadata={"description": "Default timeout of an ordinary tool, seconds."}
+    tool_timeout_s: float = Field(
+        default=ORDINARY_TIMEOUT_S, gt=0, le=3600,
+        description="Timeout of every ordinary tool (builtin and MCP), seconds (seed: 10 s). "
+        "Overridden per tool by `tool_timeouts` and per MCP server by its config's timeout.",
     )
-    summarise_unstructured: bool = field(
+    heavy_tool_timeout_s: float = Field(
+        default=HEAVY_TIMEOUT_S, gt=0, le=3600,
+        description="Timeout of heavy builtin tools (e.g. report generation), seconds (seed: 30 s).",
+    )
+    tool_timeouts: dict[str, float] = Field(
+        default_factory=dict,
+        description='Per-tool timeouts in seconds, e.g. {"generate_report": 60} '
+        '(env HERMES_TOOL_TIMEOUTS as JSON).',
+    )
+    tool_executor: Literal["subprocess", "container", "remote"] = Field(
+        default="subprocess",
+        description="Where builtin tools run: subprocess (own process group, limits, Landlock), "
+        "container (bubblewrap / Docker / Podman) or remote (HTTP function server at `remote_url`).",
+    )
+    remote_url: str = Field(default="", description="Function server of the remote executor.")
+    summarise_unstructured: bool = Field(
         default=True,
-        metadata={"description": "Summarise long unstructured tool output (e.g. a web page) with a "
-                  "model call aimed at the goal (result pipeline stage 3); structured results "
-                  "always get a rule summary."},
+        description="Summarise long unstructured tool output (e.g. a web page) with a model call "
+        "aimed at the goal (result pipeline stage 3); structured results always get a rule summary.",
     )
-    ask_user_for_missing: bool = field(
+    ask_user_for_missing: bool = Field(
         default=True,
-        metadata={"description": "When a tool call lacks required arguments, ask the user with a "
-                  "LangGraph interrupt (resume with Command(resume=value)) instead of sending the "
-                  "error back to the model."},
+        description="When a tool call lacks required arguments, ask the user with a LangGraph "
+        "interrupt (resume with Command(resume=value)) instead of sending the error back to the model.",
     )
-    data_dir: str = field(
+    data_dir: str = Field(
         default=".hermes",
-        metadata={"description": "Directory for the sales database, reports, reminders, team "
-                  "chat, memory and checkpoints."},
+        description="Directory for reports, reminders, team chat, memory, the idempotency ledger "
+        "and checkpoints.",
     )
-    mcp_config: str = field(
+    mcp_config: str = Field(
         default="",
-        metadata={"description": "Path to an `mcpServers` JSON file. Empty: the bundled "
-                  "team-chat server only."},
+        description="Path to an `mcpServers` JSON file, merged with the bundled team-chat server. "
+        "Empty: the bundled team-chat server only.",
     )
-    database: str = field(
+    database: str = Field(
         default="",
-        metadata={"description": "Database the data tools read: a SQLite file path or an "
-                  "SQLAlchemy-style URL sqlite:///path (env HERMES_DATABASE). Empty: no database; "
-                  "the data tools say how to set one."},
+        description="Database the data tools read: a SQLite file path or an SQLAlchemy-style URL "
+        "sqlite:///path (env HERMES_DATABASE). Empty: no database; the data tools say how to set one.",
     )
-    user_id: str = field(default="default", metadata={"description": "Memory namespace owner."})
+    user_id: str = Field(default="default", min_length=1, description="Memory namespace owner.")
 
-    def __post_init__(self) -> None:
-        # Fall back to HERMES_<FIELD> when a field still holds its default (react-agent pattern).
-        for f in fields(self):
-            if not f.init:
-                continue
-            env = os.environ.get(f"HERMES_{f.name.upper()}")
-            if env is None or getattr(self, f.name) != f.default:
-                continue
-            current = f.default
-            try:
-                if isinstance(current, bool):
-                    value: object = env.lower() in {"1", "true", "yes"}
-                elif isinstance(current, int):
-                    value = int(env)
-                elif isinstance(current, float):
-                    value = float(env)
-                else:
-                    value = env
-            except ValueError:
-                kind = type(current).__name__
-                raise ValueError(f"HERMES_{f.name.upper()}={env!r} is not a valid {kind}; "
-                                 f"unset it or give a {kind} (default {current!r})") from None
-            setattr(self, f.name, value)
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise SettingsError(_explain(exc, values)) from None
+        except _SourceError as exc:  # e.g. a JSON-valued variable that is not JSON
+            field = str(exc).split('"')[1] if '"' in str(exc) else "?"
+            raise SettingsError(f"invalid setting HERMES_{field.upper()}: {exc.__cause__ or exc}; give a JSON "
+                                "value or unset it") from None
+
+    def resource_key(self, *names: str) -> tuple[Any, ...]:
+        """The values of the fields ``names`` as a hashable key (resource caches are keyed on
+        every setting the resource uses, so a per-run value from Studio takes effect)."""
+        return tuple(_hashable(getattr(self, n)) for n in names)
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    return value
+
+
+def _explain(exc: ValidationError, given: dict[str, Any]) -> str:
+    problems = []
+    for error in exc.errors():
+        name = str(error["loc"][0]) if error["loc"] else "?"
+        where = f"{name}={given[name]!r}" if name in given else f"HERMES_{name.upper()}={error.get('input')!r}"
+        problems.append(f"{where}: {error['msg']}")
+    return ("invalid setting " + "; ".join(problems)
+            + ". Unset it or give an allowed value (see `hermes --help` or graph/context.py).")

@@ -30,10 +30,16 @@ _background: set[asyncio.Task] = set()
 log = logging.getLogger(__name__)
 
 
-def _key(context: Context) -> tuple[str, str, str]:
+#: Every setting the toolbox is built from: a run whose context changes one of them (Studio,
+#: a per-run ``context``) gets a toolbox of its own.
+TOOLBOX_SETTINGS = ("data_dir", "mcp_config", "database", "tool_timeout_s", "heavy_tool_timeout_s",
+                    "tool_timeouts", "tool_executor", "remote_url")
+
+
+def _key(context: Context) -> tuple:
     # The settings as given, not resolved: Path.resolve() calls os.getcwd, a blocking call
     # that `langgraph dev` refuses inside the event loop (the cwd does not change at run time).
-    return (context.data_dir, context.mcp_config, context.database)
+    return context.resource_key(*TOOLBOX_SETTINGS)
 
 
 async def get_toolbox(context: Context) -> "Toolbox":
@@ -52,6 +58,8 @@ async def get_toolbox(context: Context) -> "Toolbox":
                 Path(context.mcp_config) if context.mcp_config else None,
                 timeout_s=context.tool_timeout_s,
                 database=context.database,  # the user's database: resolved inside open's thread
+                executor=context.tool_executor,
+                remote_url=context.remote_url or None,
             )
             for where, problem in toolbox.problems.items():
                 # a server or tool left out must be visible (CLI stderr, langgraph dev log)

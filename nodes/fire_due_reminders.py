@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import dataclasses
 import datetime as dt
 import logging
 import sys
@@ -88,7 +87,7 @@ async def _task_via_server(due: Due, context: Context) -> dict[str, Any]:
         run = await client.runs.create(
             thread_id, "agent",
             input={"messages": [{"type": "human", "content": _task_input(due), "id": due.request_id}]},
-            context=dataclasses.asdict(context), metadata={RUN_METADATA_KEY: due.request_id},
+            context=context.model_dump(), metadata={RUN_METADATA_KEY: due.request_id},
             multitask_strategy="enqueue")
     finally:
         await client.aclose()

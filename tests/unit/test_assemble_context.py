@@ -171,7 +171,7 @@ def test_a_bad_environment_value_names_the_variable(monkeypatch):
     from graph.context import Context
 
     monkeypatch.setenv("HERMES_MAX_TOOL_ROUNDS", "abc")
-    with pytest.raises(ValueError, match="HERMES_MAX_TOOL_ROUNDS='abc' is not a valid int"):
+    with pytest.raises(ValueError, match="HERMES_MAX_TOOL_ROUNDS='abc': Input should be a valid integer"):
         Context()
 
 

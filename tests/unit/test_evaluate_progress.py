@@ -135,7 +135,7 @@ async def test_a_required_call_is_offered_only_the_missing_steps(runtime):
             return self
 
     register_model("recorder", lambda _c: Recorder(messages=iter([AIMessage("x")])))
-    runtime.context.model = "recorder"
+    runtime = Runtime(context=runtime.context.model_copy(update={"model": "recorder"}))
     goal = "Write last month's sales report."
     state = State(messages=[HumanMessage(goal, id="h")], goal=goal, goal_distance=1, must_call_tool=True,
                   progress_note="Steps of this task: generate_report.", window=[["h", 0]])
