@@ -324,7 +324,23 @@ def _table_names(con: sqlite3.Connection) -> list[str]:
         "ORDER BY name")]
 
 
-def _sql_error(exc: sqlite3.Error, con: sqlite3.Connection) -> DatabaseError:
+def _schema_hint(con: sqlite3.Connection, sql: str, only_named: bool, limit: int = 1200) -> str:
+    """``table(col, col, ...); ...`` of the tables ``sql`` names (all tables when it names none
+    or ``only_named`` is False), at most ``limit`` characters."""
+    con.set_authorizer(_schema_authorizer)  # the model's statement is over: introspection only
+    try:
+        names = _table_names(con)
+        named = [t for t in names if _mentions(sql, t)] if only_named else []
+        parts = []
+        for table in named or names:
+            parts.append(f"{table}({', '.join(c[0] for c in _columns(con, table))})")
+    except sqlite3.Error:
+        return ""
+    text = "; ".join(parts)
+    return text if len(text) <= limit else text[:limit].rsplit(";", 1)[0] + "; …"
+
+
+def _sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "") -> DatabaseError:
     text = str(exc)
     if "not authorized" in text or "readonly" in text or "read-only" in text:
         return DatabaseError(f"statement refused: the database is read-only here ({text}); only "
@@ -332,17 +348,10 @@ def _sql_error(exc: sqlite3.Error, con: sqlite3.Connection) -> DatabaseError:
     m = re.match(r"no such (table|column|function): (.+)", text)
     if m:
         what, name = m.groups()
-        hint = ""
-        if what == "table":
-            try:
-                names = _table_names(con)
-            except sqlite3.Error:
-                names = []
-            if names:
-                shown = ", ".join(names[:15]) + (" …" if len(names) > 15 else "")
-                hint = f" Tables here: {shown}."
         if what == "function":
             return DatabaseError(f"unknown SQL function {name!r} (SQLite dialect): {text}")
+        hint = _schema_hint(con, sql, only_named=what == "column")
+        hint = f" Tables and columns here: {hint}." if hint else ""
         return DatabaseError(f"unknown {what} {name!r}: the database has no such {what}.{hint} "
                              "Call describe_database to see its tables and columns, then fix the SQL")
     if "ambiguous column" in text:
@@ -367,15 +376,15 @@ def run_select(con: sqlite3.Connection, body: str, *, max_rows: int = MAX_ROWS,
                 raise DatabaseError(
                     f"query stopped after {limit:g} s (time limit): it scans or generates too much. "
                     "Narrow it with WHERE, aggregate with GROUP BY, or add LIMIT") from None
-            raise _sql_error(exc, con) from None
+            raise _sql_error(exc, con, body) from None
         extra, exact = 0, True
         if len(rows) == max_rows:
             try:
                 while batch := cur.fetchmany(10_000):
                     extra += len(batch)
-            except sqlite3.Error:
+            except sqlite3.Error as exc:
                 if not deadline.hit:
-                    raise
+                    raise _sql_error(exc, con, body) from None
                 exact = False
     out: dict[str, Any] = {"columns": columns, "rows": rows, "row_count": len(rows) + extra,
                            "truncated": extra > 0 or not exact}
@@ -494,11 +503,11 @@ def date_columns_in(con: sqlite3.Connection, sql: str, limit: int = 4) -> list[d
     return found
 
 
-def no_data_note(con: sqlite3.Connection, sql: str, what: str = "this query") -> tuple[str, list[dict[str, Any]]]:
-    """The note for a result without data: says so, and for each date-like column the SQL
-    names, the dates present and the latest full month with data. ``con`` must allow the
+def no_data_note(con: sqlite3.Connection, sql: str, why: str = "it returned no rows") -> tuple[str, list[dict[str, Any]]]:
+    """The note for a result without data: says so (``why``), and for each date-like column the
+    SQL names, the dates present and the latest full month with data. ``con`` must allow the
     schema pragmas. Returns ``(note, ranges)``."""
-    note = f"No data for {what}: it returned no rows (or only NULL/zero aggregates)."
+    note = f"No data for this query: {why}."
     try:
         with _Deadline(con, 2.0):
             ranges = date_columns_in(con, sql)
@@ -536,7 +545,8 @@ def execute_query(con: sqlite3.Connection, sql: str, *, max_rows: int = MAX_ROWS
         con.set_authorizer(_schema_authorizer)
     if is_empty_result(result, body):
         result["no_data"] = True
-        result["note"], ranges = no_data_note(con, body)
+        why = "it returned no rows" if not result["rows"] else "its values are NULL or 0 (no rows matched)"
+        result["note"], ranges = no_data_note(con, body, why)
         if ranges:
             result["data_range"] = ranges
     return result
