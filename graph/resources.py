@@ -60,6 +60,8 @@ async def get_toolbox(context: Context) -> "Toolbox":
                 database=context.database,  # the user's database: resolved inside open's thread
                 executor=context.tool_executor,
                 remote_url=context.remote_url or None,
+                heavy_timeout_s=context.heavy_tool_timeout_s,
+                tool_timeouts=context.tool_timeouts,
             )
             for where, problem in toolbox.problems.items():
                 # a server or tool left out must be visible (CLI stderr, langgraph dev log)

@@ -53,7 +53,7 @@ from tools.mcp.config import (  # noqa: F401
 )
 from tools.registry import ToolRegistry
 from tools.schema_versions import SchemaStore
-from tools.spec import NAME_RE, ToolSpec
+from tools.spec import HEAVY_TIMEOUT_S, NAME_RE, ToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,8 @@ class Toolbox:
     async def open(cls, data_dir: Path, mcp_config: Path | None = None, timeout_s: float = 10.0, *,
                    startup_timeout_s: float | None = None, executor: str | Executor | None = None,
                    remote_url: str | None = None, tool_executors: dict[str, str] | None = None,
-                   database: str | None = None) -> "Toolbox":
+                   database: str | None = None, heavy_timeout_s: float = HEAVY_TIMEOUT_S,
+                   tool_timeouts: dict[str, float] | None = None) -> "Toolbox":
         """Create dirs, register builtin tools, start the MCP servers of ``mcp_config``
         (``{"mcpServers": {...}}`` JSON; None = the bundled team-chat server only) and register
         their tools.
@@ -114,8 +115,10 @@ class Toolbox:
         (:attr:`database` holds the resolved path). An :class:`Executor` instance passed as
         ``executor`` keeps its own database.
 
-        ``timeout_s``: per-call limit (seconds) of MCP tools; builtin tools keep their own
-        (10 s ordinary, 30 s heavy). Server start-up (process + ``initialize`` +
+        Timeouts, seconds (seed §2.2): ``timeout_s`` is the limit of every ordinary tool, builtin
+        and MCP (an MCP server's config may set its own); ``heavy_timeout_s`` that of builtin
+        tools declared heavy; ``tool_timeouts`` ``{tool name: seconds}`` overrides both, per
+        tool (MCP tools by their registered name). Server start-up (process + ``initialize`` +
         ``tools/list``) is bounded by ``startup_timeout_s`` (default ``max(timeout_s, 15 s)``).
         A server that fails is recorded in :attr:`problems`; the toolbox still opens.
         Async-safe for ``langgraph dev`` (file work runs in a thread). Bound to the running
@@ -135,7 +138,9 @@ class Toolbox:
         data_dir, servers, executor, ledger, schemas, location = await asyncio.to_thread(
             _prepare, Path(data_dir), mcp_config, executor, remote_url, tool_executors, database)
         registry = ToolRegistry(ledger=ledger, schema_store=schemas)
-        register_builtin_tools(registry, executor)
+        tool_timeouts = tool_timeouts or {}
+        register_builtin_tools(registry, executor, ordinary_s=timeout_s, heavy_s=heavy_timeout_s,
+                               overrides=tool_timeouts)
         client = MCPClient(servers, startup_timeout_s=startup_timeout_s or max(timeout_s, STARTUP_TIMEOUT_S))
         tb = cls(data_dir, registry, executor, client)
         tb.database = location
@@ -143,15 +148,17 @@ class Toolbox:
             failed = await client.start()
             tb.problems.update(failed)
             for server in client.ready():
-                tb._register_server(server, timeout_s)
+                tb._register_server(server, timeout_s, tool_timeouts)
         except BaseException:
             await tb.aclose()
             raise
         return tb
 
-    def _register_server(self, server: MCPServer, timeout_s: float) -> None:
+    def _register_server(self, server: MCPServer, timeout_s: float,
+                         tool_timeouts: dict[str, float] | None = None) -> None:
         """Register the tools of a started server. ``timeout_s``: the toolbox per-call timeout,
-        used when neither the server entry (``timeoutSeconds``) nor the tool's override sets one.
+        used when neither the server entry (``timeoutSeconds``) nor the tool's override sets one;
+        ``tool_timeouts`` (the ``tool_timeouts`` setting, by registered name) wins over all.
         Overrides naming no listed tool, and unusable ``_meta`` metadata, go to :attr:`problems`."""
         settings = server.settings
         by_name = {**{snake_name(t): t for t in server.tools}, **{t: t for t in server.tools}}
@@ -176,6 +183,8 @@ class Toolbox:
                 continue
             meta = self._tool_metadata(server, tool, overrides.get(tool.name) or ToolOverride(),
                                        settings.timeout_s or timeout_s)
+            if tool_timeouts and tool_timeouts.get(name):
+                meta["timeout_s"] = tool_timeouts[name]
             spec = ToolSpec(name=name, description=tool.description or f"MCP tool {tool.name} of server {server.name}",
                             parameters=tool.input_schema, source=f"mcp:{server.name}", **meta)
             try:

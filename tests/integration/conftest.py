@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -17,6 +18,34 @@ import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def server_cwd(tmp_path: Path) -> Path:
+    """The working directory ``langgraph_dev`` runs the server in (relative paths resolve here)."""
+    path = tmp_path / "server-cwd"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def server_config(tmp_path: Path) -> Path:
+    """The project's ``langgraph.json`` with its ``./`` paths made absolute, written into the
+    server's working directory (the server resolves some paths, e.g. the checkpointer's,
+    against its cwd)."""
+    def absolute(value):
+        if isinstance(value, str) and value.startswith("./"):
+            return str(ROOT / value[2:])
+        if isinstance(value, str) and value == ".":
+            return str(ROOT)
+        if isinstance(value, dict):
+            return {k: absolute(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [absolute(v) for v in value]
+        return value
+
+    config = absolute(json.loads((ROOT / "langgraph.json").read_text()))
+    path = server_cwd(tmp_path) / "langgraph.json"
+    path.write_text(json.dumps(config, indent=2))
+    return path
 
 
 def free_port() -> int:
@@ -36,8 +65,10 @@ def langgraph_dev(tmp_path: Path, env: dict[str, str]) -> Iterator[tuple[str, Pa
     log = open(log_path, "wb")  # noqa: SIM115 - closed in finally
     proc = subprocess.Popen(
         [str(Path(sys.executable).parent / "langgraph"), "dev", "--no-browser", "--no-reload",
-         "--port", str(port), "--config", str(ROOT / "langgraph.json")],
-        cwd=ROOT, env={**os.environ, "LANGSMITH_TRACING": "false", **env},
+         "--port", str(port), "--config", str(server_config(tmp_path))],
+        # the server keeps its own state in ./.langgraph_api: run it in the test's tmp dir, so a
+        # test run never leaves a stale run for the user's next `langgraph dev` in the checkout
+        cwd=server_cwd(tmp_path), env={**os.environ, "LANGSMITH_TRACING": "false", **env},
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"

@@ -48,3 +48,22 @@ def test_the_toolbox_cache_is_keyed_on_every_setting_it_uses(tmp_path):
     assert len(keys) == 7
     # a setting the toolbox does not use shares it
     assert resources._key(base.model_copy(update={"temperature": 0.5})) == resources._key(base)
+
+
+async def test_tool_timeouts_come_from_the_settings(tmp_path):
+    """``tool_timeout_s`` is the timeout of every ordinary tool; heavy builtin tools get
+    ``heavy_tool_timeout_s``; ``tool_timeouts`` overrides per tool."""
+    from tools.builtin.catalog import BUILTIN_TOOLS, register_builtin_tools
+    from tools.executors.base import Executor
+    from tools.registry import ToolRegistry
+    from tools.spec import HEAVY_TIMEOUT_S
+
+    registry = ToolRegistry()
+    register_builtin_tools(registry, Executor.__new__(Executor), ordinary_s=4.0, heavy_s=40.0,
+                           overrides={"query_database": 7.5})
+    for spec, _ in BUILTIN_TOOLS:
+        got = registry.get(spec.name).timeout_s
+        if spec.name == "query_database":
+            assert got == 7.5
+        else:
+            assert got == (40.0 if spec.timeout_s >= HEAVY_TIMEOUT_S else 4.0), spec.name

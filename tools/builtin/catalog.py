@@ -242,8 +242,15 @@ def executor_runner(executor: Executor, entrypoint: str, timeout_s: float):
     return run
 
 
-def register_builtin_tools(registry: ToolRegistry, executor: Executor) -> list[str]:
-    """Register every builtin tool; return their names. Raises DuplicateToolError on clash."""
+def register_builtin_tools(registry: ToolRegistry, executor: Executor, *, ordinary_s: float = ORDINARY_TIMEOUT_S,
+                           heavy_s: float = HEAVY_TIMEOUT_S, overrides: dict[str, float] | None = None) -> list[str]:
+    """Register every builtin tool; return their names. Raises DuplicateToolError on clash.
+
+    Timeouts (seconds, seed §2.2): a tool declared heavy (``HEAVY_TIMEOUT_S``) gets ``heavy_s``,
+    every other one ``ordinary_s``; ``overrides`` ``{tool name: seconds}`` wins over both."""
+    overrides = overrides or {}
     for spec, entrypoint in BUILTIN_TOOLS:
-        registry.register(spec, executor_runner(executor, entrypoint, spec.timeout_s))
+        timeout = overrides.get(spec.name) or (heavy_s if spec.timeout_s >= HEAVY_TIMEOUT_S else ordinary_s)
+        spec = spec.model_copy(update={"timeout_s": timeout})
+        registry.register(spec, executor_runner(executor, entrypoint, timeout))
     return [spec.name for spec, _ in BUILTIN_TOOLS]
