@@ -1,12 +1,16 @@
 """Dual write and recovery on a real SQLite checkpoint file (graph/mirror.py, graph/recovery.py):
 the head checkpoint's row is corrupted for real; the next turn rebuilds the session from the
-plain-text mirror, continues, and says what was lost."""
+plain-text mirror, continues, and says what was lost. First through the CLI (``run_turn``,
+``ensure_readable``), then through the real ``langgraph dev`` server and ``langgraph_sdk``, whose
+checkpointer (``langgraph.json`` → ``graph/checkpoints.py: server_checkpointer``) rebuilds the
+thread inside ``aget_tuple``; the model there is the OpenAI-compatible stub (tests/support)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sqlite3
+import sys
 from pathlib import Path
 
 import ormsgpack
@@ -22,6 +26,7 @@ from graph.cli import app, run_turn
 from graph.mirror import ThreadMirror, mirror_path
 from graph.recovery import RecoveryError, ensure_readable
 from tests.conftest import FakeToolbox, tool_call
+from tests.integration.conftest import ROOT, langgraph_dev
 
 CORRUPTIONS = {
     "garbage_bytes": lambda blob, kind: (b"\x00\xffnot a checkpoint\xc1\xc1", kind),
@@ -195,3 +200,117 @@ async def test_a_checkpoint_file_moved_aside_is_rebuilt_from_the_mirror(scripted
     model = scripted.models[ctx.model]
     assert any("look up invoices" in str(m.content) for m in model.seen[-1])  # history came back
     assert second["answer"] == "You asked about invoices."
+
+
+# --- the same recovery under `langgraph dev` (langgraph.json "checkpointer": graph/checkpoints.py) ---
+
+@pytest.fixture
+def openai_stub():
+    """An OpenAI-compatible stub endpoint (tests/support/openai_stub.py), stopped at the end."""
+    from tests.support.openai_stub import OpenAIStub
+
+    with OpenAIStub(answer="Hello, Ada.") as stub:
+        yield stub
+
+
+def _human(text: str) -> dict:
+    return {"messages": [{"role": "human", "content": text}]}
+
+
+async def _wait_for_mirror(data_dir: Path, thread: str, text: str, timeout_s: float = 20.0) -> None:
+    """write_memory mirrors the turn in the background: wait until ``text`` is in it."""
+    path = mirror_path(data_dir, thread)
+    for _ in range(int(timeout_s / 0.1)):
+        if await asyncio.to_thread(lambda: path.exists() and text in path.read_text()):
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the mirror {path} never held {text!r}")
+
+
+def _assert_rebuilt(result: dict, stub, log_path: Path) -> str:
+    """The second run's output holds the first turn, the recovery notice, then the new turn;
+    the model was sent the rebuilt conversation. Returns the notice."""
+    log_text = log_path.read_text(errors="replace")
+    assert isinstance(result, dict) and "messages" in result, f"run failed: {result} {log_text[-3000:]}"
+    msgs = result["messages"]
+    humans = [m["content"] for m in msgs if m["type"] == "human"]
+    assert humans == ["My name is Ada. Say hello.", "What is my name?"], msgs
+    notices = [m for m in msgs if m.get("name") == "hermes" and str(m["content"]).startswith("Recovered:")]
+    assert len(notices) == 1, msgs
+    notice = notices[0]["content"]
+    assert "rebuilt from the plain-text mirror" in notice and "Lost:" in notice
+    assert msgs.index(notices[0]) < [m["content"] for m in msgs].index("What is my name?")
+    assert msgs[-1]["type"] == "ai" and msgs[-1]["content"] == "Hello, Ada."
+    sent = json.dumps(stub.requests[-1]["messages"])
+    assert "My name is Ada. Say hello." in sent and "Recovered:" in sent  # the model saw the history
+    assert "BlockingError" not in log_text and "Traceback" not in log_text, log_text[-3000:]
+    return notice
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["garbage_bytes", "wrong_shape"])
+async def test_dev_server_rebuilds_a_corrupt_thread_from_the_mirror(tmp_path, start_langgraph_dev, openai_stub, how):
+    """Through the real `langgraph dev` + langgraph_sdk: a turn, the head checkpoint row
+    corrupted under the running server, a second turn on the same thread: the server's saver
+    rebuilds the conversation from the mirror and the notice is in the state; the history
+    still lists (the bad row left out) and the CLI reads the same thread from the same file."""
+    from langgraph_sdk import get_client
+
+    data_dir = tmp_path / "data"
+    url, log_path = start_langgraph_dev({**openai_stub.env(), "HERMES_DATA_DIR": str(data_dir)})
+    client = get_client(url=url)
+    thread = (await client.threads.create())["thread_id"]
+    first = await client.runs.wait(thread, "agent", input=_human("My name is Ada. Say hello."), raise_error=False)
+    assert isinstance(first, dict) and first["messages"][-1]["content"] == "Hello, Ada.", first
+    await _wait_for_mirror(data_dir, thread, "Hello, Ada.")
+    bad = await asyncio.to_thread(corrupt_head, data_dir / "checkpoints.sqlite", thread, how)
+
+    second = await client.runs.wait(thread, "agent", input=_human("What is my name?"), raise_error=False)
+    notice = _assert_rebuilt(second, openai_stub, log_path)
+    assert bad in notice
+
+    history = await client.threads.get_history(thread, limit=100)
+    ids = [h["checkpoint"]["checkpoint_id"] for h in history]
+    recovered = [h for h in history if h["metadata"].get("hermes_op") == "recovered"]
+    assert bad not in ids and len(recovered) == 1 and recovered[0]["parent_checkpoint"] is None
+    assert recovered[0]["metadata"]["hermes_recovered_from"] == bad
+
+    # one checkpoint file for the server and the CLI
+    shown = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "graph.cli", "session", "show", thread, "--data-dir", str(data_dir), "--json",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT)
+    out, err = await asyncio.wait_for(shown.communicate(), 120)
+    assert shown.returncode == 0, err.decode()
+    seen = json.loads(out)
+    assert seen["thread_id"] == thread and seen["checkpoint_id"] == ids[0]
+    assert seen["last_messages"][-1]["content"] == "Hello, Ada."
+
+
+@pytest.mark.slow
+async def test_dev_server_rebuilds_a_thread_whose_checkpoint_file_was_moved_aside(tmp_path, openai_stub):
+    """The checkpoint file moved aside while no server runs: the thread (created again by id in
+    the new server, whose in-memory thread list starts empty) is rebuilt from the mirror on its
+    next run."""
+    from langgraph_sdk import get_client
+
+    data_dir = tmp_path / "data"
+    env = {**openai_stub.env(), "HERMES_DATA_DIR": str(data_dir)}
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    with langgraph_dev(tmp_path / "one", env) as (url, _):
+        client = get_client(url=url)
+        thread = (await client.threads.create())["thread_id"]
+        first = await client.runs.wait(thread, "agent", input=_human("My name is Ada. Say hello."), raise_error=False)
+        assert isinstance(first, dict) and "messages" in first, first
+        await _wait_for_mirror(data_dir, thread, "Hello, Ada.")
+    for suffix in ("", "-wal", "-shm"):
+        db = data_dir / f"checkpoints.sqlite{suffix}"
+        if db.exists():
+            db.rename(db.with_name(db.name + ".aside"))
+
+    with langgraph_dev(tmp_path / "two", env) as (url, log_path):
+        client = get_client(url=url)
+        await client.threads.create(thread_id=thread, if_exists="do_nothing")
+        second = await client.runs.wait(thread, "agent", input=_human("What is my name?"), raise_error=False)
+        notice = _assert_rebuilt(second, openai_stub, log_path)
+    assert "no record of this thread" in notice

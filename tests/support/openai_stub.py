@@ -4,7 +4,8 @@
 calls), as a JSON completion or, with ``"stream": true``, as server-sent chunks ending in
 ``data: [DONE]`` (a usage chunk first when ``stream_options.include_usage`` is set);
 ``GET /v1/models`` lists the requested model names. Every request body is recorded in
-:attr:`OpenAIStub.requests`, so a test can check what the model was sent.
+:attr:`OpenAIStub.requests`, so a test can check what the model was sent; ``on_request(body)``
+(optional, a quick synchronous callable) runs before each answer is sent.
 
     with OpenAIStub(answer="Hello from the stub.") as stub:
         env = {"HERMES_MODEL": "stub", "HERMES_BASE_URL": stub.base_url, "OPENAI_API_KEY": "x"}
@@ -20,6 +21,7 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
@@ -48,8 +50,10 @@ def _words(messages: list[dict[str, Any]]) -> int:
 class OpenAIStub:
     """The stub server; see the module docstring. ``answer``: the fixed reply text."""
 
-    def __init__(self, answer: str = DEFAULT_ANSWER, port: int | None = None) -> None:
+    def __init__(self, answer: str = DEFAULT_ANSWER, port: int | None = None,
+                 on_request: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.answer = answer
+        self.on_request = on_request
         self.port = port or _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.requests: list[dict[str, Any]] = []
@@ -75,6 +79,8 @@ class OpenAIStub:
         with self._lock:
             self.requests.append(body)
             n = next(self._ids)
+        if self.on_request is not None:
+            self.on_request(body)  # before the answer leaves: a test can act "during" the call
         model = body.get("model", "stub")
         created = int(time.time())
         cid = f"chatcmpl-stub-{n}"
