@@ -950,12 +950,16 @@ def _print_nothing_due(path_dir: Path, now) -> None:
 
 
 @reminders_app.command("list")
-def reminders_list(data_dir: str = _DATA_DIR_OPT,
+def reminders_list(now: str = _NOW_OPT, data_dir: str = _DATA_DIR_OPT,
                    json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Every reminder: schedule, action, next run, last fired period and its outcome."""
+    """Every reminder: schedule, action, next run (the next period to fire; "overdue" when its
+    time has passed: the next check fires it), last fired period and its outcome."""
+    import datetime as dt
+
     from tools.builtin.reminders import list_reminders
     from tools.scheduler import firing_history
 
+    clock = _parse_now_or_exit(now).astimezone()
     path_dir = _data_dir(data_dir)
     if not (path_dir / "reminders.db").exists():
         if json_out:
@@ -975,8 +979,9 @@ def reminders_list(data_dir: str = _DATA_DIR_OPT,
         a = r["action"]
         action = f"tool {a['tool']}" if a["kind"] == "tool" else f"task ({a.get('thread_id') or 'reminder-' + str(r['id'])})"
         fired = last.get(r["id"])
+        overdue = dt.datetime.fromisoformat(r["next_run"]).astimezone() <= clock
         table.add_row(str(r["id"]), preview_markup(r["text"][:50]), str(r["day_of_month"]), r["time"], action,
-                      r["next_run"], r["last_fired_period"] or "—",
+                      r["next_run"] + (" (overdue)" if overdue else ""), r["last_fired_period"] or "—",
                       f"{fired['state']} ({fired['attempts']} attempt(s))" if fired else "—")
     console.print(table)
 
