@@ -333,6 +333,9 @@ def scripted_cli(name: str, replies, data_dir, box: FakeToolbox | None = None) -
 def test_cli_reminders_run_fires_a_task_turn_once_on_its_thread(tmp_path):
     schedule_reminder("Check the monthly numbers", 1, "09:00", data_dir=tmp_path, now=at(2026, 8, 20))
     model = scripted_cli("rem-task", [AIMessage("Numbers checked.")], tmp_path)
+    before = runner.invoke(app, ["reminders", "list", "--now", "2026-12-01T09:30", "--data-dir", str(tmp_path)],
+                           env={"COLUMNS": "200"})
+    assert before.exit_code == 0 and "2026-09-01T09:00" in before.output and "(overdue)" in before.output
     args = ["reminders", "run", "--now", "2026-12-01T09:30", "--model", "rem-task", "--data-dir", str(tmp_path)]
     out = runner.invoke(app, [*args, "--json"])
     assert out.exit_code == 0, out.output
