@@ -1,17 +1,21 @@
 """Recovery of a thread whose checkpoint cannot be read, from its plain-text mirror (seed §5.3).
 
-When ``graph.aget_state(thread)`` fails for a reason in the data — a corrupt checkpoint blob, a
-failed deserialisation, a corrupt pending write — :func:`ensure_readable` rebuilds the session:
+A thread needs rebuilding when its head checkpoint fails to load for a reason in the data — a
+corrupt checkpoint blob, a failed deserialisation, a blob that deserialises into something that
+is not a checkpoint (:func:`check_shape`), a corrupt pending write — or when the checkpoint
+file has no record of a thread whose mirror exists (the file was replaced or moved aside). The
+rebuild (:func:`rebuild_from_mirror`) is the same everywhere:
 
 * **Same thread id, new root checkpoint.** The messages of the mirror's active branch
   (:meth:`graph.mirror.ThreadMirror.read`) become the state of a new checkpoint on the *same*
-  thread, so ``hermes run --thread X`` simply goes on. The checkpoint is built by LangGraph
-  itself — ``aupdate_state(values, as_node="write_memory")`` on a scratch in-memory copy of the
-  graph, i.e. "a finished turn with these messages" (next tasks: none) — and stored with the
-  saver's ``aput`` without a parent. Being the newest checkpoint it is the active head. The
-  unreadable checkpoints are left in place (nothing is deleted; ``hermes branch show`` lists
-  them as unreadable) and older readable ones stay reachable as another root of the tree.
-  Metadata: ``{"source": "update", "hermes_op": "recovered", "hermes_recovered_from": <id>}``.
+  thread, so ``hermes run --thread X`` (or the next SDK run on the thread) simply goes on. The
+  checkpoint is built by LangGraph itself — ``aupdate_state(values, as_node="write_memory")``
+  on a scratch in-memory copy of the graph, i.e. "a finished turn with these messages" (next
+  tasks: none) — and stored with the saver's ``aput`` without a parent. Being the newest
+  checkpoint it is the active head. The unreadable checkpoints are left in place (nothing is
+  deleted; ``hermes branch show`` lists them as unreadable) and older readable ones stay
+  reachable as another root of the tree. Metadata: ``{"source": "update", "hermes_op":
+  "recovered", "hermes_recovered_from": <id>, "hermes_mirror": <path>, "hermes_notice": <text>}``.
 * **Tool-call pairing** is repaired before writing: an AI message whose ``tool_calls`` have no
   result gets an error ``ToolMessage`` per missing id ("result lost in recovery"), and a tool
   message without its calling AI message is dropped, so the next prompt is valid (case K1).
@@ -21,9 +25,31 @@ failed deserialisation, a corrupt pending write — :func:`ensure_readable` rebu
   the recovered head is a new root, rollback cannot reach before it; plus anything the mirror
   itself lacks (torn lines, a cut chain, a mirror older than the lost checkpoint).
 
+**Where it runs — two entry points, one rebuild (decision, issue 7):**
+
+* **CLI**: ``run_turn`` calls :func:`ensure_readable` before the turn (it probes with
+  ``graph.aget_state``) and prints the notice; read-only commands (``session show``,
+  ``branch show``) only report the unreadable checkpoint and never write.
+* **``langgraph dev`` / the SDK / Studio**: the run starts inside the server, which loads the
+  thread's checkpoint itself before any node runs, so a node cannot do it (an unreadable head
+  fails the run before ``assemble_context``). Instead ``langgraph.json``'s ``checkpointer``
+  entry points at ``graph/checkpoints.py: server_checkpointer`` — the same
+  ``<data_dir>/checkpoints.sqlite`` the CLI uses, opened as a ``HermesSqliteSaver`` with the
+  data directory's mirror — whose ``aget_tuple`` does the rebuild when the head is asked for
+  and found unreadable or missing-with-a-mirror, then returns the new head. There nobody is
+  at a terminal, so the notice goes *into the state* as an AI message named ``hermes``
+  (``Recovered: ...``, after the restored messages; Studio and ``runs.wait`` show it, and the
+  model sees it as history), into the checkpoint metadata (``hermes_notice``) and the server
+  log. ``alist`` leaves unreadable checkpoints out (the history still loads); deleting a thread
+  through the API moves its mirror to ``<file>.deleted`` so it is not rebuilt.
+  Limits: the first access to the thread rebuilds it (a ``get_state`` too, not only a run);
+  the server keeps one saver per event-loop thread, and two of them asked for the same broken
+  thread at the same instant could each write a recovered root (the later one wins as head).
+
 Errors from SQLite itself (locked database, a file that is not a database) are not data
 corruption of one thread and are re-raised. No mirror for the thread → :class:`RecoveryError`
-(nothing to rebuild from; the message says what to do).
+(nothing to rebuild from; the message says what to do) — in the server's saver a thread with
+neither checkpoint nor mirror is simply a new thread.
 """
 
 from __future__ import annotations
