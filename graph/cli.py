@@ -940,9 +940,9 @@ def _print_firings(firings: list, now) -> None:
 
 
 def _print_nothing_due(path_dir: Path, now) -> None:
-    from tools.builtin.reminders import list_reminders
+    from tools.scheduler import stored_reminders
 
-    listed = list_reminders(data_dir=path_dir)["reminders"] if (path_dir / "reminders.db").exists() else []
+    listed = stored_reminders(path_dir)
     upcoming = sorted((r["next_run"], r["id"]) for r in listed)
     console.print(f"nothing due at {now.isoformat(timespec='minutes')} ({len(listed)} reminder(s)"
                   + (f"; next: reminder {upcoming[0][1]} at {upcoming[0][0]}" if upcoming else "") + ")",
@@ -956,8 +956,7 @@ def reminders_list(now: str = _NOW_OPT, data_dir: str = _DATA_DIR_OPT,
     time has passed: the next check fires it), last fired period and its outcome."""
     import datetime as dt
 
-    from tools.builtin.reminders import list_reminders
-    from tools.scheduler import firing_history
+    from tools.scheduler import firing_history, stored_reminders
 
     clock = _parse_now_or_exit(now).astimezone()
     path_dir = _data_dir(data_dir)
@@ -967,7 +966,7 @@ def reminders_list(now: str = _NOW_OPT, data_dir: str = _DATA_DIR_OPT,
         else:
             console.print(f"no reminders in {path_dir}")
         return
-    listed = list_reminders(data_dir=path_dir)["reminders"]
+    listed = stored_reminders(path_dir)
     last = {}
     for row in firing_history(path_dir):
         last.setdefault(row["reminder_id"], row)

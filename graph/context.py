@@ -82,7 +82,7 @@ class Context(BaseSettings):
     )
     tool_timeouts: dict[str, float] = Field(
         default_factory=dict,
-        description='Per-tool timeouts in seconds, e.g. {"generate_report": 60} '
+        description='Per-tool timeouts in seconds, e.g. {"my_heavy_tool": 60} '
         '(env HERMES_TOOL_TIMEOUTS as JSON).',
     )
     tool_executor: Literal["subprocess", "container", "remote"] = Field(

@@ -4,7 +4,7 @@ Reads ``pending_results`` (raw payloads on disk, written by ``dispatch_tools``) 
 three-stage pipeline of ``tools.results`` (validate, bound, summarise; seed §2.3, case K2), so
 every result that enters history — and so every later prompt — is bounded, its
 ``tool_call_id`` pairing intact, and the full payload reachable through ``handle`` (the
-payload file's path relative to the data dir; the ``read_result`` tool pages through it).
+payload file's path relative to the data dir; a paging tool can read the rest by it).
 
 Stage 3 for long unstructured text (``tools.results.needs_model_summary``) is a model call
 aimed at the current goal (``context.summarise_unstructured``); if it fails, the rule summary
@@ -48,7 +48,7 @@ async def model_summary(context: Context, goal: str, text: str) -> str | None:
 
 
 def _handle(payload_path: str | None, data_dir: str) -> str | None:
-    """The payload's path relative to the data dir: what ``read_result`` takes."""
+    """The payload's path relative to the data dir: the handle a paging tool takes."""
     if not payload_path:
         return None
     try:

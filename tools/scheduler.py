@@ -176,6 +176,16 @@ def _due(reminder: dict[str, Any], y: int, m: int, skipped: list[str], attempt: 
         skipped_periods=skipped, adjustment=adjustment_for(reminder["day_of_month"], y, m), attempt=attempt)
 
 
+def stored_reminders(data_dir: Path | str) -> list[dict[str, Any]]:
+    """Every stored reminder, oldest first (``[]`` when ``data_dir`` has no reminders file):
+    the rows :func:`due_reminders` works from, for listings (the CLI)."""
+    from tools.builtin import reminders as store
+
+    if not (Path(data_dir) / "reminders.db").exists():
+        return []
+    return store.list_reminders(data_dir=Path(data_dir))["reminders"]
+
+
 def due_reminders(data_dir: Path | str, now: dt.datetime) -> list[Due]:
     """Reminders of ``data_dir/reminders.db`` due at ``now`` (read-only; see module doc):
     each new period once, plus periods left in ``retry`` or claimed by a dead runner."""

@@ -1,7 +1,7 @@
 """Episodic memory: the record type and the store protocol (DESIGN.md §4 / seed §4.1–4.2).
 
 Episodic memory holds concrete events ("on 2026-10-01 the user ran the monthly sales report
-with query_database"). Retrieval is keyword/hybrid relevance × time decay, filtered by kind.
+with a database query tool"). Retrieval is keyword/hybrid relevance × time decay, filtered by kind.
 Two implementations: ``memory.episodic.sqlite.SqliteEpisodicStore`` (embedded default) and
 ``memory.episodic.weaviate.WeaviateEpisodicStore`` (seed §4.1's vector database).
 """
