@@ -495,3 +495,13 @@ def test_context_database_falls_back_to_the_env_and_keys_the_toolbox(monkeypatch
     monkeypatch.delenv("HERMES_DATABASE")
     assert Context().database == ""
     assert resources._key(Context(database="a.db")) != resources._key(Context(database="b.db"))
+
+
+async def test_under_a_tight_tool_timeout_a_runaway_query_still_ends_with_a_clear_error(dbs, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    ex = make_executor("subprocess", data, database=str(dbs["sales"]))
+    with pytest.raises(ToolFailed, match="DatabaseError: query stopped after 2.4 s"):
+        await ex.run("tools.builtin.database:query_database",
+                     {"sql": "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT MAX(i) FROM n"},
+                     timeout_s=4, request_id="t")

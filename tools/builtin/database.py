@@ -35,7 +35,8 @@ NOT_CONFIGURED = ("no database configured: set HERMES_DATABASE (or --database / 
 
 #: Rows returned by query_database at most; ``row_count`` still gives the full count.
 MAX_ROWS = 500
-#: Seconds a query may run (below the tool's 10 s executor limit, so the model gets a clear error).
+#: Seconds a query may run (below the tool's 10 s executor limit, so the model gets a clear error;
+#: lowered under a tighter tool timeout, see :func:`time_limit`).
 QUERY_TIME_LIMIT_S = 5.0
 #: Seconds describe_database may spend on row counts and date ranges in total.
 DESCRIBE_TIME_LIMIT_S = 7.0
@@ -55,6 +56,21 @@ _ISO_DATE_RE = re.compile(
 _DATE_TYPE_RE = re.compile(r"DATE|TIMESTAMP", re.IGNORECASE)
 _NUMERIC_TYPE_RE = re.compile(r"INT|REAL|FLOA|DOUB|NUM|DEC|BOOL|BLOB", re.IGNORECASE)
 _AGGREGATE_RE = re.compile(r"\b(count|sum|total|avg|min|max|group_concat)\s*\(", re.IGNORECASE)
+
+
+def time_limit(default_s: float, share: float = 0.6) -> float:
+    """``default_s``, or less when this process runs under a tighter tool timeout: the
+    executor's worker sets RLIMIT_CPU to about the tool's timeout + 1 s, and a query must stop
+    with a clear error well before the executor kills the run (``share`` of that budget)."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_CPU)
+    except (ImportError, OSError, ValueError):
+        return default_s
+    if soft == resource.RLIM_INFINITY or soft <= 1:
+        return default_s
+    return max(0.5, min(default_s, share * (soft - 1)))
 
 
 class DatabaseError(ValueError):
@@ -365,7 +381,7 @@ def run_select(con: sqlite3.Connection, body: str, *, max_rows: int = MAX_ROWS,
     cells bounded), row_count, truncated}``; when the rows beyond ``max_rows`` could not all be
     counted in time, ``row_count`` is a lower bound and ``row_count_exact`` is False. Raises
     DatabaseError for refused or bad SQL and for a query over the time limit."""
-    limit = QUERY_TIME_LIMIT_S if time_limit_s is None else time_limit_s
+    limit = time_limit(QUERY_TIME_LIMIT_S) if time_limit_s is None else time_limit_s
     with _Deadline(con, limit) as deadline:
         try:
             cur = con.execute(body)
@@ -584,7 +600,7 @@ def describe_database(*, database: str = "") -> dict[str, Any]:
     con = connect_readonly(path, schema=True)
     notes: list[str] = []
     try:
-        with _Deadline(con, DESCRIBE_TIME_LIMIT_S) as deadline:
+        with _Deadline(con, time_limit(DESCRIBE_TIME_LIMIT_S, 0.7)) as deadline:
             try:
                 entries = con.execute(
                     "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view') "

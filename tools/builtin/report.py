@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from tools.builtin.database import (
-    QUERY_TIME_LIMIT_S, DatabaseError, connect_readonly, database_file, execute_query,
+    QUERY_TIME_LIMIT_S, DatabaseError, connect_readonly, database_file, execute_query, time_limit,
 )
 
 #: Queries per report.
 MAX_QUERIES = 8
 #: Rows of each query shown in the report and returned in the result.
 REPORT_ROWS = 50
-#: Seconds all the report's queries may take together (the tool's executor limit is 30 s).
+#: Seconds all the report's queries may take together (the tool's executor limit is 30 s;
+#: lowered under a tighter tool timeout, see :func:`tools.builtin.database.time_limit`).
 REPORT_TIME_LIMIT_S = 20.0
 MAX_TITLE_CHARS = 200
 MAX_LABEL_CHARS = 120
@@ -113,15 +114,16 @@ def generate_report(title: str, queries: list[dict[str, str]], period: str = "",
     path = database_file(database)
     con = connect_readonly(path, schema=True)
     results: list[dict[str, Any]] = []
-    deadline = time.monotonic() + REPORT_TIME_LIMIT_S
+    budget = time_limit(REPORT_TIME_LIMIT_S, 0.7)
+    deadline = time.monotonic() + budget
     try:
         for i, q in enumerate(checked, 1):
             left = deadline - time.monotonic()
             if left <= 0.5:
-                raise DatabaseError(f"the report's queries took over {REPORT_TIME_LIMIT_S:g} s together; "
+                raise DatabaseError(f"the report's queries took over {budget:g} s together; "
                                     f"stopped before query {i} ({q['label']!r}): simplify them")
             try:
-                res = execute_query(con, q["sql"], max_rows=REPORT_ROWS, time_limit_s=min(QUERY_TIME_LIMIT_S, left))
+                res = execute_query(con, q["sql"], max_rows=REPORT_ROWS, time_limit_s=min(time_limit(QUERY_TIME_LIMIT_S), left))
             except DatabaseError as exc:
                 raise DatabaseError(f"query {i} ({q['label']!r}) failed, nothing was written: {exc}") from None
             results.append({**q, **res})
