@@ -200,3 +200,26 @@ async def test_adelete_for_runs_and_aprune(tmp_path):
         assert len([t async for t in saver.alist({"configurable": {"thread_id": "p"}})]) == 1
         await saver.aprune(["p"], strategy="delete_all")
         assert await saver.aget_tuple({"configurable": {"thread_id": "p"}}) is None
+
+
+async def test_listing_skips_an_unreadable_middle_checkpoint_and_releases_the_lock(tmp_path):
+    import asyncio
+
+    from graph.checkpoints import open_checkpointer
+
+    async with open_checkpointer(tmp_path / "c.sqlite", mirror_dir=tmp_path) as saver:
+        agent = make_graph(checkpointer=saver)
+        for i in range(3):
+            await agent.aupdate_state({"configurable": {"thread_id": "l"}},
+                                      {"messages": [HumanMessage(f"m{i}", id=f"m{i}")]}, as_node="write_memory")
+        ids = [t.checkpoint["id"] async for t in saver.alist({"configurable": {"thread_id": "l"}})]
+        with sqlite3.connect(tmp_path / "c.sqlite") as con:
+            con.execute("UPDATE checkpoints SET type = 'pickle' WHERE checkpoint_id = ?", (ids[1],))
+        listed = [t.checkpoint["id"] async for t in saver.alist({"configurable": {"thread_id": "l"}})]
+        assert listed == [ids[0], ids[2]]
+        limited = [t.checkpoint["id"] async for t in saver.alist({"configurable": {"thread_id": "l"}}, limit=2)]
+        assert limited == [ids[0], ids[2]]
+        async for _ in saver.alist({"configurable": {"thread_id": "l"}}):
+            break  # a consumer that stops early must not keep the saver's lock
+        head = await asyncio.wait_for(saver.aget_tuple({"configurable": {"thread_id": "l"}}), 5)
+        assert head.checkpoint["id"] == ids[0]
