@@ -110,10 +110,12 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     specs = toolbox.registry.specs()
     blocked = set(state.blocked_tools) | unrequested_side_effects(state.goal, specs)
     if state.must_call_tool:
-        # a call is required because known steps are missing: offer exactly those steps
+        # a call is required because known steps are missing: offer those steps, and the
+        # read-only tools that help do them (a schema, a query), nothing else
         missing = missing_steps(state.goal, state.messages, specs)
         if missing:
-            blocked |= set(toolbox.registry.names()) - set(missing)
+            reads = {s.name for s in specs if not s.side_effect}
+            blocked |= set(toolbox.registry.names()) - set(missing) - reads
     tools = offered_tools(
         toolbox.registry, f"{state.goal}\n{state.progress_note}", blocked, max_tools,
         must_call=state.must_call_tool,

@@ -15,11 +15,13 @@ Rules, in order (each is a cap, so no retry path is unbounded):
 3. **Round cap**: ``context.max_tool_rounds`` rounds for one goal → stop.
 
 Changing strategy is enforced, not only advised (tool masking through ``blocked_tools``): the
-side-effect tools that already succeeded for this goal (no second post or reminder) and tools
-whose identical call reached the repeat limit are not offered again; after a round that did not
-shrink the distance (or an early answer), only the tools of the missing steps are offered and
-one of them must be called (``must_call_tool``); once every step is done, none are offered, so
-the model answers.
+side-effect tools that already succeeded for this goal (no second post or reminder), the
+side-effect tools no clause of the goal asks for, and tools whose identical call reached the
+repeat limit are not offered again; a round of new successful reads (read-only tools: a schema,
+a query the steps need) is neither a stall nor a reason to narrow the offer; after any other
+round that did not shrink the distance (or an early answer), only the tools of the missing
+steps are offered and one of them must be called (``must_call_tool``); once every step is done,
+none are offered, so the model answers.
 
 Update: ``tool_rounds``, ``goal_distance``, ``stalled_rounds``, ``blocked_tools``,
 ``must_call_tool``,
@@ -113,7 +115,16 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     # a round makes progress when it shrinks the distance; for goals without known steps,
     # when at least one result succeeded
     progressed = (distance < previous) if required else not all_failed
-    stalled = 0 if (progressed and not answered_early) else state.stalled_rounds + 1
+    # a round of new, successful reads (a schema, a query) gathers what the steps need: it
+    # neither counts as a stall nor narrows the offer; a repeated read does (rule 1's counts)
+    reading = (bool(required) and not progressed and bool(round_results) and not answered_early
+               and all(m.status != "error" for m in round_results)
+               and all((s := registry.get(c["name"])) is not None and not s.side_effect
+                       and seen.get(call_signature(c), 0) == 1 for c in last_ai.tool_calls))
+    if progressed and not answered_early:
+        stalled = 0
+    else:
+        stalled = state.stalled_rounds if reading else state.stalled_rounds + 1
     blocked = {n for n in done if (spec := registry.get(n)) is not None and spec.side_effect}
     blocked |= unrequested_side_effects(state.goal, specs)  # never offered for this goal
     blocked |= {sig.split("(", 1)[0] for sig, n in seen.items() if n >= context.max_repeated_calls}
@@ -139,6 +150,8 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     elif answered_early:
         blocked |= set(registry.names()) - set(missing)
         note = f"You answered, but these steps of the task are not done yet: {', '.join(missing)}. Call {missing[0]} now."
+    elif reading:
+        note = f"Progress: steps still to do: {', '.join(missing)}."
     elif not progressed:
         if missing:
             blocked |= set(registry.names()) - set(missing)
@@ -152,7 +165,7 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     else:
         note = f"Progress: steps still to do: {', '.join(missing)}." if missing else ""
     blocked -= set(missing)
-    must_call = bool(missing) and (answered_early or not progressed)
+    must_call = bool(missing) and (answered_early or not progressed)  # reading: still act next
     update.update(blocked_tools=sorted(blocked), progress_note=note, must_call_tool=must_call)
 
     # 3. round cap

@@ -50,12 +50,24 @@ async def test_a_done_side_effect_tool_is_not_offered_again_and_progress_is_coun
 
 
 async def test_a_round_without_progress_narrows_the_offer_to_the_missing_steps(runtime):
-    state = State(messages=[HumanMessage(GOAL), call("query_database", "c1"), result("query_database", "c1")],
+    state = State(messages=[HumanMessage(GOAL), call("query_database", "c1"), result("query_database", "c1", ok=False)],
                   goal=GOAL, goal_distance=3)
     update = await evaluate_progress(state, runtime)
     assert update["stalled_rounds"] == 1 and update["must_call_tool"] is True
     assert set(update["blocked_tools"]) == {"query_database"}
     assert "Change approach" in update["progress_note"]
+
+
+async def test_a_new_successful_read_is_neither_a_stall_nor_narrows_the_offer(runtime):
+    """Reading the user's schema or data is how the steps get done on a database never seen."""
+    read = [HumanMessage(GOAL), call("query_database", "c1", {"sql": "SELECT 1"}), result("query_database", "c1")]
+    update = await evaluate_progress(State(messages=read, goal=GOAL, goal_distance=3, stalled_rounds=1), runtime)
+    assert update["stalled_rounds"] == 1 and "query_database" not in update["blocked_tools"]
+    assert update["must_call_tool"] is True and "steps still to do" in update["progress_note"]
+    # the same read again is a stall
+    again = [*read, call("query_database", "c2", {"sql": "SELECT 1"}), result("query_database", "c2")]
+    update = await evaluate_progress(State(messages=again, goal=GOAL, goal_distance=3, stalled_rounds=1), runtime)
+    assert update["stalled_rounds"] == 2
 
 
 async def test_every_step_done_blocks_all_tools_and_summarises(runtime):
@@ -139,5 +151,7 @@ async def test_a_required_call_is_offered_only_the_missing_steps(runtime):
     goal = "Write last month's sales report."
     state = State(messages=[HumanMessage(goal, id="h")], goal=goal, goal_distance=1, must_call_tool=True,
                   progress_note="Steps of this task: generate_report.", window=[["h", 0]])
-    await call_model(state, runtime)
-    assert offered == [["generate_report"]]
+    update = await call_model(state, runtime)
+    # the missing step and the reads that help do it; no side effect the goal does not ask for
+    assert offered == [["generate_report", "query_database"]]
+    assert update["offered_tools"] == ["generate_report", "query_database"]
