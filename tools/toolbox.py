@@ -104,7 +104,7 @@ class Toolbox:
                    database: str | None = None, heavy_timeout_s: float = HEAVY_TIMEOUT_S,
                    tool_timeouts: dict[str, float] | None = None) -> "Toolbox":
         """Create dirs, register builtin tools, start the MCP servers of ``mcp_config``
-        (``{"mcpServers": {...}}`` JSON; None = the bundled team-chat server only) and register
+        (``{"mcpServers": {...}}`` JSON, merged with the bundled team-chat server: an entry named ``team_chat`` replaces it, ``"enabled": false`` leaves a server out) and register
         their tools.
 
         ``database``: the user's database the data tools (describe_database, query_database,
@@ -256,10 +256,14 @@ def _prepare(data_dir: Path, mcp_config: Path | None, executor: str | Executor |
     (data_dir / "reports").mkdir(exist_ok=True)
     # the user's database, resolved against the cwd here (blocking); "" = none configured
     location = database_location(os.environ.get(ENV_DATABASE, "") if database is None else database)
-    if mcp_config is None:
-        servers = {TEAM_CHAT_SERVER: team_chat_entry(data_dir)}
-    else:
-        servers = load_config(mcp_config)
+    # the user's servers are merged with the bundled team-chat server, never replace it
+    # silently: an entry of the same name replaces it explicitly; "enabled": false leaves a
+    # server out (the bundled one included)
+    servers = {TEAM_CHAT_SERVER: team_chat_entry(data_dir)}
+    if mcp_config is not None:
+        servers.update(load_config(mcp_config))
+    servers = {name: entry for name, entry in servers.items()
+               if not (isinstance(entry, dict) and entry.get("enabled") is False)}
     chosen: Executor
     if executor is None or isinstance(executor, str):
         kind = executor or os.environ.get(ENV_EXECUTOR) or "subprocess"
