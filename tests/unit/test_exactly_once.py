@@ -156,21 +156,27 @@ async def test_a_read_only_question_never_runs_a_side_effect_tool(scripted, rogu
     assert not {s.name for s in flagship_specs() if s.side_effect} & set(offered)
 
 
-async def test_a_fork_replaying_the_goal_under_new_call_ids_posts_once(scripted):
+async def test_forks_replaying_the_goal_under_new_call_ids_post_once(scripted, tmp_path):
+    """Ten forks from the checkpoint before the post, each with a new model call id, on a
+    persistent ledger: one effect; every fork sees the recorded result."""
     effects: list = []
     box = post_box(effects)
-    replies = [tool_call("post_note", {"text": "done"}, "first"), AIMessage("Posted."),
-               tool_call("post_note", {"text": "done"}, "second-id"), AIMessage("Posted again?")]
+    box.registry.ledger = IdempotencyLedger(tmp_path / "ledger.db")
+    replies = [tool_call("post_note", {"text": "done"}, "first"), AIMessage("Posted.")]
+    for i in range(10):
+        replies += [tool_call("post_note", {"text": "done"}, f"fork-{i}"), AIMessage("Posted again?")]
     ctx = scripted(replies, box)
     agent = make_graph(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "fork"}}
     await agent.ainvoke({"messages": [HumanMessage("post a note saying done")]}, config, context=ctx)
     history = [s async for s in agent.aget_state_history(config)]
     start = next(s for s in reversed(history) if s.next == ("assemble_context",) and s.values.get("messages"))
-    forked = await agent.ainvoke(None, start.config, context=ctx)  # fork: the same goal again
+    for _ in range(10):
+        forked = await agent.ainvoke(None, start.config, context=ctx)  # fork: the same goal again
+        replay = [m for m in forked["messages"] if isinstance(m, ToolMessage)][-1]
+        assert replay.status == "success"
     assert effects == ["done"]
-    replay = [m for m in forked["messages"] if isinstance(m, ToolMessage)][-1]
-    assert replay.status == "success"
+    await box.registry.ledger.aclose()
 
 
 async def test_a_fork_before_a_pending_call_leaves_a_valid_history(scripted):
