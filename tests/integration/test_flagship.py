@@ -61,8 +61,9 @@ REPORT_QUERIES = [
 
 async def test_flagship_with_a_scripted_model_through_real_mcp_and_sqlite(tmp_path: Path):
     replies = [
-        # while steps of the task are missing only those tools are offered (graph.progress), so
-        # the report's own queries are the reads of this run
+        # the model learns the user's schema and the dates with data first (a read-only tool is
+        # offered beside the missing steps), then writes the report's queries
+        tool_call("describe_database", {}, "d1"),
         tool_call("generate_report", {"title": "Sales report, last month", "period": "last month",
                                       "queries": REPORT_QUERIES}, "r1"),
         tool_call("post_message", {"channel": "project", "text": "Last month's sales report is ready."}, "p1"),
@@ -82,7 +83,8 @@ async def test_flagship_with_a_scripted_model_through_real_mcp_and_sqlite(tmp_pa
     assert not [p for p in team_chat_processes() if p.pid not in before and p.is_running()], "orphan MCP server"
 
     assert summary["stop_reason"] is None
-    assert summary["tools_called"] == {"generate_report": 1, "post_message": 1, "schedule_reminder": 1}
+    assert summary["tools_called"] == {"describe_database": 1, "generate_report": 1, "post_message": 1,
+                                       "schedule_reminder": 1}
     report = Path(summary["artifacts"][0])  # generate_report's artifact_field: the report path
     assert report.exists() and "Revenue by region" in report.read_text()
     assert report.parent == tmp_path / "reports" and not (tmp_path / "sales.db").exists()
@@ -92,9 +94,10 @@ async def test_flagship_with_a_scripted_model_through_real_mcp_and_sqlite(tmp_pa
         assert con.execute("SELECT COUNT(*) FROM reminders").fetchone()[0] == 1
     with sqlite3.connect(tmp_path / "checkpoints.sqlite") as con:
         count = con.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id = 'flagship-1'").fetchone()[0]
-    assert count >= 1 + 4 * 4  # a checkpoint per node step: every tool call is a branch point
-    # the real query results reached the model: figures from the user's SQLite database
+    assert count >= 1 + 5 * 4  # a checkpoint per node step: every tool call is a branch point
+    # the real results reached the model: the user's schema, then figures from its SQLite database
     tool_results = [m for prompt in model.seen for m in prompt if isinstance(m, ToolMessage)]
+    assert any(m.tool_call_id == "d1" and "order_date" in m.content for m in tool_results)
     assert any(m.tool_call_id == "r1" and '"revenue"' in m.content for m in tool_results)
 
 
