@@ -10,7 +10,7 @@
     procs.py           process-tree control with psutil (SIGTERM, grace, SIGKILL)
     executors/         one Executor interface: subprocess (default), container (bubblewrap/docker/podman), remote
     remote_server.py   reference remote function server for the remote executor
-    builtin/           flagship task tools: sales DB, query_database, generate_report, reminders, read_result
+    builtin/           builtin tools: the user's database (describe/query), reports, reminders, read_result
     mcp/               config (mcpServers), client (persistent session per server), servers/team_chat
     toolbox.py         Toolbox.open(data_dir, mcp_config, timeout_s, executor=...) → registry of builtin + MCP tools
 """
