@@ -5,7 +5,7 @@ of mixed work — sales queries with tool calls and large tool results, team-cha
 reminders, small talk — and every 10th turn asks about one planted fact. Per turn it measures
 the prompt tokens (approximate count, same counter everywhere) of:
 
-* **hermes** — ``nodes.assemble_context.select_window`` + the system turn, at the budget;
+* **hermes** — ``graph.window.select_window`` + the system turn, at the budget;
 * **naive** — every message appended;
 * **trim_last** — LangChain ``trim_messages(strategy="last")`` at the same budget;
 
@@ -28,7 +28,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.messages.utils import count_tokens_approximately
 
 from graph.intent import tag_intent
-from nodes.assemble_context import SYSTEM_PROMPT, select_window
+from graph.window import select_window
+from nodes.assemble_context import SYSTEM_PROMPT
 
 FACTS = [
     ("warehouse code for Lyon", "LY-4471"), ("budget owner for marketing", "Ines Moreau"),

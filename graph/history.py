@@ -1,5 +1,5 @@
-"""Pairing of tool calls and tool results in a message history (case K1; DESIGN §1 "a window
-never splits an AI message from its tool results").
+"""Pairing of tool calls and tool results in a message history (case K1; docs/DESIGN.md §1.3
+"no orphan tool result, no unanswered call").
 
 A history is *valid* when every AI ``tool_calls`` entry is followed, before the next non-tool
 message, by exactly one ``ToolMessage`` with its id, and every ``ToolMessage`` answers a call
@@ -10,22 +10,37 @@ such calls with an error result, so the stored history stays valid for every con
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+
+
+class Paired(NamedTuple):
+    """What :func:`close_unanswered` returns."""
+
+    messages: list[AnyMessage]
+    """the valid copy of the history"""
+    closed: list[tuple[str, str]]
+    """``(call id, tool name)`` of every call that got an error result"""
+    dropped: list[str]
+    """``tool_call_id`` of every tool message dropped (it answered no open call)"""
 
 
 def unanswered_calls(messages: list[AnyMessage]) -> list[tuple[str, str]]:
     """``(call id, tool name)`` of every tool call not followed by its result."""
-    return close_unanswered(messages, "")[1]
+    return close_unanswered(messages, "").closed
 
 
-def close_unanswered(messages: list[AnyMessage], reason: str) -> tuple[list[AnyMessage], list[tuple[str, str]]]:
+def close_unanswered(messages: list[AnyMessage], reason: str) -> Paired:
     """A valid copy of ``messages``: each unanswered call gets ``ToolMessage(reason,
-    status="error")`` right after its AI message's answered results; tool messages answering
-    no open call are dropped. Returns ``(messages, closed)`` with ``closed`` the
-    ``(call id, tool name)`` pairs that were closed. The input is not modified."""
+    status="error", id="closed-<call id>")`` right after its AI message's answered results;
+    tool messages answering no open call (orphans, duplicates) are dropped. The input is not
+    modified. Used when a fork or rollback left calls open (``assemble_context``) and when a
+    thread is rebuilt from its plain-text mirror (``graph.recovery``)."""
     out: list[AnyMessage] = []
     closed: list[tuple[str, str]] = []
-    open_calls: dict[str, str] = {}
+    dropped: list[str] = []
+    open_calls: dict[str, str] = {}  # id → tool name, of the latest AI message with calls
 
     def close_open() -> None:
         for call_id, name in open_calls.items():
@@ -38,6 +53,8 @@ def close_unanswered(messages: list[AnyMessage], reason: str) -> tuple[list[AnyM
         if isinstance(message, ToolMessage):
             if open_calls.pop(message.tool_call_id, None) is not None:
                 out.append(message)
+            else:
+                dropped.append(message.tool_call_id)
             continue
         close_open()
         out.append(message)
@@ -46,4 +63,4 @@ def close_unanswered(messages: list[AnyMessage], reason: str) -> tuple[list[AnyM
                 if call.get("id"):
                     open_calls[call["id"]] = call.get("name") or "unknown"
     close_open()
-    return out, closed
+    return Paired(out, closed, dropped)

@@ -16,9 +16,10 @@ rebuild (:func:`rebuild_from_mirror`) is the same everywhere:
   deleted; ``hermes branch show`` lists them as unreadable) and older readable ones stay
   reachable as another root of the tree. Metadata: ``{"source": "update", "hermes_op":
   "recovered", "hermes_recovered_from": <id>, "hermes_mirror": <path>, "hermes_notice": <text>}``.
-* **Tool-call pairing** is repaired before writing: an AI message whose ``tool_calls`` have no
-  result gets an error ``ToolMessage`` per missing id ("result lost in recovery"), and a tool
-  message without its calling AI message is dropped, so the next prompt is valid (case K1).
+* **Tool-call pairing** is repaired before writing (``graph.history.close_unanswered``): an AI
+  message whose ``tool_calls`` have no result gets an error ``ToolMessage`` per missing id
+  (:data:`LOST_RESULT`), and a tool message without its calling AI message is dropped, so the
+  next prompt is valid (case K1).
 * **What is lost** is reported (:class:`RecoveryReport.notice`): derived state (goal, intent,
   pending actions, references, window, progress, report path) — re-derived from the next user
   message; metrics (turns, tokens, per-tool counts) — they restart at zero; branch history —
@@ -60,7 +61,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
@@ -68,6 +69,7 @@ from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
+from graph.history import close_unanswered
 from graph.mirror import ThreadMirror
 
 LOST_RESULT = "result lost in recovery: the plain-text mirror held no result for this call"
@@ -165,39 +167,6 @@ async def probe(graph: CompiledStateGraph, thread_id: str) -> tuple[StateSnapsho
         return None, exc
 
 
-def pair_tool_calls(messages: list[AnyMessage]) -> tuple[list[AnyMessage], list[str], list[str]]:
-    """Make tool calls and results pair up: returns ``(messages, filled, dropped)`` where
-    ``filled`` are call ids that got an error result (placed right after the answered calls'
-    results) and ``dropped`` are ids of tool messages without a calling AI message."""
-    out: list[AnyMessage] = []
-    filled: list[str] = []
-    dropped: list[str] = []
-    open_calls: dict[str, str] = {}  # id → tool name, of the latest AI message with calls
-
-    def close_open() -> None:
-        for call_id, name in open_calls.items():
-            out.append(ToolMessage(LOST_RESULT, tool_call_id=call_id, name=name, status="error"))
-            filled.append(call_id)
-        open_calls.clear()
-
-    for message in messages:
-        if isinstance(message, ToolMessage):
-            if message.tool_call_id in open_calls:
-                open_calls.pop(message.tool_call_id)
-                out.append(message)
-            else:
-                dropped.append(message.tool_call_id)
-            continue
-        close_open()
-        out.append(message)
-        if isinstance(message, AIMessage):
-            for call in [*message.tool_calls, *message.invalid_tool_calls]:
-                if call.get("id"):
-                    open_calls[call["id"]] = call.get("name") or "unknown"
-    close_open()
-    return out, filled, dropped
-
-
 async def _head_id(saver: Any, thread_id: str) -> str | None:
     """The newest checkpoint id of the thread, read without deserialising it (SQLite saver)."""
     conn = getattr(saver, "conn", None)
@@ -233,7 +202,8 @@ async def rebuild_from_mirror(
             f"and has no plain-text mirror at {mirrored.path} to rebuild it from. Continue in a new "
             "thread (omit --thread), or restore checkpoints.sqlite from a backup."
         )
-    messages, filled, dropped = pair_tool_calls(mirrored.messages)
+    messages, closed, dropped = close_unanswered(mirrored.messages, LOST_RESULT)
+    filled = [call_id for call_id, _ in closed]
     bad_head = await _head_id(saver, thread_id)
     lost = [
         "derived state (goal, intent, pending actions, references, context window, progress, "

@@ -113,6 +113,8 @@ class State(InputState):
         the tool results it is about (small models heed the end of the prompt)."""
         from langchain_core.messages import SystemMessage
 
+        from tools.results import cut_text
+
         by_id = {m.id: m for m in self.messages}
         prompt: list[AnyMessage] = [SystemMessage(self.system_prompt)] if self.system_prompt else []
         for message_id, limit in self.window:
@@ -120,7 +122,7 @@ class State(InputState):
             if message is None:
                 continue
             if limit and isinstance(message.content, str) and len(message.content) > limit:
-                message = message.model_copy(update={"content": message.content[:limit] + " …[truncated]"})
+                message = message.model_copy(update={"content": cut_text(message.content, limit)})
             prompt.append(message)
         if self.progress_note:
             prompt.append(SystemMessage(self.progress_note))

@@ -31,6 +31,14 @@ MAX_ITEMS = 20
 MAX_DEPTH = 12  # deeper structure is cut to a text preview (and never recursed into)
 MAX_FIELD_CHARS = 1500
 MAX_RESULT_CHARS = 4000
+#: What a cut text ends with, everywhere Hermes cuts text for the prompt (results, history,
+#: the window): one spelling, so a reader — and the model — can tell a cut from an ending.
+TRUNCATION_MARK = " …[truncated]"
+
+
+def cut_text(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` chars plus :data:`TRUNCATION_MARK` (no check of its length)."""
+    return text[:limit] + TRUNCATION_MARK
 
 
 def _sample(items: list[Any], limit: int = MAX_ITEMS) -> list[Any]:
@@ -45,7 +53,7 @@ def _preview(value: Any, limit: int = 200) -> str:
         text = json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError, RecursionError):
         text = repr(value)
-    return text[:limit] + " …[truncated]"
+    return cut_text(text, limit)
 
 
 def bound(value: Any, notes: list[str], path: str = "$", depth: int = 0) -> Any:
@@ -56,7 +64,7 @@ def bound(value: Any, notes: list[str], path: str = "$", depth: int = 0) -> Any:
     if isinstance(value, str):
         if len(value) > MAX_FIELD_CHARS:
             notes.append(f"{path}: text truncated from {len(value)} to {MAX_FIELD_CHARS} chars")
-            return value[:MAX_FIELD_CHARS] + " …[truncated]"
+            return cut_text(value, MAX_FIELD_CHARS)
         return value
     if isinstance(value, list):
         if len(value) > MAX_ITEMS:
@@ -186,7 +194,7 @@ def compress(
     if len(text) > MAX_RESULT_CHARS:
         # Still too big (many medium fields): keep the summary and a plain-text preview only.
         preview = json.dumps(data, ensure_ascii=False, default=str)[: MAX_RESULT_CHARS // 2]
-        envelope.update(data=preview + " …[truncated]", truncated=True, handle=handle)
+        envelope.update(data=preview + TRUNCATION_MARK, truncated=True, handle=handle)
         if total is not None:
             envelope["total_items"] = total
         envelope.setdefault("notes", []).append(f"result of {len(text)} chars cut to a preview")

@@ -8,7 +8,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.messages.utils import count_tokens_approximately
 
 from graph.state import State
-from nodes.assemble_context import build_system_prompt, message_groups, select_window
+from graph.window import message_groups, select_window
+from nodes.assemble_context import build_system_prompt
 
 
 def assert_no_orphans(window) -> None:
@@ -145,7 +146,7 @@ def test_intent_match_selects_task_history_over_account_chat():
 
 
 def test_archive_summarises_turns_beyond_the_horizon():
-    from nodes.assemble_context import ARCHIVE_AFTER_TURNS, archive_lines
+    from graph.window import ARCHIVE_AFTER_TURNS, archive_lines
 
     history = []
     for i in range(ARCHIVE_AFTER_TURNS + 5):

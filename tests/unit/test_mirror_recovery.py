@@ -1,5 +1,6 @@
-"""Recovery helpers (graph/recovery.py) without SQLite: tool-call pairing repair, which errors
-count as unreadable data, and a rebuild from the mirror into an in-memory checkpointer."""
+"""Recovery helpers (graph/recovery.py) without SQLite: tool-call pairing repair (the
+``graph.history.close_unanswered`` recovery uses, with its ``LOST_RESULT``), which errors count
+as unreadable data, and a rebuild from the mirror into an in-memory checkpointer."""
 
 from __future__ import annotations
 
@@ -11,11 +12,18 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graph.builder import make_graph
 from graph.mirror import ThreadMirror
-from graph.recovery import LOST_RESULT, RecoveryError, is_data_error, pair_tool_calls, recover_thread
+from graph.history import close_unanswered
+from graph.recovery import LOST_RESULT, RecoveryError, is_data_error, recover_thread
 
 
 def ai_calls(msg_id: str, *ids: str) -> AIMessage:
     return AIMessage("", id=msg_id, tool_calls=[{"type": "tool_call", "name": f"tool_{i}", "args": {}, "id": i} for i in ids])
+
+
+def pair_tool_calls(messages):
+    """What recovery does to the mirror's messages: ``(messages, filled call ids, dropped ids)``."""
+    out, closed, dropped = close_unanswered(messages, LOST_RESULT)
+    return out, [call_id for call_id, _ in closed], dropped
 
 
 def result(call_id: str) -> ToolMessage:
