@@ -157,22 +157,95 @@ _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "d
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 _SUBSCHEMA_SINGLE = ("items", "additionalProperties", "not", "if", "then", "else", "contains",
                      "propertyNames", "unevaluatedProperties", "unevaluatedItems", "additionalItems")
+#: Keywords dropped everywhere: metadata some providers reject and nothing here needs.
+_DROPPED = ("$schema", "$id", "$comment", "$anchor", "$dynamicAnchor")
+#: Bound on ``$ref`` expansion (a schema that keeps growing is refused, not expanded forever).
+MAX_SCHEMA_NODES = 20_000
+
+
+class SchemaNormalizationError(ValueError):
+    """A tool schema that cannot be made usable: a ``$ref`` cycle, a ``$ref`` that points
+    outside the document or nowhere, a schema that is not valid JSON Schema, or one that grows
+    past MAX_SCHEMA_NODES when its references are inlined. The tool is skipped, not the request."""
 
 
 def normalize_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
-    """Return a copy of ``schema`` that every OpenAI-compatible endpoint accepts (K6).
+    """Return a copy of ``schema`` that every provider accepts: OpenAI (strict too), Gemini-style
+    endpoints and the embedded model's JSON-Schema grammar (K6). The input is not modified.
 
-    Recursively: drops ``$schema``; gives every object schema (``"type": "object"``, or a
-    list of types containing ``"object"``) a ``properties`` map (``{}`` when absent).
-    At the top level, ``None``/``{}`` become ``{"type": "object", "properties": {}}``.
-    Example (K6): ``{"$schema": "...draft-07...", "type": "object"}`` →
-    ``{"type": "object", "properties": {}}``. The input is not modified.
+    * drops ``$schema`` / ``$id`` / ``$comment`` / anchors (everywhere);
+    * inlines local ``$ref`` (``#/$defs/X``, ``#/definitions/X``, any ``#/...`` JSON pointer,
+      ``#`` itself) and then drops ``$defs`` / ``definitions``; a reference cycle, or a reference
+      outside the document, raises :class:`SchemaNormalizationError`;
+    * rewrites type unions: ``{"type": ["string", "null"]}`` → ``{"anyOf": [{"type": "string"},
+      {"type": "null"}]}`` (the keywords of each type go with it), ``"nullable": true`` (OpenAPI)
+      → the same ``anyOf`` with ``null``; ``oneOf`` → ``anyOf`` (strict OpenAI rejects
+      ``oneOf``; for argument validation of tool calls the two differ only when branches
+      overlap); a one-branch ``anyOf``/``allOf`` is unwrapped;
+    * gives every object schema a ``properties`` map (``{}`` when absent), so
+      ``{"$schema": "...draft-07...", "type": "object"}`` → ``{"type": "object", "properties": {}}``;
+    * at the top level, ``None``/``{}`` become ``{"type": "object", "properties": {}}``;
+    * the result must be a valid JSON Schema, else :class:`SchemaNormalizationError`.
     """
-    out = _normalize(copy.deepcopy(schema) if schema else {})
-    if "type" not in out:
+    root = copy.deepcopy(schema) if schema else {}
+    if not isinstance(root, dict):
+        raise SchemaNormalizationError(f"input schema must be an object, got {type(root).__name__}")
+    counter = [0]
+    out = _normalize(_inline(root, root, (), counter))
+    out.pop("$defs", None)
+    out.pop("definitions", None)
+    if "type" not in out and not any(k in out for k in ("anyOf", "allOf", "oneOf", "$ref")):
         out["type"] = "object"
         out.setdefault("properties", {})
+    try:
+        jsonschema.validators.validator_for(out).check_schema(out)
+    except jsonschema.SchemaError as exc:
+        raise SchemaNormalizationError(f"not a valid JSON Schema: {exc.message}") from None
     return out
+
+
+def _pointer(root: dict[str, Any], ref: str) -> Any:
+    if ref == "#":
+        return root
+    if not ref.startswith("#/"):
+        raise SchemaNormalizationError(f"$ref {ref!r} is not a local reference (#/...)")
+    node: Any = root
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            raise SchemaNormalizationError(f"$ref {ref!r} points nowhere")
+    return node
+
+
+def _inline(node: Any, root: dict[str, Any], stack: tuple[str, ...], counter: list[int]) -> Any:
+    counter[0] += 1
+    if counter[0] > MAX_SCHEMA_NODES:
+        raise SchemaNormalizationError(f"schema grows past {MAX_SCHEMA_NODES} nodes when its $refs are inlined")
+    if isinstance(node, list):
+        return [_inline(v, root, stack, counter) for v in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        if ref in stack:
+            raise SchemaNormalizationError(f"$ref cycle: {' -> '.join((*stack, ref))}")
+        target = _inline(copy.deepcopy(_pointer(root, ref)), root, (*stack, ref), counter)
+        siblings = {k: _inline(v, root, stack, counter) for k, v in node.items()
+                    if k not in ("$ref", "$defs", "definitions")}
+        if not isinstance(target, dict):
+            raise SchemaNormalizationError(f"$ref {ref!r} does not point to a schema")
+        target = {k: v for k, v in target.items() if k not in ("$defs", "definitions")}
+        if not siblings:
+            return target
+        if all(k in ("description", "title", "default", "examples") for k in siblings):
+            return {**target, **siblings}
+        return {"allOf": [target, siblings]}
+    return {k: (v if k in ("$defs", "definitions", "enum", "const", "default", "examples")
+                else _inline(v, root, stack, counter)) for k, v in node.items()}
 
 
 def _is_object(schema: dict[str, Any]) -> bool:
@@ -180,10 +253,56 @@ def _is_object(schema: dict[str, Any]) -> bool:
     return t == "object" or (isinstance(t, list) and "object" in t)
 
 
+#: Keywords that apply to one JSON type (moved into that type's branch when a union is split).
+_TYPE_KEYWORDS = {
+    "object": ("properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+               "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "unevaluatedProperties"),
+    "array": ("items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains", "minContains",
+              "maxContains", "unevaluatedItems", "additionalItems"),
+    "string": ("minLength", "maxLength", "pattern", "format", "contentEncoding", "contentMediaType"),
+    "number": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
+}
+_TYPE_KEYWORDS["integer"] = _TYPE_KEYWORDS["number"]
+
+
+def _split_union(schema: dict[str, Any], types: list[str]) -> dict[str, Any]:
+    """``{"type": [A, B], ...}`` → ``{"anyOf": [{"type": A, ...A's keywords}, {"type": B, ...}], ...}``."""
+    moved = {k for t in types for k in _TYPE_KEYWORDS.get(t, ())}
+    common = {k: v for k, v in schema.items() if k != "type" and k not in moved}
+    branches = []
+    for t in types:
+        branch: dict[str, Any] = {"type": t}
+        for k in _TYPE_KEYWORDS.get(t, ()):
+            if k in schema:
+                branch[k] = copy.deepcopy(schema[k])
+        branches.append(branch)
+    return {**common, "anyOf": branches}
+
+
 def _normalize(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
-    schema.pop("$schema", None)
+    for key in _DROPPED:
+        schema.pop(key, None)
+    t = schema.get("type")
+    if isinstance(t, list):
+        uniq = list(dict.fromkeys(t))
+        if len(uniq) == 1:
+            schema["type"] = uniq[0]
+        elif uniq:
+            schema = _split_union(schema, uniq)
+    if schema.get("nullable") is True:
+        schema.pop("nullable")
+        if "type" in schema or "anyOf" not in schema:
+            base = {k: v for k, v in schema.items() if k not in ("description", "title", "default")}
+            keep = {k: v for k, v in schema.items() if k in ("description", "title", "default")}
+            schema = {**keep, "anyOf": [base, {"type": "null"}]}
+        else:
+            schema["anyOf"] = [*schema["anyOf"], {"type": "null"}]
+    elif "nullable" in schema:
+        schema.pop("nullable")
+    if "oneOf" in schema and "anyOf" not in schema:
+        schema["anyOf"] = schema.pop("oneOf")
     if _is_object(schema) and not isinstance(schema.get("properties"), dict):
         schema["properties"] = {}
     for key in _SUBSCHEMA_MAPS:
@@ -199,4 +318,13 @@ def _normalize(schema: Any) -> Any:
             schema[key] = _normalize(schema[key])
         elif key == "items" and isinstance(schema.get(key), list):
             schema[key] = [_normalize(v) for v in schema[key]]
+    for key in ("anyOf", "allOf"):
+        sub = schema.get(key)
+        if isinstance(sub, list) and len(sub) == 1 and isinstance(sub[0], dict):
+            only = schema.pop(key)[0]
+            clash = set(only) & set(schema)
+            if clash - {"description", "title"}:
+                schema[key] = [only]
+            else:
+                schema = {**only, **schema}
     return schema

@@ -41,7 +41,7 @@ from tools.errors import ToolDefinitionError
 from tools.executors import ENV_EXECUTOR, RoutingExecutor, make_executor
 from tools.executors.base import Executor
 from tools.idempotency import IdempotencyLedger
-from tools.mcp.client import STARTUP_TIMEOUT_S, MCPClient, MCPServer, MCPTool
+from tools.mcp.client import STARTUP_TIMEOUT_S, MCPClient, MCPServer, MCPTool, Replica, call_replicas
 from tools.mcp.config import (  # noqa: F401
     META_ARTIFACT_FIELD,
     META_REQUESTED_BY,
@@ -59,6 +59,8 @@ log = logging.getLogger(__name__)
 
 #: Name of the bundled team-chat server started when no MCP config is given.
 TEAM_CHAT_SERVER = "team_chat"
+#: Folder of ``data_dir`` where images and other binary MCP results are saved (their handles).
+MEDIA_DIR = "mcp_media"
 
 
 def snake_name(name: str) -> str:
@@ -93,6 +95,10 @@ class Toolbox:
         self.executor = executor
         self.mcp = mcp
         self.problems: dict[str, str] = {}
+        self._mcp_names: set[str] = set()
+        #: Registered MCP tool name → its replicas (server, tool name there, answer timeout, hard limit).
+        self.mcp_replicas: dict[str, list[Replica]] = {}
+        self._mcp_timeouts: tuple[float, dict[str, float] | None] = (10.0, None)
         self.ledger: IdempotencyLedger = registry.ledger
         self.schemas: SchemaStore | None = registry.schema_store
         self._closed = False
@@ -141,14 +147,17 @@ class Toolbox:
         tool_timeouts = tool_timeouts or {}
         register_builtin_tools(registry, executor, ordinary_s=timeout_s, heavy_s=heavy_timeout_s,
                                overrides=tool_timeouts)
-        client = MCPClient(servers, startup_timeout_s=startup_timeout_s or max(timeout_s, STARTUP_TIMEOUT_S))
+        client = MCPClient(servers, startup_timeout_s=startup_timeout_s or max(timeout_s, STARTUP_TIMEOUT_S),
+                           media_dir=data_dir / MEDIA_DIR, data_dir=data_dir)
         tb = cls(data_dir, registry, executor, client)
         tb.database = location
+        tb._mcp_timeouts = (timeout_s, tool_timeouts)
         try:
             failed = await client.start()
             tb.problems.update(failed)
-            for server in client.ready():
-                tb._register_server(server, timeout_s, tool_timeouts)
+            tb._register_servers(client.ready(), timeout_s, tool_timeouts)
+            for server in client.servers.values():
+                server.on_tools_changed = tb._on_tools_changed
         except BaseException:
             await tb.aclose()
             raise
@@ -156,41 +165,99 @@ class Toolbox:
 
     def _register_server(self, server: MCPServer, timeout_s: float,
                          tool_timeouts: dict[str, float] | None = None) -> None:
-        """Register the tools of a started server. ``timeout_s``: the toolbox per-call timeout,
-        used when neither the server entry (``timeoutSeconds``) nor the tool's override sets one;
-        ``tool_timeouts`` (the ``tool_timeouts`` setting, by registered name) wins over all.
-        Overrides naming no listed tool, and unusable ``_meta`` metadata, go to :attr:`problems`."""
-        settings = server.settings
-        by_name = {**{snake_name(t): t for t in server.tools}, **{t: t for t in server.tools}}
-        overrides: dict[str, ToolOverride] = {}
-        for key, override in settings.tools.items():
-            if key not in by_name:
-                self.problems[f"{server.name}:tools.{key}"] = (
-                    f"MCP server '{server.name}': config 'tools.{key}' names a tool the server does not "
-                    f"list ({', '.join(sorted(server.tools)) or 'none'}); override ignored")
-                continue
-            overrides[by_name[key]] = override
-        for tool in server.tools.values():
-            base = snake_name(tool.name)
-            candidates = [base, f"{snake_name(server.name)}__{base}"[:64]]
-            if base in self.registry:
-                log.warning("MCP tool %s of %s collides with %s; namespacing", tool.name, server.name,
-                            self.registry.get(base).source if self.registry.get(base) else "?")
-            name = next((c for c in candidates if c not in self.registry and NAME_RE.match(c)), None)
-            if name is None:
-                self.problems[f"{server.name}:{tool.name}"] = (
-                    f"refused: names {candidates} are taken or invalid")
-                continue
-            meta = self._tool_metadata(server, tool, overrides.get(tool.name) or ToolOverride(),
-                                       settings.timeout_s or timeout_s)
-            if tool_timeouts and tool_timeouts.get(name):
-                meta["timeout_s"] = tool_timeouts[name]
-            spec = ToolSpec(name=name, description=tool.description or f"MCP tool {tool.name} of server {server.name}",
-                            parameters=tool.input_schema, source=f"mcp:{server.name}", **meta)
-            try:
-                self.registry.register(spec, _mcp_runner(server, tool.name, spec.timeout_s), strict=False)
-            except ToolDefinitionError as exc:
-                self.problems[f"{server.name}:{tool.name}"] = str(exc)
+        """Register the tools of one started server (see :meth:`_register_servers`)."""
+        self._register_servers([server], timeout_s, tool_timeouts)
+
+    def _register_servers(self, servers: list[MCPServer], timeout_s: float,
+                          tool_timeouts: dict[str, float] | None = None) -> None:
+        """Register the tools of started servers, in config order. ``timeout_s``: the toolbox
+        answer timeout, used when neither the server entry (``timeoutSeconds``) nor the tool's
+        override sets one; ``tool_timeouts`` (the ``tool_timeouts`` setting, by registered name)
+        wins over all. Overrides naming no listed tool, unusable ``_meta`` metadata and tools
+        skipped for their schema go to :attr:`problems`.
+
+        Replicas (seed §5.3): tools of servers in one ``replicaGroup`` with the same name, or
+        tools of any servers with the same name, description, schema and behaviour hints, are
+        *one* logical tool: one ToolSpec whose runner calls the best-scored healthy server and
+        fails over when that is safe (:func:`tools.mcp.client.call_replicas`)."""
+        groups: dict[str, list[tuple[MCPServer, MCPTool, ToolOverride]]] = {}
+        for server in servers:
+            settings = server.settings
+            for tool_name, reason in getattr(server, "skipped", {}).items():
+                self.problems[f"{server.name}:{tool_name}"] = reason
+            by_name = {**{snake_name(t): t for t in server.tools}, **{t: t for t in server.tools}}
+            overrides: dict[str, ToolOverride] = {}
+            for key, override in settings.tools.items():
+                if key not in by_name:
+                    self.problems[f"{server.name}:tools.{key}"] = (
+                        f"MCP server '{server.name}': config 'tools.{key}' names a tool the server does not "
+                        f"list ({', '.join(sorted(server.tools)) or 'none'}); override ignored")
+                    continue
+                overrides[by_name[key]] = override
+            for tool in server.tools.values():
+                group = getattr(settings, "replica_group", None)
+                key = f"group:{group}:{tool.name}" if group else f"same:{tool.signature()}"
+                groups.setdefault(key, []).append((server, tool, overrides.get(tool.name) or ToolOverride()))
+        for members in groups.values():
+            self._register_logical(members, timeout_s, tool_timeouts)
+
+    def _register_logical(self, members: list[tuple[MCPServer, MCPTool, ToolOverride]], timeout_s: float,
+                          tool_timeouts: dict[str, float] | None) -> None:
+        server, tool, override = members[0]
+        base = snake_name(tool.name)
+        candidates = [base, f"{snake_name(server.name)}__{base}"[:64]]
+        if base in self.registry:
+            log.warning("MCP tool %s of %s collides with %s; namespacing", tool.name, server.name,
+                        self.registry.get(base).source if self.registry.get(base) else "?")
+        name = next((c for c in candidates if c not in self.registry and NAME_RE.match(c)), None)
+        if name is None:
+            self.problems[f"{server.name}:{tool.name}"] = f"refused: names {candidates} are taken or invalid"
+            return
+        replicas = []
+        for srv, t, ov in members:
+            answer = (tool_timeouts or {}).get(name) or ov.timeout_s or srv.settings.timeout_s or timeout_s
+            hard = max(answer, ov.max_timeout_s or getattr(srv.settings, "max_timeout_s", None)
+                       or max(answer, HEAVY_TIMEOUT_S))
+            replicas.append(Replica(srv, t.name, answer, hard))  # type: ignore[arg-type]
+        meta = self._tool_metadata(server, tool, override, replicas[0].timeout_s)
+        # the registry's limit is the hard one: a call that keeps reporting progress may run that
+        # long; one that neither answers nor reports progress ends at its answer timeout
+        meta["timeout_s"] = max(r.max_timeout_s for r in replicas)
+        where = server.name if len(members) == 1 else "+".join(dict.fromkeys(m[0].name for m in members))
+        description = tool.description or f"MCP tool {tool.name} of server {server.name}"
+        spec = ToolSpec(name=name, description=description, parameters=tool.input_schema,
+                        source=f"mcp:{where}", **meta)
+        try:
+            self.registry.register(spec, _mcp_runner(replicas, spec), strict=False)
+        except ToolDefinitionError as exc:
+            self.problems[f"{server.name}:{tool.name}"] = str(exc)
+            return
+        self._mcp_names.add(name)
+        self.mcp_replicas[name] = replicas
+        if len(members) > 1:
+            log.info("MCP tool %s: one logical tool served by %s", name, where)
+
+    def _on_tools_changed(self, server: MCPServer) -> None:
+        """A server's tool list changed (``tools/list_changed``, a restart, a probe that brought
+        it back): re-register every MCP tool (unchanged ones keep their names)."""
+        if self._closed:
+            return
+        for name in sorted(self._mcp_names):
+            self.registry.unregister(name)
+        self._mcp_names.clear()
+        self.mcp_replicas.clear()
+        self.problems = {k: v for k, v in self.problems.items() if k not in self.mcp.servers
+                         and k.split(":", 1)[0] not in self.mcp.servers}
+        timeout_s, tool_timeouts = self._mcp_timeouts
+        self._register_servers(self.mcp.ready(), timeout_s, tool_timeouts)
+        for srv in self.mcp.servers.values():
+            if srv.tools_version == 0 and srv.error:
+                self.problems.setdefault(srv.name, f"MCP server '{srv.name}': {srv.error}")
+        log.info("MCP tools re-registered after %s changed: %d MCP tools", server.name, len(self._mcp_names))
+
+    def mcp_status(self) -> list[dict[str, Any]]:
+        """Every MCP server's pool, score and circuit breaker (``hermes mcp list``, metrics)."""
+        return self.mcp.status() if self.mcp is not None else []
 
     def _tool_metadata(self, server: MCPServer, tool: MCPTool, override: ToolOverride,
                        timeout_s: float) -> dict[str, Any]:
@@ -238,10 +305,21 @@ class Toolbox:
         await self.aclose()
 
 
-def _mcp_runner(server: MCPServer, tool: str, timeout_s: float):
-    """Runner of one MCP tool: ``tools/call`` with the tool's own timeout (its ToolSpec's)."""
+def _mcp_runner(replicas: list[Replica], spec: ToolSpec):
+    """Runner of one (logical) MCP tool: ``tools/call`` on the best replica with that replica's
+    answer timeout and hard limit, failing over when safe (``spec.retry_safe``)."""
+    if len(replicas) == 1:
+        rep = replicas[0]
+
+        async def run_one(args: dict[str, Any], request_id: str) -> Any:
+            return await rep.server.call_tool(rep.tool, args, timeout_s=rep.timeout_s,
+                                              max_timeout_s=rep.max_timeout_s, request_id=request_id,
+                                              retry_safe=spec.retry_safe)
+
+        return run_one
+
     async def run(args: dict[str, Any], request_id: str) -> Any:
-        return await server.call_tool(tool, args, timeout_s=timeout_s, request_id=request_id)
+        return await call_replicas(replicas, args, request_id=request_id, retry_safe=spec.retry_safe)
 
     return run
 

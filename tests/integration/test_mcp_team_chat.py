@@ -207,11 +207,16 @@ async def test_quirky_server_k5_k6_k7_and_timeout(tmp_path, quirky_script, marke
         t0 = time.monotonic()
         crash = await tb.registry.call("crash_mid_call", {}, "k8c")
         assert crash.error_kind == "outcome_unknown" and "quirky" in crash.error and time.monotonic() - t0 < 6
-        # The next call reconnects (a new server process; the dead one left nothing behind).
+        # The next call is served by the pool (the dead session is retired, its process gone, and
+        # replaced in the background: the pool is back at its min of 2 sessions, no lifetime cap).
         quirky = tb.mcp.servers["quirky"]
         later = await tb.registry.call("say_hello", {}, "after-crash")
         assert later.status == "ok" and later.content == "hello", later.error
-        assert quirky.reconnects == 1 and len(await asyncio.to_thread(quirky.pids)) == 1
+        assert quirky.reconnects == 1
+        deadline = time.monotonic() + 15
+        while quirky.status()["pool"]["live"] != 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        assert len(await asyncio.to_thread(quirky.pids)) == 2 and quirky.status()["pool"]["live"] == 2
         # The other server keeps working.
         ok = await tb.registry.call("post_message", {"channel": "general", "text": "still here"}, "tc")
         assert ok.status == "ok"
@@ -257,10 +262,10 @@ async def test_k9_no_orphans_from_wrapper_shell_or_escaped_descendants(tmp_path,
         # K9: a shell that leaves `sleep` behind and execs the real server.
         "wrapped": {"command": "sh", "args": [
             "-c", f"sleep 1000 & exec {sys.executable} -m tools.mcp.servers.team_chat {marker}"],
-            "env": tc["env"], "cwd": tc["cwd"]},
+            "env": tc["env"], "cwd": tc["cwd"], "pool": {"min": 1}},
         # A server with a SIGTERM-ignoring descendant in its own session.
         "escapee": {"command": sys.executable, "args": [str(quirky_script), marker],
-                    "env": {"QUIRKY_ESCAPEE": "1"}},
+                    "env": {"QUIRKY_ESCAPEE": "1"}, "pool": {"min": 1}},
     })
     tb = await Toolbox.open(data, cfg, timeout_s=3.0)
     try:

@@ -124,7 +124,9 @@ def test_annotations_and_meta_become_spec_metadata():
     assert (flag.side_effect, flag.idempotent, flag.retry_safe) == (True, True, True)
     assert (read.side_effect, read.retry_safe) == (False, True)
     assert (mystery.side_effect, mystery.idempotent, mystery.requested_by) == (True, False, ())
-    assert {s.timeout_s for s in (post, flag, read, mystery)} == {10.0}
+    # the answer timeout is the toolbox's 10 s; the registry's (hard) limit is max(10 s, 30 s)
+    assert {r.timeout_s for n in ("post_note", "set_flag", "read_notes", "mystery") for r in tb.mcp_replicas[n]} == {10.0}
+    assert {s.timeout_s for s in (post, flag, read, mystery)} == {30.0}
     assert {s.source for s in (post, flag, read, mystery)} == {"mcp:peer"}
 
 
@@ -143,8 +145,10 @@ def test_config_overrides_win_over_the_server():
     post, read, status = (tb.registry.get(n) for n in ("post_note", "read_notes", "get_status"))
     assert (post.side_effect, post.idempotent, post.requested_by, post.timeout_s, post.artifact_field) == (
         True, True, (r"\bpublish\b",), 45.0, "url")
-    assert (read.side_effect, read.idempotent, read.timeout_s) == (True, False, 20.0)
-    assert (status.side_effect, status.timeout_s) == (False, 20.0)
+    assert (read.side_effect, read.idempotent, read.timeout_s) == (True, False, 30.0)
+    assert (status.side_effect, status.timeout_s) == (False, 30.0)
+    answer = {n: tb.mcp_replicas[n][0].timeout_s for n in ("post_note", "read_notes", "get_status")}
+    assert answer == {"post_note": 45.0, "read_notes": 20.0, "get_status": 20.0}
 
 
 def test_override_for_an_unlisted_tool_and_bad_meta_are_reported():

@@ -1,36 +1,40 @@
-"""MCP client with one persistent session per server (DESIGN §3; failure kinds K6–K9).
+"""MCP client: a pool of live sessions per server, scored and guarded by a circuit breaker
+(DESIGN §3; seed §5.3; failure kinds K6–K9).
 
-Built on ``langchain_mcp_adapters``: a :class:`MultiServerMCPClient` holds the connections
-(stdio / SSE / streamable HTTP); ``tools/list`` runs on the open session and each tool is also
-converted to a LangChain tool (``convert_mcp_tool_to_langchain_tool``). ``get_tools()`` without
-a session would spawn a new server process per call, so it is never used. Each listed tool keeps
-its ``annotations`` and ``_meta`` (:class:`MCPTool`); the toolbox builds the ToolSpec from them
-and the user's per-server/per-tool settings (:mod:`tools.mcp.config`).
+:class:`MCPServer` is one configured server:
 
-Lifecycle of a server (:class:`MCPServer`):
-  * ``start()`` runs one background asyncio task that enters ``client.session(name)`` (start the
-    process / open the channel), sends ``initialize`` (protocol version, client capabilities),
-    records the server capabilities and ``tools/list``, publishes the session and waits for the
-    stop event. anyio cancel scopes must be exited by the task that entered them, which is why
-    the session lives in its own task; calls from any task go through the published session.
-  * A server that fails to start, exits, or never answers ``initialize`` fails within
-    ``startup_timeout_s`` seconds with :class:`ToolTransportError` naming it (K8).
-  * A server that dies later fails its pending calls with ``ToolTransportError``; its next
-    call reconnects it (old process tree killed first; at most MAX_RECONNECTS times, each
-    retried with tenacity), so one crash does not disable a server for the whole run. The
-    failed call itself is never replayed (its side effect is unknown).
-  * Calls (at most once on the wire, never replayed here): ``tools/call`` goes straight to
-    ``ClientSession.send_request`` so the JSON-RPC id of the request is known. On a timeout (or
-    when the caller cancels) the client sends ``notifications/cancelled`` for that id (the MCP
-    spec's SHOULD; mcp 1.30's ``send_request`` does not send it itself) and raises
-    :class:`ToolTimeout`. A :class:`ToolTransportError` has ``sent=False`` only when the request
-    is known not to have left the client: the server was not connected (start or reconnect
-    failed, known dead) or the write to the transport failed; otherwise ``sent=True``.
-  * Sessions belong to the event loop that started them; calls and ``aclose()`` from another
-    running loop are forwarded to it (``run_coroutine_threadsafe``).
-  * ``aclose()``: stop event → the task leaves the session (close stdin, wait, SIGTERM,
-    SIGKILL, as the MCP SDK does), then every process still carrying the server's environment
-    marker (its whole tree, even re-parented children) gets SIGTERM, 1 s grace, SIGKILL (K9).
+* **Pool.** ``pool.min`` (default 2) sessions are opened at start — :meth:`start` returns as soon
+  as the first one is ready, the others join in the background — and up to ``pool.max`` (10)
+  under load: a call takes an idle session, else opens a new one while below the max, else
+  shares the least-loaded one (MCP multiplexes requests on a session). No call ever opens a
+  session just for itself and closes it. Sessions idle for IDLE_CLOSE_S above the min are closed.
+* **Transparent replacement.** A session whose process exited, whose channel broke, or that the
+  server no longer knows ("Session terminated": a streamable-HTTP server that restarted or
+  expired it) is retired — its processes killed — and replaced; the pool refills to its min in
+  the background. There is no lifetime reconnect cap.
+* **Retries only when safe** (issue "general runtime", exactly-once): a call is repeated on a
+  fresh session when its request is known not to have run (``sent=False``: not written, session
+  already dead, "Session terminated") or when the caller says the tool is ``retry_safe``
+  (read-only or idempotent). A side-effect call that may have run is never repeated here.
+* **Score** (:mod:`tools.mcp.scoring`), updated after every call; **circuit breaker**: failures
+  in a row (failed connect, lost transport, timeout with no ``ping`` answer) park the server:
+  calls fail at once with ``sent=False`` and a probe (a new session) runs on a timer, backing
+  off; a good probe puts the server back (tools re-registered when they changed).
+* **Handshake**: bounded connect, ``initialize`` (client capabilities: elicitation only when the
+  server's ``elicitation`` setting answers it), capabilities recorded, ``tools/list`` with
+  pagination; ``notifications/tools/list_changed`` re-lists and calls :attr:`on_tools_changed`.
+  Tool schemas are normalised once (:func:`tools.spec.normalize_schema`); a schema that cannot be
+  used (a ``$ref`` cycle, an invalid schema) skips only that tool (:attr:`skipped`, a warning).
+* **Timeouts**: a call ends after its answer timeout with neither an answer nor a progress
+  notification; progress extends it up to its hard limit (``notifications/cancelled`` on both).
+* **Lifecycle**: :meth:`aclose` closes every session (stdin closed, SIGTERM, grace, SIGKILL by the
+  SDK), then SIGTERM / 1 s / SIGKILL for any process still carrying the server's environment
+  marker — re-parented children, ``npx``/``uvx`` wrappers and SIGTERM-ignoring servers (K9).
+* Sessions belong to the event loop that started the server; calls and ``aclose()`` from
+  another running loop are forwarded to it (``run_coroutine_threadsafe``).
+
+:class:`MCPClient` holds every configured server; :meth:`MCPClient.status` (and
+:meth:`MCPServer.status`) is what ``hermes mcp list`` and state metrics read.
 """
 
 from __future__ import annotations
@@ -38,59 +42,41 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
-import re
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-import anyio
-import jsonschema
 from langchain_core.tools import BaseTool
-from langchain_mcp_adapters.client import MultiServerMCPClient
-from langchain_mcp_adapters.tools import convert_mcp_tool_to_langchain_tool
 from mcp import types
-from mcp.shared.exceptions import McpError
-from mcp.types import CONNECTION_CLOSED
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from tools.errors import ToolFailed, ToolTimeout, ToolTransportError
 from tools.mcp.config import ServerSettings, server_settings, to_connection
+from tools.mcp.results import content_to_json, result_to_json  # noqa: F401 - re-exported
+from tools.mcp.scoring import Breaker, Score
+from tools.mcp.session import (  # noqa: F401 - re-exported
+    MARKER_ENV,
+    REQUEST_ID_META,
+    Handshake,
+    MCPSession,
+    ProgressFn,
+    describe,
+)
 from tools.procs import KILL_GRACE_S, find_by_env_marker, terminate
-from tools.spec import normalize_schema
+from tools.spec import SchemaNormalizationError, normalize_schema
 
 log = logging.getLogger(__name__)
 
-#: Seconds a server gets to start and answer ``initialize`` + ``tools/list``.
+#: Seconds a session gets to start and answer ``initialize`` + ``tools/list``.
 STARTUP_TIMEOUT_S = 15.0
-#: Seconds ``aclose`` waits for the session task to leave the session before cancelling it.
+#: Attempts of one call on one server when a retry is safe (fresh session each time).
+MAX_ATTEMPTS = 3
+#: Seconds a session above the pool's min may stay idle before it is closed.
+IDLE_CLOSE_S = 120.0
+#: Kept for callers of the former single-session client.
 SHUTDOWN_TIMEOUT_S = 8.0
-#: A server that died after a good start is reconnected on its next call, at most this many
-#: times over its lifetime (each reconnect is tried RECONNECT_ATTEMPTS times).
-MAX_RECONNECTS = 3
-RECONNECT_ATTEMPTS = 2
-#: Seconds a server gets to answer ``ping`` after one of its calls timed out.
-PING_TIMEOUT_S = 2.0
-#: Seconds the client waits for ``notifications/cancelled`` to be handed to the transport.
-CANCEL_NOTIFY_TIMEOUT_S = 0.5
-#: JSON-RPC error code of a request that ran over the session's read timeout (mcp SDK: HTTP 408).
-REQUEST_TIMEOUT_CODE = 408
-#: ``_meta`` key of ``tools/call`` carrying the agent's ``request_id`` (servers may log or use it).
-REQUEST_ID_META = "hermes/request_id"
-#: Environment variable that marks every process of one stdio server (value: unique id).
-MARKER_ENV = "HERMES_MCP_SERVER_ID"
-
-_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
-    anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream,
-    ConnectionError, BrokenPipeError, EOFError, OSError,
-)
-try:  # httpx errors of the HTTP/SSE transports
-    import httpx
-
-    _TRANSPORT_ERRORS += (httpx.TransportError,)
-except ImportError:  # pragma: no cover
-    pass
 
 
 @dataclass
@@ -99,8 +85,8 @@ class MCPTool:
     normalised ``input_schema`` (K6), ``annotations`` (``readOnlyHint``, ``idempotentHint``,
     ``destructiveHint``, ``openWorldHint``, ``title``; only those the server set), ``meta``
     (the tool's ``_meta``, e.g. ``"hermes/requested_by"``), ``output_schema`` (validates
-    ``structuredContent``) and the adapter's LangChain tool (for LangChain users; calls go
-    through :meth:`MCPServer.call_tool`)."""
+    ``structuredContent``). ``lc_tool`` is kept for callers that want a LangChain tool (None here:
+    calls go through :meth:`MCPServer.call_tool`)."""
 
     name: str
     description: str
@@ -121,395 +107,436 @@ class MCPTool:
         value = self.annotations.get("idempotentHint")
         return value if isinstance(value, bool) else None
 
+    def signature(self) -> str:
+        """What makes two servers' tools the same capability: name, description, schema and
+        behaviour hints (replicas of one server list identical tools)."""
+        hints = {k: self.annotations.get(k) for k in ("readOnlyHint", "idempotentHint", "destructiveHint")}
+        return json.dumps([self.name, self.description, self.input_schema, hints], sort_keys=True, default=str)
 
-class _NotSent(Exception):
-    """The ``tools/call`` request could not be handed to the transport (it never left)."""
 
-
-@dataclass
-class _Flight:
-    """One ``tools/call`` in flight: its JSON-RPC id once the request was built."""
-
-    request_id: types.RequestId | None = None
+def tools_from_listing(server: str, listed: list[types.Tool]) -> tuple[dict[str, MCPTool], dict[str, str]]:
+    """``tools/list`` → ``({name: MCPTool}, {name: why it was skipped})``. A tool whose schema
+    cannot be normalised or is not a valid JSON Schema is skipped with a warning naming the
+    server and the tool; the others are kept."""
+    tools: dict[str, MCPTool] = {}
+    skipped: dict[str, str] = {}
+    for t in listed:
+        try:
+            schema = normalize_schema(t.inputSchema)
+        except SchemaNormalizationError as exc:
+            skipped[t.name] = f"MCP server '{server}', tool '{t.name}': skipped, unusable input schema: {exc}"
+            log.warning("%s", skipped[t.name])
+            continue
+        annotations = t.annotations.model_dump(exclude_none=True) if t.annotations is not None else {}
+        output = t.outputSchema if isinstance(t.outputSchema, dict) else None
+        tools[t.name] = MCPTool(name=t.name, description=" ".join((t.description or "").split()),
+                                input_schema=schema, annotations=annotations, meta=dict(t.meta or {}),
+                                output_schema=output)
+    return tools, skipped
 
 
 class MCPServer:
-    """One MCP server and its persistent session. ``state``: "new" → "ready" | "failed" → "closed".
+    """One MCP server and its pool of sessions (module docstring).
+
+    ``state``: "new" → "ready" (serving) | "failed" (never started, or no live session and the
+    last connect failed) | "parked" (circuit breaker open) → "closed".
 
     Args:
         name              server name from ``mcpServers``.
-        entry             its config entry (see :mod:`tools.mcp.config`); its Hermes keys
-                          (``timeoutSeconds``, ``tools``) are in :attr:`settings`.
-        startup_timeout_s bound on start + ``initialize`` + ``tools/list`` (seconds).
+        entry             its config entry (see :mod:`tools.mcp.config`); Hermes keys in
+                          :attr:`settings`.
+        startup_timeout_s bound on opening one session (process/channel + ``initialize`` +
+                          ``tools/list``), seconds.
+        media_dir         where image/audio/binary payloads of results are saved (None: not saved).
+        data_dir          where OAuth tokens are stored (``auth`` entries; None: in memory).
     Raises MCPConfigError (a ValueError naming the server and field) for a bad entry.
     """
 
-    def __init__(self, name: str, entry: dict[str, Any], *, startup_timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+    def __init__(self, name: str, entry: dict[str, Any], *, startup_timeout_s: float = STARTUP_TIMEOUT_S,
+                 media_dir: Path | None = None, data_dir: Path | None = None) -> None:
         self.name = name
         self.startup_timeout_s = startup_timeout_s
         self.connection = to_connection(name, entry)
         self.settings: ServerSettings = server_settings(name, entry)
         self.transport: str = self.connection["transport"]
         self.marker = f"{name}-{uuid.uuid4().hex}"
-        if self.transport == "stdio":
-            self.connection["env"] = {**self.connection.get("env", {}), MARKER_ENV: self.marker}
-        self._client = MultiServerMCPClient({name: self.connection})
+        self.media_dir = media_dir
+        self.data_dir = data_dir
         self.state = "new"
         self.error: str | None = None
         self.server_info: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}
         self.protocol_version: str | None = None
+        self.instructions: str | None = None
         self.tools: dict[str, MCPTool] = {}
-        self._session: Any = None
-        self._ready: asyncio.Future[None] | None = None
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock: asyncio.Lock | None = None
+        self.skipped: dict[str, str] = {}
+        self.score = Score()
+        self.breaker = Breaker(failures=self.settings.breaker_failures, cooldown_s=self.settings.breaker_cooldown_s,
+                               max_cooldown_s=self.settings.breaker_max_cooldown_s)
+        #: Sessions opened to replace ones that died (no cap).
         self.reconnects = 0
-        self._background: set[asyncio.Task[None]] = set()
+        self.handshake_s: float | None = None
+        self.tools_version = 0
+        #: Called (no arguments but the server) after the tool list changed (list_changed,
+        #: a probe that brought the server back, a restart with other tools).
+        self.on_tools_changed: Callable[["MCPServer"], Any] | None = None
+        #: Progress of calls in flight: JSON-RPC progress token → (progress, total, message).
+        self.progress: dict[str, tuple[float, float | None, str | None]] = {}
+        self.sessions: list[MCPSession] = []
+        self._opening: set[MCPSession] = set()
+        self._index = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._probe: asyncio.Task[None] | None = None
+        self._relisting: asyncio.Task[None] | None = None
+        self._closing = False
+        self._auth: Any = None
+
+    # -- status ------------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        """Pool, score and breaker of this server (for ``hermes mcp list`` and state metrics)."""
+        live = [s for s in self.sessions if s.alive]
+        return {"name": self.name, "transport": self.transport, "state": self.state, "error": self.error,
+                "protocol_version": self.protocol_version, "server_info": self.server_info,
+                "capabilities": sorted(self.capabilities), "tools": len(self.tools),
+                "skipped_tools": sorted(self.skipped), "replica_group": self.settings.replica_group,
+                "pool": {"min": self.settings.pool_min, "max": self.settings.pool_max, "live": len(live),
+                         "opening": len(self._opening), "busy": sum(1 for s in live if s.inflight),
+                         "inflight": sum(s.inflight for s in live)},
+                "reconnects": self.reconnects, "handshake_s": self.handshake_s,
+                **self.score.as_dict(), "breaker": self.breaker.as_dict()}
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
-        """Start the server and its session task; return once ``tools/list`` is known.
-        Raises ToolTransportError naming the server (bounded by ``startup_timeout_s``)."""
-        if self._task is not None:
+        """Open ``pool.min`` sessions concurrently; return once one is ready (``tools/list``
+        known). Raises ToolTransportError (``sent=False``) naming the server when none starts
+        (bounded by ``startup_timeout_s``); the breaker then probes it back on its timer."""
+        if self._loop is not None:
             raise RuntimeError(f"MCP server '{self.name}' already started")
         self._loop = asyncio.get_running_loop()
-        self._lock = asyncio.Lock()
-        await self._launch()
+        opens = [asyncio.ensure_future(self._open()) for _ in range(self.settings.pool_min)]
+        for t in opens:
+            self._track(t)
+        pending = set(opens)
+        errors: list[BaseException] = []
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for t in done:
+                if t.exception() is None:
+                    return  # the others keep opening in the background
+                errors.append(t.exception())  # type: ignore[arg-type]
+        reason = str(errors[0]) if errors else "no session"
+        self.state = "failed"
+        self.error = reason.split(": ", 1)[1] if reason.startswith(f"MCP server '{self.name}': ") else reason
+        self.breaker.trip(self.error)
+        self._schedule_probe()
+        raise errors[0] if errors and isinstance(errors[0], ToolTransportError) else ToolTransportError(
+            self.name, self.error, sent=False)
 
-    async def _launch(self) -> None:
-        assert self._loop is not None
-        ready: asyncio.Future[None] = self._loop.create_future()
-        stop = asyncio.Event()
-        self.state, self.error = "new", None
-        self._stop = stop
-        self._task = asyncio.create_task(self._own_session(ready, stop), name=f"mcp-session:{self.name}")
+    def _track(self, task: asyncio.Task[Any]) -> asyncio.Task[Any]:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # no "never retrieved" noise
+        return task
+
+    def _connection(self) -> dict[str, Any]:
+        conn = dict(self.connection)
+        if self.settings.auth and self.transport != "stdio":
+            if self._auth is None:
+                from tools.mcp.auth import oauth_provider  # imported only for servers with auth
+
+                self._auth = oauth_provider(self.name, self.connection["url"], self.settings.auth, self.data_dir)
+            conn["auth"] = self._auth
+        return conn
+
+    async def _open(self) -> MCPSession:
+        """Open one session and add it to the pool. Failures count for the breaker and raise
+        ToolTransportError (``sent=False``)."""
+        if self._closing:
+            raise ToolTransportError(self.name, "closing", sent=False)
+        self._index += 1
+        session = MCPSession(self.name, self._connection(), startup_timeout_s=self.startup_timeout_s,
+                             server_marker=self.marker, index=self._index, elicitation=self.settings.elicitation,
+                             on_notification=self._on_notification)
+        self._opening.add(session)
         try:
-            await asyncio.wait_for(asyncio.shield(ready), self.startup_timeout_s + 2.0)
-        except TimeoutError:
-            self.state, self.error = "failed", f"no answer to initialize within {self.startup_timeout_s:g} s"
-            await self._stop_session()
-            raise ToolTransportError(self.name, self.error, sent=False) from None
-        except ToolTransportError:
-            await self._stop_session()
+            hs = await session.start()
+        except ToolTransportError as exc:
+            if not self._closing:
+                self._failure(session.error or str(exc))
             raise
-
-    async def _own_session(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
-        started = time.perf_counter()
-        try:
-            with anyio.fail_after(self.startup_timeout_s) as scope:
-                async with self._client.session(self.name, auto_initialize=False) as session:
-                    init = await session.initialize()
-                    listed = await _list_tools(session)
-                    scope.deadline = math.inf  # started: no deadline while serving
-                    self._publish(session, init, listed)
-                    ready.set_result(None)
-                    log.info("MCP server %s ready (%s, %d tools, %.2f s)", self.name, self.transport,
-                             len(self.tools), time.perf_counter() - started)
-                    await stop.wait()
-        except BaseException as exc:  # noqa: BLE001 - recorded and surfaced as transport errors
-            reason = _describe(exc)
-            if isinstance(exc, TimeoutError) and not ready.done():
-                reason = f"no answer to initialize within {self.startup_timeout_s:g} s"
-            if self.state in ("new", "ready") and not stop.is_set():
-                self.error = ("failed to start: " if self.state == "new" else "connection lost: ") + reason
-                self.state = "failed"
-                # a cancelled session task is the host shutting down, not a server failure
-                (log.info if isinstance(exc, asyncio.CancelledError) else log.warning)(
-                    "MCP server %s %s", self.name, self.error)
-            if not ready.done():
-                ready.set_exception(ToolTransportError(self.name, self.error or reason, sent=False))
-                ready.exception()
-            if isinstance(exc, asyncio.CancelledError):
-                raise
         finally:
-            if self._stop is stop:
-                self._session = None
-            if not ready.done():  # clean exit before ready (stop requested)
-                ready.set_exception(ToolTransportError(self.name, "closed before it was ready", sent=False))
-                ready.exception()
+            self._opening.discard(session)
+        if self._closing:
+            await session.close()
+            raise ToolTransportError(self.name, "closing", sent=False)
+        self.sessions.append(session)
+        self._learn(hs)
+        self.breaker.success()
+        self.state, self.error = "ready", None
+        return session
 
-    def _publish(self, session: Any, init: Any, listed: list[types.Tool]) -> None:
-        self.protocol_version = str(getattr(init, "protocolVersion", "") or "") or None
-        caps = getattr(init, "capabilities", None)
-        self.capabilities = caps.model_dump(exclude_none=True) if caps is not None else {}
-        info = getattr(init, "serverInfo", None)
-        self.server_info = info.model_dump(exclude_none=True) if info is not None else {}
-        tools = {}
-        for t in listed:
-            lc_tool = convert_mcp_tool_to_langchain_tool(session, t, server_name=self.name, handle_tool_errors=False)
-            annotations = t.annotations.model_dump(exclude_none=True) if t.annotations is not None else {}
-            tools[t.name] = MCPTool(name=t.name, description=" ".join((t.description or "").split()),
-                                    input_schema=normalize_schema(t.inputSchema), lc_tool=lc_tool,
-                                    annotations=annotations, meta=dict(t.meta or {}),
-                                    output_schema=t.outputSchema if isinstance(t.outputSchema, dict) else None)
-        if self.tools and set(tools) != set(self.tools):
-            log.warning("MCP server %s changed its tool list on reconnect: %s -> %s",
-                        self.name, sorted(self.tools), sorted(tools))
-        self.tools = tools
-        self._session = session
-        self.state = "ready"
+    def _learn(self, hs: Handshake) -> None:
+        """Record a handshake; a changed tool list bumps :attr:`tools_version` and notifies."""
+        self.protocol_version, self.capabilities = hs.protocol_version, hs.capabilities
+        self.server_info, self.instructions = hs.server_info, hs.instructions
+        if self.handshake_s is None:
+            self.handshake_s = hs.seconds
+        self._set_tools(hs.tools)
 
-    async def _stop_session(self) -> None:
-        """Leave the current session (stdin closed, SIGTERM, SIGKILL by the SDK), then kill any
-        process still carrying the marker (SIGTERM, 1 s grace, SIGKILL)."""
-        self._stop.set()
-        task = self._task
-        if task is not None and not task.done():
+    def _set_tools(self, listed: list[types.Tool]) -> None:
+        tools, skipped = tools_from_listing(self.name, listed)
+        changed = self.tools_version == 0 or ({n: t.signature() for n, t in tools.items()}
+                                              != {n: t.signature() for n, t in self.tools.items()})
+        self.tools, self.skipped = tools, skipped
+        if not changed:
+            return
+        if self.tools_version:
+            log.warning("MCP server %s changed its tool list: %d tools", self.name, len(tools))
+        self.tools_version += 1
+        if self.tools_version > 1 and self.on_tools_changed is not None:
             try:
-                await asyncio.wait_for(asyncio.shield(task), SHUTDOWN_TIMEOUT_S)
-            except TimeoutError:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-            except BaseException:  # noqa: BLE001 - the task's own failure is already recorded
-                pass
-        self._session = None
-        if self.transport == "stdio":
-            await asyncio.to_thread(self.kill_leftovers)
+                self.on_tools_changed(self)
+            except Exception:  # noqa: BLE001
+                log.exception("MCP server %s: re-registering its tools failed", self.name)
+
+    def _failure(self, reason: str) -> None:
+        if self.breaker.failure(reason):
+            log.warning("MCP server %s parked by its circuit breaker after %d failures in a row (%s); "
+                        "probing again in %.1f s", self.name, self.breaker.consecutive, reason,
+                        self.breaker.current_cooldown_s)
+            self.state, self.error = "parked", reason
+            self._schedule_probe()
+        elif not any(s.alive for s in self.sessions):
+            self.state, self.error = ("failed" if self.state != "parked" else "parked"), reason
+
+    def _schedule_probe(self) -> None:
+        if self._closing or (self._probe is not None and not self._probe.done()):
+            return
+        self._probe = self._track(asyncio.ensure_future(self._probe_loop()))
+
+    async def _probe_loop(self) -> None:
+        """Wait out the cooldown, then try a new session; repeat (backing off) until one opens."""
+        while not self._closing and self.breaker.state == "open":
+            await asyncio.sleep(max(0.05, self.breaker.probe_due_in()))
+            if self._closing:
+                return
+            self.breaker.state = "half_open"
+            first = self.tools_version == 0
+            try:
+                await self._open()
+            except ToolTransportError as exc:
+                log.info("MCP server %s: probe failed (%s); next in %.1f s", self.name, exc,
+                         self.breaker.current_cooldown_s)
+                continue
+            log.info("MCP server %s is back (probe succeeded)", self.name)
+            if first and self.on_tools_changed is not None:  # it never started before: register
+                self.on_tools_changed(self)
+            self._refill()
+            return
+
+    def _refill(self) -> None:
+        """Open sessions in the background until the pool has its min (unless parked/closing)."""
+        if self._closing or self.breaker.parked:
+            return
+        missing = self.settings.pool_min - len([s for s in self.sessions if s.alive]) - len(self._opening)
+        for _ in range(max(0, missing)):
+            self._track(asyncio.ensure_future(self._open()))
+
+    def _retire(self, session: MCPSession) -> None:
+        """Drop a dead (or surplus) session from the pool; its processes are killed in the background."""
+        if session in self.sessions:
+            self.sessions.remove(session)
+            if session.state != "closed":
+                self._track(asyncio.ensure_future(session.close()))
+            if not self._closing and session.state == "failed":
+                self.reconnects += 1
+                if not any(s.alive for s in self.sessions) and self.state == "ready":
+                    self.state, self.error = "failed", session.error
+
+    def _prune(self) -> None:
+        for s in list(self.sessions):
+            if not s.alive:
+                self._retire(s)
+        now = time.monotonic()
+        idle = [s for s in self.sessions if s.alive and s.inflight == 0 and now - s.last_used > IDLE_CLOSE_S]
+        extra = len([s for s in self.sessions if s.alive]) - self.settings.pool_min
+        for s in idle[:max(0, extra)]:
+            self.sessions.remove(s)
+            self._track(asyncio.ensure_future(s.close()))
+
+    async def _acquire(self) -> MCPSession:
+        """A live session for one call (module docstring). Raises ToolTransportError
+        (``sent=False``) when the server is parked or no session can be opened."""
+        self._prune()
+        if self.breaker.parked:
+            raise ToolTransportError(self.name, f"parked by its circuit breaker after {self.breaker.consecutive} "
+                                                f"failures in a row ({self.breaker.last_error}); next probe in "
+                                                f"{self.breaker.probe_due_in():.1f} s", sent=False)
+        live = [s for s in self.sessions if s.alive]
+        idle = [s for s in live if s.inflight == 0]
+        if idle:
+            chosen = max(idle, key=lambda s: s.last_used)
+        elif not live or len(live) + len(self._opening) < self.settings.pool_max:
+            try:
+                chosen = await self._open()
+            except ToolTransportError:
+                live = [s for s in self.sessions if s.alive]
+                if not live:
+                    raise
+                chosen = min(live, key=lambda s: s.inflight)
+        else:
+            chosen = min(live, key=lambda s: s.inflight)
+        self._refill()
+        return chosen
 
     async def reconnect(self) -> None:
-        """Replace the session with a fresh one (new process for stdio): the old one is shut
-        down first, with no process left behind (K9). Tried ``RECONNECT_ATTEMPTS`` times
-        (tenacity, short backoff); raises ToolTransportError naming the server if all fail."""
+        """Replace every session with fresh ones (new processes for stdio; the old ones are shut
+        down first, nothing left behind, K9). Raises ToolTransportError naming the server if no
+        new session opens."""
         if self._loop is not None and self._loop is not asyncio.get_running_loop():
             return await _on_loop(self.name, self._loop, self.reconnect())
-        if self.state == "closed" or self._task is None:
+        if self._closing or self._loop is None:
             raise ToolTransportError(self.name, f"cannot reconnect a server that is {self.state}", sent=False)
-        self.reconnects += 1
-        await self._stop_session()
-        async for attempt in AsyncRetrying(stop=stop_after_attempt(RECONNECT_ATTEMPTS),
-                                           wait=wait_exponential(multiplier=0.2, max=2.0),
-                                           retry=retry_if_exception_type(ToolTransportError), reraise=True):
-            with attempt:
-                await self._launch()
+        old, self.sessions = list(self.sessions), []
+        await asyncio.gather(*(s.close() for s in old), return_exceptions=True)
+        self.reconnects += len(old)
+        self.breaker.success()
+        await self._open()
+        self._refill()
         log.info("MCP server %s reconnected (%d)", self.name, self.reconnects)
 
-    async def _ensure_connected(self) -> None:
-        """Reconnect a server that died after a good start, at most MAX_RECONNECTS times."""
-        if self.state != "failed" or self.reconnects >= MAX_RECONNECTS:
-            return
-        async with self._lock:
-            if self.state == "failed":
-                try:
-                    await self.reconnect()
-                except ToolTransportError as exc:
-                    self.state, self.error = "failed", f"reconnect failed: {exc}"
-
     async def aclose(self) -> None:
-        """Leave the session (shutdown sequence) and kill any leftover process of the server.
-        Idempotent."""
+        """Close every session and kill any leftover process of the server. Idempotent."""
         if self.state == "closed":
             return
         if self._loop is not None and self._loop is not asyncio.get_running_loop():
             await _on_loop(self.name, self._loop, self.aclose())
             return
-        if self._background:  # cancellation notices still being sent (bounded)
-            await asyncio.gather(*self._background, return_exceptions=True)
-        await self._stop_session()
+        self._closing = True
+        for t in list(self._tasks):
+            if t is self._probe or t is self._relisting:
+                t.cancel()
+        sessions = list(self.sessions) + list(self._opening)
+        self.sessions = []
+        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=SHUTDOWN_TIMEOUT_S)
+        if self.transport == "stdio":
+            await asyncio.to_thread(self.kill_leftovers)
         self.state = "closed"
 
     def pids(self) -> list[int]:
-        """PIDs of every live process of this stdio server (found by its env marker). Blocking."""
+        """PIDs of every live process of this stdio server, all sessions (env marker). Blocking."""
         if self.transport != "stdio":
             return []
         return sorted(p.pid for p in find_by_env_marker(MARKER_ENV, self.marker))
 
     def kill_leftovers(self, grace_s: float = KILL_GRACE_S) -> list[int]:
-        """SIGTERM / grace / SIGKILL every process still carrying the marker. Blocking."""
+        """SIGTERM / grace / SIGKILL every process still carrying the server's marker. Blocking."""
         procs = find_by_env_marker(MARKER_ENV, self.marker)
         if procs:
             log.warning("MCP server %s left %d process(es) after shutdown; killing %s",
                         self.name, len(procs), [p.pid for p in procs])
         return terminate(procs, grace_s)
 
-    # -- calls -------------------------------------------------------------------------------
-    def _lost(self, session: Any, reason: str, *, sent: bool = True) -> ToolTransportError:
-        """Mark the session dead (the next call reconnects) and return the error to raise."""
-        if self._session is session and self.state == "ready":
-            self.state, self.error = "failed", f"connection lost: {reason}"
-            log.warning("MCP server %s %s", self.name, self.error)
-        return ToolTransportError(self.name, reason, sent=sent)
+    # -- notifications -----------------------------------------------------------------------
+    def _on_notification(self, session: MCPSession, note: Any) -> Any:
+        if isinstance(note, types.ToolListChangedNotification):
+            if self._relisting is None or self._relisting.done():
+                self._relisting = self._track(asyncio.ensure_future(self._relist(session)))
+        elif isinstance(note, types.LoggingMessageNotification):
+            log.debug("MCP server %s log (%s): %s", self.name, note.params.level, note.params.data)
+        return None
 
-    async def _alive(self) -> bool:
-        """After a call timeout: does the server still answer ``ping`` within PING_TIMEOUT_S?
-        If not it is marked failed, so later calls fail at once instead of timing out (K8c:
-        a streamable-HTTP server that died mid-call leaves the request pending forever)."""
-        session = self._session
-        if session is None:
-            return False
+    async def _relist(self, session: MCPSession) -> None:
         try:
-            await asyncio.wait_for(session.send_ping(), PING_TIMEOUT_S)
-            return True
-        except Exception as exc:  # noqa: BLE001 - any failure to answer means dead
-            if self.state == "ready":
-                self.state, self.error = "failed", f"no answer to ping ({_describe(exc) or 'timeout'})"
-                log.warning("MCP server %s %s", self.name, self.error)
-            return False
-
-    async def _send_cancelled(self, session: Any, flight: _Flight, reason: str) -> bool:
-        """Send ``notifications/cancelled`` for the request of ``flight`` (best effort, bounded
-        by CANCEL_NOTIFY_TIMEOUT_S). Returns True when it was handed to the transport."""
-        if flight.request_id is None:
-            return False  # the request was never built, so never sent
-        note = types.ClientNotification(types.CancelledNotification(
-            params=types.CancelledNotificationParams(requestId=flight.request_id, reason=reason)))
-        try:
-            await asyncio.wait_for(session.send_notification(note), CANCEL_NOTIFY_TIMEOUT_S)
-        except Exception as exc:  # noqa: BLE001 - the channel may be gone; nothing else to do
-            log.info("MCP server %s: could not send notifications/cancelled for request %s: %s",
-                     self.name, flight.request_id, _describe(exc) or "timeout")
-            return False
-        log.info("MCP server %s: sent notifications/cancelled for request %s (%s)",
-                 self.name, flight.request_id, reason)
-        return True
-
-    def _cancel_in_background(self, session: Any, flight: _Flight, reason: str) -> None:
-        """The caller was cancelled mid-call: notify the server from a task of our own."""
-        if flight.request_id is None:
+            listed = await session.list_tools()
+        except Exception as exc:  # noqa: BLE001 - the next session's handshake lists again
+            log.warning("MCP server %s: tools/list after list_changed failed: %s", self.name, describe(exc))
             return
-        task = asyncio.get_running_loop().create_task(self._send_cancelled(session, flight, reason))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        log.info("MCP server %s: tools/list_changed → %d tools", self.name, len(listed))
+        self._set_tools(listed)
 
-    async def call_tool(self, tool: str, args: dict[str, Any], *, timeout_s: float, request_id: str = "") -> Any:
-        """``tools/call`` over the persistent session; returns the result content as JSON/text.
-        The request goes out at most once: a failed call is never replayed here.
+    # -- calls -------------------------------------------------------------------------------
+    async def call_tool(self, tool: str, args: dict[str, Any], *, timeout_s: float,
+                        max_timeout_s: float | None = None, request_id: str = "", retry_safe: bool = False,
+                        local_retry: bool = True, on_progress: ProgressFn | None = None) -> Any:
+        """``tools/call`` on a pooled session; returns the result as JSON/text
+        (:func:`tools.mcp.results.result_to_json`).
 
-        Raises ToolFailed with the server's text for an ``isError`` result (K7), a JSON-RPC
-        error or a result that breaks the tool's output schema; ToolTimeout after ``timeout_s``
-        seconds (``notifications/cancelled`` sent for the request first); ToolTransportError
-        when the server is not connected (``sent=False``), the write to the transport failed
-        (``sent=False``) or the channel failed after the request left (``sent=True``) (K8).
-        ``request_id`` goes to the server in the request's ``_meta`` (``hermes/request_id``).
+        ``timeout_s``: answer timeout (no answer and no progress); ``max_timeout_s``: hard limit
+        while progress arrives (default ``timeout_s``). ``retry_safe``: the tool may be repeated
+        (read-only or idempotent); with ``local_retry`` such a call that lost its session is
+        repeated on a fresh one. Requests known not to have run are always retried (up to
+        MAX_ATTEMPTS sessions).
+
+        Raises ToolFailed (``isError`` result with its text and structured payload, JSON-RPC
+        error, output-schema mismatch), ToolTimeout (cancellation sent), ToolTransportError
+        (``sent=False`` when the request never ran: parked, not connected, not written, session
+        terminated; ``sent=True`` when it may have run).
         """
         if self._loop is not None and self._loop is not asyncio.get_running_loop():
-            # Called from another event loop (e.g. a server running graphs on isolated loops):
-            # the session belongs to the loop that started it, so the call runs there.
-            return await _on_loop(self.name, self._loop,
-                                  self.call_tool(tool, args, timeout_s=timeout_s, request_id=request_id))
-        await self._ensure_connected()
-        if self.state != "ready" or self._session is None or self._task is None or self._task.done():
+            return await _on_loop(self.name, self._loop, self.call_tool(
+                tool, args, timeout_s=timeout_s, max_timeout_s=max_timeout_s, request_id=request_id,
+                retry_safe=retry_safe, local_retry=local_retry, on_progress=on_progress))
+        if self._closing or self._loop is None:
             raise ToolTransportError(self.name, f"not connected ({self.error or self.state})", sent=False)
-        session, owner = self._session, self._task
         mcp_tool = self.tools.get(tool)
-        if mcp_tool is None:
+        if mcp_tool is None and self.tools_version:
             raise ToolFailed(f"MCP server '{self.name}' has no tool {tool!r}")
-        flight = _Flight()
-        call = asyncio.ensure_future(_send_call(session, tool, args, request_id, flight))
-        try:
-            done, _ = await asyncio.wait({call, owner}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:  # the caller gave up (outer timeout, run cancelled): tell the server
-            call.cancel()
-            self._cancel_in_background(session, flight, "the client cancelled the call")
-            raise
-        if call not in done:
-            call.cancel()
-            await asyncio.gather(call, return_exceptions=True)
-            if not call.cancelled() and isinstance(call.exception(), _NotSent):
-                raise self._lost(session, f"{tool} could not be sent: {_describe(call.exception())}",
-                                 sent=False) from None
-            if owner in done:
-                raise ToolTransportError(self.name, f"connection lost during {tool} ({self.error or 'session ended'})")
-            return await self._timed_out(session, flight, tool, timeout_s)
-        try:
-            result = call.result()
-        except _NotSent as exc:
-            raise self._lost(session, f"{tool} could not be sent: {_describe(exc)}", sent=False) from None
-        except McpError as exc:
-            if exc.error.code == CONNECTION_CLOSED:
-                raise self._lost(session, f"connection closed during {tool}") from None
-            if exc.error.code == REQUEST_TIMEOUT_CODE:  # a session read timeout of the SDK
-                return await self._timed_out(session, flight, tool, timeout_s)
-            raise ToolFailed(f"MCP error {exc.error.code}: {exc.error.message}") from None
-        except _TRANSPORT_ERRORS as exc:
-            raise self._lost(session, f"{tool} failed in transport: {_describe(exc)}") from None
-        return result_to_json(result, mcp_tool.output_schema)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                session = await self._acquire()
+            except ToolTransportError:
+                if self.tools_version == 0 and not self.breaker.parked:
+                    self.state = "failed"
+                raise
+            if mcp_tool is None:  # the first handshake just happened
+                mcp_tool = self.tools.get(tool)
+                if mcp_tool is None:
+                    raise ToolFailed(f"MCP server '{self.name}' has no tool {tool!r}")
+            t0 = time.perf_counter()
+            try:
+                raw = await session.call(tool, args, answer_timeout_s=timeout_s, hard_timeout_s=max_timeout_s,
+                                         request_id=request_id, on_progress=on_progress or self._progress_logger(tool))
+            except ToolTransportError as exc:
+                self.score.update(time.perf_counter() - t0, False)
+                self._failure(str(exc))
+                self._retire(session)
+                if attempt < MAX_ATTEMPTS and not self.breaker.parked and (
+                        not exc.sent or (retry_safe and local_retry)):
+                    log.info("MCP server %s: retrying %s on a fresh session (%s)", self.name, tool,
+                             "not run" if not exc.sent else "retry-safe tool")
+                    continue
+                raise
+            except ToolTimeout:
+                self.score.update(time.perf_counter() - t0, False)
+                raise
+            except ToolFailed:
+                self.score.update(time.perf_counter() - t0, True)
+                self.breaker.success()
+                raise
+            self.score.update(time.perf_counter() - t0, True)
+            self.breaker.success()
+            if self.state == "failed":
+                self.state, self.error = "ready", None
+            if self.media_dir is not None and any(getattr(b, "type", "") in ("image", "audio", "resource")
+                                                  for b in raw.content or []):
+                return await asyncio.to_thread(result_to_json, raw, mcp_tool.output_schema, self.media_dir)
+            return result_to_json(raw, mcp_tool.output_schema, None)
 
-    async def _timed_out(self, session: Any, flight: _Flight, tool: str, timeout_s: float) -> Any:
-        """The call ran over ``timeout_s``: send ``notifications/cancelled``, then check the server
-        answers ``ping``. Raises ToolTimeout, or ToolTransportError (sent) if it is dead."""
-        notified = await self._send_cancelled(session, flight, f"timed out after {timeout_s:g} s")
-        if not await self._alive():
-            raise ToolTransportError(self.name, f"no answer to {tool} within {timeout_s:g} s and no answer "
-                                                f"to ping: server considered dead")
-        raise ToolTimeout(f"{tool} on MCP server '{self.name}' gave no answer within {timeout_s:g} s "
-                          f"({'cancellation sent' if notified else 'cancellation could not be sent'})")
+    def _progress_logger(self, tool: str) -> ProgressFn:
+        key = f"{tool}:{uuid.uuid4().hex[:6]}"
 
+        def report(progress: float, total: float | None, message: str | None) -> None:
+            self.progress[key] = (progress, total, message)
+            log.info("MCP server %s: %s progress %g%s%s", self.name, tool, progress,
+                     f"/{total:g}" if total else "", f" ({message})" if message else "")
 
-async def _send_call(session: Any, tool: str, args: dict[str, Any], request_id: str, flight: _Flight) -> Any:
-    """Send one ``tools/call`` and return its ``CallToolResult``; records the JSON-RPC id in
-    ``flight``. Raises _NotSent when the request could not be handed to the transport."""
-    meta = types.RequestParams.Meta(**{REQUEST_ID_META: request_id}) if request_id else None
-    request = types.ClientRequest(types.CallToolRequest(
-        params=types.CallToolRequestParams(name=tool, arguments=args, _meta=meta)))
-    # BaseSession.send_request takes ``_request_id`` as this request's id before its first
-    # await; read here with no await in between, it is exactly that id (even with concurrent
-    # calls on the session).
-    flight.request_id = getattr(session, "_request_id", None)
-    try:
-        return await session.send_request(request, types.CallToolResult)
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
-        # Only the write to the transport raises these in send_request (the response stream
-        # is its own): the request never left the client.
-        raise _NotSent(_describe(exc)) from exc
-
-
-async def _list_tools(session: Any) -> list[types.Tool]:
-    """Every tool of ``tools/list`` (following ``nextCursor``, at most 1000 pages)."""
-    tools: list[types.Tool] = []
-    cursor: str | None = None
-    for _ in range(1000):
-        page = await session.list_tools(cursor=cursor)
-        tools.extend(page.tools or [])
-        cursor = page.nextCursor
-        if not cursor:
-            return tools
-    raise RuntimeError("tools/list returned more than 1000 pages")
-
-
-def result_to_json(result: types.CallToolResult, output_schema: dict[str, Any] | None = None) -> Any:
-    """A ``CallToolResult`` → JSON-able value (:func:`content_to_json` of its content blocks).
-    Raises ToolFailed for an ``isError`` result (K7, with the server's text) or structured
-    content that breaks the tool's ``output_schema`` (the check ``ClientSession.call_tool``
-    makes)."""
-    blocks = [_block(b) for b in result.content or []]
-    if result.isError:
-        text = "\n".join(b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text")
-        raise ToolFailed(text or "MCP tool reported an error")
-    if output_schema is not None:
-        if result.structuredContent is None:
-            raise ToolFailed("the tool has an output schema but returned no structured content")
-        try:
-            jsonschema.validate(result.structuredContent, output_schema)
-        except jsonschema.ValidationError as exc:
-            raise ToolFailed(f"structured content does not match the tool's output schema: {exc.message}") from None
-        except jsonschema.SchemaError:
-            log.warning("ignoring an invalid output schema of an MCP tool")
-    artifact = {"structured_content": result.structuredContent} if result.structuredContent is not None else None
-    return content_to_json(blocks, artifact)
-
-
-def _block(b: Any) -> Any:
-    """One MCP content block → the LangChain-style dict :func:`content_to_json` reads."""
-    kind = getattr(b, "type", None)
-    if kind == "text":
-        return {"type": "text", "text": b.text}
-    if kind in ("image", "audio"):
-        return {"type": kind, "base64": b.data, "mime_type": b.mimeType}
-    if kind == "resource_link":
-        mime = b.mimeType or None
-        return {"type": "image" if mime and mime.startswith("image/") else "file", "url": str(b.uri),
-                "mime_type": mime, "name": b.name}
-    if kind == "resource":
-        res = b.resource
-        if isinstance(res, types.TextResourceContents):
-            return {"type": "text", "text": res.text}
-        mime = getattr(res, "mimeType", None) or None
-        return {"type": "image" if mime and mime.startswith("image/") else "file",
-                "base64": getattr(res, "blob", ""), "mime_type": mime, "url": str(res.uri)}
-    return b.model_dump(mode="json", exclude_none=True) if hasattr(b, "model_dump") else str(b)
+        return report
 
 
 async def _on_loop(server: str, loop: asyncio.AbstractEventLoop, coro: Any) -> Any:
@@ -520,62 +547,73 @@ async def _on_loop(server: str, loop: asyncio.AbstractEventLoop, coro: Any) -> A
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
 
 
-def content_to_json(content: Any, artifact: Any = None) -> Any:
-    """MCP result content blocks → JSON-able value: one text block that parses as JSON → that
-    value; one text block → the string; several → a list (text blocks as strings/JSON, other
-    blocks as dicts without base64 payloads). Falls back to ``structuredContent``."""
-    if isinstance(content, str):
-        return _maybe_json(content)
-    blocks = content if isinstance(content, list) else [content]
-    out: list[Any] = []
-    for b in blocks:
-        if isinstance(b, dict) and b.get("type") == "text":
-            out.append(_maybe_json(b.get("text", "")))
-        elif isinstance(b, str):
-            out.append(_maybe_json(b))
-        elif isinstance(b, dict):
-            out.append({k: (f"<{len(v)} base64 chars>" if k == "base64" else v)
-                        for k, v in b.items() if k != "id"})
-        else:
-            out.append(str(b))
-    if not out and isinstance(artifact, dict) and artifact.get("structured_content") is not None:
-        return artifact["structured_content"]
-    return out[0] if len(out) == 1 else out
+@dataclass
+class Replica:
+    """One server's copy of a logical tool: the server, the tool's name there, its timeouts."""
+
+    server: MCPServer
+    tool: str
+    timeout_s: float
+    max_timeout_s: float
 
 
-_JSON_SCALAR = re.compile(r'^(-?\d+(\.\d+)?([eE][+-]?\d+)?|true|false|null)$')
+def ranked(replicas: list[Replica]) -> list[Replica]:
+    """Best first: serving servers before failed ones before parked ones, then by score."""
+    order = {"ready": 0, "new": 1, "failed": 2, "parked": 3, "closed": 4}
+    return sorted(replicas, key=lambda r: (order.get(r.server.state, 2), -r.server.score.value))
 
 
-def _maybe_json(text: str) -> Any:
-    s = text.strip()
-    if s[:1] in ("{", "[") or _JSON_SCALAR.match(s):
+async def call_replicas(replicas: list[Replica], args: dict[str, Any], *, request_id: str,
+                        retry_safe: bool) -> Any:
+    """Call a logical tool: the best-scored healthy replica first; a crash or a timeout moves on
+    to the next one — only when that is safe: the request never ran there (``sent=False``), or
+    the tool is ``retry_safe``. A side-effect call that may have run is never sent elsewhere
+    (its error is raised as is: the registry reports the outcome as unknown). A tool error
+    (``isError``) is an answer and is raised, not failed over."""
+    order = ranked(replicas)
+    errors: list[tuple[str, Exception]] = []
+    for i, rep in enumerate(order):
+        last = i == len(order) - 1
         try:
-            return json.loads(s)
-        except json.JSONDecodeError:
-            pass
-    return text
-
-
-def _describe(exc: BaseException) -> str:
-    """Readable text of an exception, unwrapping anyio/asyncio exception groups."""
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(e) for e in exc.exceptions)
-    if isinstance(exc, McpError):
-        return exc.error.message
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+            return await rep.server.call_tool(rep.tool, args, timeout_s=rep.timeout_s,
+                                              max_timeout_s=rep.max_timeout_s, request_id=request_id,
+                                              retry_safe=retry_safe, local_retry=last)
+        except ToolTransportError as exc:
+            if exc.sent and not retry_safe:
+                raise
+            errors.append((rep.server.name, exc))
+        except ToolTimeout as exc:
+            if not retry_safe or last:
+                if not errors:
+                    raise
+                errors.append((rep.server.name, exc))
+                break
+            errors.append((rep.server.name, exc))
+        if not last:
+            log.info("MCP tool %s: %s failed (%s); failing over to %s", rep.tool, rep.server.name,
+                     errors[-1][1], order[i + 1].server.name)
+    if len(errors) == 1:
+        raise errors[0][1]
+    names = "+".join(r.server.name for r in order)
+    text = "; ".join(f"{n}: {e}" for n, e in errors)
+    if all(isinstance(e, ToolTimeout) for _, e in errors):
+        raise ToolTimeout(f"every replica timed out ({text})")
+    sent = any(getattr(e, "sent", True) for _, e in errors)
+    raise ToolTransportError(names, f"all {len(order)} replicas failed: {text}", sent=sent)
 
 
 class MCPClient:
     """All configured MCP servers: ``{name: MCPServer}``. ``start()`` starts them concurrently;
     a server that fails is recorded in :attr:`failed` (name → reason) and the others work."""
 
-    def __init__(self, servers: dict[str, dict[str, Any]], *, startup_timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+    def __init__(self, servers: dict[str, dict[str, Any]], *, startup_timeout_s: float = STARTUP_TIMEOUT_S,
+                 media_dir: Path | None = None, data_dir: Path | None = None) -> None:
         self.servers: dict[str, MCPServer] = {}
         self.failed: dict[str, str] = {}
         for name, entry in servers.items():
             try:
-                self.servers[name] = MCPServer(name, entry, startup_timeout_s=startup_timeout_s)
+                self.servers[name] = MCPServer(name, entry, startup_timeout_s=startup_timeout_s,
+                                               media_dir=media_dir, data_dir=data_dir)
             except ValueError as exc:
                 self.failed[name] = str(exc)
 
@@ -589,8 +627,14 @@ class MCPClient:
         return self.failed
 
     def ready(self) -> list[MCPServer]:
-        """Servers whose session is up, in config order."""
-        return [s for s in self.servers.values() if s.state == "ready"]
+        """Servers that have started (listed their tools), in config order."""
+        return [s for s in self.servers.values() if s.tools_version > 0 and s.state != "closed"]
+
+    def status(self) -> list[dict[str, Any]]:
+        """:meth:`MCPServer.status` of every server, config order (failed configs included)."""
+        out = [s.status() for s in self.servers.values()]
+        out += [{"name": n, "state": "invalid", "error": e} for n, e in self.failed.items() if n not in self.servers]
+        return out
 
     async def aclose(self) -> None:
         """Close every server (concurrently); idempotent."""

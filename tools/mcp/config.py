@@ -18,7 +18,23 @@ Hermes keys of an entry (all optional; :func:`server_settings` validates them)::
         "idempotent": true,         overrides idempotentHint (safe to repeat: retries allowed)
         "requested_by": ["regex"],  request clauses that ask for the tool (ToolSpec.requested_by)
         "artifact_field": "url",    result field naming what the call produced
-        "timeout_s": 60}}           (or "timeoutSeconds") this tool's per-call timeout
+        "timeout_s": 60,            (or "timeoutSeconds") this tool's answer timeout
+        "max_timeout_s": 600}},     (or "maxTimeoutSeconds") this tool's hard limit
+    "maxTimeoutSeconds": 120        (or "max_timeout_s") hard limit of a call that keeps reporting
+                                    progress (default: max(answer timeout, 30 s)); the answer
+                                    timeout ends a call that neither answers nor reports progress
+    "pool": {"min": 2, "max": 10}   live sessions kept for the server (default 2..10; the bundled
+                                    team-chat server 1..4)
+    "replicaGroup": "search"        servers of one group serve the same tools: one logical tool
+                                    each, calls go to the best-scored healthy replica
+    "breaker": {"failures": 3, "cooldownSeconds": 5, "maxCooldownSeconds": 60}
+                                    circuit breaker: that many failures in a row park the server;
+                                    it is probed back after the cooldown (doubling up to the max)
+    "elicitation": "decline"        answer to elicitation/create: "decline" (default, capability
+                                    not advertised) or "defaults" (accept with the schema defaults)
+    "auth": {"type": "oauth", "scopes": [...], "clientId": ..., "clientSecret": ...,
+             "redirectUri": "http://127.0.0.1:33418/callback"}   OAuth 2.1 (HTTP servers only)
+    "enabled": false                leave the server out
 
 The config wins over what the server says about its tools (annotations, ``_meta``).
 """
@@ -103,15 +119,34 @@ class ToolOverride:
     requested_by: tuple[str, ...] | None = None
     artifact_field: str | None = None
     timeout_s: float | None = None
+    max_timeout_s: float | None = None
+
+
+#: Pool bounds of a server without a ``pool`` entry (seed: min 2, max 10 live sessions).
+POOL_MIN, POOL_MAX = 2, 10
+#: Circuit breaker defaults: failures in a row that park a server, first and longest cooldown (s).
+BREAKER_FAILURES, BREAKER_COOLDOWN_S, BREAKER_MAX_COOLDOWN_S = 3, 5.0, 60.0
+ELICITATION_MODES = ("decline", "defaults")
 
 
 @dataclass(frozen=True)
 class ServerSettings:
-    """Hermes settings of one ``mcpServers`` entry: ``timeout_s`` (None = the toolbox default)
-    and ``tools`` (tool name as the server lists it → :class:`ToolOverride`)."""
+    """Hermes settings of one ``mcpServers`` entry: ``timeout_s`` (answer timeout; None = the
+    toolbox default), ``max_timeout_s`` (hard limit; None = max(answer timeout, 30 s)),
+    ``tools`` (tool name as the server lists it → :class:`ToolOverride`), pool bounds,
+    ``replica_group``, circuit-breaker settings, elicitation mode and ``auth`` (see module doc)."""
 
     timeout_s: float | None = None
     tools: dict[str, ToolOverride] = field(default_factory=dict)
+    max_timeout_s: float | None = None
+    pool_min: int = POOL_MIN
+    pool_max: int = POOL_MAX
+    replica_group: str | None = None
+    breaker_failures: int = BREAKER_FAILURES
+    breaker_cooldown_s: float = BREAKER_COOLDOWN_S
+    breaker_max_cooldown_s: float = BREAKER_MAX_COOLDOWN_S
+    elicitation: str = "decline"
+    auth: dict[str, Any] | None = None
 
 
 #: ``_meta`` keys of an MCP tool that carry Hermes metadata (set by the server).
@@ -119,7 +154,8 @@ META_REQUESTED_BY = "hermes/requested_by"      # list of regular expressions (To
 META_ARTIFACT_FIELD = "hermes/artifact_field"  # result field naming what the call produced
 
 #: Keys of a ``tools.<name>`` override (``timeoutSeconds`` is accepted for ``timeout_s``).
-TOOL_OVERRIDE_KEYS = ("side_effect", "idempotent", "requested_by", "artifact_field", "timeout_s", "timeoutSeconds")
+TOOL_OVERRIDE_KEYS = ("side_effect", "idempotent", "requested_by", "artifact_field", "timeout_s", "timeoutSeconds",
+                      "max_timeout_s", "maxTimeoutSeconds")
 
 
 def server_settings(name: str, entry: dict[str, Any]) -> ServerSettings:
@@ -129,9 +165,11 @@ def server_settings(name: str, entry: dict[str, Any]) -> ServerSettings:
         raise MCPConfigError(f"MCP server '{name}': entry must be an object")
     where = f"MCP server '{name}'"
     timeout = _timeout(where, entry)
+    common = dict(timeout_s=timeout, max_timeout_s=_timeout(where, entry, keys=_MAX_KEYS), **_pool(where, entry),
+                  **_breaker(where, entry), **_misc(where, entry))
     tools_cfg = entry.get("tools")
     if tools_cfg is None:
-        return ServerSettings(timeout_s=timeout)
+        return ServerSettings(**common)
     if not isinstance(tools_cfg, dict):
         raise MCPConfigError(f"{where}: 'tools' must be an object {{tool name: {{...}}}}, "
                              f"got {type(tools_cfg).__name__}")
@@ -155,8 +193,75 @@ def server_settings(name: str, entry: dict[str, Any]) -> ServerSettings:
             raise MCPConfigError(f"{where}: '{field_}.artifact_field' must be a non-empty string, got {artifact!r}")
         tools[str(tool)] = ToolOverride(side_effect=cfg.get("side_effect"), idempotent=cfg.get("idempotent"),
                                         requested_by=requested, artifact_field=artifact,
-                                        timeout_s=_timeout(where, cfg, prefix=f"{field_}."))
-    return ServerSettings(timeout_s=timeout, tools=tools)
+                                        timeout_s=_timeout(where, cfg, prefix=f"{field_}."),
+                                        max_timeout_s=_timeout(where, cfg, prefix=f"{field_}.", keys=_MAX_KEYS))
+    return ServerSettings(tools=tools, **common)
+
+
+_MAX_KEYS = ("maxTimeoutSeconds", "max_timeout_s")
+
+
+def _int(where: str, key: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise MCPConfigError(f"{where}: '{key}' must be an integer {low}-{high}, got {value!r}")
+    return value
+
+
+def _pool(where: str, entry: dict[str, Any]) -> dict[str, Any]:
+    pool = entry.get("pool")
+    if pool is None:
+        return {}
+    if not isinstance(pool, dict) or set(pool) - {"min", "max"}:
+        raise MCPConfigError(f"{where}: 'pool' must be an object {{\"min\": n, \"max\": m}}, got {pool!r}")
+    low = _int(where, "pool.min", pool.get("min", min(POOL_MIN, pool.get("max", POOL_MIN))), 1, 100)
+    high = _int(where, "pool.max", pool.get("max", max(POOL_MAX, low)), 1, 100)
+    if high < low:
+        raise MCPConfigError(f"{where}: 'pool.max' ({high}) is below 'pool.min' ({low})")
+    return {"pool_min": low, "pool_max": high}
+
+
+def _breaker(where: str, entry: dict[str, Any]) -> dict[str, Any]:
+    cfg = entry.get("breaker")
+    if cfg is None:
+        return {}
+    known = {"failures", "cooldownSeconds", "maxCooldownSeconds"}
+    if not isinstance(cfg, dict) or set(cfg) - known:
+        raise MCPConfigError(f"{where}: 'breaker' must be an object with keys {sorted(known)}, got {cfg!r}")
+    out: dict[str, Any] = {}
+    if "failures" in cfg:
+        out["breaker_failures"] = _int(where, "breaker.failures", cfg["failures"], 1, 1000)
+    for key, attr in (("cooldownSeconds", "breaker_cooldown_s"), ("maxCooldownSeconds", "breaker_max_cooldown_s")):
+        if key in cfg:
+            out[attr] = _timeout(where, cfg, prefix="breaker.", keys=(key,))
+    if out.get("breaker_max_cooldown_s", BREAKER_MAX_COOLDOWN_S) < out.get("breaker_cooldown_s", BREAKER_COOLDOWN_S):
+        out["breaker_max_cooldown_s"] = out.get("breaker_cooldown_s", BREAKER_COOLDOWN_S)
+    return out
+
+
+def _misc(where: str, entry: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    group = entry.get("replicaGroup", entry.get("replica_group"))
+    if group is not None:
+        if not (isinstance(group, str) and SERVER_NAME_RE.match(group)):
+            raise MCPConfigError(f"{where}: 'replicaGroup' must be a name matching {SERVER_NAME_RE.pattern}, "
+                                 f"got {group!r}")
+        out["replica_group"] = group
+    mode = entry.get("elicitation")
+    if mode is not None:
+        if mode not in ELICITATION_MODES:
+            raise MCPConfigError(f"{where}: 'elicitation' must be one of {list(ELICITATION_MODES)}, got {mode!r}")
+        out["elicitation"] = mode
+    auth = entry.get("auth")
+    if auth is not None:
+        if "url" not in entry:
+            raise MCPConfigError(f"{where}: 'auth' is for HTTP servers (an entry with 'url')")
+        if not isinstance(auth, dict) or auth.get("type", "oauth") != "oauth":
+            raise MCPConfigError(f"{where}: 'auth' must be an object {{\"type\": \"oauth\", ...}}, got {auth!r}")
+        scopes = auth.get("scopes")
+        if scopes is not None and not (isinstance(scopes, list) and all(isinstance(x, str) for x in scopes)):
+            raise MCPConfigError(f"{where}: 'auth.scopes' must be a list of strings, got {scopes!r}")
+        out["auth"] = dict(auth)
+    return out
 
 
 def check_patterns(where: str, value: Any) -> list[str]:
@@ -172,13 +277,15 @@ def check_patterns(where: str, value: Any) -> list[str]:
     return list(value)
 
 
-def _timeout(where: str, cfg: dict[str, Any], prefix: str = "") -> float | None:
-    given = {k: cfg[k] for k in ("timeoutSeconds", "timeout_s") if k in cfg}
+def _timeout(where: str, cfg: dict[str, Any], prefix: str = "",
+             keys: tuple[str, ...] = ("timeoutSeconds", "timeout_s")) -> float | None:
+    given = {k: cfg[k] for k in keys if k in cfg}
     if not given:
         return None
-    if len(given) == 2 and given["timeoutSeconds"] != given["timeout_s"]:
-        raise MCPConfigError(f"{where}: '{prefix}timeoutSeconds' and '{prefix}timeout_s' disagree "
-                             f"({given['timeoutSeconds']!r} vs {given['timeout_s']!r}); give one")
+    if len(given) == 2 and len({repr(v) for v in given.values()}) == 2:
+        a, b = keys
+        raise MCPConfigError(f"{where}: '{prefix}{a}' and '{prefix}{b}' disagree "
+                             f"({given[a]!r} vs {given[b]!r}); give one")
     key, value = next(iter(given.items()))
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise MCPConfigError(f"{where}: '{prefix}{key}' must be a number of seconds > 0, got {value!r}")
@@ -194,4 +301,6 @@ def team_chat_entry(data_dir: Path) -> dict[str, Any]:
         "env": {"HERMES_TEAM_CHAT_DB": str(Path(data_dir).resolve() / "team_chat.db"),
                 "PYTHONPATH": str(_PROJECT_ROOT)},
         "cwd": str(Path(data_dir).resolve()),
+        # a local SQLite-backed server answering in milliseconds: one warm process is enough
+        "pool": {"min": 1, "max": 4},
     }
