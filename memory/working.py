@@ -65,3 +65,48 @@ class WorkingMemory:
 
     def __iter__(self) -> Iterator[str]:
         return iter([k for k, _ in self.items()])
+
+
+class SessionMemories:
+    """The working memories of every live session (thread) of this process.
+
+    A session's working memory is created on first use and forgotten by :meth:`end` (session
+    end) or when it has been idle for ``session_ttl_seconds`` (a server never sees a session
+    "end"; its sessions expire instead). ``ttl_seconds``: lifetime of each item.
+    """
+
+    def __init__(self, ttl_seconds: float = DEFAULT_TTL_SECONDS, *, session_ttl_seconds: float | None = None,
+                 max_sessions: int = 10_000, timer: Callable[[], float] = time.monotonic) -> None:
+        self.ttl_seconds = ttl_seconds
+        self._timer = timer
+        self._sessions: TTLCache[str, WorkingMemory] = TTLCache(
+            maxsize=max_sessions, ttl=session_ttl_seconds or ttl_seconds, timer=timer)
+
+    def get(self, thread_id: str) -> WorkingMemory:
+        """The working memory of ``thread_id`` (its idle clock restarts)."""
+        wm = self._sessions.get(thread_id)
+        if wm is None:
+            wm = WorkingMemory(self.ttl_seconds, timer=self._timer)
+        self._sessions[thread_id] = wm  # re-set: touching a session keeps it alive
+        return wm
+
+    def peek(self, thread_id: str) -> WorkingMemory | None:
+        """The working memory of ``thread_id`` if the session is live, without creating it."""
+        return self._sessions.get(thread_id)
+
+    def end(self, thread_id: str) -> int:
+        """Session end: clear and forget ``thread_id``'s working memory; return the items dropped."""
+        wm = self._sessions.pop(thread_id, None)
+        if wm is None:
+            return 0
+        n = len(wm)
+        wm.clear()
+        return n
+
+    def end_all(self) -> None:
+        for thread_id in list(self._sessions.keys()):
+            self.end(thread_id)
+
+    def __len__(self) -> int:
+        self._sessions.expire()
+        return len(self._sessions)

@@ -7,12 +7,14 @@
 * The turn is appended to the thread's plain-text mirror (``graph.mirror``, seed §5.3 dual
   write), from which a session whose checkpoint cannot be read is rebuilt.
 * Memory write triggers (seed §4.2) are decided here by ``MemoryService.plan_turn`` (pure:
-  task completed, explicit preference, tool failed then succeeded) and the records are written
-  in the background (``graph.resources.run_in_background``): the answer never waits for, and
-  never fails because of, a memory write (DESIGN §4); the service queues failed writes.
+  task completed, explicit preference, tool failed then succeeded on retry, cross-session
+  reference; semantic facts stated by the user; values that decide a pending conflict) and
+  written in the background (``graph.resources.run_in_background``): the answer never waits
+  for, and never fails because of, a memory write (DESIGN §4); the service queues failed
+  writes and replays the queue.
 
 Update: ``messages`` (the stop notice, if any) and ``metrics`` (``turns``; ``memory_writes`` =
-records submitted for writing).
+records submitted for writing: episodic events + semantic facts).
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
     written = 0
     try:
         memory = get_memory(context)
-        events = memory.plan_turn(
+        plan = memory.plan_turn(
             user_id=context.user_id,
             thread_id=thread_id,
             goal=state.goal,
@@ -93,9 +95,9 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
             # memory of this attempt is not recalled there (rollback inside a turn included)
             origin_message_id=(messages[-1].id if messages else (state.messages[-1].id if state.messages else None)),
         )
-        if events:
-            run_in_background(memory.write_events(events), name=f"memory-write:{thread_id}")
-        written = len(events)
+        if len(plan):
+            run_in_background(memory.write_plan(plan), name=f"memory-write:{thread_id}")
+        written = len(plan)
     except Exception:  # memory must never block the answer
         log.exception("memory write failed; the answer is unaffected")
     # the mirror is for recovery, not for this answer: written off the hot path (the mirror

@@ -1,14 +1,29 @@
-"""Episodic memory: the record type and the store protocol (DESIGN.md §4 / seed §4.1–4.2).
+"""Episodic memory: the record, the store protocol, and the ranking every backend shares.
 
 Episodic memory holds concrete events ("on 2026-10-01 the user ran the monthly sales report
-with a database query tool"). Retrieval is keyword/hybrid relevance × time decay, filtered by kind.
-Two implementations: ``memory.episodic.sqlite.SqliteEpisodicStore`` (embedded default) and
-``memory.episodic.weaviate.WeaviateEpisodicStore`` (seed §4.1's vector database).
+with a database query tool"). Two backends implement :class:`EpisodicStore` and pass one
+contract suite (``tests/unit/test_memory_contract.py``):
+
+* ``memory.episodic.lance.LanceEpisodicStore`` — embedded default (LanceDB on disk);
+* ``memory.episodic.weaviate.WeaviateEpisodicStore`` — a Weaviate server (v4 client).
+
+Ranking (the same for both, so switching backend does not change what is recalled):
+
+    keyword   BM25 over ``memory.text.keyword_tokens`` (words, CJK unigrams+bigrams, emoji)
+    vector    cosine similarity of the embedder's vectors; a hit that matched no keyword must
+              reach the embedder's ``min_similarity``
+    fusion    relative-score fusion (Weaviate's ``relativeScoreFusion``): each half min-max
+              normalised to [0, 1] over its candidates, ``relevance = alpha·vector + (1-alpha)·keyword``
+    decay     ``weight = DECAY_FLOOR + (1 - DECAY_FLOOR) · 0.5 ** (age_days / half_life_days)``
+    score     ``relevance × weight``
+
+Filters: user (always; every query is scoped to one user), kinds, ``since``/``until``
+(created_at range), validity (``ttl_days``). A query with nothing searchable (no word, CJK
+character or emoji) returns ``[]``, never "everything"; listing is :meth:`EpisodicStore.list`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from datetime import datetime, timezone
 from typing import Any, Literal, Protocol, Sequence, runtime_checkable
@@ -17,14 +32,25 @@ from uuid import uuid4
 from pydantic import BaseModel, Field, field_validator
 
 from memory.policy import EPISODIC_TTL_DAYS
+from memory.text import content_hash, normalise_text  # noqa: F401 - re-exported
 
-#: What triggered the event (seed §4.2 write triggers).
-EventKind = Literal["task", "preference", "tool_recovery", "cross_session"]
+#: What the event is (seed §4.2 write triggers; "conversation" = a turn of a transcript).
+EventKind = Literal["task", "preference", "tool_recovery", "cross_session", "conversation", "note"]
+EVENT_KINDS: tuple[str, ...] = ("task", "preference", "tool_recovery", "cross_session", "conversation", "note")
 #: "direct": the user's words or an observed event; "inferred": derived (e.g. by consolidation).
 Evidence = Literal["direct", "inferred"]
+SearchMode = Literal["hybrid", "keyword", "vector"]
 
-#: Default half-life of the time decay, in days.
-DEFAULT_HALF_LIFE_DAYS: float = 7.0
+#: Default half-life of the time decay, days.
+DEFAULT_HALF_LIFE_DAYS: float = 14.0
+#: Share of the weight that never decays: an old but exact memory still beats a vague new one.
+DECAY_FLOOR: float = 0.5
+#: Default hybrid weight of the vector half (0 = keyword only, 1 = vector only).
+DEFAULT_ALPHA: float = 0.5
+#: Candidates fetched from each half before fusion and decay.
+DEFAULT_CANDIDATES: int = 50
+#: Default validity of an episodic event, days (seed §6.4: 30).
+DEFAULT_TTL_DAYS: int = EPISODIC_TTL_DAYS
 
 
 def utcnow() -> datetime:
@@ -38,12 +64,12 @@ class EpisodicEvent(BaseModel):
     Fields:
         id          str       store-independent id (uuid4 hex by default)
         user_id     str       owner; every query is scoped to one user
-        kind        EventKind "task" | "preference" | "tool_recovery" | "cross_session"
+        kind        EventKind see ``EVENT_KINDS``
         text        str       the memory as injected into the prompt (non-empty)
         created_at  datetime  when it happened, aware UTC (naive input is taken as UTC)
-        confidence  float     in [0, 1]; written only if >= policy.MIN_CONFIDENCE
-        evidence    Evidence  "direct" | "inferred" (DESIGN §4: tell evidence from inference)
-        metadata    dict      JSON-serialisable extras (thread_id, tools, ...)
+        confidence  float     in [0, 1]; written only if >= the policy's threshold
+        evidence    Evidence  "direct" | "inferred"
+        metadata    dict      JSON-serialisable extras (thread_id, tools, session, dia_id ...)
     """
 
     id: str = Field(default_factory=lambda: uuid4().hex)
@@ -62,77 +88,150 @@ class EpisodicEvent(BaseModel):
             return value.replace(tzinfo=timezone.utc)
         return value.astimezone(timezone.utc)
 
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("text must not be blank")
+        return value
+
     @property
     def content_hash(self) -> str:
-        """K11 dedupe key of ``text`` (see ``content_hash``)."""
+        """K11 dedupe key of ``text``."""
         return content_hash(self.text)
 
 
 class ScoredEvent(BaseModel):
-    """A search hit: ``score = relevance × decay``.
-
-    relevance: keyword/hybrid relevance, >= 0, larger is better (1.0 when the query is empty);
-    decay: time decay in (0, 1]; score: their product, used for ranking.
-    """
+    """A search hit. ``keyword``/``vector``: each half's normalised score (``None`` = not found
+    by that half); ``relevance``: their fusion; ``decay``: the time weight; ``score``: product."""
 
     event: EpisodicEvent
     relevance: float
     decay: float
     score: float
-
-
-def normalise_text(text: str) -> str:
-    """Whitespace collapsed, case folded: the form two texts must share to be the same memory."""
-    return " ".join(text.split()).casefold()
-
-
-def content_hash(text: str) -> str:
-    """SHA-256 hex of ``normalise_text(text)`` — the K11 dedupe key, computed before any I/O."""
-    return hashlib.sha256(normalise_text(text).encode("utf-8")).hexdigest()
+    keyword: float | None = None
+    vector: float | None = None
 
 
 def time_decay(created_at: datetime, now: datetime, half_life_days: float = DEFAULT_HALF_LIFE_DAYS) -> float:
-    """Exponential decay ``0.5 ** (age_days / half_life_days)``, in (0, 1].
-
-    An event one half-life old weighs 0.5, two half-lives 0.25. Future timestamps count as age 0.
-    Raises ``ValueError`` if ``half_life_days <= 0``.
-    """
+    """``DECAY_FLOOR + (1 - DECAY_FLOOR) · 0.5 ** (age_days / half_life_days)``, in (DECAY_FLOOR, 1].
+    Future timestamps count as age 0. Raises ``ValueError`` if ``half_life_days <= 0``."""
     if half_life_days <= 0:
         raise ValueError("half_life_days must be > 0")
     age_days = max(0.0, (now - created_at).total_seconds() / 86400.0)
-    return math.pow(0.5, age_days / half_life_days)
+    return DECAY_FLOOR + (1.0 - DECAY_FLOOR) * math.pow(0.5, age_days / half_life_days)
 
 
-def scored(event: EpisodicEvent, relevance: float, now: datetime, half_life_days: float) -> ScoredEvent:
-    """``event`` with ``score = relevance × time_decay(created_at, now, half_life_days)``."""
-    decay = time_decay(event.created_at, now, half_life_days)
-    return ScoredEvent(event=event, relevance=relevance, decay=decay, score=relevance * decay)
+def _minmax(scores: dict[str, float]) -> dict[str, float]:
+    if not scores:
+        return {}
+    lo, hi = min(scores.values()), max(scores.values())
+    if hi - lo < 1e-12:
+        return {key: 1.0 for key in scores}
+    return {key: (value - lo) / (hi - lo) for key, value in scores.items()}
+
+
+def fuse(
+    keyword: dict[str, tuple[EpisodicEvent, float]],
+    vector: dict[str, tuple[EpisodicEvent, float]],
+    *,
+    alpha: float,
+    now: datetime,
+    half_life_days: float,
+    k: int,
+    min_similarity: float | None = None,
+) -> list[ScoredEvent]:
+    """Relative-score fusion × time decay (module docstring). ``keyword``/``vector``: id →
+    (event, raw score: BM25 / cosine similarity). Vector-only hits under ``min_similarity``
+    are dropped. Returns the best ``k``, score descending (ties: newer first)."""
+    if min_similarity is not None:
+        vector = {i: v for i, v in vector.items() if i in keyword or v[1] >= min_similarity}
+    kw = _minmax({i: s for i, (_, s) in keyword.items()})
+    vec = _minmax({i: s for i, (_, s) in vector.items()})
+    events = {i: e for i, (e, _) in {**vector, **keyword}.items()}
+    hits: list[ScoredEvent] = []
+    for i, event in events.items():
+        if i in kw and i in vec:
+            relevance = alpha * vec[i] + (1 - alpha) * kw[i]
+        elif i in kw:
+            relevance = (1 - alpha) * kw[i] if vector else kw[i]
+        else:
+            relevance = alpha * vec[i] if keyword else vec[i]
+        # A min-max floor of 0 would make the weakest candidate worthless: keep it tiny but > 0.
+        relevance = max(relevance, 1e-3)
+        weight = time_decay(event.created_at, now, half_life_days)
+        hits.append(ScoredEvent(event=event, relevance=relevance, decay=weight, score=relevance * weight,
+                                keyword=kw.get(i), vector=vec.get(i)))
+    hits.sort(key=lambda h: (h.score, h.event.created_at), reverse=True)
+    return hits[:k]
 
 
 @runtime_checkable
 class EpisodicStore(Protocol):
-    """What every episodic store provides (DESIGN §4). All methods are async and event-loop safe."""
+    """What every episodic store provides. All methods are async and event-loop safe.
+
+    Raising is allowed (storage down): the memory service turns failures into queued writes
+    and empty recalls; a store never returns partial garbage.
+    """
 
     async def add(self, event: EpisodicEvent) -> str:
-        """Store ``event``; return its id. K11: the same normalised text for the same user is a
-        no-op returning the existing live record's id (found by content hash before anything
-        else); nothing is deleted."""
+        """``add_many([event])[0]``."""
+        ...
+
+    async def add_many(self, events: Sequence[EpisodicEvent]) -> list[str]:
+        """Store ``events`` in one write; return, per event, the id now stored for it.
+        K11: the same normalised text for the same user is a no-op returning the id of the
+        live record already stored (found before any embedding call); nothing is deleted.
+        Once this returns, the events are durable (a kill -9 of the process loses none)."""
         ...
 
     async def search(
         self,
         user_id: str,
         query: str,
-        k: int = 3,
+        k: int = 5,
+        *,
         kinds: Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
         now: datetime | None = None,
+        mode: SearchMode = "hybrid",
     ) -> list[ScoredEvent]:
-        """Up to ``k`` live events of ``user_id`` ranked by relevance × time decay, best first,
-        restricted to ``kinds`` if given. ``now`` (aware UTC) defaults to the current time.
-        Unreadable records are skipped, not raised."""
+        """Up to ``k`` live events of ``user_id`` ranked as in the module docstring. ``kinds``:
+        only these (``[]`` = none); ``since``/``until``: created_at range (inclusive);
+        ``now``: reference time of decay and validity. Nothing searchable → ``[]``."""
         ...
 
-    async def expire(self, older_than_days: int = EPISODIC_TTL_DAYS, now: datetime | None = None) -> int:
-        """Retire events created more than ``older_than_days`` days before ``now``; return how
-        many. Retired events are never returned by ``search``."""
+    async def get(self, user_id: str, event_id: str) -> EpisodicEvent | None:
+        """The event ``event_id`` of ``user_id`` (live or expired), or ``None``."""
+        ...
+
+    async def list(
+        self,
+        user_id: str,
+        *,
+        kinds: Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 50,
+        include_expired: bool = False,
+    ) -> list[EpisodicEvent]:
+        """Events of ``user_id``, newest first (for inspection, consolidation and the CLI)."""
+        ...
+
+    async def forget(self, user_id: str, event_id: str) -> bool:
+        """Delete ``event_id`` of ``user_id`` for good (the user asked); True if it existed."""
+        ...
+
+    async def expire(self, older_than_days: int = DEFAULT_TTL_DAYS, now: datetime | None = None) -> int:
+        """Retire live events created more than ``older_than_days`` before ``now``; return how
+        many. Retired events are never returned by ``search``; their text may be written again."""
+        ...
+
+    async def count(self, user_id: str | None = None, *, include_expired: bool = False) -> int:
+        """Number of stored events (of ``user_id``, or of everyone)."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections (idempotent)."""
         ...

@@ -1,69 +1,72 @@
-"""Episodic store on Weaviate, weaviate-client v4 collections API (DESIGN.md §4 / seed §4.1–4.2).
+"""Episodic store on Weaviate, weaviate-client v4 collections API (pinned 4.16.2, see pyproject.toml).
 
-UNVERIFIED HERE: no Weaviate server can run on the build machines (embedded mode downloads a
-binary; there is no Docker engine). This module was written from the v4 client's API
-(4.16.2: ``use_async_with_custom``, ``collections.create``, ``query.hybrid``, ``Filter``) and
-only its pure parts (URL parsing, property mapping, filters, collection schema) and its K11
-flow against a stand-in collection are unit-tested. Run a server with
-``deploy/weaviate/docker-compose.yml`` before relying on it.
+Selected with ``HERMES_EPISODIC=weaviate`` (``Context.episodic``; URL, gRPC port and the name of
+the API-key variable are settings too); a server for users: ``deploy/weaviate/docker-compose.yml``.
 
-Design:
+Verified how: no Weaviate server can run on the build machines, so
+``tests/integration/test_memory_weaviate_wire.py`` runs the real client against a
+protocol-level stand-in built on the gRPC/protobuf stubs inside ``weaviate-client`` (its own
+mock-test pattern): it proves the requests this store sends (collection schema, batch
+inserts with vectors, hybrid/BM25/vector queries with fusion, alpha, filters) and that it
+parses the answers — not Weaviate's ranking. The contract suite
+(``tests/integration/test_memory_weaviate_contract.py``) runs against a real server when
+``WEAVIATE_URL`` is set, and is skipped with that reason otherwise.
+
+Design (the same ranking contract as the embedded store, ``memory.episodic.base``):
 - One collection (default ``HermesEpisodicEvent``), self-provided vectors (no server-side
-  vectorizer). With an ``embed`` function, ``add`` stores a vector and ``search`` runs a hybrid
-  query (``alpha`` weighs vector vs. BM25, relative-score fusion); without one, search is BM25
-  only (``alpha = 0``), because the server has nothing to vectorize the query with.
-- Filters: ``user_id`` equal, ``kind`` contains-any, ``created_at`` within the validity period.
-- Time decay is applied client-side: ``score = hybrid score × 0.5 ** (age_days / half_life)``.
-- K11: the object UUID is ``uuid5(user_id + content hash)``, so the same normalised text for
-  the same user maps to the same object; ``add`` looks it up before embedding and is a no-op
-  returning the stored ``event_id``. Nothing is deleted by ``add``.
-- ``expire`` deletes objects older than the validity period (Weaviate has no cheap archive).
+  vectorizer): the embedder that the embedded store uses makes them.
+- Keyword half on ``kw`` (``memory.text.keyword_text``: CJK unigrams+bigrams, emoji; whitespace
+  tokenization), so CJK and emoji match as in the embedded store; ids and enums use FIELD
+  tokenization (exact filters).
+- Hybrid query: ``relativeScoreFusion`` (the fusion the embedded store reproduces), ``alpha``,
+  ``max_vector_distance = 1 - min_similarity`` (no "nearest of everything").
+- Per user: every query carries a ``user_id`` filter (a multi-tenant collection, one tenant per
+  user, is the scale-out variant; the filter keeps one schema for both backends).
+- Time decay client-side: ``score = fused score × decay weight``.
+- K11: object UUID = ``uuid5(user_id, content hash)``; ``add_many`` fetches those ids before
+  embedding; duplicates are no-ops returning the stored ``event_id``.
+- ``expire`` deletes objects past the validity period (Weaviate has no cheap archive).
 
-Connection: ``WeaviateEpisodicStore.from_env()`` reads ``HERMES_WEAVIATE_URL`` (default
-``http://localhost:8080``), ``HERMES_WEAVIATE_GRPC_PORT`` (default 50051) and
-``WEAVIATE_API_KEY`` (optional). The async client is bound to the event loop it connects in:
-create one store per loop and ``await store.close()`` when done.
+The async client is bound to the event loop it connects in: one store per loop, ``close()`` at
+the end.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
 import weaviate
 from weaviate.classes.config import Configure, DataType, Property, Tokenization
+from weaviate.classes.data import DataObject
 from weaviate.classes.init import Auth
 from weaviate.classes.query import Filter, HybridFusion, MetadataQuery, Sort
 from weaviate.exceptions import UnexpectedStatusCodeError
 from weaviate.util import generate_uuid5
 
+from memory.embeddings import Embedder
 from memory.episodic.base import (
+    DEFAULT_ALPHA,
+    DEFAULT_CANDIDATES,
     DEFAULT_HALF_LIFE_DAYS,
+    DEFAULT_TTL_DAYS,
     EpisodicEvent,
     ScoredEvent,
-    content_hash,
-    scored,
+    SearchMode,
+    time_decay,
     utcnow,
 )
-from memory.policy import EPISODIC_TTL_DAYS
+from memory.text import content_hash, keyword_text, query_terms
 
 log = logging.getLogger(__name__)
 
 DEFAULT_URL = "http://localhost:8080"
 DEFAULT_GRPC_PORT = 50051
 DEFAULT_COLLECTION = "HermesEpisodicEvent"
-#: Default hybrid weight: 0 = pure BM25, 1 = pure vector.
-DEFAULT_ALPHA = 0.5
-#: Candidates fetched from the server and re-ranked by time decay.
-DEFAULT_CANDIDATES = 100
-
-#: ``embed(text) -> vector``: any async embedding function (e.g. an OpenAI-compatible endpoint).
-Embed = Callable[[str], Awaitable[Sequence[float]]]
 
 
 @dataclass(frozen=True)
@@ -91,23 +94,20 @@ def parse_weaviate_url(url: str, grpc_port: int = DEFAULT_GRPC_PORT) -> Connecti
 
 
 def collection_properties() -> list[Property]:
-    """The collection schema. Ids and enums use FIELD tokenization (exact-match filters) and are
-    kept out of BM25; only ``text`` is searchable with WORD tokenization."""
+    """The collection schema: ids and enums FIELD-tokenized (exact filters, not in BM25);
+    ``kw`` (pre-tokenized keyword text) is the one BM25 property, WHITESPACE-tokenized."""
 
     def exact(name: str) -> Property:
-        return Property(
-            name=name,
-            data_type=DataType.TEXT,
-            tokenization=Tokenization.FIELD,
-            index_searchable=False,
-            index_filterable=True,
-        )
+        return Property(name=name, data_type=DataType.TEXT, tokenization=Tokenization.FIELD,
+                        index_searchable=False, index_filterable=True)
 
     return [
         exact("event_id"),
         exact("user_id"),
         exact("kind"),
-        Property(name="text", data_type=DataType.TEXT, tokenization=Tokenization.WORD),
+        Property(name="text", data_type=DataType.TEXT, index_searchable=False, index_filterable=False),
+        Property(name="kw", data_type=DataType.TEXT, tokenization=Tokenization.WHITESPACE,
+                 index_searchable=True, index_filterable=False),
         exact("content_hash"),
         Property(name="created_at", data_type=DataType.DATE, index_range_filters=True),
         Property(name="confidence", data_type=DataType.NUMBER),
@@ -128,6 +128,7 @@ def event_to_properties(event: EpisodicEvent) -> dict[str, Any]:
         "user_id": event.user_id,
         "kind": event.kind,
         "text": event.text,
+        "kw": keyword_text(event.text),
         "content_hash": content_hash(event.text),
         "created_at": event.created_at,
         "confidence": event.confidence,
@@ -154,25 +155,27 @@ def properties_to_event(props: Mapping[str, Any]) -> EpisodicEvent:
     )
 
 
-def build_filters(user_id: str, kinds: Sequence[str] | None = None, not_before: datetime | None = None):
-    """``user_id == user_id`` AND (``kind`` in ``kinds``) AND (``created_at >= not_before``)."""
+def build_filters(user_id: str, kinds: Sequence[str] | None = None, not_before: datetime | None = None,
+                  not_after: datetime | None = None):
+    """``user_id == user_id`` AND (``kind`` in ``kinds``) AND ``created_at`` within the range."""
     f = Filter.by_property("user_id").equal(user_id)
     if kinds:
         f = f & Filter.by_property("kind").contains_any(list(kinds))
     if not_before is not None:
         f = f & Filter.by_property("created_at").greater_or_equal(not_before)
+    if not_after is not None:
+        f = f & Filter.by_property("created_at").less_or_equal(not_after)
     return f
 
 
 class WeaviateEpisodicStore:
-    """``EpisodicStore`` on Weaviate (see the module docstring; unverified against a server).
+    """:class:`~memory.episodic.base.EpisodicStore` on Weaviate (see the module docstring).
 
     Args:
         client: a ``weaviate.WeaviateAsyncClient`` (connected lazily if needed).
+        embedder: vectors for the vector half (``None``: keyword search only).
         collection: collection name (created on first use if missing).
-        embed: optional async embedding function; enables vectors and hybrid search.
-        alpha: hybrid weight in [0, 1] when ``embed`` is set (0 = BM25, 1 = vector).
-        half_life_days: time-decay half-life, days. ttl_days: validity period, days.
+        alpha: hybrid weight of the vector half. half_life_days, ttl_days: decay and validity.
         candidates: objects fetched per search before decay re-ranking.
     """
 
@@ -180,11 +183,11 @@ class WeaviateEpisodicStore:
         self,
         client: Any,
         *,
+        embedder: Embedder | None = None,
         collection: str = DEFAULT_COLLECTION,
-        embed: Embed | None = None,
         alpha: float = DEFAULT_ALPHA,
         half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
-        ttl_days: int = EPISODIC_TTL_DAYS,
+        ttl_days: int = DEFAULT_TTL_DAYS,
         candidates: int = DEFAULT_CANDIDATES,
     ) -> None:
         if not 0.0 <= alpha <= 1.0:
@@ -192,8 +195,8 @@ class WeaviateEpisodicStore:
         if half_life_days <= 0:
             raise ValueError("half_life_days must be > 0")
         self.client = client
+        self.embedder = embedder
         self.collection_name = collection
-        self.embed = embed
         self.alpha = alpha
         self.half_life_days = half_life_days
         self.ttl_days = ttl_days
@@ -201,35 +204,25 @@ class WeaviateEpisodicStore:
         self._collection = None
 
     @classmethod
-    def from_url(
-        cls, url: str = DEFAULT_URL, *, grpc_port: int = DEFAULT_GRPC_PORT, api_key: str | None = None, **kwargs
-    ) -> "WeaviateEpisodicStore":
+    def from_url(cls, url: str = DEFAULT_URL, *, grpc_port: int = DEFAULT_GRPC_PORT, api_key: str | None = None,
+                 **kwargs) -> "WeaviateEpisodicStore":
         """A store whose client targets ``url`` (not connected until first use)."""
         p = parse_weaviate_url(url, grpc_port)
         client = weaviate.use_async_with_custom(
-            http_host=p.http_host,
-            http_port=p.http_port,
-            http_secure=p.http_secure,
-            grpc_host=p.grpc_host,
-            grpc_port=p.grpc_port,
-            grpc_secure=p.grpc_secure,
+            http_host=p.http_host, http_port=p.http_port, http_secure=p.http_secure,
+            grpc_host=p.grpc_host, grpc_port=p.grpc_port, grpc_secure=p.grpc_secure,
             auth_credentials=Auth.api_key(api_key) if api_key else None,
+            skip_init_checks=False,
         )
         return cls(client, **kwargs)
 
-    @classmethod
-    def from_env(cls, **kwargs) -> "WeaviateEpisodicStore":
-        """``from_url`` with ``HERMES_WEAVIATE_URL``, ``HERMES_WEAVIATE_GRPC_PORT``, ``WEAVIATE_API_KEY``."""
-        return cls.from_url(
-            os.environ.get("HERMES_WEAVIATE_URL", DEFAULT_URL),
-            grpc_port=int(os.environ.get("HERMES_WEAVIATE_GRPC_PORT", DEFAULT_GRPC_PORT)),
-            api_key=os.environ.get("WEAVIATE_API_KEY") or None,
-            **kwargs,
-        )
-
     async def close(self) -> None:
-        """Close the client connection."""
-        await self.client.close()
+        """Close the client connection (idempotent)."""
+        self._collection = None
+        try:
+            await self.client.close()
+        except Exception:  # noqa: BLE001
+            log.debug("weaviate close failed", exc_info=True)
 
     async def _coll(self):
         if self._collection is None:
@@ -243,77 +236,138 @@ class WeaviateEpisodicStore:
                         vector_config=Configure.Vectors.self_provided(),
                     )
                 except UnexpectedStatusCodeError:
-                    # Another process created it between exists() and create().
+                    # another process created it between exists() and create()
                     if not await self.client.collections.exists(self.collection_name):
                         raise
             self._collection = self.client.collections.use(self.collection_name)
         return self._collection
 
     async def add(self, event: EpisodicEvent) -> str:
-        """Insert ``event`` under its K11 UUID; a duplicate (same user, same normalised text)
-        is a no-op returning the stored ``event_id``, found before any embedding call.
-        Raises ``weaviate.exceptions.WeaviateBaseError`` on server errors."""
+        return (await self.add_many([event]))[0]
+
+    async def _stored_ids(self, coll, uuids: Sequence[str]) -> dict[str, str]:
+        if not uuids:
+            return {}
+        result = await coll.query.fetch_objects(filters=Filter.by_id().contains_any(list(uuids)), limit=len(uuids),
+                                                return_properties=["event_id"])
+        return {str(o.uuid): str(o.properties.get("event_id") or o.uuid) for o in result.objects}
+
+    async def add_many(self, events: Sequence[EpisodicEvent]) -> list[str]:
+        """One batch insert under K11 UUIDs; duplicates (already stored, or twice in the batch)
+        are no-ops returning the stored ``event_id``, found before any embedding call.
+        Raises ``weaviate.exceptions.WeaviateBaseError`` (or ``RuntimeError`` with the
+        server's per-object errors) when the batch fails."""
+        if not events:
+            return []
         coll = await self._coll()
-        uid = object_uuid(event.user_id, event.text)
-        existing = await coll.query.fetch_object_by_id(uid)
-        if existing is not None:
-            return str(existing.properties.get("event_id") or uid)
-        vector = list(await self.embed(event.text)) if self.embed else None
-        try:
-            await coll.data.insert(properties=event_to_properties(event), uuid=uid, vector=vector)
-        except UnexpectedStatusCodeError:
-            existing = await coll.query.fetch_object_by_id(uid)  # lost a race with another writer
-            if existing is None:
-                raise
-            return str(existing.properties.get("event_id") or uid)
-        return event.id
+        uids = [object_uuid(e.user_id, e.text) for e in events]
+        stored = await self._stored_ids(coll, list(dict.fromkeys(uids)))
+        fresh: dict[str, EpisodicEvent] = {}
+        for uid, event in zip(uids, events):
+            if uid not in stored and uid not in fresh:
+                fresh[uid] = event
+        if fresh:
+            vectors = (await self.embedder.embed_passages([e.text for e in fresh.values()])
+                       if self.embedder else [None] * len(fresh))
+            objects = [DataObject(properties=event_to_properties(e), uuid=uid, vector=v)
+                       for (uid, e), v in zip(fresh.items(), vectors)]
+            result = await coll.data.insert_many(objects)
+            if result.errors:
+                again = await self._stored_ids(coll, [objects[i].uuid for i in result.errors])
+                lost = [str(err.message) for i, err in result.errors.items() if str(objects[i].uuid) not in again]
+                if lost:
+                    raise RuntimeError(f"Weaviate refused {len(lost)} of {len(objects)} objects: {lost[0]}")
+                stored.update(again)  # lost a race with another writer: theirs is stored
+            for uid, event in fresh.items():
+                stored.setdefault(uid, event.id)
+        return [stored[uid] for uid in uids]
 
     async def search(
         self,
         user_id: str,
         query: str,
-        k: int = 3,
+        k: int = 5,
+        *,
         kinds: Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
         now: datetime | None = None,
+        mode: SearchMode = "hybrid",
     ) -> list[ScoredEvent]:
-        """Hybrid (or BM25) search × client-side time decay; see ``EpisodicStore.search``."""
-        if k <= 0 or (kinds is not None and not kinds):
+        """Hybrid / BM25 / vector search × client-side time decay; see ``EpisodicStore.search``."""
+        terms = query_terms(query)
+        if k <= 0 or (kinds is not None and not kinds) or not terms:
             return []
         now = now or utcnow()
         coll = await self._coll()
-        filters = build_filters(user_id, kinds, now - timedelta(days=self.ttl_days))
+        not_before = now - timedelta(days=self.ttl_days)
+        if since is not None and since > not_before:
+            not_before = since
+        filters = build_filters(user_id, kinds, not_before, until)
         limit = max(self.candidates, k)
-        if query.strip():
-            vector = list(await self.embed(query)) if self.embed else None
-            result = await coll.query.hybrid(
-                query=query,
-                alpha=self.alpha if vector is not None else 0.0,
-                vector=vector,
-                query_properties=["text"],
-                fusion_type=HybridFusion.RELATIVE_SCORE,
-                filters=filters,
-                limit=limit,
-                return_metadata=MetadataQuery(score=True),
-            )
+        if self.embedder is None:
+            mode = "keyword"
+        vector = None if mode == "keyword" else (await self.embedder.embed_queries([query]))[0]
+        if mode == "keyword":
+            result = await coll.query.bm25(query=" ".join(terms), query_properties=["kw"], filters=filters, limit=limit,
+                                           return_metadata=MetadataQuery(score=True))
+        elif mode == "vector":
+            result = await coll.query.near_vector(near_vector=vector, filters=filters, limit=limit,
+                                                  return_metadata=MetadataQuery(distance=True))
         else:
-            result = await coll.query.fetch_objects(
-                filters=filters, limit=limit, sort=Sort.by_property("created_at", ascending=False)
-            )
+            result = await coll.query.hybrid(
+                query=" ".join(terms), alpha=self.alpha, vector=vector, query_properties=["kw"],
+                fusion_type=HybridFusion.RELATIVE_SCORE, max_vector_distance=1.0 - self.embedder.min_similarity,
+                filters=filters, limit=limit, return_metadata=MetadataQuery(score=True))
         return rank_objects(result.objects, now, self.half_life_days, k)
 
-    async def expire(self, older_than_days: int = EPISODIC_TTL_DAYS, now: datetime | None = None) -> int:
+    async def get(self, user_id: str, event_id: str) -> EpisodicEvent | None:
+        coll = await self._coll()
+        result = await coll.query.fetch_objects(
+            filters=Filter.by_property("user_id").equal(user_id) & Filter.by_property("event_id").equal(event_id),
+            limit=1)
+        return properties_to_event(result.objects[0].properties) if result.objects else None
+
+    async def list(self, user_id: str, *, kinds: Sequence[str] | None = None, since: datetime | None = None,
+                   until: datetime | None = None, limit: int = 50, include_expired: bool = False) -> list[EpisodicEvent]:
+        if limit <= 0 or (kinds is not None and not kinds):
+            return []
+        coll = await self._coll()
+        result = await coll.query.fetch_objects(filters=build_filters(user_id, kinds, since, until), limit=limit,
+                                                sort=Sort.by_property("created_at", ascending=False))
+        out = []
+        for obj in result.objects:
+            try:
+                out.append(properties_to_event(obj.properties))
+            except Exception as exc:  # noqa: BLE001
+                log.warning("skipping unreadable Weaviate object %s: %s", getattr(obj, "uuid", "?"), exc)
+        return out
+
+    async def forget(self, user_id: str, event_id: str) -> bool:
+        coll = await self._coll()
+        result = await coll.data.delete_many(
+            where=Filter.by_property("user_id").equal(user_id) & Filter.by_property("event_id").equal(event_id))
+        return int(result.successful) > 0
+
+    async def expire(self, older_than_days: int = DEFAULT_TTL_DAYS, now: datetime | None = None) -> int:
         """Delete objects created more than ``older_than_days`` days before ``now``; return how many."""
         now = now or utcnow()
         coll = await self._coll()
         result = await coll.data.delete_many(
-            where=Filter.by_property("created_at").less_than(now - timedelta(days=older_than_days))
-        )
+            where=Filter.by_property("created_at").less_than(now - timedelta(days=older_than_days)))
         return int(result.successful)
+
+    async def count(self, user_id: str | None = None, *, include_expired: bool = False) -> int:
+        coll = await self._coll()
+        filters = Filter.by_property("user_id").equal(user_id) if user_id is not None else None
+        result = await coll.aggregate.over_all(total_count=True, filters=filters)
+        return int(result.total_count or 0)
 
 
 def rank_objects(objects: Sequence[Any], now: datetime, half_life_days: float, k: int) -> list[ScoredEvent]:
-    """Weaviate result objects → the ``k`` best ``ScoredEvent`` by ``score × decay``.
-    An object without a score (plain fetch) has relevance 1.0; malformed objects are skipped."""
+    """Weaviate result objects → the ``k`` best ``ScoredEvent`` by ``score × decay weight``.
+    Relevance: the fused/BM25 score, or ``1 - distance`` for a vector query; malformed
+    objects are skipped."""
     hits: list[ScoredEvent] = []
     for obj in objects:
         try:
@@ -321,7 +375,10 @@ def rank_objects(objects: Sequence[Any], now: datetime, half_life_days: float, k
         except Exception as exc:  # noqa: BLE001 - one bad object must not break recall
             log.warning("skipping unreadable Weaviate object %s: %s", getattr(obj, "uuid", "?"), exc)
             continue
-        score = getattr(getattr(obj, "metadata", None), "score", None)
-        hits.append(scored(event, 1.0 if score is None else float(score), now, half_life_days))
-    hits.sort(key=lambda h: h.score, reverse=True)
+        meta = getattr(obj, "metadata", None)
+        score, distance = getattr(meta, "score", None), getattr(meta, "distance", None)
+        relevance = float(score) if score is not None else (1.0 - float(distance) if distance is not None else 1.0)
+        weight = time_decay(event.created_at, now, half_life_days)
+        hits.append(ScoredEvent(event=event, relevance=relevance, decay=weight, score=relevance * weight))
+    hits.sort(key=lambda h: (h.score, h.event.created_at), reverse=True)
     return hits[:k]

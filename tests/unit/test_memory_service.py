@@ -1,207 +1,236 @@
-"""MemoryService: write triggers, labelled recall, never-raising writes and the retry queue."""
+"""MemoryService: the four write triggers, labelled recall in prompt order, conflicts shown as
+such and decided by the user's next behaviour, working memory per session, never-raising
+writes through the persistent retry queue."""
 
 from __future__ import annotations
 
 import re
-import sqlite3
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from memory.embeddings import HashEmbedder
 from memory.episodic.base import EpisodicEvent
+from memory.episodic.lance import LanceEpisodicStore
 from memory.service import MemoryService
 
-LABEL = re.compile(
-    r"^\[episodic · (task|preference|tool_recovery) · \d{4}-\d{2}-\d{2} · confidence \d\.\d\d · (direct|inferred)\] .+"
-)
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+EPISODE = re.compile(r"^\[episodic · (\w+) · \d{4}-\d{2}-\d{2} · confidence \d\.\d\d · (evidence|inferred)\] .+")
+FACT = re.compile(r"^\[semantic · fact · since \d{4}-\d{2}-\d{2} · confidence \d\.\d\d · (evidence: .+|inferred)\] .+")
 
 
 def turn(**overrides):
-    args = dict(
-        user_id="u",
-        thread_id="t1",
-        goal="Run the monthly sales report for 2026-10.",
-        answer="Report saved to reports/sales-2026-10.md",
-        tools_used=["query_database", "report_generator"],
-        stop_reason=None,
-        failed_then_succeeded=[],
-    )
+    args = dict(user_id="u", thread_id="t1", goal="Run the monthly sales report for 2026-10.",
+                answer="Report saved to reports/sales-2026-10.md", tools_used=["query_database", "generate_report"],
+                stop_reason=None, failed_then_succeeded=[])
     args.update(overrides)
     return args
 
 
+def make(tmp_path, **kwargs) -> MemoryService:
+    store = kwargs.pop("episodic", None) or LanceEpisodicStore(tmp_path / "data" / "episodic.lance", HashEmbedder())
+    return MemoryService(tmp_path / "data", episodic=store, **kwargs)
+
+
 @pytest.fixture
-def mem(tmp_path) -> MemoryService:
-    return MemoryService(tmp_path / "data")
+async def mem(tmp_path):
+    service = make(tmp_path)
+    yield service
+    await service.aclose()
+
+
+async def write(mem: MemoryService, now=NOW, **overrides) -> dict[str, int]:
+    return await mem.write_plan(mem.plan_turn(**turn(**overrides)), now=now)
 
 
 async def test_constructor_is_cheap(tmp_path):
-    MemoryService(tmp_path / "data")
+    make(tmp_path)
     assert not (tmp_path / "data").exists()
 
 
-async def test_completed_task_is_recorded_and_recalled_with_labels(mem, tmp_path):
-    assert await mem.record_turn(**turn()) == 1
-    assert (tmp_path / "data" / "memory.db").exists()
-    (line,) = await mem.recall("u", "sales report")
-    assert LABEL.match(line), line
-    assert line.startswith("[episodic · task · ")
-    assert "confidence 0.90 · direct]" in line
-    assert "sales report for 2026-10" in line and "query_database, report_generator" in line
+async def test_trigger_task_completed_is_recorded_and_recalled_with_labels(mem):
+    assert (await write(mem))["episodes"] == 1
+    lines = await mem.recall("u", "sales report", now=NOW)
+    (line,) = [x for x in lines if x.startswith("[episodic")]
+    assert EPISODE.match(line).groups() == ("task", "evidence"), line
+    assert "confidence 0.90" in line and "query_database, generate_report" in line
 
 
-async def test_all_triggers_of_one_turn(mem):
-    written = await mem.record_turn(
-        **turn(goal="Run the sales report. I prefer PDF reports.", failed_then_succeeded=["query_database"])
-    )
-    assert written == 3
-    lines = await mem.recall("u", "", k=10)
-    kinds = sorted(LABEL.match(line).group(1) for line in lines)
-    assert kinds == ["preference", "task", "tool_recovery"]
-    assert any("user preference: I prefer PDF reports." in line for line in lines)
+async def test_no_trigger_no_write(mem):
+    plan = mem.plan_turn(**turn(goal="hello", answer="", tools_used=[], stop_reason="the model gave no answer"))
+    assert len(plan) == 0
 
 
-async def test_nothing_to_record(mem):
-    assert await mem.record_turn(**turn(answer="", tools_used=[], stop_reason="no_progress")) == 0
-    assert await mem.recall("u", "sales") == []
+async def test_trigger_explicit_preference_writes_an_episode_and_a_fact_with_its_evidence(mem):
+    counts = await write(mem, goal="I prefer PDF reports.", tools_used=[], answer="Noted.")
+    assert counts["episodes"] == 2 and counts["facts"] == 1  # task + preference, fact prefers_format
+    (fact,) = await mem.semantic.facts("u")
+    assert (fact.predicate, fact.object, fact.status) == ("prefers_format", "pdf", "confirmed")
+    preference = (await mem.episodic.list("u", kinds=["preference"]))[0]
+    assert fact.sources == [preference.id]
+    lines = await mem.recall("u", "make the sales report", now=NOW)
+    assert any(FACT.match(x) and "prefers format: pdf" in x and "evidence: 1 episode" in x for x in lines), lines
 
 
-async def test_stopped_task_with_tools_has_lower_confidence(mem):
-    assert await mem.record_turn(**turn(stop_reason="max_tool_rounds")) == 1
-    (line,) = await mem.recall("u", "sales")
-    assert "stopped (max_tool_rounds) on task" in line and "confidence 0.70" in line
+async def test_trigger_tool_failed_then_succeeded(mem):
+    await write(mem, failed_then_succeeded=["query_database"])
+    (event,) = await mem.episodic.list("u", kinds=["tool_recovery"])
+    assert event.metadata["tool"] == "query_database" and "failed, then succeeded on retry" in event.text
 
 
-async def test_repeated_turn_is_not_written_twice(mem):
-    assert await mem.record_turn(**turn()) == 1
-    assert await mem.record_turn(**turn()) == 0  # K11: same text, same user
-    assert len(await mem.recall("u", "", k=10)) == 1
+async def test_trigger_cross_session_reference_is_recorded_and_widens_recall(mem):
+    await write(mem, goal="Summarise the March sales into a report", now=NOW - timedelta(days=3))
+    await write(mem, goal="Do the sales summary like last time", tools_used=[], answer="Done.")
+    (event,) = await mem.episodic.list("u", kinds=["cross_session"])
+    assert "like last time" in event.text
+    lines = await mem.recall("u", "the report from March", now=NOW)
+    assert any("March sales" in x for x in lines)
 
 
-async def test_recall_is_scoped_per_user_and_filters_kinds(mem):
-    await mem.record_turn(**turn(goal="Sales report please. I prefer PDF reports."))
-    assert await mem.recall("someone-else", "sales report") == []
-    prefs = await mem.recall("u", "report", kinds=["preference"])
-    assert len(prefs) == 1 and prefs[0].startswith("[episodic · preference · ")
+async def test_threshold_keeps_weak_records_out(tmp_path):
+    mem = make(tmp_path, min_confidence=0.95)
+    assert len(mem.plan_turn(**turn())) == 0
+    await mem.aclose()
 
 
-async def test_recall_drops_records_below_the_confidence_threshold(mem):
-    await mem.episodic.add(
-        EpisodicEvent(user_id="u", kind="task", text="guessed: user likes sales charts", confidence=0.3, evidence="inferred")
-    )
-    await mem.episodic.add(
-        EpisodicEvent(user_id="u", kind="task", text="inferred: user reviews sales weekly", confidence=0.8, evidence="inferred")
-    )
-    (line,) = await mem.recall("u", "sales")
-    assert "confidence 0.80 · inferred]" in line
+async def test_k11_the_same_turn_twice_is_one_memory(mem):
+    assert (await write(mem))["episodes"] == 1
+    assert (await write(mem))["episodes"] == 0
+    assert await mem.episodic.count("u") == 1
 
 
-async def test_recall_prefers_recent_memories(mem):
-    now = datetime(2026, 11, 29, tzinfo=timezone.utc)
-    for days, text in [(20, "ran the sales report for 2026-09"), (2, "ran the sales report for 2026-11")]:
-        await mem.episodic.add(
-            EpisodicEvent(user_id="u", kind="task", text=text, confidence=0.9, created_at=now - timedelta(days=days))
-        )
-    lines = await mem.recall("u", "sales report", k=2, now=now)
-    assert ["2026-11" in lines[0], "2026-09" in lines[1]] == [True, True]
-    assert "· 2026-11-27 ·" in lines[0] and "· 2026-11-09 ·" in lines[1]
+async def test_conflict_is_pending_shown_as_such_and_decided_by_the_next_request(mem):
+    await write(mem, goal="I prefer PDF reports.", tools_used=[], answer="ok", now=NOW - timedelta(days=2))
+    counts = await write(mem, goal="I prefer markdown reports.", tools_used=[], answer="ok", now=NOW - timedelta(days=1))
+    assert counts["facts"] == 1
+    statuses = {f.object: f.status for f in await mem.semantic.facts("u")}
+    assert statuses == {"pdf": "confirmed", "markdown": "pending"}  # the new one does not overwrite
+    lines = await mem.recall("u", "write the monthly report", now=NOW)
+    conflict = [x for x in lines if "CONFLICT" in x]
+    assert len(conflict) == 1 and "pdf" in conflict[0] and "markdown" in conflict[0] and "not both are true" in conflict[0]
+    assert not any(FACT.match(x) and "prefers format" in x for x in lines)  # never two facts as both true
+    # the user's next behaviour: they ask for markdown again
+    counts = await write(mem, goal="Send me the sales report as markdown", now=NOW)
+    assert counts["resolved"] == 1
+    facts = await mem.semantic.facts("u", statuses=("confirmed", "pending", "superseded"))
+    by_value = {f.object: f for f in facts}
+    assert by_value["markdown"].status == "confirmed"
+    assert by_value["pdf"].status == "superseded" and by_value["pdf"].valid_to == NOW
+    assert by_value["pdf"].superseded_by == by_value["markdown"].id
+    lines = await mem.recall("u", "write the monthly report", now=NOW)
+    assert not any("CONFLICT" in x for x in lines)
+    assert any("prefers format: markdown" in x for x in lines)
 
 
-# --- failures ---------------------------------------------------------------------------------
+async def test_one_off_instruction_lives_in_working_memory_reaches_recall_and_ends_with_the_session(mem):
+    lines = await mem.recall("u", "Give me short answers this time. What is in the database?", thread_id="t1", now=NOW)
+    assert lines[0] == "[working · this session] Give me short answers this time."
+    later = await mem.recall("u", "and the sales table?", thread_id="t1", now=NOW)
+    assert later[0].startswith("[working · this session] Give me short answers")
+    assert not any("[working" in x for x in await mem.recall("u", "and the sales table?", thread_id="t2", now=NOW))
+    plan = mem.plan_turn(**turn(goal="Give me short answers this time.", tools_used=[], answer="ok"))
+    assert [e.kind for e in plan.events] == ["task"] and plan.facts == []  # never long-term
+    assert mem.end_session("t1") == 1
+    assert not any("[working" in x for x in await mem.recall("u", "and the sales table?", thread_id="t1", now=NOW))
 
 
-async def test_failed_write_is_queued_then_flushed(mem, monkeypatch):
-    real_add = mem.episodic.add
+async def test_working_memory_items_expire_after_their_ttl(tmp_path):
+    class Clock:
+        t = 0.0
 
-    async def broken_add(event):
-        raise RuntimeError("store unavailable")
+        def __call__(self):
+            return self.t
 
-    monkeypatch.setattr(mem.episodic, "add", broken_add)
-    written = await mem.record_turn(**turn(goal="Run the sales report. I prefer PDF."))
-    assert written == 0
-    pending = await mem.queue.pending()
-    assert [p.payload["kind"] for p in pending] == ["task", "preference"]
-    assert all(p.error == "RuntimeError: store unavailable" for p in pending)
+    clock = Clock()
+    mem = make(tmp_path)
+    from memory.working import SessionMemories
 
-    assert await mem.flush_retry_queue() == 0  # still broken: stays queued, attempts counted
-    assert [p.attempts for p in await mem.queue.pending()] == [2, 2]
+    mem.sessions = SessionMemories(60, timer=clock)
+    mem.note_one_offs("t1", "Reply in French this time.")
+    assert len(mem.working("t1")) == 1
+    clock.t = 61
+    assert len(mem.working("t1")) == 0
+    await mem.aclose()
 
-    monkeypatch.setattr(mem.episodic, "add", real_add)
-    assert await mem.flush_retry_queue() == 2
+
+async def test_recall_block_order_and_budget(mem):
+    await mem.episodic.add_many([EpisodicEvent(user_id="u", kind="task", text=f"sales report number {i} " + "x" * 200,
+                                               confidence=0.9, created_at=NOW) for i in range(10)])
+    await mem.episodic.add(EpisodicEvent(user_id="u", kind="note", text="sales report inferred pattern",
+                                         confidence=0.7, evidence="inferred", created_at=NOW))
+    await write(mem, goal="I prefer excel for sales reports.", tools_used=[], answer="ok")
+    mem.memory_tokens = 150
+    block = await mem.recall_for_turn("u", "t9", "Short answers this time: the sales report", k=20, now=NOW)
+    kinds = [line.split(" · ")[0] for line in block.lines]
+    assert kinds[0] == "[working" and kinds[1] == "[semantic"
+    assert block.tokens <= 150 and block.dropped > 0
+    mem.memory_tokens = 5000
+    block = await mem.recall_for_turn("u", "t9", "the sales report", k=20, now=NOW)
+    episodic = [x for x in block.lines if x.startswith("[episodic")]
+    assert episodic[-1].endswith("sales report inferred pattern") and "· inferred]" in episodic[-1]
+    assert all("· evidence]" in x for x in episodic[:-1])  # direct evidence ranked apart, first
+
+
+async def test_a_failing_store_never_raises_queues_and_the_queue_drains(tmp_path):
+    class Flaky(LanceEpisodicStore):
+        broken = True
+
+        async def add_many(self, events):
+            if self.broken:
+                raise RuntimeError("disk full")
+            return await super().add_many(events)
+
+    store = Flaky(tmp_path / "data" / "episodic.lance", HashEmbedder())
+    mem = make(tmp_path, episodic=store)
+    counts = await write(mem)
+    assert counts == {"episodes": 0, "facts": 0, "resolved": 0, "queued": 1}
+    (entry,) = await mem.queue.pending()
+    assert entry.op == "episodic.add" and "disk full" in entry.error
+    assert await mem.recall("u", "sales report", now=NOW) == []  # nothing stored, nothing raised
+    store.broken = False
+    assert await mem.flush_retry_queue() == 1
     assert await mem.queue.pending() == []
-    lines = await mem.recall("u", "sales report PDF", k=5)
-    assert sorted(LABEL.match(x).group(1) for x in lines) == ["preference", "task"]
-    # The replayed event keeps its original id and timestamp, and replaying again is a no-op.
-    assert await mem.flush_retry_queue() == 0
+    assert any("sales report" in x for x in await mem.recall("u", "sales report", now=NOW))
+    await mem.aclose()
 
 
-async def test_partial_failure_counts_only_real_writes(mem, monkeypatch):
-    real_add = mem.episodic.add
+async def test_recall_never_raises_when_the_store_is_broken(tmp_path):
+    class Broken(LanceEpisodicStore):
+        async def search(self, *a, **k):
+            raise OSError("gone")
 
-    async def flaky_add(event):
-        if event.kind == "preference":
-            raise RuntimeError("boom")
-        return await real_add(event)
-
-    monkeypatch.setattr(mem.episodic, "add", flaky_add)
-    assert await mem.record_turn(**turn(goal="Sales report. I prefer PDF.")) == 1
-    assert [p.payload["kind"] for p in await mem.queue.pending()] == ["preference"]
+    mem = make(tmp_path, episodic=Broken(tmp_path / "b", HashEmbedder()))
+    assert await mem.recall("u", "anything", thread_id="t", now=NOW) == []
+    await mem.aclose()
 
 
-async def test_transient_lock_is_retried_in_process(mem, monkeypatch):
-    real_add = mem.episodic.add
-    calls = []
-
-    async def locked_once(event):
-        calls.append(event.id)
-        if len(calls) == 1:
-            raise sqlite3.OperationalError("database is locked")
-        return await real_add(event)
-
-    monkeypatch.setattr(mem.episodic, "add", locked_once)
-    assert await mem.record_turn(**turn()) == 1
-    assert len(calls) == 2 and await mem.queue.pending() == []
+async def test_rolled_back_branch_memories_of_this_session_are_not_recalled(mem):
+    plan = mem.plan_turn(**turn(), origin_message_id="m-abandoned")
+    await mem.write_plan(plan, now=NOW)
+    assert not any("[episodic" in x for x in await mem.recall("u", "sales report", thread_id="t1",
+                                                               visible_origins={"m-other"}, now=NOW))
+    assert any("[episodic" in x for x in await mem.recall("u", "sales report", thread_id="t2",
+                                                           visible_origins={"m-other"}, now=NOW))
 
 
-async def test_record_turn_never_raises_even_if_the_queue_is_broken(mem, monkeypatch):
-    async def broken(*args, **kwargs):
-        raise RuntimeError("down")
-
-    monkeypatch.setattr(mem.episodic, "add", broken)
-    monkeypatch.setattr(mem.queue, "enqueue", broken)
-    assert await mem.record_turn(**turn()) == 0
-
-
-async def test_record_turn_never_raises_on_bad_input(mem):
-    assert await mem.record_turn(**turn(user_id="")) == 0
+async def test_forget_by_reference(mem):
+    await write(mem, goal="I prefer PDF reports.", tools_used=[], answer="ok")
+    (fact,) = await mem.semantic.facts("u")
+    event = (await mem.episodic.list("u"))[0]
+    assert await mem.forget("u", f"semantic:{fact.id}") and await mem.semantic.facts("u") == []
+    assert await mem.forget("u", event.id) and await mem.episodic.get("u", event.id) is None
+    assert not await mem.forget("u", "episodic:nope")
+    assert not await mem.forget("v", f"episodic:{(await mem.episodic.list('u'))[0].id}")
 
 
-async def test_unreadable_database_gives_empty_recall_and_no_exception(tmp_path):
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "memory.db").write_bytes(b"this is not a sqlite database" * 100)
-    mem = MemoryService(data)
-    assert await mem.recall("u", "sales") == []
-    assert await mem.record_turn(**turn()) == 0
-    assert await mem.flush_retry_queue() == 0
-
-
-async def test_corrupt_row_does_not_break_recall(mem):
-    await mem.record_turn(**turn())
-    with sqlite3.connect(mem.episodic.db.path) as db:
-        cur = db.execute(
-            "INSERT INTO episodic_events (id, user_id, kind, text, content_hash, created_at, confidence, metadata)"
-            " VALUES ('bad', 'u', 'task', 'sales report gone wrong', 'h', '2026-13-45', 0.9, '{oops')"
-        )
-        db.execute("INSERT INTO episodic_fts (rowid, body) VALUES (?, 'sales report gone wrong')", (cur.lastrowid,))
-    (line,) = await mem.recall("u", "sales report", k=5)
-    assert "sales report for 2026-10" in line
-
-
-async def test_no_blocking_io_in_the_event_loop(mem):
-    """``langgraph dev`` runs blockbuster, which raises BlockingError on blocking I/O."""
-    blockbuster = pytest.importorskip("blockbuster")
-    with blockbuster.blockbuster_ctx():
-        assert await mem.record_turn(**turn(goal="Sales report. I prefer PDF.")) == 2
-        assert len(await mem.recall("u", "sales report PDF")) == 2
-        assert await mem.flush_retry_queue() == 0
+async def test_expire_defaults_30_and_180_days(mem):
+    await mem.episodic.add_many([EpisodicEvent(user_id="u", kind="note", text="old note", confidence=0.9,
+                                               created_at=NOW - timedelta(days=31)),
+                                 EpisodicEvent(user_id="u", kind="note", text="recent note", confidence=0.9,
+                                               created_at=NOW - timedelta(days=29))])
+    await write(mem, goal="I prefer PDF reports.", tools_used=[], answer="ok", now=NOW - timedelta(days=181))
+    await write(mem, goal="I report to Alice.", tools_used=[], answer="ok", now=NOW - timedelta(days=100))
+    counts = await mem.expire(NOW)
+    assert counts["episodic_expired"] >= 1 and counts["semantic_expired"] == 1
+    assert {f.object for f in await mem.semantic.facts("u")} == {"Alice"}
+    assert [e.text for e in await mem.episodic.list("u", kinds=["note"])] == ["recent note"]

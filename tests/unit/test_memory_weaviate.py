@@ -1,12 +1,12 @@
-"""WeaviateEpisodicStore, without a server: URL parsing, mapping, filters, schema, K11 flow.
+"""WeaviateEpisodicStore, pure parts: URL parsing, property mapping, filters, schema, ranking.
 
-No Weaviate server can run on the build machines; the collection below is a stand-in that
-records calls, so these tests check the store's own logic, not Weaviate's behaviour.
+The store's wire traffic (the real client against a gRPC/REST stand-in built on the client's
+own protobuf stubs) is ``tests/integration/test_memory_weaviate_wire.py``; the contract suite
+against a real server is ``tests/integration/test_memory_weaviate_contract.py``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 from typing import Any
@@ -50,10 +50,8 @@ def test_parse_url():
             parse_weaviate_url(bad)
 
 
-def test_from_env_builds_an_unconnected_async_client(monkeypatch):
-    monkeypatch.setenv("HERMES_WEAVIATE_URL", "http://weaviate.internal:8081")
-    monkeypatch.setenv("HERMES_WEAVIATE_GRPC_PORT", "50052")
-    store = WeaviateEpisodicStore.from_env(alpha=0.3)
+def test_from_url_builds_an_unconnected_async_client():
+    store = WeaviateEpisodicStore.from_url("http://weaviate.internal:8081", grpc_port=50052, alpha=0.3)
     assert isinstance(store, EpisodicStore)
     assert store.alpha == 0.3 and not store.client.is_connected()
     with pytest.raises(ValueError):
@@ -83,6 +81,11 @@ def test_k11_uuid_ignores_case_and_whitespace_but_not_user():
     assert object_uuid("u", DOG) != object_uuid("u", DOG + " Really.")
 
 
+def test_properties_carry_the_keyword_tokens():
+    props = event_to_properties(EpisodicEvent(user_id="u", kind="note", text="我喜欢喝茶 🎉", confidence=0.9))
+    assert props["kw"].split() == ["我", "喜", "欢", "喝", "茶", "我喜", "喜欢", "欢喝", "喝茶", "🎉"]
+
+
 def test_filters():
     cutoff = NOW - timedelta(days=30)
     assert flatten(build_filters("u")) == [("user_id", "Equal", "u")]
@@ -93,11 +96,12 @@ def test_filters():
     ]
 
 
-def test_schema_filters_exactly_and_searches_only_text():
+def test_schema_filters_exactly_and_searches_only_the_keyword_tokens():
     props = {p.name: p for p in collection_properties()}
-    assert set(props) >= {"event_id", "user_id", "kind", "text", "content_hash", "created_at", "confidence"}
+    assert set(props) >= {"event_id", "user_id", "kind", "text", "kw", "content_hash", "created_at", "confidence"}
     assert props["user_id"].tokenization == Tokenization.FIELD and props["user_id"].indexSearchable is False
-    assert props["text"].tokenization == Tokenization.WORD
+    assert props["kw"].tokenization == Tokenization.WHITESPACE and props["kw"].indexSearchable is True
+    assert props["text"].indexSearchable is False
     assert props["created_at"].dataType == DataType.DATE
 
 
@@ -110,82 +114,6 @@ def test_rank_objects_applies_decay_and_skips_bad_objects():
     new = EpisodicEvent(user_id="u", kind="task", text="new", created_at=NOW - timedelta(days=1), confidence=0.9)
     objects = [obj(event_to_properties(old), 0.9), obj({"broken": True}, 1.0), obj(event_to_properties(new), 0.6)]
     hits = rank_objects(objects, NOW, 7.0, k=5)
-    assert [h.event.text for h in hits] == ["new", "old"]  # 0.6 × 0.91 > 0.9 × 0.25
-    assert hits[1].decay == pytest.approx(0.25) and hits[1].score == pytest.approx(0.225)
+    assert [h.event.text for h in hits] == ["new", "old"]  # 0.6 × 0.95 > 0.9 × 0.625
+    assert hits[1].decay == pytest.approx(0.625) and hits[1].score == pytest.approx(0.5625)
     assert rank_objects([obj(event_to_properties(new))], NOW, 7.0, k=1)[0].relevance == 1.0
-
-
-# --- a stand-in for the async client / collection ---------------------------------------------
-
-
-@dataclass
-class FakeCollection:
-    objects: dict[str, dict] = field(default_factory=dict)
-    inserts: list[dict] = field(default_factory=list)
-    hybrid_calls: list[dict] = field(default_factory=list)
-
-    def __post_init__(self):
-        self.query = SimpleNamespace(fetch_object_by_id=self._fetch, hybrid=self._hybrid)
-        self.data = SimpleNamespace(insert=self._insert)
-
-    async def _fetch(self, uuid):
-        props = self.objects.get(str(uuid))
-        return None if props is None else SimpleNamespace(uuid=uuid, properties=props)
-
-    async def _insert(self, properties, uuid=None, vector=None):
-        self.inserts.append({"properties": properties, "uuid": uuid, "vector": vector})
-        self.objects[str(uuid)] = properties
-        return uuid
-
-    async def _hybrid(self, **kwargs):
-        self.hybrid_calls.append(kwargs)
-        return SimpleNamespace(objects=[obj(p, 0.5) for p in self.objects.values()])
-
-
-class FakeClient:
-    def __init__(self, coll: FakeCollection) -> None:
-        self.connected = False
-        self.created = []
-        self.collections = SimpleNamespace(exists=self._exists, create=self._create, use=lambda name: coll)
-
-    def is_connected(self):
-        return self.connected
-
-    async def connect(self):
-        self.connected = True
-
-    async def _exists(self, name):
-        return name in self.created
-
-    async def _create(self, name, **kwargs):
-        self.created.append(name)
-
-
-async def test_add_dedupes_before_embedding_and_creates_the_collection_once():
-    coll = FakeCollection()
-    client = FakeClient(coll)
-    embedded = []
-
-    async def embed(text):
-        embedded.append(text)
-        return [0.1, 0.2]
-
-    store = WeaviateEpisodicStore(client, embed=embed)
-    first = EpisodicEvent(user_id="u", kind="task", text=DOG, confidence=0.9)
-    assert await store.add(first) == first.id
-    assert await store.add(EpisodicEvent(user_id="u", kind="task", text=DOG.upper(), confidence=0.9)) == first.id
-    assert len(coll.inserts) == 1 and embedded == [DOG]  # no model call for the duplicate
-    assert coll.inserts[0]["uuid"] == object_uuid("u", DOG) and coll.inserts[0]["vector"] == [0.1, 0.2]
-    assert client.connected and client.created == ["HermesEpisodicEvent"]
-
-
-async def test_search_without_embeddings_is_keyword_only():
-    coll = FakeCollection()
-    store = WeaviateEpisodicStore(FakeClient(coll), alpha=0.7)
-    await store.add(EpisodicEvent(user_id="u", kind="task", text="sales report", confidence=0.9, created_at=NOW))
-    (hit,) = await store.search("u", "sales", k=3, kinds=["task"], now=NOW)
-    call = coll.hybrid_calls[0]
-    assert call["alpha"] == 0.0 and call["vector"] is None and call["query_properties"] == ["text"]
-    assert ("kind", "ContainsAny", ["task"]) in flatten(call["filters"])
-    assert hit.event.text == "sales report" and hit.score == pytest.approx(0.5)
-    assert await store.search("u", "sales", kinds=[], now=NOW) == []

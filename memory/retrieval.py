@@ -1,0 +1,127 @@
+"""The memory block of the prompt: what is recalled, how each line is labelled, in what order,
+within what budget (seed §4.2 retrieval, §6.2 prompt order, §6.4 labels).
+
+Every line carries its type, date, confidence and whether it is direct evidence or inference:
+
+    [working · this session] short answers this time
+    [semantic · CONFLICT, undecided] user prefers format: pdf (confirmed 2026-11-01, confidence 0.85)
+        or markdown (pending since 2026-11-29, confidence 0.85) — not both are true: follow this
+        request's own instruction, else ask which one
+    [semantic · fact · since 2026-11-29 · confidence 0.85 · evidence: 1 episode] user prefers format: pdf
+    [semantic · fact · since 2026-11-29 · confidence 0.70 · inferred] ...
+    [episodic · task · 2026-11-29 · confidence 0.90 · evidence] completed task: ...
+    [episodic · note · 2026-11-20 · confidence 0.70 · inferred] ...
+
+Order (the block sits in the system turn, after the instructions, seed §6.2): this session's
+working memory, undecided conflicts, semantic facts (direct evidence, then inferred), episodic
+events (direct evidence by score, then inferred by score) — direct evidence is ranked apart
+from inference. Lines are added in that order while the approximate token budget allows
+(4 characters a token, the same estimate the rest of the prompt uses, no tokenizer download).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from memory.episodic.base import ScoredEvent
+from memory.semantic import Fact
+
+#: Default budget of the memory block, tokens (approximate).
+DEFAULT_MEMORY_TOKENS: int = 400
+#: Characters of one memory line at most (longer texts are cut with "…").
+MAX_LINE_CHARS: int = 400
+
+
+def approx_tokens(text: str) -> int:
+    """Approximate token count: ~4 characters a token, at least 1 (CJK: ~1 a character)."""
+    cjk = sum(1 for c in text if ord(c) > 0x2E80)
+    return max(1, (len(text) - cjk) // 4 + cjk)
+
+
+def _clip(text: str, limit: int = MAX_LINE_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def format_working(item: str) -> str:
+    return f"[working · this session] {_clip(item)}"
+
+
+def format_episode(hit: ScoredEvent | object) -> str:
+    event = hit.event if isinstance(hit, ScoredEvent) else hit
+    label = "evidence" if event.evidence == "direct" else "inferred"
+    return (f"[episodic · {event.kind} · {event.created_at.date().isoformat()} · confidence {event.confidence:.2f}"
+            f" · {label}] {_clip(event.text)}")
+
+
+def _evidence_label(fact: Fact) -> str:
+    if fact.evidence != "direct":
+        return "inferred"
+    n = len(fact.sources)
+    return f"evidence: {n} episode{'s' if n != 1 else ''}" if n else "evidence: user's words"
+
+
+def format_fact(fact: Fact) -> str:
+    return (f"[semantic · fact · since {fact.valid_from.date().isoformat()} · confidence {fact.confidence:.2f}"
+            f" · {_evidence_label(fact)}] {_clip(fact.statement)}")
+
+
+def format_conflict(confirmed: Fact, pending: Fact) -> str:
+    verb = confirmed.predicate.replace("_", " ")
+    return (f"[semantic · CONFLICT, undecided] {confirmed.subject_name} {verb}: {confirmed.object}"
+            f" (confirmed {confirmed.valid_from.date().isoformat()}, confidence {confirmed.confidence:.2f})"
+            f" or {pending.object} (pending since {pending.created_at.date().isoformat()}, confidence"
+            f" {pending.confidence:.2f}) — not both are true: follow this request's own instruction, else ask which one")
+
+
+@dataclass
+class MemoryBlock:
+    """The lines for the prompt and what they refer to (``refs``: ``working:<n>``,
+    ``semantic:<fact id>``, ``episodic:<event id>``, in line order)."""
+
+    lines: list[str]
+    refs: list[str]
+    tokens: int
+    dropped: int = 0
+
+
+def build_block(
+    *,
+    working: Sequence[str] = (),
+    conflicts: Sequence[tuple[Fact, Fact]] = (),
+    facts: Sequence[Fact] = (),
+    episodes: Sequence[ScoredEvent] = (),
+    budget_tokens: int = DEFAULT_MEMORY_TOKENS,
+) -> MemoryBlock:
+    """Assemble the block in the module docstring's order within ``budget_tokens``. A fact
+    that is part of a conflict appears only in its conflict line."""
+    in_conflict = {f.id for pair in conflicts for f in pair}
+    candidates: list[tuple[str, str]] = []
+    candidates += [(format_working(w), f"working:{i}") for i, w in enumerate(working)]
+    candidates += [(format_conflict(c, p), f"semantic:{p.id}") for c, p in conflicts]
+    plain = [f for f in facts if f.id not in in_conflict and f.status == "confirmed"]
+    candidates += [(format_fact(f), f"semantic:{f.id}") for f in plain if f.evidence == "direct"]
+    candidates += [(format_fact(f), f"semantic:{f.id}") for f in plain if f.evidence != "direct"]
+    direct = [h for h in episodes if h.event.evidence == "direct"]
+    inferred = [h for h in episodes if h.event.evidence != "direct"]
+    candidates += [(format_episode(h), f"episodic:{h.event.id}") for h in _by_score(direct)]
+    candidates += [(format_episode(h), f"episodic:{h.event.id}") for h in _by_score(inferred)]
+    lines, refs, used, dropped = [], [], 0, 0
+    seen: set[str] = set()
+    for line, ref in candidates:
+        if line in seen:
+            continue
+        cost = approx_tokens(line)
+        if used + cost > budget_tokens:
+            dropped += 1
+            continue
+        seen.add(line)
+        lines.append(line)
+        refs.append(ref)
+        used += cost
+    return MemoryBlock(lines, refs, used, dropped)
+
+
+def _by_score(hits: Iterable[ScoredEvent]) -> list[ScoredEvent]:
+    return sorted(hits, key=lambda h: h.score, reverse=True)
