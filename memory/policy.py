@@ -173,7 +173,7 @@ _NAME = r"([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,3})"
 _GROUP = r"(?:the\s+)?([A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,3}?)"
 _RELATION_PATTERNS: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"\bI\s+(?:now\s+)?report\s+(?:directly\s+)?to\s+" + _NAME), "user", "reports_to"),
-    (re.compile(r"\bmy\s+(?:new\s+)?(?:manager|boss|lead)\s+is\s+" + _NAME), "user", "reports_to"),
+    (re.compile(r"\b[Mm]y\s+(?:new\s+)?(?:manager|boss|lead)\s+is\s+" + _NAME), "user", "reports_to"),
     (re.compile(r"\bI\s+(?:now\s+)?work\s+(?:at|for)\s+" + _NAME), "user", "works_at"),
     (re.compile(r"\bI\s+(?:now\s+)?live\s+in\s+" + _NAME), "user", "lives_in"),
     (re.compile(r"我(?:现在)?向(\S{1,8}?)汇报"), "user", "reports_to"),
