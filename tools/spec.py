@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import re
 from typing import Any
 
@@ -175,7 +176,8 @@ def normalize_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
 
     * drops ``$schema`` / ``$id`` / ``$comment`` / anchors (everywhere);
     * inlines local ``$ref`` (``#/$defs/X``, ``#/definitions/X``, any ``#/...`` JSON pointer,
-      ``#`` itself) and then drops ``$defs`` / ``definitions``; a reference cycle, or a reference
+      ``#`` itself) and then drops ``$defs`` / ``definitions`` (kept, normalised, in a schema
+      that has no ``$ref`` at all); a reference cycle, or a reference
       outside the document, raises :class:`SchemaNormalizationError`;
     * rewrites type unions: ``{"type": ["string", "null"]}`` → ``{"anyOf": [{"type": "string"},
       {"type": "null"}]}`` (the keywords of each type go with it), ``"nullable": true`` (OpenAPI)
@@ -191,9 +193,11 @@ def normalize_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
     if not isinstance(root, dict):
         raise SchemaNormalizationError(f"input schema must be an object, got {type(root).__name__}")
     counter = [0]
+    has_refs = '"$ref"' in json.dumps(root, default=str)
     out = _normalize(_inline(root, root, (), counter))
-    out.pop("$defs", None)
-    out.pop("definitions", None)
+    if has_refs:  # every reference is inlined now: the definitions are not needed
+        out.pop("$defs", None)
+        out.pop("definitions", None)
     if "type" not in out and not any(k in out for k in ("anyOf", "allOf", "oneOf", "$ref")):
         out["type"] = "object"
         out.setdefault("properties", {})
@@ -279,6 +283,21 @@ def _split_union(schema: dict[str, Any], types: list[str]) -> dict[str, Any]:
     return {**common, "anyOf": branches}
 
 
+def _light(schema: Any) -> Any:
+    """Normalisation of unreferenced definitions (kept only when a schema has no ``$ref``):
+    keywords dropped and ``properties`` added, nothing rewritten (nothing validates with them)."""
+    if isinstance(schema, list):
+        return [_light(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    for key in _DROPPED:
+        schema.pop(key, None)
+    if _is_object(schema) and not isinstance(schema.get("properties"), dict):
+        schema["properties"] = {}
+    return {k: (_light(v) if isinstance(v, (dict, list)) and k not in ("enum", "const", "default", "examples")
+                else v) for k, v in schema.items()}
+
+
 def _normalize(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
@@ -308,7 +327,8 @@ def _normalize(schema: Any) -> Any:
     for key in _SUBSCHEMA_MAPS:
         sub = schema.get(key)
         if isinstance(sub, dict):
-            schema[key] = {k: _normalize(v) for k, v in sub.items()}
+            schema[key] = {k: (_light(v) if key in ("$defs", "definitions") else _normalize(v))
+                           for k, v in sub.items()}
     for key in _SUBSCHEMA_LISTS:
         sub = schema.get(key)
         if isinstance(sub, list):

@@ -272,7 +272,8 @@ class MCPServer:
             raise ToolTransportError(self.name, "closing", sent=False)
         self.sessions.append(session)
         self._learn(hs)
-        self.breaker.success()
+        if self.breaker.state == "half_open":
+            self.breaker.probe_ok()
         self.state, self.error = "ready", None
         return session
 
@@ -317,7 +318,7 @@ class MCPServer:
 
     async def _probe_loop(self) -> None:
         """Wait out the cooldown, then try a new session; repeat (backing off) until one opens."""
-        while not self._closing and self.breaker.state == "open":
+        while not self._closing and self.breaker.state in ("open", "half_open"):
             await asyncio.sleep(max(0.05, self.breaker.probe_due_in()))
             if self._closing:
                 return
@@ -351,8 +352,11 @@ class MCPServer:
                 self._track(asyncio.ensure_future(session.close()))
             if not self._closing and session.state == "failed":
                 self.reconnects += 1
+                if session.calls == 0:  # died with no call on it: the server's failure, not a call's
+                    self._failure(session.error or "session ended")
                 if not any(s.alive for s in self.sessions) and self.state == "ready":
                     self.state, self.error = "failed", session.error
+                self._refill()  # replace it in the background (no lifetime cap)
 
     def _prune(self) -> None:
         for s in list(self.sessions):

@@ -76,7 +76,15 @@ class Breaker:
     clock: Any = field(default=time.monotonic, repr=False)
 
     def success(self) -> None:
+        """A call succeeded: closed, counters and backoff reset."""
         self.state, self.consecutive, self.opened_at, self.current_cooldown_s = "closed", 0, None, 0.0
+
+    def probe_ok(self) -> None:
+        """The probe opened a session: serving again, but one more failure before a call
+        succeeds re-parks the server with a doubled cooldown (a server that starts and dies at
+        once is not respawned in a tight loop)."""
+        self.state, self.opened_at = "closed", None
+        self.consecutive = max(0, self.failures - 1)
 
     def failure(self, reason: str) -> bool:
         """Record one failure; returns True when this one opened the breaker."""
