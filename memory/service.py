@@ -429,22 +429,35 @@ class MemoryService:
 
     # --- consolidation (the consolidate graph) ------------------------------------------------
 
-    async def recent_episodes(self, user_id: str, since: datetime, limit: int = 500) -> list[EpisodicEvent]:
-        return await self.episodic.list(user_id, since=since, limit=limit)
+    async def recent_episodes(self, since: datetime, limit: int = 1000) -> list[EpisodicEvent]:
+        """Live episodes of every user since ``since`` (the consolidate graph's scan)."""
+        return await self.episodic.recent(since, limit)
+
+    @staticmethod
+    def rule_candidates(event: EpisodicEvent) -> list[policy.FactCandidate]:
+        """The rule-based extractor (``policy.extract_facts``) over an episode's text; task
+        records are read for their request only (never for the model's answer)."""
+        if event.kind not in ("preference", "conversation", "note", "task"):
+            return []
+        text = event.text
+        if event.kind == "preference":
+            text = text.removeprefix("user preference: ")
+        elif event.kind == "task":
+            text = text.split(" task: ", 1)[-1].split("; tools:", 1)[0].split("; answer:", 1)[0]
+        return policy.extract_facts(text)
 
     async def consolidate_facts(self, events: Sequence[EpisodicEvent], *, now: datetime | None = None,
-                                extractor=None) -> dict[str, int]:
-        """Candidate facts from ``events`` (``extractor(text) -> list[FactCandidate]``;
-        default the rule-based ``policy.extract_facts`` over preference events' sentences),
-        kept over the threshold and upserted with the event as evidence. Counts: candidates,
-        kept, added, duplicates, conflicts, resolved."""
-        extract = extractor or policy.extract_facts
-        counts = {"candidates": 0, "kept": 0, "added": 0, "duplicates": 0, "conflicts": 0, "resolved": 0}
+                                candidates: dict[str, list[policy.FactCandidate]] | None = None,
+                                evidence: str = "direct") -> dict[str, int]:
+        """Candidate facts of ``events`` (``candidates``: event id → facts, e.g. from a model;
+        default the rule-based :meth:`rule_candidates`), kept over the threshold and upserted
+        with the event as their source (``evidence``: "direct" for the rules, which read the
+        user's own words; "inferred" for a model's reading). Counts: candidates, kept, added, duplicates, conflicts,
+        resolved, queued."""
+        counts = {"candidates": 0, "kept": 0, "added": 0, "duplicates": 0, "conflicts": 0, "resolved": 0, "queued": 0}
         for event in events:
-            text = event.text.removeprefix("user preference: ") if event.kind == "preference" else event.text
-            if event.kind not in ("preference", "conversation", "note", "task"):
-                continue
-            for fact in extract(text):
+            found = candidates.get(event.id, []) if candidates is not None else self.rule_candidates(event)
+            for fact in found:
                 counts["candidates"] += 1
                 if fact.confidence < self.min_confidence:
                     continue
@@ -452,12 +465,12 @@ class MemoryService:
                 outcome = await self._upsert({
                     "user_id": event.user_id, "subject": fact.subject, "predicate": fact.predicate, "obj": fact.object,
                     "object_is_entity": fact.object_is_entity, "confidence": fact.confidence,
+                    "evidence": evidence,
                     "sources": [event.id], "now": (now or utcnow()).isoformat()}, counts)
                 key = {"added": "added", "duplicate": "duplicates", "pending_conflict": "conflicts",
                        "resolved": "resolved"}.get(outcome)
                 if key:
                     counts[key] += 1
-        counts.pop("queued", None)
         return counts
 
     async def expire(self, now: datetime | None = None) -> dict[str, int]:

@@ -219,6 +219,11 @@ class EpisodicStore(Protocol):
         """Events of ``user_id``, newest first (for inspection, consolidation and the CLI)."""
         ...
 
+    async def recent(self, since: datetime, limit: int = 1000) -> list[EpisodicEvent]:
+        """Live events of every user created at or after ``since``, newest first (the
+        consolidate graph's scan; it then works per user)."""
+        ...
+
     async def forget(self, user_id: str, event_id: str) -> bool:
         """Delete ``event_id`` of ``user_id`` for good (the user asked); True if it existed."""
         ...

@@ -395,6 +395,13 @@ class LanceEpisodicStore:
         rows.sort(key=lambda r: r["created_us"], reverse=True)
         return [event for event, _ in self._rows(rows[:limit], lambda r: 0.0).values()]
 
+    async def recent(self, since: datetime, limit: int = 1000) -> list[EpisodicEvent]:
+        table = await self._table()
+        rows = await (table.query().where(f"expired_us = 0 AND created_us >= {to_us(since)}").select(_COLUMNS)
+                      .to_list())
+        rows.sort(key=lambda r: r["created_us"], reverse=True)
+        return [event for event, _ in self._rows(rows[:limit], lambda r: 0.0).values()]
+
     async def count(self, user_id: str | None = None, *, include_expired: bool = False) -> int:
         table = await self._table()
         parts = [] if user_id is None else [f"user_id = {sql_str(user_id)}"]

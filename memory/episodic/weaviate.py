@@ -343,6 +343,18 @@ class WeaviateEpisodicStore:
                 log.warning("skipping unreadable Weaviate object %s: %s", getattr(obj, "uuid", "?"), exc)
         return out
 
+    async def recent(self, since: datetime, limit: int = 1000) -> list[EpisodicEvent]:
+        coll = await self._coll()
+        result = await coll.query.fetch_objects(filters=Filter.by_property("created_at").greater_or_equal(since),
+                                                limit=limit, sort=Sort.by_property("created_at", ascending=False))
+        out = []
+        for obj in result.objects:
+            try:
+                out.append(properties_to_event(obj.properties))
+            except Exception as exc:  # noqa: BLE001
+                log.warning("skipping unreadable Weaviate object %s: %s", getattr(obj, "uuid", "?"), exc)
+        return out
+
     async def forget(self, user_id: str, event_id: str) -> bool:
         coll = await self._coll()
         result = await coll.data.delete_many(
