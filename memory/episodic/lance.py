@@ -42,7 +42,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-from memory.embeddings import Embedder
+from memory.embeddings import Embedder, similarity_floor
 from memory.episodic.base import (
     DEFAULT_ALPHA,
     DEFAULT_CANDIDATES,
@@ -258,19 +258,22 @@ class LanceEpisodicStore:
 
     async def _optimize_quietly(self) -> None:
         try:
-            await self.optimize()
+            # no vector index build here (minutes at 100k rows): the consolidate graph builds it
+            await self.optimize(build_vector_index=False)
         except Exception:  # noqa: BLE001 - an optimisation; a concurrent optimize may conflict
             log.warning("episodic store: optimize failed (will retry later)", exc_info=True)
 
-    async def optimize(self, *, cleanup_older_than: timedelta | None = None) -> dict[str, Any]:
-        """Compact fragments, fold new rows into the indexes, and build the vector index once
-        the table is large enough. ``cleanup_older_than``: also delete old table versions
-        (data of forgotten rows leaves the disk then). Returns what was done."""
+    async def optimize(self, *, cleanup_older_than: timedelta | None = None,
+                       build_vector_index: bool = True) -> dict[str, Any]:
+        """Compact fragments, fold new rows into the indexes, and (``build_vector_index``)
+        build the vector index once the table has ``vector_index_min_rows`` rows.
+        ``cleanup_older_than``: also delete old table versions (data of forgotten rows leaves
+        the disk then). Returns what was done."""
         table = await self._table()
         done: dict[str, Any] = {}
         rows = await table.count_rows()
         indices = {i.name for i in await table.list_indices()}
-        if rows >= self.vector_index_min_rows and "vector_idx" not in indices:
+        if build_vector_index and rows >= self.vector_index_min_rows and "vector_idx" not in indices:
             from lancedb.index import HnswSq  # noqa: PLC0415
 
             await table.create_index("vector", config=HnswSq(distance_type="cosine"))
@@ -357,7 +360,7 @@ class LanceEpisodicStore:
         else:
             keyword, vector = await asyncio.gather(keyword_half(), vector_half())
         return fuse(keyword, vector, alpha=self.alpha, now=now, half_life_days=self.half_life_days, k=k,
-                    min_similarity=self.embedder.min_similarity if mode == "hybrid" else None)
+                    min_similarity=similarity_floor(self.embedder, query) if mode == "hybrid" else None)
 
     @staticmethod
     def _rows(rows, score) -> dict[str, tuple[EpisodicEvent, float]]:

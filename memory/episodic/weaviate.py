@@ -48,7 +48,7 @@ from weaviate.classes.query import Filter, HybridFusion, MetadataQuery, Sort
 from weaviate.exceptions import UnexpectedStatusCodeError
 from weaviate.util import generate_uuid5
 
-from memory.embeddings import Embedder
+from memory.embeddings import Embedder, similarity_floor
 from memory.episodic.base import (
     DEFAULT_ALPHA,
     DEFAULT_CANDIDATES,
@@ -317,7 +317,7 @@ class WeaviateEpisodicStore:
         else:
             result = await coll.query.hybrid(
                 query=" ".join(terms), alpha=self.alpha, vector=vector, query_properties=["kw"],
-                fusion_type=HybridFusion.RELATIVE_SCORE, max_vector_distance=1.0 - self.embedder.min_similarity,
+                fusion_type=HybridFusion.RELATIVE_SCORE, max_vector_distance=1.0 - similarity_floor(self.embedder, query),
                 filters=filters, limit=limit, return_metadata=MetadataQuery(score=True))
         return rank_objects(result.objects, now, self.half_life_days, k)
 

