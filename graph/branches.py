@@ -268,7 +268,7 @@ class Branches:
 
     ``mirror``: if given, every head change is appended to the thread's plain-text mirror."""
 
-    def __init__(self, graph: CompiledStateGraph, mirror: ThreadMirror | None = None) -> None:
+    def __init__(self, graph: CompiledStateGraph[Any, Any, Any, Any], mirror: ThreadMirror | None = None) -> None:
         if graph.checkpointer in (None, False, True):
             raise BranchError("branches need a graph compiled with a checkpointer "
                               "(graph.builder.make_graph(checkpointer=...))")

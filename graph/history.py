@@ -60,7 +60,8 @@ def close_unanswered(messages: list[AnyMessage], reason: str) -> Paired:
         out.append(message)
         if isinstance(message, AIMessage):
             for call in [*message.tool_calls, *message.invalid_tool_calls]:
-                if call.get("id"):
-                    open_calls[call["id"]] = call.get("name") or "unknown"
+                call_id = call.get("id")
+                if call_id:
+                    open_calls[call_id] = call.get("name") or "unknown"
     close_open()
     return Paired(out, closed, dropped)

@@ -156,7 +156,7 @@ def check_shape(saved: CheckpointTuple) -> CheckpointTuple:
     return saved
 
 
-async def probe(graph: CompiledStateGraph, thread_id: str) -> tuple[StateSnapshot | None, BaseException | None]:
+async def probe(graph: CompiledStateGraph[Any, Any, Any, Any], thread_id: str) -> tuple[StateSnapshot | None, BaseException | None]:
     """``(snapshot, None)`` if the thread's active head loads, ``(None, error)`` if it fails
     with a data error (see :func:`is_data_error`); other errors propagate."""
     try:
@@ -252,7 +252,7 @@ async def rebuild_from_mirror(
     return report
 
 
-async def recover_thread(graph: CompiledStateGraph, mirror: ThreadMirror, thread_id: str,
+async def recover_thread(graph: CompiledStateGraph[Any, Any, Any, Any], mirror: ThreadMirror, thread_id: str,
                          error: BaseException | None = None, *, as_node: str = "write_memory") -> RecoveryReport:
     """Rebuild ``thread_id`` of the checkpointed ``graph`` from its mirror as a new root
     checkpoint on the same thread (see the module docstring and :func:`rebuild_from_mirror`).
@@ -264,7 +264,7 @@ async def recover_thread(graph: CompiledStateGraph, mirror: ThreadMirror, thread
                                      as_node=as_node)
 
 
-async def ensure_readable(graph: CompiledStateGraph, mirror: ThreadMirror, thread_id: str) -> RecoveryReport | None:
+async def ensure_readable(graph: CompiledStateGraph[Any, Any, Any, Any], mirror: ThreadMirror, thread_id: str) -> RecoveryReport | None:
     """The ``run_turn`` hook: None if the thread's head loads (or the thread is new); else — an
     unreadable head, or no checkpoint at all while a mirror exists (the checkpoint file was
     replaced) — the thread is rebuilt from the mirror and the :class:`RecoveryReport` is returned. Raises

@@ -15,20 +15,24 @@ runs (the reminders database does).
 
 from __future__ import annotations
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.context import Context
 from graph.reminder_state import ReminderInput, ReminderState
-from nodes.fire_due_reminders import fire_due_reminders
+from graph.runner import invoke_turn
+from nodes.fire_due_reminders import make_fire_due_reminders
 
 builder = StateGraph(ReminderState, input_schema=ReminderInput, context_schema=Context)
-builder.add_node(fire_due_reminders)
+builder.add_node("fire_due_reminders", make_fire_due_reminders(run_task=invoke_turn))
 builder.add_edge(START, "fire_due_reminders")
 builder.add_edge("fire_due_reminders", END)
 
 
-def make_graph(checkpointer=None) -> CompiledStateGraph:
+def make_graph(
+    checkpointer: BaseCheckpointSaver | None = None,
+) -> CompiledStateGraph[ReminderState, Context, ReminderInput, ReminderState]:
     """Compile the reminders graph, optionally with a checkpointer."""
     return builder.compile(checkpointer=checkpointer, name="reminders")
 

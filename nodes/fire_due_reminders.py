@@ -17,10 +17,12 @@ What firing an action means here:
     the firing counts as done when the server accepted the run, and the run's metadata carries
     ``hermes_reminder = reminder:<id>:<period>`` so a re-fire of the same period finds it
     instead of queuing a second one. The thread shows up in Studio like any other.
-  - **Anywhere else** (the graph invoked in-process, e.g. from a script or a test) the agent
-    graph is compiled here with the checkpointer of ``<data_dir>/checkpoints.sqlite``
-    (``graph.checkpoints.open_checkpointer``, the file the CLI uses) and invoked to the end of
-    the turn, on the same thread name the CLI would use (no per-thread CLI lock is taken).
+  - **Anywhere else** (the graph invoked in-process, e.g. from a script or a test) the turn
+    runs to its end through the ``run_task`` the reminders graph gives this node
+    (``graph/scheduler_graph.py`` passes ``graph.runner.invoke_turn``: the agent graph with the
+    checkpointer of ``<data_dir>/checkpoints.sqlite``, the file the CLI uses), on the same
+    thread name the CLI would use (no per-thread CLI lock is taken). A node imports nothing of
+    the application shell (docs/DESIGN.md §7), hence the injection.
   The human message's id is the request id, so a replayed period does not add a second copy.
 
 No blocking I/O on the event loop: SQLite work runs in threads (``asyncio.to_thread`` inside
@@ -32,16 +34,15 @@ Update: ``checked_at`` (ISO clock used), ``fired``, ``failed``, ``skipped`` (lis
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import datetime as dt
 import logging
 import sys
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
@@ -55,6 +56,16 @@ log = logging.getLogger(__name__)
 THREAD_NAMESPACE = uuid.UUID("6f1d2c1e-9a4b-5c3d-8e7f-0a1b2c3d4e5f")
 #: Run metadata key naming the firing that queued a run.
 RUN_METADATA_KEY = "hermes_reminder"
+
+#: How a task turn runs in-process: ``(task, context, thread_id, message_id=...) -> final values``
+#: (``graph.runner.invoke_turn``).
+TaskRunner = Callable[..., Awaitable[dict[str, Any]]]
+
+
+class ReminderNode(Protocol):
+    """The node's signature: ``async (state, runtime) -> update``."""
+
+    def __call__(self, state: ReminderState, *, runtime: Runtime[Context]) -> Awaitable[dict[str, Any]]: ...
 
 
 def server_thread_id(thread: str) -> str:
@@ -95,21 +106,8 @@ async def _task_via_server(due: Due, context: Context) -> dict[str, Any]:
             "detail": f"agent run {run['run_id']} queued on thread {thread_id} ({due.thread_id})"}
 
 
-async def _task_in_process(due: Due, context: Context) -> dict[str, Any]:
-    from graph.builder import make_graph
-    from graph.checkpoints import checkpoints_file, open_checkpointer
-
-    data_dir = Path(context.data_dir)
-    await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
-
-    async def turn() -> dict[str, Any]:
-        async with open_checkpointer(checkpoints_file(data_dir), mirror_dir=data_dir) as saver:
-            agent = make_graph(checkpointer=saver)
-            return await agent.ainvoke({"messages": [HumanMessage(_task_input(due), id=due.request_id)]},
-                                       {"configurable": {"thread_id": due.thread_id}}, context=context)
-
-    # a fresh context: the agent run is its own run, not a subgraph of this one
-    values = await asyncio.create_task(turn(), context=contextvars.Context())
+async def _task_in_process(due: Due, context: Context, run_task: TaskRunner) -> dict[str, Any]:
+    values = await run_task(_task_input(due), context, due.thread_id, message_id=due.request_id)
     last = next((m for m in reversed(values.get("messages") or []) if isinstance(m, AIMessage)), None)
     answer = str(last.content) if last else ""
     waiting = bool(values.get("__interrupt__"))
@@ -118,14 +116,14 @@ async def _task_in_process(due: Due, context: Context) -> dict[str, Any]:
                       + (" and is waiting for an answer (hermes resume)" if waiting else f": {answer[:160]}")}
 
 
-async def fire_action(due: Due, context: Context) -> dict[str, Any]:
+async def fire_action(due: Due, context: Context, run_task: TaskRunner) -> dict[str, Any]:
     """Fire one due reminder's action (see module doc); returns ``fire_due``'s result dict."""
     if due.action["kind"] == "tool":
         toolbox = await get_toolbox(context)
         return await call_tool_action(toolbox.registry, due)
     if inside_server():
         return await _task_via_server(due, context)
-    return await _task_in_process(due, context)
+    return await _task_in_process(due, context, run_task)
 
 
 def _parse_now(value: str) -> dt.datetime:
@@ -137,14 +135,19 @@ def _parse_now(value: str) -> dt.datetime:
         raise ValueError(f"now must be an ISO-8601 date-time (e.g. 2026-12-01T09:30:00), got {value!r}") from None
 
 
-async def fire_due_reminders(state: ReminderState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Graph node: see the module docstring for the update it returns."""
-    context = runtime.context or Context()
-    now = _parse_now(state.now)
-    firings = await fire_due(Path(context.data_dir), now, lambda due: fire_action(due, context))
-    for f in firings:
-        log.info("reminder %s %s: %s %s", f.due.reminder_id, f.due.period, f.status, f.detail)
-    by_status: dict[str, list[dict[str, Any]]] = {"fired": [], "failed": [], "skipped": []}
-    for f in firings:
-        by_status[f.status].append(f.as_dict())
-    return {"checked_at": now.isoformat(timespec="seconds"), **by_status}
+def make_fire_due_reminders(run_task: TaskRunner) -> ReminderNode:
+    """The node, with ``run_task`` as the way task turns run in-process (see the module docstring)."""
+
+    async def fire_due_reminders(state: ReminderState, runtime: Runtime[Context]) -> dict[str, Any]:
+        """Graph node: see the module docstring for the update it returns."""
+        context = runtime.context or Context()
+        now = _parse_now(state.now)
+        firings = await fire_due(Path(context.data_dir), now, lambda due: fire_action(due, context, run_task))
+        for f in firings:
+            log.info("reminder %s %s: %s %s", f.due.reminder_id, f.due.period, f.status, f.detail)
+        by_status: dict[str, list[dict[str, Any]]] = {"fired": [], "failed": [], "skipped": []}
+        for f in firings:
+            by_status[f.status].append(f.as_dict())
+        return {"checked_at": now.isoformat(timespec="seconds"), **by_status}
+
+    return fire_due_reminders

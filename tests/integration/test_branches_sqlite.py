@@ -25,7 +25,6 @@ from graph.cli import app
 from graph.mirror import ThreadMirror
 from tests.conftest import FakeToolbox, tool_call
 
-
 # --- K10 on a small graph: agent → approval interrupt() → tool → agent --------------------
 
 class K10State(TypedDict):
@@ -250,7 +249,7 @@ def test_cli_branch_commands_try_a_rollback_try_b_switch_fork(scripted, data_dir
 
 async def test_the_mirror_follows_rollbacks_and_forks(scripted, data_dir):
     from graph.branches import Branches
-    from graph.cli import run_turn
+    from graph.runner import run_turn
 
     ctx = scripted([AIMessage("r1"), AIMessage("r2"), AIMessage("r3")])
     await run_turn("m1", ctx, "M", quiet=True)

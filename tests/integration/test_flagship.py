@@ -14,9 +14,9 @@ from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import AIMessage, ToolMessage
 
 from graph import resources
-from graph.cli import run_turn
 from graph.context import Context
 from graph.model import astop_embedded_server, register_model
+from graph.runner import run_turn
 from tests.conftest import ScriptedChat, tool_call
 from tools.builtin.demo_db import generate_sales_db
 

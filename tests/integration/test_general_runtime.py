@@ -16,9 +16,9 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
 from graph import resources
-from graph.cli import run_turn
 from graph.context import Context
 from graph.model import register_model
+from graph.runner import run_turn
 from tests.conftest import ScriptedChat, tool_call
 from tools.builtin.demo_db import generate_invoices_db
 

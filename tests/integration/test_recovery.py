@@ -22,9 +22,10 @@ from typer.testing import CliRunner
 from graph import resources
 from graph.branches import Branches
 from graph.builder import make_graph
-from graph.cli import app, run_turn
+from graph.cli import app
 from graph.mirror import ThreadMirror, mirror_path
 from graph.recovery import RecoveryError, ensure_readable
+from graph.runner import run_turn
 from tests.conftest import FakeToolbox, tool_call
 from tests.integration.conftest import ROOT, langgraph_dev
 

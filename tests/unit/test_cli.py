@@ -9,9 +9,10 @@ from langchain_core.messages import AIMessage
 from typer.testing import CliRunner
 
 from graph import resources
-from graph.cli import ThreadBusyError, app, run_turn, thread_lock
+from graph.cli import app
 from graph.context import Context
 from graph.model import register_model
+from graph.runner import ThreadBusyError, run_turn, thread_lock
 from tests.conftest import FakeToolbox, ScriptedChat, tool_call
 
 runner = CliRunner()

@@ -1,0 +1,44 @@
+"""``hermes`` command line: run the agent graph with the SQLite checkpointer.
+
+    hermes run "<task>" [--thread ID] [--model NAME --base-url URL] [--data-dir DIR]
+    hermes chat [--thread ID]
+    hermes resume --thread ID "<answer>"       (answer a question the agent asked: interrupt)
+    hermes tools list | lint
+    hermes session show THREAD [--last N] [--json]
+    hermes branch list THREAD | show THREAD [CHECKPOINT] [--compact]
+    hermes branch rollback THREAD CHECKPOINT | switch THREAD HEAD | fork THREAD CHECKPOINT "<task>"
+    hermes reminders list | due | run [--now ISO8601]      hermes serve [--interval 60]
+
+Progress is printed node by node while the graph runs (LangGraph ``stream_mode="updates"``),
+then the answer and a summary: thread id, checkpoint id, tools called, tokens in/out, memory
+writes, stop reason. Exit codes: 0 the run finished (answered, or stopped with a stated reason),
+1 an error (message says what to do), 2 the model endpoint could not be reached or started,
+3 the agent asked a question (missing data, LangGraph ``interrupt``) and no terminal was there
+to answer it — answer with ``hermes resume``, 130 interrupted by Ctrl-C (checkpoints kept).
+One thread runs in one process at a time (a lock file under ``<data_dir>/locks``).
+
+Every turn is mirrored to ``<data_dir>/mirror/<thread>.jsonl`` (``graph.mirror``); a thread whose
+checkpoint cannot be read is rebuilt from that mirror before the turn, with a notice saying what
+was lost (``graph.recovery``). Branch commands: ``graph.branches``. CHECKPOINT arguments accept
+any unique part of a checkpoint id (the 8-character short ids shown by ``branch show``).
+
+Modules: ``common`` (the Typer app, settings from options, exit codes), ``turns`` (run, resume,
+chat), ``sessions`` (session, branch), ``registry`` (tools), ``reminders`` (reminders, serve),
+``render`` (everything printed), ``stdin`` (reading the terminal). Turns run through
+``graph.runner``.
+"""
+
+# Each module registers its commands on ``app``; the import order is the order of ``--help``.
+from graph.cli import turns  # noqa: F401  (run, resume, chat)
+from graph.cli.common import app
+
+# isort: split
+from graph.cli import sessions  # noqa: F401  (session, branch)
+
+# isort: split
+from graph.cli import registry  # noqa: F401  (tools)
+
+# isort: split
+from graph.cli import reminders  # noqa: F401  (reminders, serve)
+
+__all__ = ["app"]

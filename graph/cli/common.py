@@ -1,0 +1,203 @@
+"""The ``hermes`` Typer application and what its commands share: settings from options, the
+exit-code mapping of failures, opening the checkpointed agent graph."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sqlite3
+import sys
+from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import typer
+from langgraph.graph.state import CompiledStateGraph
+
+from graph.branches import BranchError, Branches
+from graph.builder import make_graph
+from graph.checkpoints import checkpoints_file, open_checkpointer
+from graph.cli.render import console, err_console
+from graph.context import Context
+from graph.mirror import ThreadMirror
+from graph.model import ModelUnavailableError, astop_embedded_server
+from graph.resources import aclose_resources
+from graph.runner import NothingToResumeError, ThreadBusyError
+
+app = typer.Typer(help="Hermes Agent: a LangGraph agent runtime.", no_args_is_help=True)
+branch_app = typer.Typer(
+    help="Branches of a thread: its checkpoints as a tree (rollback, fork, switch).", no_args_is_help=True
+)
+session_app = typer.Typer(help="Sessions (threads) and their workbench state.", no_args_is_help=True)
+tools_app = typer.Typer(help="The tool registry: definitions and their lint.", no_args_is_help=True)
+reminders_app = typer.Typer(
+    help="Reminders: list them, see what is due, fire what is due (once per period; `hermes serve` keeps checking).",
+    no_args_is_help=True,
+)
+app.add_typer(branch_app, name="branch")
+app.add_typer(session_app, name="session")
+app.add_typer(tools_app, name="tools")
+app.add_typer(reminders_app, name="reminders")
+
+EXIT_ASKED = 3
+
+DATA_DIR_OPT = typer.Option(None, help="Data directory.")
+MCP_OPT = typer.Option(None, help="mcpServers JSON (default: HERMES_MCP_CONFIG or the bundled team chat).")
+NOW_OPT = typer.Option(
+    None, "--now", help="The clock, ISO-8601 (e.g. 2026-12-01T09:30; naive = local time). Default: now."
+)
+
+
+def debug() -> bool:
+    """``HERMES_DEBUG`` set: tracebacks instead of one-line errors (a switch of the command, not
+    a setting of the graph)."""
+    return bool(os.environ.get("HERMES_DEBUG"))
+
+
+class _Concise(logging.Formatter):
+    """One line per warning; tracebacks only with HERMES_DEBUG=1."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = f"{record.levelname.lower()}: {record.getMessage()}"
+        if record.exc_info and debug():
+            message += "\n" + self.formatException(record.exc_info)
+        elif record.exc_info and record.exc_info[1] is not None:
+            message += f" ({type(record.exc_info[1]).__name__}: {record.exc_info[1]})"
+        return message
+
+
+@app.callback()
+def _setup_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Concise())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
+
+
+def make_context(
+    model: str | None, base_url: str | None, data_dir: str | None, max_tool_rounds: int | None
+) -> Context:
+    """The settings of a command: its options over ``HERMES_*`` (``graph.context.Context``)."""
+    overrides: dict[str, Any] = {}
+    if model:
+        overrides["model"] = model
+    if base_url:
+        overrides["base_url"] = base_url
+    if data_dir:
+        overrides["data_dir"] = data_dir
+    if max_tool_rounds:
+        overrides["max_tool_rounds"] = max_tool_rounds
+    return Context(**overrides)
+
+
+def context_or_exit(
+    model: str | None, base_url: str | None, data_dir: str | None, max_tool_rounds: int | None
+) -> Context:
+    """:func:`make_context`, or exit 1 with the settings error (a bad ``HERMES_*`` value)."""
+    try:
+        return make_context(model, base_url, data_dir, max_tool_rounds)
+    except ValueError as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
+
+
+def resolve_data_dir(data_dir: str | None) -> Path:
+    """The data directory of ``--data-dir`` or the settings."""
+    return Path(make_context(None, None, data_dir, None).data_dir)
+
+
+async def guarded(
+    coro_factory: Callable[[], Awaitable[Any]],
+    context: Context | None = None,
+    thread_id: str = "",
+    json_out: bool = False,
+) -> int:
+    """Run ``coro_factory()``; map failures to an exit code and a message that says what to do
+    (as JSON on stdout with ``--json``). Always closes MCP sessions and the embedded server."""
+    code, message = 0, ""
+    try:
+        await coro_factory()
+    except ModelUnavailableError as exc:
+        code, message = 2, f"model unavailable: {exc}"
+    except (ThreadBusyError, NothingToResumeError) as exc:
+        code, message = 1, str(exc)
+    except sqlite3.DatabaseError as exc:
+        db = checkpoints_file(context.data_dir) if context else "checkpoints.sqlite"
+        code, message = 1, (
+            f"the checkpoint database {db} cannot be used ({exc}). Move it aside "
+            f"(mv {db} {db}.broken) and rerun with the same --thread: the session is rebuilt from "
+            "its plain-text mirror in the data directory's mirror/ folder."
+        )
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # a clear message instead of a traceback; details with HERMES_DEBUG=1
+        if debug():
+            raise
+        code, message = 1, (
+            f"{type(exc).__name__}: {exc}\nThe thread's checkpoints are kept"
+            + (f" (--thread {thread_id})" if thread_id else "")
+            + "; rerun with HERMES_DEBUG=1 for a traceback."
+        )
+    finally:
+        await aclose_resources()
+        await astop_embedded_server()
+    if code:
+        if json_out:
+            print(json.dumps({"error": message, "exit_code": code, "thread_id": thread_id or None}))
+        else:
+            err_console.print(f"[red]error:[/red] {message}", highlight=False)
+    return code
+
+
+def run_sync(main: Coroutine[Any, Any, int], thread_id: str = "") -> int:
+    """``asyncio.run(main)``; Ctrl-C ends with exit 130 and says how to continue."""
+    try:
+        return asyncio.run(main)
+    except KeyboardInterrupt:
+        err_console.print(
+            "[yellow]interrupted; the last checkpoint is kept[/yellow]"
+            + (f" — continue with --thread {thread_id}" if thread_id else "")
+        )
+        return 130
+
+
+def require_db(data_dir: Path) -> Path:
+    """The checkpoint file of ``data_dir``, or exit 1 when there is none."""
+    path = checkpoints_file(data_dir)
+    if not path.exists():
+        console.print(f"[red]error:[/red] no checkpoints at {path} (wrong --data-dir, or no run yet)")
+        raise typer.Exit(1)
+    return path
+
+
+def run_command(coro_factory: Callable[[], Awaitable[Any]]) -> None:
+    """Run a branch/session command: clear messages for expected errors, exit code 1."""
+
+    async def go() -> int:
+        try:
+            await coro_factory()
+            return 0
+        except (BranchError, LookupError) as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            return 1
+
+    code = asyncio.run(go())
+    if code:
+        raise typer.Exit(code)
+
+
+class OpenAgent:
+    """``async with OpenAgent(data_dir) as (agent, branches):`` the SQLite-checkpointed agent graph."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self._cm = open_checkpointer(checkpoints_file(data_dir))
+
+    async def __aenter__(self) -> tuple[CompiledStateGraph[Any, Any, Any, Any], Branches]:
+        saver = await self._cm.__aenter__()
+        agent = make_graph(checkpointer=saver)
+        return agent, Branches(agent, mirror=ThreadMirror(self.data_dir))
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._cm.__aexit__(*exc)

@@ -1,0 +1,240 @@
+"""``hermes reminders list|due|run`` and ``hermes serve``: due reminders fired from the CLI, once
+per period (``tools.scheduler``; docs/DESIGN.md §5.4)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from graph.cli.common import (
+    DATA_DIR_OPT,
+    NOW_OPT,
+    app,
+    context_or_exit,
+    guarded,
+    reminders_app,
+    resolve_data_dir,
+    run_sync,
+)
+from graph.cli.render import (
+    ConsoleObserver,
+    console,
+    err_console,
+    preview_markup,
+    print_firings,
+)
+from graph.context import Context
+from graph.resources import get_toolbox
+from graph.runner import execute_turn
+from tools.scheduler import (
+    Due,
+    Firing,
+    call_tool_action,
+    due_reminders,
+    fire_due,
+    firing_history,
+    stored_reminders,
+)
+
+
+def parse_now_or_exit(value: str | None) -> dt.datetime:
+    """The ``--now`` clock (default: now, read once here), or exit 1 when it is not ISO-8601."""
+    if not value:
+        return dt.datetime.now().astimezone()
+    try:
+        return dt.datetime.fromisoformat(value)
+    except ValueError:
+        err_console.print(f"[red]error:[/red] --now must be ISO-8601 (e.g. 2026-12-01T09:30:00), got {value!r}")
+        raise typer.Exit(1) from None
+
+
+async def fire_reminder_action(due: Due, context: Context, verbose: bool = False) -> dict[str, Any]:
+    """What firing means from the CLI: a "tool" action calls the tool through the toolbox's
+    registry (request id ``reminder:<id>:<period>``: the ledger replays a repeat); a "task"
+    action runs the agent turn on the action's thread (default ``reminder-<id>``) with
+    ``graph.runner`` (checkpoints, mirror, per-thread lock)."""
+    if due.action["kind"] == "tool":
+        return await call_tool_action((await get_toolbox(context)).registry, due)
+    thread_id = due.thread_id or f"reminder-{due.reminder_id}"  # task actions always name one
+    summary = await execute_turn(
+        due.action.get("task") or due.text, context, thread_id, quiet=not verbose,
+        observer=ConsoleObserver(quiet=not verbose),
+    )
+    detail = f"turn ran on thread {due.thread_id}"
+    if summary.get("question"):
+        detail += f'; it is waiting for an answer: hermes resume --thread {due.thread_id} "<answer>"'
+    elif summary.get("stop_reason"):
+        detail += f"; stopped: {summary['stop_reason']}"
+    else:
+        detail += f": {str(summary.get('answer') or '')[:160]}"
+    return {
+        "ok": True, "detail": detail, "thread_id": due.thread_id, "answer": summary.get("answer"),
+        "question": summary.get("question"), "stop_reason": summary.get("stop_reason"),
+        "checkpoint_id": summary.get("checkpoint_id"), "tools_called": summary.get("tools_called"),
+    }
+
+
+def _print_nothing_due(path_dir: Path, now: dt.datetime) -> None:
+    listed = stored_reminders(path_dir)
+    upcoming = sorted((r["next_run"], r["id"]) for r in listed)
+    console.print(
+        f"nothing due at {now.isoformat(timespec='minutes')} ({len(listed)} reminder(s)"
+        + (f"; next: reminder {upcoming[0][1]} at {upcoming[0][0]}" if upcoming else "")
+        + ")",
+        highlight=False,
+    )
+
+
+@reminders_app.command("list")
+def reminders_list(
+    now: str = NOW_OPT,
+    data_dir: str = DATA_DIR_OPT,
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Every reminder: schedule, action, next run (the next period to fire; "overdue" when its
+    time has passed: the next check fires it), last fired period and its outcome."""
+    clock = parse_now_or_exit(now).astimezone()
+    path_dir = resolve_data_dir(data_dir)
+    if not (path_dir / "reminders.db").exists():
+        if json_out:
+            print("[]")
+        else:
+            console.print(f"no reminders in {path_dir}")
+        return
+    listed = stored_reminders(path_dir)
+    last: dict[Any, dict[str, Any]] = {}
+    for row in firing_history(path_dir):
+        last.setdefault(row["reminder_id"], row)
+    if json_out:
+        print(json.dumps([{**r, "last_firing": last.get(r["id"])} for r in listed], ensure_ascii=False, default=str))
+        return
+    table = Table("id", "text", "day", "time", "action", "next run", "last fired", "outcome")
+    for r in listed:
+        a = r["action"]
+        action = (
+            f"tool {a['tool']}" if a["kind"] == "tool" else f"task ({a.get('thread_id') or 'reminder-' + str(r['id'])})"
+        )
+        fired = last.get(r["id"])
+        overdue = dt.datetime.fromisoformat(r["next_run"]).astimezone() <= clock
+        table.add_row(
+            str(r["id"]), preview_markup(r["text"][:50]), str(r["day_of_month"]), r["time"], action,
+            r["next_run"] + (" (overdue)" if overdue else ""), r["last_fired_period"] or "—",
+            f"{fired['state']} ({fired['attempts']} attempt(s))" if fired else "—",
+        )
+    console.print(table)
+
+
+@reminders_app.command("due")
+def reminders_due(
+    now: str = NOW_OPT,
+    data_dir: str = DATA_DIR_OPT,
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """What `hermes reminders run` would fire at --now (nothing is fired)."""
+    clock = parse_now_or_exit(now)
+    path_dir = resolve_data_dir(data_dir)
+    due = due_reminders(path_dir, clock) if (path_dir / "reminders.db").exists() else []
+    if json_out:
+        print(json.dumps([asdict(d) for d in due], ensure_ascii=False, default=str))
+        return
+    if not due:
+        _print_nothing_due(path_dir, clock)
+    for d in due:
+        console.print(
+            f"due: {preview_markup(d.describe())} (scheduled {d.scheduled_for}, request id {d.request_id})",
+            highlight=False,
+        )
+        if d.skipped_periods:
+            console.print(f"  missed {', '.join(d.skipped_periods)}: caught up by this one firing", highlight=False)
+        if d.adjustment:
+            console.print(f"  adjustment: {d.adjustment}", highlight=False)
+
+
+async def check_once(context: Context, clock: dt.datetime, verbose: bool) -> list[Firing]:
+    """Fire what is due at ``clock`` in the context's data directory (nothing when it has no
+    reminders database)."""
+    path_dir = Path(context.data_dir)
+    if not await asyncio.to_thread((path_dir / "reminders.db").exists):
+        return []
+    return await fire_due(path_dir, clock, lambda due: fire_reminder_action(due, context, verbose))
+
+
+@reminders_app.command("run")
+def reminders_run(
+    now: str = NOW_OPT,
+    model: str = typer.Option(None, help="Model name for task actions ('embedded' = bundled llama.cpp)."),
+    base_url: str = typer.Option(None, help="OpenAI-compatible endpoint URL."),
+    data_dir: str = DATA_DIR_OPT,
+    verbose: bool = typer.Option(False, help="Print the agent's progress for task actions."),
+    json_out: bool = typer.Option(False, "--json", help="Print the firings as JSON only."),
+) -> None:
+    """Fire every reminder due at --now, once per period: task actions run an agent turn on
+    the reminder's thread, tool actions call the tool. Exit 1 if a firing failed (it is retried
+    at the next check, up to 3 attempts)."""
+    clock = parse_now_or_exit(now)
+    context = context_or_exit(model, base_url, data_dir, None)
+    firings: list[Firing] = []
+
+    async def go() -> None:
+        firings.extend(await check_once(context, clock, verbose and not json_out))
+
+    code = run_sync(guarded(go, context, json_out=json_out))
+    if json_out:
+        print(
+            json.dumps(
+                {"now": clock.isoformat(), "firings": [f.as_dict() for f in firings]}, ensure_ascii=False, default=str
+            )
+        )
+    else:
+        print_firings(firings)
+        if not firings and not code:
+            _print_nothing_due(Path(context.data_dir), clock)
+    raise typer.Exit(code or (1 if any(f.status == "failed" for f in firings) else 0))
+
+
+@app.command()
+def serve(
+    interval: float = typer.Option(60.0, help="Seconds between checks of due reminders."),
+    checks: int = typer.Option(0, help="Stop after this many checks (0 = until Ctrl-C)."),
+    model: str = typer.Option(None, help="Model name for task actions ('embedded' = bundled llama.cpp)."),
+    base_url: str = typer.Option(None, help="OpenAI-compatible endpoint URL."),
+    data_dir: str = DATA_DIR_OPT,
+    verbose: bool = typer.Option(False, help="Print the agent's progress for task actions."),
+) -> None:
+    """Keep firing due reminders: check every --interval seconds until Ctrl-C. Safe beside
+    other runners (`hermes reminders run`, the server's `reminders` cron): each period fires once."""
+    if interval < 0:
+        err_console.print("[red]error:[/red] --interval must be >= 0 seconds")
+        raise typer.Exit(1)
+    context = context_or_exit(model, base_url, data_dir, None)
+
+    async def go() -> None:
+        console.print(
+            f"hermes serve: checking {Path(context.data_dir) / 'reminders.db'} every {interval:g} s (Ctrl-C stops)",
+            highlight=False,
+        )
+        done = 0
+        while True:
+            clock = dt.datetime.now().astimezone()  # this check's clock, read once
+            firings = await check_once(context, clock, verbose)
+            if firings:
+                console.print(f"[dim]{clock.isoformat(timespec='seconds')}[/dim]", highlight=False)
+                print_firings(firings)
+            done += 1
+            if checks and done >= checks:
+                return
+            await asyncio.sleep(interval)
+
+    try:
+        code = asyncio.run(guarded(go, context))
+    except KeyboardInterrupt:
+        console.print("hermes serve stopped (Ctrl-C); what was due has fired or will be retried")
+        code = 0
+    raise typer.Exit(code)

@@ -1,0 +1,105 @@
+"""``hermes run``, ``hermes resume``, ``hermes chat``: turns through ``graph.runner``."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import typer
+
+from graph.cli.common import EXIT_ASKED, app, context_or_exit, guarded, run_sync
+from graph.cli.render import ConsoleObserver, console, err_console, print_summary
+from graph.cli.stdin import ainput
+from graph.runner import execute_turn
+
+
+def finish(result: dict[str, Any], json_out: bool, code: int) -> None:
+    """Print a turn's summary (JSON with ``--json``) and exit: ``EXIT_ASKED`` when the turn
+    stopped at a question nobody answered."""
+    if result:
+        if json_out:
+            print(json.dumps(result, ensure_ascii=False, default=str))
+        else:
+            print_summary(result)
+        if result.get("question") and not code:
+            code = EXIT_ASKED
+    raise typer.Exit(code)
+
+
+@app.command()
+def run(
+    task: str = typer.Argument(..., help="What Hermes should do."),
+    thread: str = typer.Option("", help="Thread id (session) to continue; new if empty."),
+    model: str = typer.Option(None, help="Model name ('embedded' = bundled llama.cpp)."),
+    base_url: str = typer.Option(None, help="OpenAI-compatible endpoint URL."),
+    data_dir: str = typer.Option(None, help="Data directory (default .hermes or HERMES_DATA_DIR)."),
+    max_tool_rounds: int = typer.Option(None, help="Cap on tool rounds for this goal."),
+    json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON only."),
+) -> None:
+    """Run one task to its end and print the answer and a summary."""
+    if not task.strip():
+        err_console.print("[red]error:[/red] the task is empty: say what Hermes should do")
+        raise typer.Exit(1)
+    context = context_or_exit(model, base_url, data_dir, max_tool_rounds)
+    thread_id = thread or f"run-{uuid.uuid4().hex[:8]}"
+    result: dict[str, Any] = {}
+    if not json_out:
+        console.print(f"[dim]thread {thread_id}[/dim]")
+
+    async def go() -> None:
+        result.update(
+            await execute_turn(task, context, thread_id, quiet=json_out, observer=ConsoleObserver(json_out))
+        )
+
+    code = run_sync(guarded(go, context, thread_id, json_out), thread_id)
+    finish(result, json_out, code)
+
+
+@app.command()
+def resume(
+    answer: str = typer.Argument(..., help="Your answer to the agent's question."),
+    thread: str = typer.Option(..., help="The thread whose run is waiting for an answer."),
+    model: str = typer.Option(None, help="Model name ('embedded' = bundled llama.cpp)."),
+    base_url: str = typer.Option(None, help="OpenAI-compatible endpoint URL."),
+    data_dir: str = typer.Option(None, help="Data directory (default .hermes or HERMES_DATA_DIR)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON only."),
+) -> None:
+    """Answer the question a run stopped at (LangGraph interrupt) and continue it."""
+    context = context_or_exit(model, base_url, data_dir, None)
+    result: dict[str, Any] = {}
+
+    async def go() -> None:
+        result.update(
+            await execute_turn(
+                "", context, thread, quiet=json_out, resume=answer, op="resume", observer=ConsoleObserver(json_out)
+            )
+        )
+
+    code = run_sync(guarded(go, context, thread, json_out), thread)
+    finish(result, json_out, code)
+
+
+@app.command()
+def chat(
+    thread: str = typer.Option("", help="Thread id (session) to continue; new if empty."),
+    model: str = typer.Option(None, help="Model name ('embedded' = bundled llama.cpp)."),
+    base_url: str = typer.Option(None, help="OpenAI-compatible endpoint URL."),
+    data_dir: str = typer.Option(None, help="Data directory."),
+) -> None:
+    """Interactive session on one thread; an empty line or Ctrl-D ends it."""
+    context = context_or_exit(model, base_url, data_dir, None)
+    thread_id = thread or f"chat-{uuid.uuid4().hex[:8]}"
+    console.print(f"thread {thread_id} — empty line to quit")
+
+    async def go() -> None:
+        while True:
+            try:
+                task = await ainput("you> ")
+            except EOFError:
+                return
+            if not task.strip():
+                return
+            print_summary(await execute_turn(task, context, thread_id, observer=ConsoleObserver()))
+
+    raise typer.Exit(run_sync(guarded(go, context, thread_id), thread_id))

@@ -1,0 +1,269 @@
+"""The turn runner: one user turn through the checkpointed agent graph, outside a LangGraph server.
+
+The ``hermes`` CLI (``graph.cli``), the CLI's reminder firings and the tests run turns with
+:func:`run_turn` (or :func:`execute_turn`, which also resumes an interrupt or forks from an
+earlier checkpoint); the ``reminders`` graph, invoked in-process, runs its task turns with
+:func:`invoke_turn`. Under ``langgraph dev`` the server itself is the runner (docs/DESIGN.md §8).
+
+:func:`execute_turn`, step by step:
+
+1. hold the thread's lock (:func:`thread_lock`: one turn per thread at a time, across processes);
+2. open ``<data_dir>/checkpoints.sqlite`` (``graph.checkpoints.open_checkpointer``) and compile
+   the agent graph with it;
+3. rebuild the thread from its plain-text mirror if its head cannot be read
+   (``graph.recovery.ensure_readable``; the observer is told);
+4. stream the graph (``stream_mode="updates"``; the observer sees every node's update); when
+   the run stops at an ``interrupt()`` question, ask the observer and resume with its answer,
+   or stop and return the question in the summary when nobody can answer;
+5. wait for background work (memory writes), then append the thread's active branch to
+   ``<data_dir>/mirror/<thread>.jsonl`` (the dual write; a failure only warns);
+6. return the turn's summary (:func:`execute_turn` documents its keys).
+
+The runner prints nothing itself: what a person sees is the observer's business
+(:class:`TurnObserver`; the CLI's is ``graph.cli.render.ConsoleObserver``). Without an observer
+a turn is silent, asks nobody, and logs warnings and recovery notices (``logging``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import fcntl
+import logging
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+
+from graph.builder import make_graph
+from graph.checkpoints import checkpoints_file, open_checkpointer
+from graph.context import Context
+from graph.mirror import ThreadMirror
+from graph.recovery import RecoveryReport, ensure_readable
+from graph.resources import drain_background
+
+log = logging.getLogger(__name__)
+
+
+class ThreadBusyError(RuntimeError):
+    """Another process is running a turn on the same thread."""
+
+
+class NothingToResumeError(RuntimeError):
+    """A resume on a thread that is not waiting for an answer."""
+
+
+class TurnObserver(Protocol):
+    """What a turn tells whoever runs it, while it runs (the CLI prints it)."""
+
+    def on_update(self, node: str, update: dict[str, Any] | None) -> None:
+        """A node finished with this state update (``stream_mode="updates"``)."""
+
+    def on_recovery(self, report: RecoveryReport) -> None:
+        """The thread was rebuilt from its mirror before the turn."""
+
+    def on_warning(self, text: str) -> None:
+        """Something went wrong that does not fail the turn (e.g. the mirror was not written)."""
+
+    async def ask(self, question: str) -> str | None:
+        """The agent asks ``question`` (an ``interrupt()``): the answer, or None when nobody is
+        there to answer (the turn then ends and its summary carries the question)."""
+
+
+class _Silent:
+    """The observer of a turn run without one: logs, asks nobody."""
+
+    def on_update(self, node: str, update: dict[str, Any] | None) -> None:
+        pass
+
+    def on_recovery(self, report: RecoveryReport) -> None:
+        log.warning("%s", report.notice())
+
+    def on_warning(self, text: str) -> None:
+        log.warning("%s", text)
+
+    async def ask(self, question: str) -> str | None:
+        return None
+
+
+def _lock_name(thread_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in thread_id)[:100] or "_"
+
+
+@asynccontextmanager
+async def thread_lock(data_dir: Path, thread_id: str) -> AsyncIterator[None]:
+    """Hold ``<data_dir>/locks/<thread>.lock`` (``flock``) for a turn: two processes on one thread
+    would interleave their messages and lose an answer. Raises :class:`ThreadBusyError`."""
+    path = data_dir / "locks" / f"{_lock_name(thread_id)}.lock"
+
+    def acquire() -> int:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ThreadBusyError(
+                f"thread {thread_id!r} is busy: another hermes process is running a turn on it. "
+                "Wait for it to finish, or use another --thread."
+            ) from None
+        return fd
+
+    fd = await asyncio.to_thread(acquire)
+    try:
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _thread_config(thread_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id}}
+
+
+async def _mirror_head(agent: Any, mirror: ThreadMirror, thread_id: str, op: str, observer: TurnObserver) -> None:
+    """Dual write: append the thread's active branch to its plain-text mirror. A failure here
+    never fails the turn (the checkpoint is the primary record); the observer is warned."""
+    try:
+        snap = await agent.aget_state(_thread_config(thread_id))
+        if snap.created_at is None:
+            return
+        await mirror.append_turn(
+            thread_id,
+            list(snap.values.get("messages") or []),
+            checkpoint_id=snap.config["configurable"].get("checkpoint_id"),
+            op=op,
+        )
+    except Exception as exc:  # reported; the turn itself succeeded or failed on its own
+        observer.on_warning(f"plain-text mirror not written ({type(exc).__name__}: {exc})")
+
+
+async def run_turn(
+    task: str, context: Context, thread_id: str, quiet: bool = False, callbacks: list | None = None
+) -> dict[str, Any]:
+    """Run one user turn through the checkpointed graph (SQLite file ``<data_dir>/checkpoints.sqlite``).
+
+    Returns the summary: ``answer``, ``thread_id``, ``checkpoint_id``, ``tools_called``
+    ({name: count} this turn), ``tokens_in``/``tokens_out``, ``memory_writes``, ``stop_reason``,
+    ``artifacts`` (what the turn's tools produced, e.g. report paths), ``recovery`` (None, or the
+    notice when the thread's checkpoint was unreadable and the session was rebuilt from its
+    mirror, ``graph.recovery``), ``question`` (None, or the question the run stopped at).
+    ``callbacks`` are LangChain callback handlers passed to every model call. After the turn the
+    thread's active branch is appended to ``<data_dir>/mirror/<thread>.jsonl`` (``graph.mirror``).
+    Silent (see :func:`execute_turn` for an observer). Raises ``graph.recovery.RecoveryError`` if
+    the checkpoint is unreadable and no mirror exists, :class:`ThreadBusyError` if another
+    process runs a turn on the thread."""
+    return await execute_turn(task, context, thread_id, quiet=quiet, callbacks=callbacks)
+
+
+async def execute_turn(
+    task: str,
+    context: Context,
+    thread_id: str,
+    *,
+    quiet: bool = False,
+    callbacks: list | None = None,
+    checkpoint_id: str | None = None,
+    op: str = "turn",
+    resume: Any = None,
+    observer: TurnObserver | None = None,
+) -> dict[str, Any]:
+    """:func:`run_turn` with every option (see the module docstring for the steps).
+
+    ``checkpoint_id``: start from that earlier checkpoint of the thread (a fork: LangGraph
+    continues from its config and the run becomes a new branch). ``resume``: answer the
+    question the thread is waiting at (``Command(resume=...)``; ``task`` is ignored) — raises
+    :class:`NothingToResumeError` if it waits for none. ``op``: what the mirror records
+    (turn, resume, fork). ``observer``: who sees the progress and answers questions; with
+    ``quiet`` it sees no node updates and is asked nothing."""
+    watcher: TurnObserver = observer or _Silent()
+    data_dir = Path(context.data_dir)
+    await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
+    mirror = ThreadMirror(data_dir)
+    recovery: RecoveryReport | None = None
+    question: Any = None
+    text: str | None = None
+    async with thread_lock(data_dir, thread_id), open_checkpointer(checkpoints_file(data_dir)) as saver:
+        agent = make_graph(checkpointer=saver)
+        if thread_id:
+            recovery = await ensure_readable(agent, mirror, thread_id)
+            if recovery is not None:
+                watcher.on_recovery(recovery)
+        config: RunnableConfig = _thread_config(thread_id)
+        if checkpoint_id:
+            config["configurable"]["checkpoint_id"] = checkpoint_id
+        if callbacks:
+            config["callbacks"] = callbacks
+        current = await agent.aget_state(config)
+        if resume is not None and not current.interrupts:
+            raise NothingToResumeError(
+                f"thread {thread_id!r} is not waiting for an answer"
+                + (" (no such thread)" if current.created_at is None else "")
+                + '; start a new turn with: hermes run "<task>" --thread '
+                + thread_id
+            )
+        before = current.values.get("metrics", {}) if thread_id else {}
+        graph_input: Any = Command(resume=resume) if resume is not None else {"messages": [HumanMessage(task)]}
+        try:
+            while True:
+                async for chunk in agent.astream(graph_input, config, context=context, stream_mode="updates"):
+                    for node, update in chunk.items():
+                        if not quiet and not node.startswith("__"):
+                            watcher.on_update(node, update)
+                snapshot = await agent.aget_state(_thread_config(thread_id))
+                question = snapshot.interrupts[0].value if snapshot.interrupts else None
+                if question is None:
+                    break
+                text = question.get("question") if isinstance(question, dict) else str(question)
+                answer = None if quiet else await watcher.ask(str(text))
+                if answer is None:
+                    break  # nobody to ask here: the summary carries the question
+                graph_input = Command(resume=answer)
+                config = {k: v for k, v in config.items() if k != "configurable"}  # type: ignore[assignment]
+                config["configurable"] = {"thread_id": thread_id}
+        finally:
+            await drain_background()  # the node's own mirror write lands first, then the head
+            await _mirror_head(agent, mirror, thread_id, op, watcher)
+    values = snapshot.values
+    metrics = values.get("metrics", {})
+    calls = {k: v - (before.get("tool_calls") or {}).get(k, 0) for k, v in (metrics.get("tool_calls") or {}).items()}
+    last = next((m for m in reversed(values.get("messages", [])) if isinstance(m, AIMessage)), None)
+    return {
+        "answer": last.content if last else "",
+        "thread_id": thread_id,
+        "checkpoint_id": snapshot.config["configurable"].get("checkpoint_id"),
+        "tools_called": {k: v for k, v in calls.items() if v},
+        "tokens_in": metrics.get("tokens_in", 0) - before.get("tokens_in", 0),
+        "tokens_out": metrics.get("tokens_out", 0) - before.get("tokens_out", 0),
+        "memory_writes": metrics.get("memory_writes", 0) - before.get("memory_writes", 0),
+        "stop_reason": values.get("stop_reason"),
+        "artifacts": values.get("artifacts") or [],
+        "recovery": recovery.notice() if recovery else None,
+        "question": text if question is not None else None,
+    }
+
+
+async def invoke_turn(task: str, context: Context, thread_id: str, *, message_id: str | None = None) -> dict[str, Any]:
+    """Run ``task`` as a user turn on ``thread_id`` to its end and return the graph's final values
+    (``__interrupt__`` among them when it stopped at a question). For callers that are
+    themselves a graph run — the ``reminders`` graph invoked in-process: the checkpointer
+    recovers an unreadable thread by itself (``open_checkpointer(..., mirror_dir=...)``, as
+    under the server), no thread lock is taken, nothing is asked, and the turn runs in a fresh
+    ``contextvars`` context so it is its own run, not a subgraph of the caller's.
+    ``message_id``: the id of the human message (a firing's request id: a replayed period
+    does not add a second copy)."""
+    data_dir = Path(context.data_dir)
+    await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
+
+    turn_input: Any = {"messages": [HumanMessage(task, id=message_id)]}
+
+    async def turn() -> dict[str, Any]:
+        async with open_checkpointer(checkpoints_file(data_dir), mirror_dir=data_dir) as saver:
+            agent = make_graph(checkpointer=saver)
+            return await agent.ainvoke(turn_input, _thread_config(thread_id), context=context)
+
+    return await asyncio.create_task(turn(), context=contextvars.Context())
