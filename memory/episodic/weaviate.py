@@ -45,7 +45,7 @@ from weaviate.classes.config import Configure, DataType, Property, Tokenization
 from weaviate.classes.data import DataObject
 from weaviate.classes.init import Auth
 from weaviate.classes.query import Filter, HybridFusion, MetadataQuery, Sort
-from weaviate.exceptions import UnexpectedStatusCodeError
+from weaviate.exceptions import UnexpectedStatusCodeError, WeaviateInsertManyAllFailedError
 from weaviate.util import generate_uuid5
 
 from memory.embeddings import Embedder, similarity_floor
@@ -271,10 +271,14 @@ class WeaviateEpisodicStore:
                        if self.embedder else [None] * len(fresh))
             objects = [DataObject(properties=event_to_properties(e), uuid=uid, vector=v)
                        for (uid, e), v in zip(fresh.items(), vectors)]
-            result = await coll.data.insert_many(objects)
-            if result.errors:
-                again = await self._stored_ids(coll, [objects[i].uuid for i in result.errors])
-                lost = [str(err.message) for i, err in result.errors.items() if str(objects[i].uuid) not in again]
+            try:
+                result = await coll.data.insert_many(objects)
+                errors = {i: str(err.message) for i, err in result.errors.items()}
+            except WeaviateInsertManyAllFailedError as exc:  # every object refused (e.g. all raced)
+                errors = {i: str(exc) for i in range(len(objects))}
+            if errors:
+                again = await self._stored_ids(coll, [str(objects[i].uuid) for i in errors])
+                lost = [message for i, message in errors.items() if str(objects[i].uuid) not in again]
                 if lost:
                     raise RuntimeError(f"Weaviate refused {len(lost)} of {len(objects)} objects: {lost[0]}")
                 stored.update(again)  # lost a race with another writer: theirs is stored
