@@ -13,11 +13,23 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from langgraph.config import get_config
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as _SourceError
 
 from tools.spec import HEAVY_TIMEOUT_S, ORDINARY_TIMEOUT_S
+
+#: The thread id a run without one is filed under (a graph invoked without a checkpointer):
+#: its side-effect request ids, tool payload folder and memories.
+NO_THREAD = "local"
+
+
+def run_thread_id() -> str | None:
+    """The running graph's thread id (``config["configurable"]["thread_id"]``); None when the
+    run has no thread. Nodes that need a name for it use ``run_thread_id() or NO_THREAD``."""
+    value = get_config().get("configurable", {}).get("thread_id")
+    return None if value is None else str(value)
 
 
 class SettingsError(ValueError):

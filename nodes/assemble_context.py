@@ -19,11 +19,10 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, RemoveMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
-from langgraph.config import get_config
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
-from graph.context import Context
+from graph.context import Context, run_thread_id
 from graph.history import close_unanswered
 from graph.intent import tag_intent
 from graph.progress import required_steps
@@ -69,7 +68,7 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
     if isinstance(last, HumanMessage):
         goal = last.text if hasattr(last, "text") else str(last.content)
         goal = goal if isinstance(goal, str) else str(last.content)
-        thread_id = str(get_config().get("configurable", {}).get("thread_id", ""))
+        thread_id = run_thread_id()
         try:
             memories = await get_memory(context).recall(
                 context.user_id, goal, k=3,

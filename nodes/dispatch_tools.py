@@ -40,12 +40,11 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage
-from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential
 
-from graph.context import Context
+from graph.context import NO_THREAD, Context, run_thread_id
 from graph.failures import MAX_RETRIES, RETRY_BACKOFF_S, Recovery, recovery_for
 from graph.progress import goal_message_id
 from graph.resources import get_toolbox
@@ -137,7 +136,7 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
     last = next((m for m in reversed(state.messages) if isinstance(m, AIMessage)), None)
     if last is None:
         return {"pending_results": [], "pending_actions": []}
-    thread_id = str(get_config().get("configurable", {}).get("thread_id", "local"))
+    thread_id = run_thread_id() or NO_THREAD
     safe_thread = re.sub(r"[^A-Za-z0-9_.-]", "_", thread_id)
     payload_dir = Path(context.data_dir) / "payloads" / safe_thread
     registry = (await get_toolbox(context)).registry

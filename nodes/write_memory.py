@@ -24,10 +24,9 @@ import uuid
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
-from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from graph.context import Context
+from graph.context import NO_THREAD, Context, run_thread_id
 from graph.mirror import append_turn
 from graph.progress import current_goal_messages
 from graph.resources import get_memory, run_in_background
@@ -79,7 +78,7 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
         messages.append(AIMessage(content=answer, name="hermes", id=f"stop-{uuid.uuid4().hex[:12]}"))
     else:
         answer = said
-    thread_id = str(get_config().get("configurable", {}).get("thread_id", "local"))
+    thread_id = run_thread_id() or NO_THREAD
     written = 0
     try:
         memory = get_memory(context)

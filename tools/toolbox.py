@@ -35,10 +35,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tools.builtin.catalog import BUILTIN_TOOLS, register_builtin_tools
+from tools.builtin.catalog import register_builtin_tools
 from tools.builtin.database import ENV_DATABASE, database_location
 from tools.errors import ToolDefinitionError
-from tools.executors import ENV_EXECUTOR, RoutingExecutor, make_executor
+from tools.executors import ENV_EXECUTOR, make_executor
 from tools.executors.base import Executor
 from tools.idempotency import IdempotencyLedger
 from tools.mcp.client import STARTUP_TIMEOUT_S, MCPClient, MCPServer, MCPTool, Replica, call_replicas
@@ -106,7 +106,7 @@ class Toolbox:
     @classmethod
     async def open(cls, data_dir: Path, mcp_config: Path | None = None, timeout_s: float = 10.0, *,
                    startup_timeout_s: float | None = None, executor: str | Executor | None = None,
-                   remote_url: str | None = None, tool_executors: dict[str, str] | None = None,
+                   remote_url: str | None = None,
                    database: str | None = None, heavy_timeout_s: float = HEAVY_TIMEOUT_S,
                    tool_timeouts: dict[str, float] | None = None) -> "Toolbox":
         """Create dirs, register builtin tools, start the MCP servers of ``mcp_config``
@@ -132,8 +132,7 @@ class Toolbox:
 
         ``executor``: backend of the builtin tools, "subprocess" (default, or env
         ``HERMES_TOOL_EXECUTOR``) | "container" | "remote" (needs ``remote_url`` or env
-        ``HERMES_REMOTE_URL``) | an :class:`Executor` instance. ``tool_executors``:
-        ``{tool name: backend}`` overrides per builtin tool. A container choice with no working
+        ``HERMES_REMOTE_URL``) | an :class:`Executor` instance. A container choice with no working
         sandbox raises :class:`~tools.executors.container.SandboxUnavailable` (no fall-back).
         Side-effect calls are recorded in ``data_dir/idempotency.db`` (replayed per request_id
         across restarts); tool schema versions in ``data_dir/tool_schemas.db``
@@ -142,7 +141,7 @@ class Toolbox:
         # All file-system work (resolve, mkdir, database path, config read, sandbox probe,
         # SQLite loads) off the event loop.
         data_dir, servers, executor, ledger, schemas, location = await asyncio.to_thread(
-            _prepare, Path(data_dir), mcp_config, executor, remote_url, tool_executors, database)
+            _prepare, Path(data_dir), mcp_config, executor, remote_url, database)
         registry = ToolRegistry(ledger=ledger, schema_store=schemas)
         tool_timeouts = tool_timeouts or {}
         register_builtin_tools(registry, executor, ordinary_s=timeout_s, heavy_s=heavy_timeout_s,
@@ -325,8 +324,7 @@ def _mcp_runner(replicas: list[Replica], spec: ToolSpec):
 
 
 def _prepare(data_dir: Path, mcp_config: Path | None, executor: str | Executor | None = None,
-             remote_url: str | None = None, tool_executors: dict[str, str] | None = None,
-             database: str | None = None,
+             remote_url: str | None = None, database: str | None = None,
              ) -> tuple[Path, dict[str, dict[str, Any]], Executor, IdempotencyLedger, SchemaStore, str]:
     """Blocking part of :meth:`Toolbox.open` (run in a thread). Never creates the database."""
     data_dir = data_dir.resolve()
@@ -348,18 +346,6 @@ def _prepare(data_dir: Path, mcp_config: Path | None, executor: str | Executor |
         chosen = make_executor(kind, data_dir, remote_url=remote_url, database=location)
     else:
         chosen = executor
-    if tool_executors:
-        entrypoints = {spec.name: ep for spec, ep in BUILTIN_TOOLS}
-        unknown = sorted(set(tool_executors) - set(entrypoints))
-        if unknown:
-            raise ValueError(f"tool_executors names unknown builtin tools {unknown}; known: {sorted(entrypoints)}")
-        made: dict[str, Executor] = {}
-        routes = {}
-        for tool, kind in tool_executors.items():
-            if kind not in made:
-                made[kind] = make_executor(kind, data_dir, remote_url=remote_url, database=location)
-            routes[entrypoints[tool]] = made[kind]
-        chosen = RoutingExecutor(chosen, routes)
     schemas = SchemaStore.in_data_dir(data_dir)
     schemas.load()
     return data_dir, servers, chosen, IdempotencyLedger.in_data_dir(data_dir), schemas, location

@@ -4,9 +4,8 @@
     container   ContainerExecutor    the same worker inside bubblewrap / docker / podman
     remote      RemoteExecutor       POST to a function endpoint (tools.remote_server)
 
-:func:`make_executor` builds one by name; :class:`RoutingExecutor` sends chosen entrypoints to
-other backends (per-tool choice). Blocking work (sandbox detection, path resolution) happens in
-:func:`make_executor`: call it from a thread in async code.
+:func:`make_executor` builds one by name. Blocking work (sandbox detection, path resolution)
+happens in :func:`make_executor`: call it from a thread in async code.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the worker process imports this package: keep its start-up lean
-    from collections.abc import Mapping
     from pathlib import Path
 
     from typing import Any
@@ -65,29 +63,4 @@ def make_executor(kind: str, data_dir: Path, *, remote_url: str | None = None, d
     raise ValueError(f"executor must be one of {BACKENDS}, got {kind!r}")
 
 
-class RoutingExecutor:
-    """Sends each call to the executor chosen for its entrypoint, else to ``default``.
-
-    ``routes``: ``{entrypoint: executor}``. ``kind`` is the default's kind.
-    """
-
-    def __init__(self, default: Executor, routes: Mapping[str, Executor]) -> None:
-        self.default = default
-        self.routes = dict(routes)
-        self.kind = getattr(default, "kind", "?")
-
-    def executor_for(self, entrypoint: str) -> Executor:
-        return self.routes.get(entrypoint, self.default)
-
-    async def run(self, entrypoint: str, args: dict[str, Any], *, timeout_s: float, request_id: str) -> Any:
-        return await self.executor_for(entrypoint).run(entrypoint, args, timeout_s=timeout_s, request_id=request_id)
-
-    async def aclose(self) -> None:
-        seen: set[int] = set()
-        for ex in [self.default, *self.routes.values()]:
-            if id(ex) not in seen:
-                seen.add(id(ex))
-                await ex.aclose()
-
-
-__all__ = ["BACKENDS", "Executor", "RoutingExecutor", "make_executor"]
+__all__ = ["BACKENDS", "Executor", "make_executor"]
