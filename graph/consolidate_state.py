@@ -18,8 +18,18 @@ Shapes:
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Annotated, Any
+
+
+def run_clock(now: str) -> dt.datetime:
+    """The run's clock: ``now`` as an aware UTC datetime (empty: the current time; naive: taken
+    as UTC). Every node of the graph reads the same ``now`` through it."""
+    if not now:
+        return dt.datetime.now(dt.timezone.utc)
+    value = dt.datetime.fromisoformat(now.replace("Z", "+00:00"))
+    return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
 
 
 def merge_counts(old: dict[str, int], new: dict[str, int]) -> dict[str, int]:

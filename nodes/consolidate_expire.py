@@ -9,14 +9,13 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from graph.consolidate_state import ConsolidateState
+from graph.consolidate_state import ConsolidateState, run_clock
 from graph.context import Context
 from graph.resources import get_memory
 
 
 async def consolidate_expire(state: ConsolidateState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Graph node: see the module docstring."""
-    from nodes.consolidate_scan import run_clock  # noqa: PLC0415
 
     context = runtime.context or Context()
     return {"counts": await get_memory(context).expire(run_clock(state.now))}

@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from graph.consolidate_state import ConsolidateState
+from graph.consolidate_state import ConsolidateState, run_clock
 from graph.context import Context
 from graph.resources import get_memory
 from memory.episodic.base import EpisodicEvent
@@ -77,7 +77,6 @@ async def model_candidates(context: Context, events: list[EpisodicEvent]) -> dic
 async def consolidate_extract(state: ConsolidateState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Graph node: see the module docstring."""
     from graph.model import is_embedded  # noqa: PLC0415
-    from nodes.consolidate_scan import run_clock  # noqa: PLC0415
 
     context = runtime.context or Context()
     memory = get_memory(context)

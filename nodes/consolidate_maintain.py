@@ -16,7 +16,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from graph.consolidate_state import ConsolidateState
+from graph.consolidate_state import ConsolidateState, run_clock
 from graph.context import Context
 from graph.resources import get_memory
 
@@ -48,7 +48,6 @@ def prune_payloads(root: Path, older_than_s: float, now_s: float) -> int:
 
 async def consolidate_maintain(state: ConsolidateState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Graph node: see the module docstring."""
-    from nodes.consolidate_scan import run_clock  # noqa: PLC0415
     from tools.idempotency import IdempotencyLedger  # noqa: PLC0415
 
     context = runtime.context or Context()

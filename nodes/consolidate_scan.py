@@ -9,20 +9,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from graph.consolidate_state import ConsolidateState
+from graph.consolidate_state import ConsolidateState, run_clock
 from graph.context import Context
 from graph.resources import get_memory
 
 #: Episodes scanned per run at most (newest first); the rest wait for the next run.
 MAX_SCAN = 2000
-
-
-def run_clock(now: str) -> dt.datetime:
-    """``now`` as an aware UTC datetime (empty: the current time; naive: taken as UTC)."""
-    if not now:
-        return dt.datetime.now(dt.timezone.utc)
-    value = dt.datetime.fromisoformat(now.replace("Z", "+00:00"))
-    return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
 
 
 async def consolidate_scan(state: ConsolidateState, runtime: Runtime[Context]) -> dict[str, Any]:
