@@ -95,7 +95,8 @@ def build_block(
     budget_tokens: int = DEFAULT_MEMORY_TOKENS,
 ) -> MemoryBlock:
     """Assemble the block in the module docstring's order within ``budget_tokens``. A fact
-    that is part of a conflict appears only in its conflict line."""
+    that is part of a conflict appears only in its conflict line; an episode that is the
+    evidence of a fact or conflict shown is left out (the fact's line counts it)."""
     in_conflict = {f.id for pair in conflicts for f in pair}
     candidates: list[tuple[str, str]] = []
     candidates += [(format_working(w), f"working:{i}") for i, w in enumerate(working)]
@@ -103,6 +104,10 @@ def build_block(
     plain = [f for f in facts if f.id not in in_conflict and f.status == "confirmed"]
     candidates += [(format_fact(f), f"semantic:{f.id}") for f in plain if f.evidence == "direct"]
     candidates += [(format_fact(f), f"semantic:{f.id}") for f in plain if f.evidence != "direct"]
+    # an episode that is the evidence of a fact or conflict shown above is said there already
+    # (and two contradicting preference episodes must not read as two truths)
+    covered = {i for pair in conflicts for f in pair for i in f.sources} | {i for f in plain for i in f.sources}
+    episodes = [h for h in episodes if h.event.id not in covered]
     direct = [h for h in episodes if h.event.evidence == "direct"]
     inferred = [h for h in episodes if h.event.evidence != "direct"]
     candidates += [(format_episode(h), f"episodic:{h.event.id}") for h in _by_score(direct)]
