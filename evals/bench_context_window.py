@@ -1,4 +1,4 @@
-"""Benchmark: the layered context window over a scripted 200-turn session (issue #3, seed §1.2).
+"""Benchmark: the layered context window over a scripted 200-turn session (seed §1.2, DESIGN §1.2).
 
 The session plants facts early ("the warehouse code for Lyon is LY-4471"), then runs 190 turns
 of mixed work — sales queries with tool calls and large tool results, team-chat posts,

@@ -1,5 +1,5 @@
 """Benchmark: per-call overhead of each executor backend and of the idempotency ledger, as
-ratios measured in one run (issue #4, DESIGN §2).
+ratios measured in one run (DESIGN §2.2).
 
 Arms, all running the same no-op tool (``bench_tool:noop``, returns None), interleaved in
 rounds so machine noise hits them alike; each figure is the median over rounds of the
@@ -16,7 +16,7 @@ per-round median per call:
     ledger_inproc_*  the same two registry arms with the in-process runner (the ledger's
                      absolute cost, without a process spawn to hide behind)
 
-Targets (issue #4): subprocess ≤ 1.5 × bare_spawn; ledger adds ≤ 5 % to a no-op tool call
+Targets: subprocess ≤ 1.5 × bare_spawn; ledger adds ≤ 5 % to a no-op tool call
 (registry_ledger vs registry_plain: tool calls never run in the agent's process).
 
     python -m evals.bench_executors [--calls 20] [--rounds 5]

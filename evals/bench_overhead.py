@@ -1,5 +1,5 @@
 """Benchmark: framework overhead per turn of the Hermes graph vs LangGraph's prebuilt ReAct
-agent, same fake model, same tool, same SQLite checkpointer, measured in one run (issue #2).
+agent, same fake model, same tool, same SQLite checkpointer, measured in one run.
 
 Each turn = user message → tool call → tool result → answer. Both arms run interleaved in
 rounds so machine noise hits both alike; the report is the ratio of medians.

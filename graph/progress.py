@@ -1,4 +1,4 @@
-"""Goal-progress rules shared by the nodes (seed §5.2 "distance to the goal"; DESIGN §0, §5).
+"""Goal-progress rules shared by the nodes (seed §6.1 "distance to the goal"; DESIGN §0, §5.3).
 
 Nothing here knows a tool by name: every rule reads the tools' own metadata
 (:class:`tools.spec.ToolSpec`), so a tool added by a user — builtin or MCP — gets step

@@ -26,7 +26,7 @@ rebuild (:func:`rebuild_from_mirror`) is the same everywhere:
   the recovered head is a new root, rollback cannot reach before it; plus anything the mirror
   itself lacks (torn lines, a cut chain, a mirror older than the lost checkpoint).
 
-**Where it runs — two entry points, one rebuild (decision, issue 7):**
+**Where it runs — two entry points, one rebuild (decision):**
 
 * **CLI**: ``run_turn`` calls :func:`ensure_readable` before the turn (it probes with
   ``graph.aget_state``) and prints the notice; read-only commands (``session show``,

@@ -5,7 +5,7 @@ Shapes:
     goal          str                the current goal: the latest user request that started a task
     goal_id       str                id of the human message that set ``goal`` (the same on every
                                      branch sharing it): part of side-effect request ids
-    intent        str                rule-based intent tag of the current turn (seed §1.2)
+    intent        str                rule-based intent tag of the current turn (seed §1.1)
     pending_actions list[str]        tool calls requested and not yet answered ("name#id")
     references    list[str]          context referenced this turn (memories, files, handles)
     metrics       dict               cumulative per thread, merged by ``merge_metrics``:

@@ -108,7 +108,7 @@ def summarise(tool: str, value: Any, total_items: int | None) -> str:
     return f"{tool}: " + (text[:160] + "…" if len(text) > 160 else text)
 
 
-#: JSON Schema of the envelope every tool result becomes (the storage-layer normaliser, seed §1.1).
+#: JSON Schema of the envelope every tool result becomes (the storage-layer normaliser, seed §1.2; DESIGN §1.4).
 ENVELOPE_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "ToolResultEnvelope",

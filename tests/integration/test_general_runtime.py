@@ -1,4 +1,4 @@
-"""The runtime on the user's own data and tools (issue "general runtime", Done when): the
+"""The runtime on the user's own data and tools (DESIGN §0): the
 flagship task on a database whose schema is unlike the demo's, through the real runner (SQLite
 checkpoints, subprocess executor, the team-chat MCP server over stdio, a user MCP server), with
 a scripted model that can call only what the graph offers. Figures are checked against SQL

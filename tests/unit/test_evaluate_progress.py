@@ -1,4 +1,4 @@
-"""evaluate_progress: distance to the goal, tool masking, caps (seed §5.2, DESIGN §5)."""
+"""evaluate_progress: distance to the goal, tool masking, caps (seed §6.1, DESIGN §5.3)."""
 
 from __future__ import annotations
 

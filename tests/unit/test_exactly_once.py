@@ -1,4 +1,4 @@
-"""Exactly-once side effects and the enforced offer (issue "general runtime", points 2–4).
+"""Exactly-once side effects and the enforced offer (DESIGN §0, §2.4, §2.7).
 
 The kinds: a replay is also a fork, a restart, a retry after a timeout, a new call id for the
 same request; an unoffered or blocked call never runs, whatever the model; a read-only request

@@ -90,7 +90,7 @@ def test_threshold_and_expiry_constants_follow_the_seed():
     assert policy.task_confidence(None) > policy.task_confidence("max_tool_rounds") >= policy.MIN_CONFIDENCE
 
 
-# --- issue 10: one-off instructions, cross-session references, facts, behaviour --------------
+# --- one-off instructions, cross-session references, facts, behaviour --------------
 
 @pytest.mark.parametrize("text", ["Give me short answers this time.", "Just this once, use a table.",
                                   "这次简短回答", "For now reply in French."])

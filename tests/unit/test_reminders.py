@@ -1,4 +1,4 @@
-"""Reminders fire (issue 7 point 5): the reminder model (actions, stated date adjustments, bad
+"""Reminders fire (DESIGN §5.4): the reminder model (actions, stated date adjustments, bad
 input), ``tools.scheduler`` (once per period, catch-up once, atomic claim, retries, takeover)
 and its runners (``hermes reminders run|due|list``, ``hermes serve``, the ``reminders`` graph),
 all with an injected clock and scripted models. Everything is written under tmp_path."""

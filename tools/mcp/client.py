@@ -1,5 +1,5 @@
 """MCP client: a pool of live sessions per server, scored and guarded by a circuit breaker
-(DESIGN §3; seed §5.3; failure kinds K6–K9).
+(DESIGN §3; seed §3.3, §5.3; failure kinds K6–K9).
 
 :class:`MCPServer` is one configured server:
 
@@ -12,7 +12,7 @@
   server no longer knows ("Session terminated": a streamable-HTTP server that restarted or
   expired it) is retired — its processes killed — and replaced; the pool refills to its min in
   the background. There is no lifetime reconnect cap.
-* **Retries only when safe** (issue "general runtime", exactly-once): a call is repeated on a
+* **Retries only when safe** (exactly-once, DESIGN §2.4): a call is repeated on a
   fresh session when its request is known not to have run (``sent=False``: not written, session
   already dead, "Session terminated") or when the caller says the tool is ``retry_safe``
   (read-only or idempotent). A side-effect call that may have run is never repeated here.

@@ -1,4 +1,4 @@
-"""Health of one MCP server: the seed's score (seed §5.3) and a circuit breaker.
+"""Health of one MCP server: the seed's score (seed §3.3; DESIGN §3.4) and a circuit breaker.
 
 Score, updated after every call (``latency`` in seconds, ``ok`` 1 when the server answered — a
 result or an ``isError`` result — and 0 for a timeout or a lost transport)::
