@@ -433,26 +433,24 @@ class SemanticMemory:
         """Entities reachable from ``start`` along confirmed, valid relations (either
         direction) within ``max_hops``: name → fewest hops. A recursive CTE."""
         stamp = _iso(now or utcnow())
-        pred_sql = ""
-        params: list[Any] = [user_id, self.min_confidence, stamp, stamp]
-        if predicates:
-            pred_sql = f" AND predicate IN ({', '.join('?' for _ in predicates)})"
-            params.extend(predicates)
+        pred_sql = f" AND f.predicate IN ({', '.join('?' for _ in predicates)})" if predicates else ""
+        live = ("f.user_id = ? AND f.object_is_entity = 1 AND f.status = 'confirmed' AND f.confidence >= ?"
+                f" AND f.valid_from <= ? AND (f.valid_to IS NULL OR f.valid_to > ?){pred_sql}")
+        live_params: list[Any] = [user_id, self.min_confidence, stamp, stamp, *(predicates or [])]
+        # one recursive step per direction, each an index lookup (semantic_out / semantic_in)
         sql = f"""
-        WITH RECURSIVE edges(a, b) AS (
-            SELECT subject, object FROM semantic_facts WHERE user_id = ? AND object_is_entity = 1
-              AND status = 'confirmed' AND confidence >= ? AND valid_from <= ?
-              AND (valid_to IS NULL OR valid_to > ?){pred_sql}
-        ), both_ways(a, b) AS (SELECT a, b FROM edges UNION SELECT b, a FROM edges),
-        walk(node, hops) AS (
+        WITH RECURSIVE walk(node, hops) AS (
             SELECT ?, 0
             UNION
-            SELECT both_ways.b, walk.hops + 1 FROM walk JOIN both_ways ON both_ways.a = walk.node
-            WHERE walk.hops < ?
+            SELECT f.object, walk.hops + 1 FROM walk JOIN semantic_facts f ON f.subject = walk.node
+            WHERE walk.hops < ? AND {live}
+            UNION
+            SELECT f.subject, walk.hops + 1 FROM walk JOIN semantic_facts f ON f.object = walk.node
+            WHERE walk.hops < ? AND {live}
         )
         SELECT node, MIN(hops) AS hops FROM walk GROUP BY node
         """
-        params.extend([entity_key(start), max_hops])
+        params: list[Any] = [entity_key(start), max_hops, *live_params, max_hops, *live_params]
         async with self.db.connect() as db:
             cur = await db.execute(sql, params)
             rows = await cur.fetchall()
