@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.builtin.catalog import register_builtin_tools
-from tools.builtin.database import ENV_DATABASE, database_location
+from tools.builtin.database import ENV_DATABASE, database_location, schema_summary
 from tools.errors import ToolDefinitionError
 from tools.executors import ENV_EXECUTOR, make_executor
 from tools.executors.base import Executor
@@ -144,8 +144,10 @@ class Toolbox:
             _prepare, Path(data_dir), mcp_config, executor, remote_url, database)
         registry = ToolRegistry(ledger=ledger, schema_store=schemas)
         tool_timeouts = tool_timeouts or {}
+        # the user's schema in the SQL tools' descriptions (read-only, in a thread)
+        schema = await asyncio.to_thread(schema_summary, location) if location else ""
         register_builtin_tools(registry, executor, ordinary_s=timeout_s, heavy_s=heavy_timeout_s,
-                               overrides=tool_timeouts)
+                               overrides=tool_timeouts, database_schema=schema)
         client = MCPClient(servers, startup_timeout_s=startup_timeout_s or max(timeout_s, STARTUP_TIMEOUT_S),
                            media_dir=data_dir / MEDIA_DIR, data_dir=data_dir)
         tb = cls(data_dir, registry, executor, client)

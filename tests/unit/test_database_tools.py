@@ -505,3 +505,22 @@ async def test_under_a_tight_tool_timeout_a_runaway_query_still_ends_with_a_clea
         await ex.run("tools.builtin.database:query_database",
                      {"sql": "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT MAX(i) FROM n"},
                      timeout_s=4, request_id="t")
+
+
+def test_the_sql_tools_descriptions_carry_the_users_schema(tmp_path):
+    """A model sees the user's tables in the tool definitions even before describe_database."""
+    from tools.builtin.catalog import register_builtin_tools
+    from tools.builtin.database import schema_summary
+    from tools.builtin.demo_db import generate_invoices_db
+    from tools.executors.base import Executor
+    from tools.registry import ToolRegistry
+
+    db = generate_invoices_db(tmp_path / "b.sqlite", years=1, end_month="2026-10")
+    schema = schema_summary(str(db))
+    assert "invoices(inv_no" in schema and "clients(" in schema
+    assert schema_summary(str(tmp_path / "missing.db")) == "" and schema_summary("") == ""
+    registry = ToolRegistry()
+    register_builtin_tools(registry, Executor.__new__(Executor), database_schema=schema)
+    assert schema in registry.get("query_database").description
+    assert schema in registry.get("generate_report").description
+    assert schema not in registry.get("schedule_reminder").description

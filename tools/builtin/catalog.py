@@ -242,15 +242,25 @@ def executor_runner(executor: Executor, entrypoint: str, timeout_s: float):
     return run
 
 
+#: Tools that write SQL against the configured database: their descriptions carry its schema.
+SQL_TOOLS = ("query_database", "generate_report")
+
+
 def register_builtin_tools(registry: ToolRegistry, executor: Executor, *, ordinary_s: float = ORDINARY_TIMEOUT_S,
-                           heavy_s: float = HEAVY_TIMEOUT_S, overrides: dict[str, float] | None = None) -> list[str]:
+                           heavy_s: float = HEAVY_TIMEOUT_S, overrides: dict[str, float] | None = None,
+                           database_schema: str = "") -> list[str]:
     """Register every builtin tool; return their names. Raises DuplicateToolError on clash.
 
     Timeouts (seconds, seed §2.2): a tool declared heavy (``HEAVY_TIMEOUT_S``) gets ``heavy_s``,
-    every other one ``ordinary_s``; ``overrides`` ``{tool name: seconds}`` wins over both."""
+    every other one ``ordinary_s``; ``overrides`` ``{tool name: seconds}`` wins over both.
+    ``database_schema``: ``table(col, ...)`` text of the user's database
+    (:func:`tools.builtin.database.schema_summary`), appended to the SQL tools' descriptions."""
     overrides = overrides or {}
     for spec, entrypoint in BUILTIN_TOOLS:
         timeout = overrides.get(spec.name) or (heavy_s if spec.timeout_s >= HEAVY_TIMEOUT_S else ordinary_s)
-        spec = spec.model_copy(update={"timeout_s": timeout})
+        update: dict[str, Any] = {"timeout_s": timeout}
+        if database_schema and spec.name in SQL_TOOLS:
+            update["description"] = f"{spec.description} Tables of the configured database: {database_schema}."
+        spec = spec.model_copy(update=update)
         registry.register(spec, executor_runner(executor, entrypoint, timeout))
     return [spec.name for spec, _ in BUILTIN_TOOLS]

@@ -340,6 +340,21 @@ def _table_names(con: sqlite3.Connection) -> list[str]:
         "ORDER BY name")]
 
 
+def schema_summary(database: str, limit: int = 1200) -> str:
+    """``table(col, col, ...); ...`` of the configured database, at most ``limit`` characters,
+    or "" when there is none or it cannot be read (the tools then say why). Put in the data
+    tools' descriptions when the toolbox opens, so a model writes SQL on a schema it has never
+    seen even before it calls describe_database (small models rarely call it first)."""
+    try:
+        con = connect_readonly(database_file(database), schema=True)
+    except Exception:  # noqa: BLE001 - no database, or not readable: the tools will explain
+        return ""
+    try:
+        return _schema_hint(con, "", only_named=False, limit=limit)
+    finally:
+        con.close()
+
+
 def _schema_hint(con: sqlite3.Connection, sql: str, only_named: bool, limit: int = 1200) -> str:
     """``table(col, col, ...); ...`` of the tables ``sql`` names (all tables when it names none
     or ``only_named`` is False), at most ``limit`` characters."""
