@@ -454,6 +454,10 @@ class MCPServer:
         return None
 
     async def _relist(self, session: MCPSession) -> None:
+        for _ in range(50):  # a notification sent during the handshake: list once the session is up
+            if session.state != "new":
+                break
+            await asyncio.sleep(0.1)
         try:
             listed = await session.list_tools()
         except Exception as exc:  # noqa: BLE001 - the next session's handshake lists again
