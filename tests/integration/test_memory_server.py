@@ -1,0 +1,57 @@
+"""Memory under the real ``langgraph dev`` server: the ``consolidate`` graph of langgraph.json
+runs (a run through the SDK, and a 30-minute cron accepted), its counts are in the run's
+output, memory written by the agent graph in the server is consolidated, and no
+BlockingError is raised (LanceDB, SQLite and the embedder run off the event loop)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+
+import pytest
+from langgraph_sdk import get_client
+
+from graph import resources
+from graph.context import Context
+from memory.episodic.base import EpisodicEvent
+from tests.integration.conftest import server_cwd
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+
+async def test_consolidate_graph_runs_under_langgraph_dev_with_counts_in_its_state(tmp_path, start_langgraph_dev):
+    data_dir = tmp_path / "data"
+    now = dt.datetime.now(dt.timezone.utc)
+    ctx = Context(data_dir=str(data_dir), embeddings="hash", user_id="alice")
+    mem = resources.get_memory(ctx)
+    await mem.episodic.add_many([
+        EpisodicEvent(user_id="alice", kind="preference", text="user preference: I prefer PDF reports.",
+                      confidence=0.9, created_at=now - dt.timedelta(minutes=5)),
+        EpisodicEvent(user_id="alice", kind="note", text="an expired note", confidence=0.9,
+                      created_at=now - dt.timedelta(days=45)),
+    ])
+    await resources.aclose_resources()
+    url, log_path = start_langgraph_dev({"HERMES_DATA_DIR": os.path.relpath(data_dir, server_cwd(tmp_path)),
+                                         "HERMES_EMBEDDINGS": "hash"})
+    client = get_client(url=url)
+    assert await client.assistants.search(graph_id="consolidate"), "consolidate is not served"
+    result = await client.runs.wait(None, "consolidate", input={}, raise_error=False)
+    log_text = log_path.read_text(errors="replace")
+    assert "BlockingError" not in log_text, log_text[-3000:]
+    assert isinstance(result, dict) and "counts" in result, f"run failed: {result} {log_text[-2000:]}"
+    counts = result["counts"]
+    assert result["extractor"] == "rule-based"
+    assert counts["scanned"] == 1 and counts["added"] == 1 and counts["episodic_expired"] == 1
+    assert counts["queue_pending"] == 0 and counts["optimized"] == 1
+    cron = await client.crons.create(assistant_id="consolidate", schedule="*/30 * * * *", input={})
+    try:
+        assert cron["schedule"] == "*/30 * * * *"
+    finally:
+        await client.crons.delete(cron["cron_id"])
+    # the fact is there for the agent (read back from the same data directory)
+    mem = resources.get_memory(ctx)
+    facts = await mem.semantic.facts("alice")
+    assert [(f.predicate, f.object) for f in facts] == [("prefers_format", "pdf")]
+    await resources.aclose_resources()
+    await asyncio.sleep(0)
