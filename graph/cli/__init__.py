@@ -44,4 +44,7 @@ from graph.cli import reminders  # noqa: F401  (reminders, serve)
 # isort: split
 from graph.cli import memory  # noqa: F401  (memory list|search|show|forget|consolidate)
 
+# isort: split
+from graph.cli import mcp  # noqa: F401  (mcp list|tools|call|test)
+
 __all__ = ["app"]
