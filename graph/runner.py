@@ -142,6 +142,15 @@ async def _mirror_head(agent: Any, mirror: ThreadMirror, thread_id: str, op: str
         observer.on_warning(f"plain-text mirror not written ({type(exc).__name__}: {exc})")
 
 
+def interrupted_turn(snapshot: Any, task: str) -> bool:
+    """True when the thread's head stopped mid-turn (nodes still to run, no question waiting)
+    and its current goal is ``task`` (same text, spacing ignored)."""
+    if not snapshot.next or snapshot.interrupts:
+        return False
+    goal = str((snapshot.values or {}).get("goal") or "")
+    return bool(goal) and " ".join(goal.split()) == " ".join(task.split())
+
+
 async def run_turn(
     task: str, context: Context, thread_id: str, quiet: bool = False, callbacks: list | None = None
 ) -> dict[str, Any]:
@@ -208,6 +217,13 @@ async def execute_turn(
             )
         before = current.values.get("metrics", {}) if thread_id else {}
         graph_input: Any = Command(resume=resume) if resume is not None else {"messages": [HumanMessage(task)]}
+        if resume is None and not checkpoint_id and interrupted_turn(current, task):
+            # the same task again on a turn that stopped mid-way (a crash, Ctrl-C, a kill):
+            # continue it rather than start a new goal, so its side effects keep their request
+            # ids and the ledger replays what already ran instead of running it twice
+            graph_input = None
+            watcher.on_warning(f"continuing the interrupted turn of thread {thread_id!r} (it stopped before "
+                               f"{', '.join(current.next)}); side effects that already ran are not repeated")
         try:
             while True:
                 async for chunk in agent.astream(graph_input, config, context=context, stream_mode="updates"):

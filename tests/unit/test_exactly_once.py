@@ -218,3 +218,32 @@ async def test_a_side_effect_that_lost_its_transport_runs_once_and_the_user_is_t
     assert len(calls) == 1  # not retried blindly
     assert "outcome of post_note is unknown" in out["stop_reason"]
     assert out["messages"][-1].content.startswith("Stopped before finishing")
+
+
+class Crash(BaseException):
+    """Stands for the process dying mid-call (not an error a tool reports)."""
+
+
+async def test_rerunning_a_crashed_turn_continues_it_and_never_repeats_the_effect(scripted, tmp_path):
+    from graph.runner import run_turn
+
+    effects: list = []
+    box = FakeToolbox()
+    box.registry.ledger = IdempotencyLedger(tmp_path / "ledger.db")
+
+    async def post(args, rid):
+        effects.append(args)
+        if len(effects) == 1:
+            raise Crash()  # it posted, then the process died before anything was recorded
+        return {"posted": args["text"]}
+
+    box.registry.register(POST, post)
+    ctx = scripted([tool_call("post_note", {"text": "x"}, "c1"),
+                    tool_call("post_note", {"text": "x"}, "c2"), AIMessage("Posted.")], box)
+    with pytest.raises(Crash):
+        await run_turn("post a note saying x", ctx, "crashy", quiet=True)
+    # the user runs the same command again: the interrupted turn continues
+    summary = await run_turn("post a note saying x", ctx, "crashy", quiet=True)
+    assert len(effects) == 1
+    assert "outcome of post_note is unknown" in (summary["stop_reason"] or "")
+    await box.registry.ledger.aclose()
