@@ -44,7 +44,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -433,7 +433,7 @@ class Branches:
         run_config["configurable"] = {**(run_config.get("configurable") or {}), **base_config["configurable"]}
         if isinstance(new_input, str):
             new_input = {"messages": [HumanMessage(new_input)]}
-        out = await self.graph.ainvoke(new_input, run_config, context=context)
+        out = await self.graph.ainvoke(new_input, cast(RunnableConfig, run_config), context=context)
         if self.mirror is not None:
             state = await self.graph.aget_state(self.config(thread_id))
             await self.mirror.append_turn(thread_id, list(state.values.get("messages") or []),

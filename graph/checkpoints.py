@@ -36,10 +36,10 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiosqlite
 from langchain_core.runnables import RunnableConfig
@@ -98,7 +98,7 @@ class HermesSqliteSaver(AsyncSqliteSaver):
     the agent graph). ``recoveries``: the reports of the rebuilds this saver did, oldest first."""
 
     def __init__(self, conn: aiosqlite.Connection, *, mirror_dir: str | Path | None = None,
-                 builder: StateGraph | None = None, serde: Any = None) -> None:
+                 builder: StateGraph[Any, Any, Any, Any] | None = None, serde: Any = None) -> None:
         super().__init__(conn, serde=serde)
         self.mirror = ThreadMirror(mirror_dir) if mirror_dir is not None else None
         self.builder = builder if builder is not None else agent_builder
@@ -149,7 +149,7 @@ class HermesSqliteSaver(AsyncSqliteSaver):
     async def _recover(self, config: RunnableConfig, error: BaseException) -> CheckpointTuple | None:
         assert self.mirror is not None
         thread_id = str(config["configurable"]["thread_id"])
-        head = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        head: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
         lock = self._thread_locks.setdefault(thread_id, asyncio.Lock())
         async with lock:
             try:  # another task may have rebuilt it while this one waited
@@ -176,7 +176,9 @@ class HermesSqliteSaver(AsyncSqliteSaver):
                     ) -> AsyncIterator[CheckpointTuple]:
         """``AsyncSqliteSaver.alist``; with a mirror, a checkpoint that cannot be deserialised
         is left out (logged) instead of ending the listing with an error."""
-        listing = super().alist(config, filter=filter, before=before, limit=limit)
+        # an async generator (typed as an iterator): closed below
+        listing = cast(AsyncGenerator[CheckpointTuple, None],
+                       super().alist(config, filter=filter, before=before, limit=limit))
         yielded: set[str] = set()
         try:
             while True:
@@ -207,20 +209,20 @@ class HermesSqliteSaver(AsyncSqliteSaver):
                 return
             if cid in yielded:
                 continue
-            one = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}}
+            one: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}}
             try:
-                item = await AsyncSqliteSaver.aget_tuple(self, one)
-                if item is not None:
-                    check_shape(item)
+                found = await AsyncSqliteSaver.aget_tuple(self, one)
+                if found is not None:
+                    check_shape(found)
             except Exception as exc:
                 if not is_data_error(exc):
                     raise
                 log.warning("checkpoint %s of thread %r cannot be read (%s: %s); left out of the listing",
                             cid, thread_id, type(exc).__name__, str(exc)[:120])
                 continue
-            if item is not None:
+            if found is not None:
                 count += 1
-                yield item
+                yield found
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete the thread's checkpoints and writes; with a mirror, its mirror file is renamed
@@ -277,7 +279,8 @@ class HermesSqliteSaver(AsyncSqliteSaver):
 
 @asynccontextmanager
 async def open_checkpointer(path: str | Path, *, mirror_dir: str | Path | None = None,
-                            builder: StateGraph | None = None) -> AsyncIterator[HermesSqliteSaver]:
+                            builder: StateGraph[Any, Any, Any, Any] | None = None,
+                            ) -> AsyncIterator[HermesSqliteSaver]:
     """``async with open_checkpointer(path) as saver:`` a :class:`HermesSqliteSaver` on the
     SQLite file ``path`` (created if missing) with busy timeout, WAL and ``synchronous=NORMAL``;
     the connection is closed at the end. ``mirror_dir`` (a data directory): recovery from its

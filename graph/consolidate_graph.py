@@ -19,6 +19,7 @@ checkpointer (the server supplies one; a run keeps nothing between runs).
 
 from __future__ import annotations
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
@@ -41,7 +42,9 @@ builder.add_edge("consolidate_expire", "consolidate_maintain")
 builder.add_edge("consolidate_maintain", END)
 
 
-def make_graph(checkpointer=None) -> CompiledStateGraph:
+def make_graph(
+    checkpointer: BaseCheckpointSaver | None = None,
+) -> CompiledStateGraph[ConsolidateState, Context, ConsolidateInput, ConsolidateState]:
     """Compile the consolidate graph, optionally with a checkpointer."""
     return builder.compile(checkpointer=checkpointer, name="consolidate")
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
@@ -61,7 +61,7 @@ def goal_message_id(messages: list[AnyMessage]) -> str:
     return ""
 
 
-def call_signature(call: dict[str, Any]) -> str:
+def call_signature(call: Mapping[str, Any]) -> str:
     """``name(args)`` with keys sorted: equal for identical calls."""
     return f"{call['name']}({json.dumps(call.get('args', {}), sort_keys=True, default=str)})"
 
@@ -98,8 +98,10 @@ def artifacts(messages: list[AnyMessage], specs: Iterable[ToolSpec]) -> list[str
     fields = {spec.name: spec.artifact_field for spec in specs if spec.artifact_field}
     found: list[str] = []
     for message in messages:
-        field = fields.get(message.name or "") if isinstance(message, ToolMessage) else None
-        if not field or message.status == "error":
+        if not isinstance(message, ToolMessage) or message.status == "error":
+            continue
+        field = fields.get(message.name or "")
+        if not field or not isinstance(message.content, str):
             continue
         try:
             data = json.loads(message.content).get("data") or {}

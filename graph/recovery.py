@@ -59,11 +59,11 @@ import sqlite3
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata, CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -181,7 +181,7 @@ async def _head_id(saver: Any, thread_id: str) -> str | None:
 
 
 async def rebuild_from_mirror(
-    saver: BaseCheckpointSaver, builder: StateGraph, mirror: ThreadMirror, thread_id: str,
+    saver: BaseCheckpointSaver, builder: StateGraph[Any, Any, Any, Any], mirror: ThreadMirror, thread_id: str,
     error: BaseException | None = None, *, as_node: str = "write_memory", notice_in_state: bool = False,
     read_head: Callable[[RunnableConfig], Awaitable[CheckpointTuple | None]] | None = None,
 ) -> RecoveryReport:
@@ -235,16 +235,16 @@ async def rebuild_from_mirror(
     )
     saved = await scratch.checkpointer.aget_tuple(scratch_config)  # type: ignore[union-attr]
     assert saved is not None
-    metadata = {**saved.metadata, "hermes_op": "recovered", "hermes_recovered_from": bad_head or "",
+    metadata: dict[str, Any] = {**saved.metadata, "hermes_op": "recovered", "hermes_recovered_from": bad_head or "",
                 "hermes_mirror": str(mirrored.path), "hermes_notice": report.notice()}
     new_config = await saver.aput(
         {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
-        saved.checkpoint, metadata, saved.checkpoint["channel_versions"],
+        saved.checkpoint, cast(CheckpointMetadata, metadata), saved.checkpoint["channel_versions"],
     )
     report.new_checkpoint_id = new_config["configurable"]["checkpoint_id"]
     check = await (read_head or saver.aget_tuple)({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
     head = check.config["configurable"]["checkpoint_id"] if check else None
-    if head != report.new_checkpoint_id:
+    if check is None or head != report.new_checkpoint_id:
         raise RecoveryError(f"the recovered checkpoint {report.new_checkpoint_id} is not the thread's head "
                             f"({head}); the clock may have gone back")
     await mirror.append_turn(thread_id, list(check.checkpoint["channel_values"].get("messages") or []),

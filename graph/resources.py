@@ -19,10 +19,11 @@ from graph.context import Context
 from memory.service import MemoryService
 
 if TYPE_CHECKING:
+    from memory.episodic.base import EpisodicStore
     from tools.toolbox import Toolbox
 
 _toolboxes: dict[tuple[str, str, str], "Toolbox"] = {}
-_memories: dict[str, MemoryService] = {}
+_memories: dict[tuple[Any, ...], MemoryService] = {}
 _lock: asyncio.Lock | None = None
 _background: set[asyncio.Task] = set()
 
@@ -92,6 +93,7 @@ def get_memory(context: Context) -> MemoryService:
 
         embedder = make_embedder(context.embeddings, base_url=context.embeddings_base_url,
                                  api_key=os.environ.get(context.api_key_env, ""), dim=context.embeddings_dim)
+        store: EpisodicStore
         if context.episodic == "weaviate":
             from memory.episodic.weaviate import WeaviateEpisodicStore  # noqa: PLC0415
 

@@ -20,9 +20,9 @@ checkpoint before this node stays resumable.
 
 from __future__ import annotations
 
-from typing import Any
-
 import uuid
+from collections.abc import Mapping
+from typing import Any
 
 import openai
 from langchain_core.messages import AIMessage
@@ -61,7 +61,7 @@ def with_unique_call_ids(reply: AIMessage) -> AIMessage:
     seen: set[str] = set()
     changed = False
 
-    def fix(call: dict[str, Any]) -> dict[str, Any]:
+    def fix(call: Mapping[str, Any]) -> dict[str, Any]:
         nonlocal changed
         cid = call.get("id")
         if not cid or cid in seen:
@@ -139,7 +139,7 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if not isinstance(reply, AIMessage):
         reply = AIMessage(content=str(reply.content))
     reply = with_unique_call_ids(reply)
-    usage = reply.usage_metadata or {}
+    usage: dict[str, Any] = dict(reply.usage_metadata or {})
     tokens_in = usage.get("input_tokens") or count_tokens_approximately(prompt)
     tokens_out = usage.get("output_tokens") or count_tokens_approximately([reply])
     calls = [*reply.tool_calls, *reply.invalid_tool_calls]

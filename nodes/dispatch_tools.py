@@ -39,10 +39,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, ToolCall
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
-from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential
+from tenacity import AsyncRetrying, RetryCallState, retry_if_result, stop_after_attempt, wait_exponential
 
 from graph.context import NO_THREAD, Context, run_thread_id
 from graph.failures import MAX_RETRIES, RETRY_BACKOFF_S, Recovery, recovery_for
@@ -87,7 +87,8 @@ def missing_arguments(registry: ToolRegistry, name: str, args: dict[str, Any]) -
 
 def ask_for(name: str, missing: list[str], registry: ToolRegistry) -> dict[str, Any]:
     """Interrupt payload asking the user for ``missing`` arguments of tool ``name``."""
-    props = (registry.get(name).parameters.get("properties") or {}) if registry.get(name) else {}
+    spec = registry.get(name)
+    props = (spec.parameters.get("properties") or {}) if spec else {}
     hints = [f"{f} ({props.get(f, {}).get('description') or props.get(f, {}).get('type', 'value')})" for f in missing]
     return {
         "type": "missing_arguments",
@@ -110,6 +111,12 @@ def fill(args: dict[str, Any], missing: list[str], answer: Any) -> dict[str, Any
     return {**args, missing[0]: answer} if missing else args
 
 
+def _last_outcome(state: RetryCallState) -> ToolOutcome:
+    """Out of retries: keep the last error."""
+    assert state.outcome is not None
+    return state.outcome.result()
+
+
 async def _call_with_retry(registry: ToolRegistry, name: str, args: Any, request_id: str) -> tuple[ToolOutcome, int]:
     """``registry.call`` with the retry recovery of ``graph.failures``; returns the final
     outcome and the number of attempts (1 + retries)."""
@@ -119,12 +126,13 @@ async def _call_with_retry(registry: ToolRegistry, name: str, args: Any, request
         stop=stop_after_attempt(1 + MAX_RETRIES),
         wait=wait_exponential(multiplier=RETRY_BACKOFF_S, max=4),
         retry=retry_if_result(lambda o: o.status != "ok" and recovery_for(o.error_kind) is Recovery.RETRY),
-        retry_error_callback=lambda state: state.outcome.result(),  # out of retries: keep the last error
+        retry_error_callback=_last_outcome,
     ):
         with attempt:
             attempts += 1
             outcome = await registry.call(name, args, request_id=request_id)
-        if not attempt.retry_state.outcome.failed:
+        attempt_outcome = attempt.retry_state.outcome
+        if attempt_outcome is not None and not attempt_outcome.failed:
             attempt.retry_state.set_result(outcome)
     assert outcome is not None
     return outcome, attempts
@@ -145,7 +153,7 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
     refused = [c for c in last.tool_calls if c["name"] not in offered]
 
     # Missing data: ask before anything runs (interrupt() re-runs this node on resume).
-    calls = []
+    calls: list[ToolCall] = []
     for call in last.tool_calls:
         if call["name"] not in offered:
             continue
@@ -197,7 +205,7 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
         retries += attempts - 1
         counts[call["name"]] = counts.get(call["name"], 0) + 1
         latency[call["name"]] = latency.get(call["name"], 0.0) + outcome.latency_s
-        path = payload_dir / payload_name(call["id"])
+        path = payload_dir / payload_name(call["id"] or "")
         await asyncio.to_thread(_write_payload, path, outcome.content)
         if outcome.status != "ok":
             errors += 1

@@ -59,10 +59,13 @@ def _result_summaries(messages: list[AnyMessage], tools: set[str]) -> list[str]:
     found: dict[str, str] = {}
     for message in messages:
         if isinstance(message, ToolMessage) and message.name in tools and message.status != "error":
-            try:
-                found[message.name] = str(json.loads(message.content).get("summary") or message.name)
-            except (TypeError, ValueError, AttributeError):
-                found[message.name] = message.name
+            summary = None
+            if isinstance(message.content, str):
+                try:
+                    summary = json.loads(message.content).get("summary")
+                except (TypeError, ValueError, AttributeError):
+                    summary = None
+            found[message.name] = str(summary or message.name)
     return [found[name] for name in sorted(found)]
 
 
@@ -117,7 +120,8 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     progressed = (distance < previous) if required else not all_failed
     # a round of new, successful reads (a schema, a query) gathers what the steps need: it
     # neither counts as a stall nor narrows the offer; a repeated read does (rule 1's counts)
-    reading = (bool(required) and not progressed and bool(round_results) and not answered_early
+    reading = (last_ai is not None and bool(required) and not progressed and bool(round_results)
+               and not answered_early
                and all(m.status != "error" for m in round_results)
                and all((s := registry.get(c["name"])) is not None and not s.side_effect
                        and seen.get(call_signature(c), 0) == 1 for c in last_ai.tool_calls))

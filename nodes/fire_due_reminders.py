@@ -95,9 +95,11 @@ async def _task_via_server(due: Due, context: Context) -> dict[str, Any]:
                 return {"ok": True, "run_id": run["run_id"], "thread_id": thread_id, "replayed": True,
                         "detail": f"agent run {run['run_id']} for this period already exists on thread "
                                   f"{thread_id} ({due.thread_id})"}
+        task_input: dict[str, Any] = {
+            "messages": [{"type": "human", "content": _task_input(due), "id": due.request_id}]}
         run = await client.runs.create(
             thread_id, "agent",
-            input={"messages": [{"type": "human", "content": _task_input(due), "id": due.request_id}]},
+            input=task_input,
             context=context.model_dump(), metadata={RUN_METADATA_KEY: due.request_id},
             multitask_strategy="enqueue")
     finally:
