@@ -87,6 +87,7 @@ class RetryQueue:
                 "INSERT INTO memory_retry_queue (op, payload, error, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
                 (op, json.dumps(payload, ensure_ascii=False, default=str), message, now, now),
             )
+            assert cur.lastrowid is not None  # set by the INSERT
             return int(cur.lastrowid)
 
     async def drain(self, handler: Handler, *, limit: int | None = None) -> int:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from memory.episodic.base import ScoredEvent
+from memory.episodic.base import EpisodicEvent, ScoredEvent
 from memory.semantic import Fact
 
 #: Default budget of the memory block, tokens (approximate).
@@ -48,7 +48,7 @@ def format_working(item: str) -> str:
     return f"[working · this session] {_clip(item)}"
 
 
-def format_episode(hit: ScoredEvent | object) -> str:
+def format_episode(hit: ScoredEvent | EpisodicEvent) -> str:
     event = hit.event if isinstance(hit, ScoredEvent) else hit
     label = "evidence" if event.evidence == "direct" else "inferred"
     return (f"[episodic · {event.kind} · {event.created_at.date().isoformat()} · confidence {event.confidence:.2f}"

@@ -476,6 +476,7 @@ class SemanticMemory:
             params.append(user_id)
         async with self.db.connect() as db:
             cur = await db.execute(sql, params)
-            (n,) = await cur.fetchone()
-        return int(n)
+            row = await cur.fetchone()
+        assert row is not None  # COUNT(*) always returns a row
+        return int(row[0])
 

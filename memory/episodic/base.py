@@ -24,6 +24,7 @@ character or emoji) returns ``[]``, never "everything"; listing is :meth:`Episod
 
 from __future__ import annotations
 
+import builtins
 import math
 from datetime import datetime, timezone
 from typing import Any, Literal, Protocol, Sequence, runtime_checkable
@@ -219,7 +220,7 @@ class EpisodicStore(Protocol):
         """Events of ``user_id``, newest first (for inspection, consolidation and the CLI)."""
         ...
 
-    async def recent(self, since: datetime, limit: int = 1000) -> list[EpisodicEvent]:
+    async def recent(self, since: datetime, limit: int = 1000) -> builtins.list[EpisodicEvent]:
         """Live events of every user created at or after ``since``, newest first (the
         consolidate graph's scan; it then works per user)."""
         ...

@@ -35,6 +35,7 @@ after the commit, so a kill -9 afterwards loses nothing (``tests/integration/tes
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
 import logging
 import os
@@ -341,7 +342,9 @@ class LanceEpisodicStore:
         async def keyword_half() -> dict[str, tuple[EpisodicEvent, float]]:
             from lancedb.query import MatchQuery  # noqa: PLC0415
 
-            rows = await (table.query().nearest_to_text(MatchQuery(" ".join(terms), "kw"))
+            # MatchQuery is a pydantic model whose defaults mypy does not see (lancedb typing gap)
+            match = MatchQuery(" ".join(terms), "kw")  # type: ignore[call-arg]
+            rows = await (table.query().nearest_to_text(match)
                           .where(where).select([*_COLUMNS, "_score"]).limit(limit).to_list())
             return self._rows(rows, lambda r: float(r["_score"]))
 
@@ -398,7 +401,7 @@ class LanceEpisodicStore:
         rows.sort(key=lambda r: r["created_us"], reverse=True)
         return [event for event, _ in self._rows(rows[:limit], lambda r: 0.0).values()]
 
-    async def recent(self, since: datetime, limit: int = 1000) -> list[EpisodicEvent]:
+    async def recent(self, since: datetime, limit: int = 1000) -> builtins.list[EpisodicEvent]:
         table = await self._table()
         rows = await (table.query().where(f"expired_us = 0 AND created_us >= {to_us(since)}").select(_COLUMNS)
                       .to_list())

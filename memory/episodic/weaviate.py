@@ -33,6 +33,7 @@ the end.
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 from dataclasses import dataclass
@@ -309,9 +310,10 @@ class WeaviateEpisodicStore:
             not_before = since
         filters = build_filters(user_id, kinds, not_before, until)
         limit = max(self.candidates, k)
-        if self.embedder is None:
+        embedder = self.embedder
+        if embedder is None:
             mode = "keyword"
-        vector = None if mode == "keyword" else (await self.embedder.embed_queries([query]))[0]
+        vector = None if mode == "keyword" or embedder is None else (await embedder.embed_queries([query]))[0]
         if mode == "keyword":
             result = await coll.query.bm25(query=" ".join(terms), query_properties=["kw"], filters=filters, limit=limit,
                                            return_metadata=MetadataQuery(score=True))
@@ -319,9 +321,10 @@ class WeaviateEpisodicStore:
             result = await coll.query.near_vector(near_vector=vector, filters=filters, limit=limit,
                                                   return_metadata=MetadataQuery(distance=True))
         else:
+            assert embedder is not None  # without one the mode is keyword
             result = await coll.query.hybrid(
                 query=" ".join(terms), alpha=self.alpha, vector=vector, query_properties=["kw"],
-                fusion_type=HybridFusion.RELATIVE_SCORE, max_vector_distance=1.0 - similarity_floor(self.embedder, query),
+                fusion_type=HybridFusion.RELATIVE_SCORE, max_vector_distance=1.0 - similarity_floor(embedder, query),
                 filters=filters, limit=limit, return_metadata=MetadataQuery(score=True))
         return rank_objects(result.objects, now, self.half_life_days, k)
 
@@ -347,7 +350,7 @@ class WeaviateEpisodicStore:
                 log.warning("skipping unreadable Weaviate object %s: %s", getattr(obj, "uuid", "?"), exc)
         return out
 
-    async def recent(self, since: datetime, limit: int = 1000) -> list[EpisodicEvent]:
+    async def recent(self, since: datetime, limit: int = 1000) -> builtins.list[EpisodicEvent]:
         coll = await self._coll()
         result = await coll.query.fetch_objects(filters=Filter.by_property("created_at").greater_or_equal(since),
                                                 limit=limit, sort=Sort.by_property("created_at", ascending=False))
@@ -380,7 +383,7 @@ class WeaviateEpisodicStore:
         return int(result.total_count or 0)
 
 
-def rank_objects(objects: Sequence[Any], now: datetime, half_life_days: float, k: int) -> list[ScoredEvent]:
+def rank_objects(objects: Sequence[Any], now: datetime, half_life_days: float, k: int) -> builtins.list[ScoredEvent]:
     """Weaviate result objects → the ``k`` best ``ScoredEvent`` by ``score × decay weight``.
     Relevance: the fused/BM25 score, or ``1 - distance`` for a vector query; malformed
     objects are skipped."""
