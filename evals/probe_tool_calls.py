@@ -44,10 +44,6 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from graph.context import Context
 from graph.model import astop_embedded_server, embedded_model, embedded_server, is_embedded, load_chat_model
-from nodes.assemble_context import SYSTEM_PROMPT
-from graph.progress import required_steps
-from nodes.call_model import EMBEDDED_MAX_TOOLS, offered_tools
-from tools.toolbox import Toolbox
 
 # (prompt, expected tool or None for "no tool needed")
 PROBES: list[tuple[str, str | None]] = [
@@ -67,6 +63,12 @@ PROBES: list[tuple[str, str | None]] = [
 
 
 async def probe(context: Context) -> dict:
+    # the graph's own pieces, imported here so that --speed needs only the model layer
+    from graph.progress import required_steps
+    from nodes.assemble_context import SYSTEM_PROMPT
+    from nodes.call_model import EMBEDDED_MAX_TOOLS, offered_tools
+    from tools.toolbox import Toolbox
+
     with tempfile.TemporaryDirectory() as tmp:
         toolbox = await Toolbox.open(Path(tmp))
         try:
@@ -174,7 +176,9 @@ async def speed(context: Context, prompt_tokens: int, gen_tokens: int, reps: int
     result = {
         "model": entry.name,
         "file_mib": round(entry.size / 2**20),
-        "threads": os.environ.get("HERMES_EMBEDDED_THREADS") or entry.threads or os.cpu_count(),
+        "threads": int(os.environ.get("HERMES_EMBEDDED_THREADS") or entry.threads or os.cpu_count() or 1),
+        "batch_threads": int(os.environ.get("HERMES_EMBEDDED_BATCH_THREADS") or os.environ.get("HERMES_EMBEDDED_THREADS")
+                             or entry.threads or os.cpu_count() or 1),
         "start_s": round(started, 1),
         "prompt_tokens": len(tokens),
         "gen_tokens": gen_tokens,

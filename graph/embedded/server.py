@@ -13,6 +13,11 @@ overridden by environment variables, which are not ``Context`` fields because th
 machine rather than a run: ``HERMES_EMBEDDED_THREADS``, ``HERMES_EMBEDDED_BATCH_THREADS``,
 ``HERMES_EMBEDDED_CTX``, ``HERMES_EMBEDDED_BATCH``, ``HERMES_EMBEDDED_UBATCH``,
 ``HERMES_EMBEDDED_CACHE_REUSE`` (see ``graph/embedded_llm.py --help``).
+
+The server runs with ``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets it: llama.cpp's
+OpenMP threads otherwise spin at every barrier, and measured on a loaded 2-core machine, 2
+spinning threads generated 5-20x slower than 1 thread (0.7-6.7 vs 38 tokens/s for the 0.5B);
+passive waiting brought 2 threads back to 11-26 tokens/s there (evals/README.md).
 """
 
 from __future__ import annotations
@@ -80,6 +85,7 @@ class EmbeddedLlamaServer:
         self.base_url: str | None = None
         self.model: EmbeddedModel | None = None
         self._lock = asyncio.Lock()
+        self._atexit = False
 
     async def start(self, entry: EmbeddedModel) -> str:
         async with self._lock:
@@ -92,6 +98,8 @@ class EmbeddedLlamaServer:
             options = serve_options(entry)
             port = _free_port()
             log = await asyncio.to_thread(self._open_log) if self.log_path else asyncio.subprocess.DEVNULL
+            env = {**os.environ}
+            env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see the module docstring
             self.process = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "graph.embedded_llm", "--port", str(port),
                 "--model-path", str(path), "--template", str(TEMPLATES / entry.template),
@@ -99,10 +107,13 @@ class EmbeddedLlamaServer:
                 stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
                 start_new_session=True,
                 cwd=str(PROJECT_ROOT),
+                env=env,
             )
             if log is not asyncio.subprocess.DEVNULL:
                 log.close()
-            atexit.register(self.stop)
+            if not self._atexit:
+                atexit.register(self.stop)
+                self._atexit = True
             url = f"http://127.0.0.1:{port}"
             try:
                 await self._wait_ready(url)
