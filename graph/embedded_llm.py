@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 
@@ -66,4 +65,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -35,6 +35,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatResult
 from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 
 from graph.context import Context
 from graph.embedded.catalog import (  # noqa: F401  (re-exported: the embedded model names)
@@ -265,7 +266,7 @@ async def load_chat_model(context: Context) -> BaseChatModel:
     server on first use. Raises :class:`ModelUnavailableError` with a next step on failure."""
     if context.model in _FACTORIES:
         return _FACTORIES[context.model](context)
-    common = {
+    common: dict[str, Any] = {
         "temperature": context.temperature,
         "max_tokens": context.max_output_tokens,
         "max_retries": 1,
@@ -276,7 +277,7 @@ async def load_chat_model(context: Context) -> BaseChatModel:
         base_url = await embedded_server(context.data_dir).start(entry)
         # a local server that dies fails fast (connection refused); a slow CPU is not a hang
         common["timeout"] = EMBEDDED_TIMEOUT_S
-        return JsonToolCallingChat(model=entry.name, base_url=base_url, api_key="sk-no-key-needed", **common)
+        return JsonToolCallingChat(model=entry.name, base_url=base_url, api_key=SecretStr("sk-no-key-needed"), **common)
     if not context.base_url:
         raise ModelUnavailableError(
             f"model {context.model!r} needs an endpoint: set HERMES_BASE_URL (or --base-url) to an "
@@ -284,4 +285,4 @@ async def load_chat_model(context: Context) -> BaseChatModel:
             f"one of {', '.join(CATALOG)})."
         )
     api_key = os.environ.get(context.api_key_env) or "sk-no-key-needed"
-    return ChatOpenAI(model=context.model, base_url=context.base_url, api_key=api_key, **common)
+    return ChatOpenAI(model=context.model, base_url=context.base_url, api_key=SecretStr(api_key), **common)

@@ -109,7 +109,7 @@ class EmbeddedLlamaServer:
                 cwd=str(PROJECT_ROOT),
                 env=env,
             )
-            if log is not asyncio.subprocess.DEVNULL:
+            if not isinstance(log, int):  # a file we opened (DEVNULL is an int)
                 log.close()
             if not self._atexit:
                 atexit.register(self.stop)
