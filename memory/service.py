@@ -15,6 +15,7 @@ fails after in-process retries goes to the persistent retry queue (``memory.queu
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 from dataclasses import dataclass, field
@@ -199,23 +200,30 @@ class MemoryService:
                 working = [str(v) for k, v in (wm.items() if wm else []) if str(k).startswith("instruction:")]
         except Exception:  # noqa: BLE001
             log.exception("working memory unavailable")
-        conflicts, facts = [], []
-        try:
-            conflicts = await self.semantic.conflicts(user_id)
-            # the user's standing preferences apply to every task; other facts when relevant
-            standing = [f for f in await self.semantic.facts(user_id, subject="user", statuses=("confirmed",))
-                        if f.predicate.startswith("prefers_")]
-            found = await self.semantic.search(user_id, goal, k=k or self.recall_k, now=now)
-            facts = list({f.id: f for f in [*standing, *found]}.values())
-            await self.semantic.touch([f.id for f in facts], now)
-        except Exception:  # noqa: BLE001
-            log.exception("semantic recall failed for user %r", user_id)
-        episodes: list[ScoredEvent] = []
-        try:
-            kinds = None if policy.detect_cross_session(goal) else policy.kinds_for_task(goal)
-            episodes = await self._episodes(user_id, goal, k or self.recall_k, kinds, now, thread_id, visible_origins)
-        except Exception:  # noqa: BLE001
-            log.exception("episodic recall failed for user %r", user_id)
+        async def semantic() -> tuple[list, list]:
+            try:
+                conflicts = await self.semantic.conflicts(user_id)
+                # the user's standing preferences apply to every task; other facts when relevant
+                standing = [f for f in await self.semantic.facts(user_id, subject="user", statuses=("confirmed",))
+                            if f.predicate.startswith("prefers_")]
+                found = await self.semantic.search(user_id, goal, k=k or self.recall_k, now=now)
+                facts = list({f.id: f for f in [*standing, *found]}.values())
+                await self.semantic.touch([f.id for f in facts], now)
+                return conflicts, facts
+            except Exception:  # noqa: BLE001
+                log.exception("semantic recall failed for user %r", user_id)
+                return [], []
+
+        async def episodic() -> list[ScoredEvent]:
+            try:
+                kinds = None if policy.detect_cross_session(goal) else policy.kinds_for_task(goal)
+                return await self._episodes(user_id, goal, k or self.recall_k, kinds, now, thread_id, visible_origins)
+            except Exception:  # noqa: BLE001
+                log.exception("episodic recall failed for user %r", user_id)
+                return []
+
+        # the two layers at once: the query embedding (the slow part) overlaps the SQLite reads
+        (conflicts, facts), episodes = await asyncio.gather(semantic(), episodic())
         return build_block(working=working, conflicts=conflicts, facts=facts, episodes=episodes,
                            budget_tokens=self.memory_tokens)
 
