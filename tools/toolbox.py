@@ -101,6 +101,8 @@ class Toolbox:
         self._mcp_timeouts: tuple[float, dict[str, float] | None] = (10.0, None)
         self.ledger: IdempotencyLedger = registry.ledger
         self.schemas: SchemaStore | None = registry.schema_store
+        #: the user's database the data tools read, resolved ("" = none configured)
+        self.database: str = ""
         self._closed = False
 
     @classmethod
@@ -140,17 +142,17 @@ class Toolbox:
         """
         # All file-system work (resolve, mkdir, database path, config read, sandbox probe,
         # SQLite loads) off the event loop.
-        data_dir, servers, executor, ledger, schemas, location = await asyncio.to_thread(
+        data_dir, servers, chosen, ledger, schemas, location = await asyncio.to_thread(
             _prepare, Path(data_dir), mcp_config, executor, remote_url, database)
         registry = ToolRegistry(ledger=ledger, schema_store=schemas)
         tool_timeouts = tool_timeouts or {}
         # the user's schema in the SQL tools' descriptions (read-only, in a thread)
         schema = await asyncio.to_thread(schema_summary, location) if location else ""
-        register_builtin_tools(registry, executor, ordinary_s=timeout_s, heavy_s=heavy_timeout_s,
+        register_builtin_tools(registry, chosen, ordinary_s=timeout_s, heavy_s=heavy_timeout_s,
                                overrides=tool_timeouts, database_schema=schema)
         client = MCPClient(servers, startup_timeout_s=startup_timeout_s or max(timeout_s, STARTUP_TIMEOUT_S),
                            media_dir=data_dir / MEDIA_DIR, data_dir=data_dir)
-        tb = cls(data_dir, registry, executor, client)
+        tb = cls(data_dir, registry, chosen, client)
         tb.database = location
         tb._mcp_timeouts = (timeout_s, tool_timeouts)
         try:
@@ -207,9 +209,9 @@ class Toolbox:
         server, tool, override = members[0]
         base = snake_name(tool.name)
         candidates = [base, f"{snake_name(server.name)}__{base}"[:64]]
-        if base in self.registry:
-            log.warning("MCP tool %s of %s collides with %s; namespacing", tool.name, server.name,
-                        self.registry.get(base).source if self.registry.get(base) else "?")
+        existing = self.registry.get(base)
+        if existing is not None:
+            log.warning("MCP tool %s of %s collides with %s; namespacing", tool.name, server.name, existing.source)
         name = next((c for c in candidates if c not in self.registry and NAME_RE.match(c)), None)
         if name is None:
             self.problems[f"{server.name}:{tool.name}"] = f"refused: names {candidates} are taken or invalid"

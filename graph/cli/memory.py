@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from typing import Any
+from typing import Any, Literal, cast
 
 import typer
 from rich.markup import escape
@@ -112,11 +112,12 @@ def memory_search(
     if mode not in ("hybrid", "keyword", "vector"):
         err_console.print("[red]error:[/red] --mode must be hybrid, keyword or vector")
         raise typer.Exit(1)
+    search_mode = cast(Literal["hybrid", "keyword", "vector"], mode)  # checked above
     context = memory_context(data_dir, user)
 
     async def go() -> None:
         mem = get_memory(context)
-        hits = await mem.episodic.search(context.user_id, query, k, kinds=kind or None, mode=mode)
+        hits = await mem.episodic.search(context.user_id, query, k, kinds=kind or None, mode=search_mode)
         facts = await mem.semantic.search(context.user_id, query, k)
         if json_out:
             print(json.dumps({"episodic": [{**_event_json(h.event), "score": h.score, "relevance": h.relevance,
@@ -245,7 +246,8 @@ def memory_consolidate(
     async def go() -> None:
         done = 0
         while True:
-            out = await consolidate.ainvoke({"now": now, "lookback_minutes": lookback_minutes}, context=context)
+            run_input: Any = {"now": now, "lookback_minutes": lookback_minutes}
+            out = await consolidate.ainvoke(run_input, context=context)
             done += 1
             if json_out:
                 print(json.dumps({"now": out["now"], "extractor": out["extractor"], "counts": out["counts"]}))

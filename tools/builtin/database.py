@@ -293,7 +293,8 @@ def check_select(sql: str) -> str:
         raise DatabaseError("sql holds only comments; send one SELECT statement")
     if len(statements) > 1:
         raise DatabaseError("only one statement is allowed (remove the extra ';' and what follows)")
-    first = (re.match(r"\s*([A-Za-z]+)", codes[0]) or [None, ""])[1].upper()
+    keyword = re.match(r"\s*([A-Za-z]+)", codes[0])
+    first = keyword.group(1).upper() if keyword else ""
     if first not in ("SELECT", "WITH", "VALUES"):
         raise DatabaseError(
             f"only a single read-only SELECT (or WITH ... SELECT) statement is allowed, got "

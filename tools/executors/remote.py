@@ -125,7 +125,7 @@ class RemoteExecutor:
             reraise=True,
         )
         try:
-            reply = await retrying(attempt)
+            reply: dict[str, Any] = await retrying(attempt)
         except _Retryable as exc:
             if remaining() <= 0.1:
                 raise ToolTimeout(f"{entrypoint} on {self.url} exceeded {timeout_s:g} s ({exc})") from exc

@@ -162,7 +162,8 @@ class LoopbackRedirect:
                 await writer.drain()
                 if self._future is not None and not self._future.done():
                     if ok:
-                        self._future.set_result((query["code"][0], (query.get("state") or [None])[0]))
+                        states = query.get("state")
+                        self._future.set_result((query["code"][0], states[0] if states else None))
                     else:
                         self._future.set_exception(RuntimeError(body))
             finally:
@@ -211,7 +212,8 @@ def oauth_provider(server: str, url: str, cfg: dict[str, Any], data_dir: Path | 
                                                                                  "client_secret_basic"))
     redirect_uri = cfg.get("redirectUri") or DEFAULT_REDIRECT
     flow = HeadlessRedirect() if cfg.get("mode") == "headless" else LoopbackRedirect(server, redirect_uri)
-    method = cfg.get("tokenEndpointAuthMethod") or ("client_secret_basic" if secret else "none")
+    # the SDK's pydantic models check the name against the methods they accept
+    method: Any = cfg.get("tokenEndpointAuthMethod") or ("client_secret_basic" if secret else "none")
     metadata = OAuthClientMetadata(client_name="Hermes Agent", redirect_uris=[AnyUrl(redirect_uri)],
                                    grant_types=["authorization_code", "refresh_token"], response_types=["code"],
                                    scope=scopes, token_endpoint_auth_method=method if not client_id else None)

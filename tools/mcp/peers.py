@@ -71,8 +71,8 @@ def _stamp() -> str:
 
 def installed() -> bool:
     stamp = home() / ".installed"
-    return stamp.exists() and stamp.read_text() == _stamp() and node().exists() and time_cmd()[0] and \
-        Path(time_cmd()[0]).exists()
+    return bool(stamp.exists() and stamp.read_text() == _stamp() and node().exists() and time_cmd()[0]
+                and Path(time_cmd()[0]).exists())
 
 
 def ensure(quiet: bool = True) -> Path:
