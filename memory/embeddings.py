@@ -117,7 +117,8 @@ class OpenAIEmbedder:
     min_similarity = 0.3
 
     def __init__(self, base_url: str, model: str, *, api_key: str = "", dim: int = 1536,
-                 timeout_s: float = 30.0) -> None:
+                 timeout_s: float = 30.0, transport=None) -> None:
+        self.transport = transport  # an httpx transport (tests)
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key = api_key
@@ -131,7 +132,7 @@ class OpenAIEmbedder:
         if not texts:
             return []
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+        async with httpx.AsyncClient(timeout=self.timeout_s, transport=self.transport) as client:
             response = await client.post(f"{self.base_url}/embeddings", headers=headers,
                                           json={"model": self.model, "input": list(texts)})
             response.raise_for_status()

@@ -46,3 +46,23 @@ def test_make_embedder():
     assert isinstance(endpoint, OpenAIEmbedder) and endpoint.name == "openai:text-embedding-3-small"
     with pytest.raises(ValueError, match="needs an endpoint"):
         make_embedder("text-embedding-3-small")
+
+
+async def test_openai_compatible_endpoint_request_and_dimension_check():
+    import httpx
+
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append((request.url.path, request.headers.get("authorization"), request.read()))
+        body = __import__("json").loads(request.read())
+        data = [{"index": i, "embedding": [3.0, 4.0]} for i in range(len(body["input"]))][::-1]
+        return httpx.Response(200, json={"data": data})
+
+    emb = OpenAIEmbedder("http://embed.test/v1/", "m1", api_key="k", dim=2, transport=httpx.MockTransport(handler))
+    assert await emb.embed_passages(["a", "b"]) == [[0.6, 0.8], [0.6, 0.8]]
+    assert seen[0][0] == "/v1/embeddings" and seen[0][1] == "Bearer k" and b'"model":"m1"' in seen[0][2].replace(b" ", b"")
+    assert await emb.embed_queries([]) == []
+    wrong = OpenAIEmbedder("http://embed.test/v1", "m1", dim=3, transport=httpx.MockTransport(handler))
+    with pytest.raises(ValueError, match="returned 2 dimensions"):
+        await wrong.embed_queries(["x"])
