@@ -65,6 +65,27 @@ async def test_a_run_extracts_facts_expires_drains_and_reports_counts(tmp_path):
         await resources.aclose_resources()
 
 
+async def test_the_idempotency_ledger_is_pruned_past_its_retention(tmp_path):
+    from tools.idempotency import IdempotencyLedger
+
+    context = ctx(tmp_path)
+    ledger = IdempotencyLedger.in_data_dir(tmp_path / "data")
+
+    async def effect():
+        return {"status": "ok"}
+
+    await ledger.run_once("post_message", "r1", effect)
+    await ledger.aclose()
+    try:
+        kept = await consolidate.ainvoke({"now": NOW.isoformat()}, context=context)
+        assert kept["counts"]["ledger_pruned"] == 0  # within 30 days
+        time.sleep(0.01)
+        pruned = await consolidate.ainvoke({"ledger_retention_days": 0}, context=context)
+        assert pruned["counts"]["ledger_pruned"] == 1
+    finally:
+        await resources.aclose_resources()
+
+
 async def test_a_capable_model_extracts_and_a_useless_answer_falls_back_to_rules(tmp_path):
     from graph.model import register_model
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
