@@ -27,9 +27,9 @@ def run_clock(now: str) -> dt.datetime:
     """The run's clock: ``now`` as an aware UTC datetime (empty: the current time; naive: taken
     as UTC). Every node of the graph reads the same ``now`` through it."""
     if not now:
-        return dt.datetime.now(dt.timezone.utc)
+        return dt.datetime.now(dt.UTC)
     value = dt.datetime.fromisoformat(now.replace("Z", "+00:00"))
-    return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 
 def merge_counts(old: dict[str, int], new: dict[str, int]) -> dict[str, int]:

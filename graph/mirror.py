@@ -35,7 +35,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -63,7 +63,7 @@ def mirror_path(data_dir: str | Path, thread_id: str) -> Path:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _role(message: BaseMessage) -> str:
@@ -132,7 +132,7 @@ class MirrorView:
     def feed(self, data: bytes) -> None:
         """Parse appended bytes (whole lines; a trailing partial line counts as torn)."""
         lines = data.split(b"\n")
-        for i, raw in enumerate(lines):
+        for raw in lines:
             if not raw.strip():
                 continue
             try:
@@ -276,7 +276,7 @@ class ThreadMirror:
             await asyncio.to_thread(self._load_sync, path)
             return len(records)
 
-    async def read(self, thread_id: str) -> "MirroredThread":
+    async def read(self, thread_id: str) -> MirroredThread:
         """The active branch of ``thread_id`` as LangChain messages (see :class:`MirroredThread`).
         An absent file gives an empty result (``exists`` False)."""
         path = self.path(thread_id)

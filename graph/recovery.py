@@ -172,7 +172,7 @@ async def _head_id(saver: Any, thread_id: str) -> str | None:
     conn = getattr(saver, "conn", None)
     if conn is None:
         return None
-    async with saver.lock, conn.execute(  # type: ignore[union-attr]
+    async with saver.lock, conn.execute(
         "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
         "ORDER BY checkpoint_id DESC LIMIT 1", (thread_id,)
     ) as cur:

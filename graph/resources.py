@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from memory.episodic.base import EpisodicStore
     from tools.toolbox import Toolbox
 
-_toolboxes: dict[tuple[str, str, str], "Toolbox"] = {}
+_toolboxes: dict[tuple[str, str, str], Toolbox] = {}
 _memories: dict[tuple[Any, ...], MemoryService] = {}
 _lock: asyncio.Lock | None = None
 _background: set[asyncio.Task] = set()
@@ -43,7 +43,7 @@ def _key(context: Context) -> tuple:
     return context.resource_key(*TOOLBOX_SETTINGS)
 
 
-async def get_toolbox(context: Context) -> "Toolbox":
+async def get_toolbox(context: Context) -> Toolbox:
     """The toolbox for ``context`` (opened on first use: builtin tools + MCP servers)."""
     global _lock
     if _lock is None:
@@ -71,7 +71,7 @@ async def get_toolbox(context: Context) -> "Toolbox":
         return toolbox
 
 
-def set_toolbox(context: Context, toolbox: "Toolbox") -> None:
+def set_toolbox(context: Context, toolbox: Toolbox) -> None:
     """Use ``toolbox`` for ``context`` (tests inject registries of their own tools)."""
     _toolboxes[_key(context)] = toolbox
 

@@ -9,9 +9,9 @@ no connection outlives the event loop that opened it. The schema is created lazi
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import AsyncIterator
 
 import aiosqlite
 

@@ -23,7 +23,8 @@ import hashlib
 import math
 import re
 import threading
-from typing import Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 from memory.text import keyword_tokens
 

@@ -188,7 +188,7 @@ class FactCandidate:
     """A candidate semantic fact: ``subject predicate object`` (``object_is_entity``: the
     object is an entity of the graph, else a literal value) with a confidence."""
 
-    __slots__ = ("subject", "predicate", "object", "object_is_entity", "confidence")
+    __slots__ = ("confidence", "object", "object_is_entity", "predicate", "subject")
 
     def __init__(self, subject: str, predicate: str, obj: str, *, object_is_entity: bool, confidence: float) -> None:
         self.subject = subject

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from memory.db import DB_FILENAME, SqliteDb
 from memory.episodic.base import utcnow
@@ -73,7 +74,7 @@ class RetryQueue:
         self.max_attempts = max_attempts
 
     @classmethod
-    def in_dir(cls, data_dir: Path, **kwargs) -> "RetryQueue":
+    def in_dir(cls, data_dir: Path, **kwargs) -> RetryQueue:
         """The queue in ``data_dir/memory.db``."""
         return cls(Path(data_dir) / DB_FILENAME, **kwargs)
 

@@ -21,8 +21,8 @@ from inference. Lines are added in that order while the approximate token budget
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from memory.episodic.base import EpisodicEvent, ScoredEvent
 from memory.semantic import Fact

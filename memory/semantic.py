@@ -34,10 +34,11 @@ superseded with a timestamp (``resolved``). The prompt shows an undecided pair a
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Literal
 from uuid import uuid4
 
 from memory.db import DB_FILENAME, SqliteDb
@@ -174,7 +175,7 @@ class SemanticMemory:
         self.min_confidence = min_confidence
 
     @classmethod
-    def in_dir(cls, data_dir: Path, **kwargs) -> "SemanticMemory":
+    def in_dir(cls, data_dir: Path, **kwargs) -> SemanticMemory:
         return cls(Path(data_dir) / DB_FILENAME, **kwargs)
 
     # --- writes -----------------------------------------------------------------------------

@@ -8,7 +8,8 @@ Built on ``cachetools.TTLCache``; nothing here does I/O.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from cachetools import TTLCache
 

@@ -29,7 +29,7 @@ def prune_payloads(root: Path, older_than_s: float, now_s: float) -> int:
     if not root.is_dir():
         return 0
     removed = 0
-    for folder, dirs, files in os.walk(root, topdown=False):
+    for folder, _dirs, files in os.walk(root, topdown=False):
         for name in files:
             path = Path(folder) / name
             try:

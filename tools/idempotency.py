@@ -163,7 +163,7 @@ class IdempotencyLedger:
         self._lock = threading.Lock()
 
     @classmethod
-    def in_data_dir(cls, data_dir: Path, **kw: Any) -> "IdempotencyLedger":
+    def in_data_dir(cls, data_dir: Path, **kw: Any) -> IdempotencyLedger:
         return cls(Path(data_dir) / LEDGER_FILE, **kw)
 
     # -- the one public operation ----------------------------------------------------------------
@@ -357,4 +357,4 @@ def _prune(con: sqlite3.Connection, before: float) -> int:
     return con.execute("DELETE FROM tool_requests WHERE state = 'done' AND finished < ?", (before,)).rowcount
 
 
-__all__ = ["IdempotencyLedger", "LedgerBusy", "SqliteThread", "LEDGER_FILE"]
+__all__ = ["LEDGER_FILE", "IdempotencyLedger", "LedgerBusy", "SqliteThread"]

@@ -281,4 +281,4 @@ def _jsonable(value: Any) -> Any:
         return json.loads(json.dumps(value, default=str))
 
 
-__all__ = ["NAME_RE", "Runner", "ToolOutcome", "ToolRegistry", "DuplicateToolError", "ToolDefinitionError"]
+__all__ = ["NAME_RE", "DuplicateToolError", "Runner", "ToolDefinitionError", "ToolOutcome", "ToolRegistry"]

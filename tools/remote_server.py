@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
 
     async def serve() -> None:
         task = asyncio.create_task(server.serve(sockets=[sock]))
-        while not server.started and not task.done():
+        while not server.started and not task.done():  # noqa: ASYNC110 - uvicorn has no "started" event
             await asyncio.sleep(0.01)
         if server.started:
             print(f"{READY_PREFIX} http://{host}:{port}", flush=True)

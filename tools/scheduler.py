@@ -362,5 +362,16 @@ async def fire_due(data_dir: Path | str, now: dt.datetime, fire: FireFn, *, owne
     return out
 
 
-__all__ = ["Due", "Firing", "MAX_ATTEMPTS", "STALE_CLAIM_S", "call_tool_action", "due_reminders", "fire_due", "firing_history",
-           "mark_fired", "record_outcome", "request_id_for"]
+__all__ = [
+    "MAX_ATTEMPTS",
+    "STALE_CLAIM_S",
+    "Due",
+    "Firing",
+    "call_tool_action",
+    "due_reminders",
+    "fire_due",
+    "firing_history",
+    "mark_fired",
+    "record_outcome",
+    "request_id_for",
+]

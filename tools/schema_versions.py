@@ -301,7 +301,7 @@ class SchemaStore:
         self._last: concurrent.futures.Future | None = None
 
     @classmethod
-    def in_data_dir(cls, data_dir: Path) -> "SchemaStore":
+    def in_data_dir(cls, data_dir: Path) -> SchemaStore:
         return cls(Path(data_dir) / SCHEMA_FILE)
 
     def load(self) -> dict[str, dict[str, Any]]:

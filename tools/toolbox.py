@@ -110,7 +110,7 @@ class Toolbox:
                    startup_timeout_s: float | None = None, executor: str | Executor | None = None,
                    remote_url: str | None = None,
                    database: str | None = None, heavy_timeout_s: float = HEAVY_TIMEOUT_S,
-                   tool_timeouts: dict[str, float] | None = None) -> "Toolbox":
+                   tool_timeouts: dict[str, float] | None = None) -> Toolbox:
         """Create dirs, register builtin tools, start the MCP servers of ``mcp_config``
         (``{"mcpServers": {...}}`` JSON, merged with the bundled team-chat server: an entry named ``team_chat`` replaces it, ``"enabled": false`` leaves a server out) and register
         their tools.
@@ -221,7 +221,7 @@ class Toolbox:
             answer = (tool_timeouts or {}).get(name) or ov.timeout_s or srv.settings.timeout_s or timeout_s
             hard = max(answer, ov.max_timeout_s or getattr(srv.settings, "max_timeout_s", None)
                        or max(answer, HEAVY_TIMEOUT_S))
-            replicas.append(Replica(srv, t.name, answer, hard))  # type: ignore[arg-type]
+            replicas.append(Replica(srv, t.name, answer, hard))
         meta = self._tool_metadata(server, tool, override, replicas[0].timeout_s)
         # the registry's limit is the hard one: a call that keeps reporting progress may run that
         # long; one that neither answers nor reports progress ends at its answer timeout
@@ -301,7 +301,7 @@ class Toolbox:
             if self.schemas is not None:
                 await asyncio.to_thread(self.schemas.close)
 
-    async def __aenter__(self) -> "Toolbox":
+    async def __aenter__(self) -> Toolbox:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -355,4 +355,4 @@ def _prepare(data_dir: Path, mcp_config: Path | None, executor: str | Executor |
     return data_dir, servers, chosen, IdempotencyLedger.in_data_dir(data_dir), schemas, location
 
 
-__all__ = ["Toolbox", "MCPConfigError", "TEAM_CHAT_SERVER", "snake_name"]
+__all__ = ["TEAM_CHAT_SERVER", "MCPConfigError", "Toolbox", "snake_name"]

@@ -174,7 +174,7 @@ class EmbeddedLlamaServer:
             os.killpg(process.pid, signal.SIGTERM)
             try:
                 await asyncio.wait_for(process.wait(), grace_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 os.killpg(process.pid, signal.SIGKILL)
                 await process.wait()
         except ProcessLookupError:

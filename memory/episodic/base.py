@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import builtins
 import math
-from datetime import datetime, timezone
-from typing import Any, Literal, Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol, runtime_checkable
 from uuid import uuid4
 
 from pydantic import BaseModel, Field, field_validator
@@ -56,7 +57,7 @@ DEFAULT_TTL_DAYS: int = EPISODIC_TTL_DAYS
 
 def utcnow() -> datetime:
     """Current time as an aware UTC datetime."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class EpisodicEvent(BaseModel):
@@ -86,8 +87,8 @@ class EpisodicEvent(BaseModel):
     @classmethod
     def _as_utc(cls, value: datetime) -> datetime:
         if value.tzinfo is None:
-            return value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc)
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
 
     @field_validator("text")
     @classmethod

@@ -39,9 +39,10 @@ import builtins
 import json
 import logging
 import os
-from datetime import datetime, timedelta, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from memory.embeddings import Embedder, similarity_floor
 from memory.episodic.base import (
@@ -62,7 +63,7 @@ log = logging.getLogger(__name__)
 #: Directory of the LanceDB database inside the data directory.
 LANCE_DIRNAME = "episodic.lance"
 TABLE = "episodic"
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class EmbedderMismatch(RuntimeError):
@@ -156,7 +157,7 @@ class LanceEpisodicStore:
         self._open_lock: asyncio.Lock | None = None
 
     @classmethod
-    def in_dir(cls, data_dir: Path, embedder: Embedder, **kwargs) -> "LanceEpisodicStore":
+    def in_dir(cls, data_dir: Path, embedder: Embedder, **kwargs) -> LanceEpisodicStore:
         return cls(Path(data_dir) / LANCE_DIRNAME, embedder, **kwargs)
 
     # --- connection -------------------------------------------------------------------------

@@ -36,9 +36,10 @@ from __future__ import annotations
 import builtins
 import json
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 import weaviate
@@ -206,7 +207,7 @@ class WeaviateEpisodicStore:
 
     @classmethod
     def from_url(cls, url: str = DEFAULT_URL, *, grpc_port: int = DEFAULT_GRPC_PORT, api_key: str | None = None,
-                 **kwargs) -> "WeaviateEpisodicStore":
+                 **kwargs) -> WeaviateEpisodicStore:
         """A store whose client targets ``url`` (not connected until first use)."""
         p = parse_weaviate_url(url, grpc_port)
         client = weaviate.use_async_with_custom(

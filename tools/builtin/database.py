@@ -319,7 +319,7 @@ class _Deadline:
             return 1
         return 0
 
-    def __enter__(self) -> "_Deadline":
+    def __enter__(self) -> _Deadline:
         self.con.set_progress_handler(self, 5000)
         return self
 
@@ -452,7 +452,7 @@ def _month(value: Any, epoch: bool) -> str | None:
         return None
     if epoch:
         seconds = float(value) / (1000 if abs(float(value)) > 1e11 else 1)
-        return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime("%Y-%m")
+        return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m")
     return str(value)[:7]
 
 
@@ -461,7 +461,7 @@ def _day(value: Any, epoch: bool) -> str | None:
         return None
     if epoch:
         seconds = float(value) / (1000 if abs(float(value)) > 1e11 else 1)
-        return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime("%Y-%m-%d")
+        return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%d")
     return str(value)[:10]
 
 
@@ -497,7 +497,7 @@ def date_range(con: sqlite3.Connection, table: str, column: str, kind: str,
         full = latest
     else:  # the newest data is in the current (unfinished) month or later
         if epoch:
-            first = dt.datetime.strptime(current + "-01", "%Y-%m-%d").replace(tzinfo=dt.timezone.utc).timestamp()
+            first = dt.datetime.strptime(current + "-01", "%Y-%m-%d").replace(tzinfo=dt.UTC).timestamp()
             scale = 1000 if hi is not None and abs(float(hi)) > 1e11 else 1
             before = con.execute(f"SELECT MAX({col}) FROM {tab} WHERE {filt} AND {col} < ?",
                                  (first * scale,)).fetchone()[0]
@@ -682,7 +682,17 @@ def _describe_table(con: sqlite3.Connection, name: str, kind: str, deadline: _De
 
 
 __all__ = [
-    "DatabaseError", "ENV_DATABASE", "MAX_ROWS", "NOT_CONFIGURED", "QUERY_TIME_LIMIT_S",
-    "check_select", "connect_readonly", "database_file", "database_location", "database_read_paths",
-    "describe_database", "execute_query", "query_database",
+    "ENV_DATABASE",
+    "MAX_ROWS",
+    "NOT_CONFIGURED",
+    "QUERY_TIME_LIMIT_S",
+    "DatabaseError",
+    "check_select",
+    "connect_readonly",
+    "database_file",
+    "database_location",
+    "database_read_paths",
+    "describe_database",
+    "execute_query",
+    "query_database",
 ]

@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from tools.builtin.database import (
-    QUERY_TIME_LIMIT_S, DatabaseError, connect_readonly, database_file, execute_query, time_limit,
+    QUERY_TIME_LIMIT_S,
+    DatabaseError,
+    connect_readonly,
+    database_file,
+    execute_query,
+    time_limit,
 )
 
 #: Queries per report.
@@ -137,7 +142,7 @@ def generate_report(title: str, queries: list[dict[str, str]], period: str = "",
              f"Source: `{path.name}` (read-only), generated {dt.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}".rstrip(), ""]
     if notes:
         lines += ["## Notes", "", notes, ""]
-    for i, r in enumerate(results, 1):
+    for r in results:
         lines += [f"## {_fmt(r['label'])}", ""]
         if r.get("no_data"):
             lines += [f"_{r['note']}_", ""]

@@ -15,13 +15,12 @@ import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the worker process imports this package: keep its start-up lean
     from pathlib import Path
-
     from typing import Any
 
     from tools.executors.base import Executor
 
 
-def __getattr__(name: str) -> "Any":
+def __getattr__(name: str) -> Any:
     if name == "Executor":
         from tools.executors.base import Executor
 

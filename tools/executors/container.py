@@ -200,4 +200,4 @@ class ContainerExecutor(SubprocessExecutor):
             subprocess.run([self.sandbox.path, "rm", "-f", name], capture_output=True, timeout=30)
 
 
-__all__ = ["ContainerExecutor", "Sandbox", "SandboxUnavailable", "detect_sandbox", "ENGINES"]
+__all__ = ["ENGINES", "ContainerExecutor", "Sandbox", "SandboxUnavailable", "detect_sandbox"]

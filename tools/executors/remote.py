@@ -149,4 +149,4 @@ class RemoteExecutor:
             await client.aclose()
 
 
-__all__ = ["RemoteExecutor", "RUN_PATH", "TIMEOUT_MARGIN_S"]
+__all__ = ["RUN_PATH", "TIMEOUT_MARGIN_S", "RemoteExecutor"]

@@ -115,7 +115,7 @@ def _pids_cgroup_parent() -> Path | None:
     return None
 
 
-_cgroup_parent: Path | None | bool = False  # False = not probed yet
+_cgroup_parent: Path | bool | None = False  # False = not probed yet
 
 
 def pids_cgroup_parent() -> Path | None:
@@ -147,7 +147,7 @@ class PidsCgroup:
     path: Path
 
     @classmethod
-    def create(cls, max_procs: int) -> "PidsCgroup | None":
+    def create(cls, max_procs: int) -> PidsCgroup | None:
         parent = pids_cgroup_parent()
         if parent is None:
             return None

@@ -60,7 +60,7 @@ def _apply_limits(limits: dict) -> None:
         return
 
     def cap(which: int, value: int) -> None:
-        soft, hard = resource.getrlimit(which)
+        _soft, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
         try:
@@ -144,7 +144,7 @@ def _install_audit_hook(workdir: str, write_roots: tuple[str, ...], read_roots: 
         busy[0] = True
         try:
             if event == "open":
-                path, mode, flags = (tuple(args) + (None, None))[:3]
+                path, mode, flags = (*args, None, None)[:3]
                 write = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
                     isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
                 check(path, write, "writing" if write else "reading")

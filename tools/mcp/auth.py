@@ -36,10 +36,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import httpx
-from pydantic import AnyUrl
-
 from mcp.client.auth import OAuthClientProvider, TokenStorage
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from pydantic import AnyUrl
 
 log = logging.getLogger(__name__)
 

@@ -179,7 +179,7 @@ class MCPServer:
         self.tools_version = 0
         #: Called (no arguments but the server) after the tool list changed (list_changed,
         #: a probe that brought the server back, a restart with other tools).
-        self.on_tools_changed: Callable[["MCPServer"], Any] | None = None
+        self.on_tools_changed: Callable[[MCPServer], Any] | None = None
         #: Progress of calls in flight: JSON-RPC progress token → (progress, total, message).
         self.progress: dict[str, tuple[float, float | None, str | None]] = {}
         self.sessions: list[MCPSession] = []

@@ -53,7 +53,7 @@ def result_to_json(result: types.CallToolResult, output_schema: dict[str, Any] |
             jsonschema.validate(structured, output_schema)
         except jsonschema.ValidationError as exc:
             raise ToolFailed(f"structured content does not match the tool's output schema: {exc.message}") from None
-        except (jsonschema.SchemaError, jsonschema.exceptions.RefResolutionError):  # type: ignore[attr-defined]
+        except (jsonschema.SchemaError, jsonschema.exceptions.RefResolutionError):
             log.warning("ignoring an invalid output schema of an MCP tool")
     value = [_maybe_json(b) if isinstance(b, str) else b for b in blocks]
     if structured is not None:

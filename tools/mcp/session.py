@@ -110,7 +110,7 @@ class MCPSession:
 
     def __init__(self, server: str, connection: dict[str, Any], *, startup_timeout_s: float,
                  server_marker: str = "", index: int = 0, elicitation: str = "decline",
-                 on_notification: Callable[["MCPSession", Any], Awaitable[None] | None] | None = None) -> None:
+                 on_notification: Callable[[MCPSession, Any], Awaitable[None] | None] | None = None) -> None:
         self.server = server
         self.index = index
         self.startup_timeout_s = startup_timeout_s

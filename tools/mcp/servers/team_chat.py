@@ -20,10 +20,9 @@ import re
 import sqlite3
 from typing import Annotated, Any
 
-from pydantic import Field
-
 from mcp.server.fastmcp import FastMCP
 from mcp.types import ToolAnnotations
+from pydantic import Field
 
 CHANNEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.#-]{0,63}$")
 MAX_TEXT = 20_000
@@ -73,7 +72,7 @@ def post_message(channel: Channel, text: Annotated[str, Field(min_length=1, max_
         raise ValueError("text is empty")
     if len(text) > MAX_TEXT:
         raise ValueError(f"text is {len(text)} chars; the limit is {MAX_TEXT}")
-    now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     con = _db()
     try:
         with con:
