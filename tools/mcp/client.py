@@ -187,6 +187,7 @@ class MCPServer:
         self._index = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._refills: set[asyncio.Task[Any]] = set()
         self._probe: asyncio.Task[None] | None = None
         self._relisting: asyncio.Task[None] | None = None
         self._closing = False
@@ -342,7 +343,9 @@ class MCPServer:
             return
         missing = self.settings.pool_min - len([s for s in self.sessions if s.alive]) - len(self._opening)
         for _ in range(max(0, missing)):
-            self._track(asyncio.ensure_future(self._open()))
+            task = self._track(asyncio.ensure_future(self._open()))
+            self._refills.add(task)
+            task.add_done_callback(self._refills.discard)
 
     def _retire(self, session: MCPSession) -> None:
         """Drop a dead (or surplus) session from the pool; its processes are killed in the background."""
@@ -378,6 +381,10 @@ class MCPServer:
                                                 f"failures in a row ({self.breaker.last_error}); next probe in "
                                                 f"{self.breaker.probe_due_in():.1f} s", sent=False)
         live = [s for s in self.sessions if s.alive]
+        if not live and self._refills:  # a replacement is already opening: use it, not another one
+            await asyncio.wait(set(self._refills), timeout=self.startup_timeout_s + 3,
+                               return_when=asyncio.FIRST_COMPLETED)
+            live = [s for s in self.sessions if s.alive]
         idle = [s for s in live if s.inflight == 0]
         if idle:
             chosen = max(idle, key=lambda s: s.last_used)
