@@ -70,7 +70,7 @@ def _pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
     s = sorted(values)
-    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
 
 
 def _entry(script: Path, mode: str = "healthy", **extra: Any) -> dict[str, Any]:
