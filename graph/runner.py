@@ -222,8 +222,10 @@ async def execute_turn(
             # continue it rather than start a new goal, so its side effects keep their request
             # ids and the ledger replays what already ran instead of running it twice
             graph_input = None
-            watcher.on_warning(f"continuing the interrupted turn of thread {thread_id!r} (it stopped before "
-                               f"{', '.join(current.next)}); side effects that already ran are not repeated")
+            watcher.on_warning(
+                f"continuing the interrupted turn of thread {thread_id!r} (it stopped before "
+                f"{', '.join(current.next)}); side effects that already ran are not repeated"
+            )
         try:
             while True:
                 async for chunk in agent.astream(graph_input, config, context=context, stream_mode="updates"):

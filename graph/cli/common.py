@@ -75,9 +75,7 @@ def _setup_logging() -> None:
     logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
 
 
-def make_context(
-    model: str | None, base_url: str | None, data_dir: str | None, max_tool_rounds: int | None
-) -> Context:
+def make_context(model: str | None, base_url: str | None, data_dir: str | None, max_tool_rounds: int | None) -> Context:
     """The settings of a command: its options over ``HERMES_*`` (``graph.context.Context``)."""
     overrides: dict[str, Any] = {}
     if model:
@@ -124,20 +122,26 @@ async def guarded(
         code, message = 1, str(exc)
     except sqlite3.DatabaseError as exc:
         db = checkpoints_file(context.data_dir) if context else "checkpoints.sqlite"
-        code, message = 1, (
-            f"the checkpoint database {db} cannot be used ({exc}). Move it aside "
-            f"(mv {db} {db}.broken) and rerun with the same --thread: the session is rebuilt from "
-            "its plain-text mirror in the data directory's mirror/ folder."
+        code, message = (
+            1,
+            (
+                f"the checkpoint database {db} cannot be used ({exc}). Move it aside "
+                f"(mv {db} {db}.broken) and rerun with the same --thread: the session is rebuilt from "
+                "its plain-text mirror in the data directory's mirror/ folder."
+            ),
         )
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # a clear message instead of a traceback; details with HERMES_DEBUG=1
         if debug():
             raise
-        code, message = 1, (
-            f"{type(exc).__name__}: {exc}\nThe thread's checkpoints are kept"
-            + (f" (--thread {thread_id})" if thread_id else "")
-            + "; rerun with HERMES_DEBUG=1 for a traceback."
+        code, message = (
+            1,
+            (
+                f"{type(exc).__name__}: {exc}\nThe thread's checkpoints are kept"
+                + (f" (--thread {thread_id})" if thread_id else "")
+                + "; rerun with HERMES_DEBUG=1 for a traceback."
+            ),
         )
     finally:
         await aclose_resources()

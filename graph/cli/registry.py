@@ -50,7 +50,10 @@ def tools_list(data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT) -> None:
         table = Table("name", "source", "timeout s", "side effect", "description")
         for spec in toolbox.registry.specs():
             table.add_row(
-                spec.name, spec.source, f"{spec.timeout_s:g}", "yes" if spec.side_effect else "",
+                spec.name,
+                spec.source,
+                f"{spec.timeout_s:g}",
+                "yes" if spec.side_effect else "",
                 spec.description[:90] + ("…" if len(spec.description) > 90 else ""),
             )
         console.print(table)

@@ -64,7 +64,10 @@ async def fire_reminder_action(due: Due, context: Context, verbose: bool = False
         return await call_tool_action((await get_toolbox(context)).registry, due)
     thread_id = due.thread_id or f"reminder-{due.reminder_id}"  # task actions always name one
     summary = await execute_turn(
-        due.action.get("task") or due.text, context, thread_id, quiet=not verbose,
+        due.action.get("task") or due.text,
+        context,
+        thread_id,
+        quiet=not verbose,
         observer=ConsoleObserver(quiet=not verbose),
     )
     detail = f"turn ran on thread {due.thread_id}"
@@ -75,9 +78,14 @@ async def fire_reminder_action(due: Due, context: Context, verbose: bool = False
     else:
         detail += f": {str(summary.get('answer') or '')[:160]}"
     return {
-        "ok": True, "detail": detail, "thread_id": due.thread_id, "answer": summary.get("answer"),
-        "question": summary.get("question"), "stop_reason": summary.get("stop_reason"),
-        "checkpoint_id": summary.get("checkpoint_id"), "tools_called": summary.get("tools_called"),
+        "ok": True,
+        "detail": detail,
+        "thread_id": due.thread_id,
+        "answer": summary.get("answer"),
+        "question": summary.get("question"),
+        "stop_reason": summary.get("stop_reason"),
+        "checkpoint_id": summary.get("checkpoint_id"),
+        "tools_called": summary.get("tools_called"),
     }
 
 
@@ -124,8 +132,13 @@ def reminders_list(
         fired = last.get(r["id"])
         overdue = dt.datetime.fromisoformat(r["next_run"]).astimezone() <= clock
         table.add_row(
-            str(r["id"]), preview_markup(r["text"][:50]), str(r["day_of_month"]), r["time"], action,
-            r["next_run"] + (" (overdue)" if overdue else ""), r["last_fired_period"] or "—",
+            str(r["id"]),
+            preview_markup(r["text"][:50]),
+            str(r["day_of_month"]),
+            r["time"],
+            action,
+            r["next_run"] + (" (overdue)" if overdue else ""),
+            r["last_fired_period"] or "—",
             f"{fired['state']} ({fired['attempts']} attempt(s))" if fired else "—",
         )
     console.print(table)

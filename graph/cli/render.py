@@ -104,7 +104,13 @@ def print_summary(summary: dict[str, Any]) -> None:
     console.print(Panel(str(summary["answer"]) or "(no answer)", title="Hermes", border_style=style))
     table = Table(show_header=False, box=None)
     for key in (
-        "thread_id", "checkpoint_id", "tools_called", "tokens_in", "tokens_out", "memory_writes", "stop_reason",
+        "thread_id",
+        "checkpoint_id",
+        "tools_called",
+        "tokens_in",
+        "tokens_out",
+        "memory_writes",
+        "stop_reason",
         "artifacts",
     ):
         table.add_row(key, str(summary[key] if summary[key] not in (None, {}, []) else "—"))

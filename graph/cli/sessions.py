@@ -61,16 +61,23 @@ def branch_list(
             point = tree.fork_point(head)
             rows.append(
                 {
-                    "head": head, "active": head == tree.active, "step": node.step, "created_at": node.created_at,
-                    "messages": node.messages, "fork_point": point, "branch_checkpoints": tree.branch_length(head),
-                    "last_message": node.preview, "readable": node.readable,
+                    "head": head,
+                    "active": head == tree.active,
+                    "step": node.step,
+                    "created_at": node.created_at,
+                    "messages": node.messages,
+                    "fork_point": point,
+                    "branch_checkpoints": tree.branch_length(head),
+                    "last_message": node.preview,
+                    "readable": node.readable,
                 }
             )
         if json_out:
             print(
                 json.dumps(
                     {"thread_id": thread, "active": tree.active, "checkpoints": len(tree), "heads": rows},
-                    ensure_ascii=False, default=str,
+                    ensure_ascii=False,
+                    default=str,
                 )
             )
             return
@@ -79,8 +86,11 @@ def branch_list(
             table.add_column(col)
         for row in rows:
             table.add_row(
-                "●" if row["active"] else "", short_id(row["head"]), str(row["step"]),
-                str(row["created_at"] or "")[:19], str(row["messages"]),
+                "●" if row["active"] else "",
+                short_id(row["head"]),
+                str(row["step"]),
+                str(row["created_at"] or "")[:19],
+                str(row["messages"]),
                 "—" if row["active"] else (short_id(row["fork_point"]) or "(separate root)"),
                 preview_markup(row["last_message"]),
             )
@@ -192,11 +202,17 @@ def branch_fork(
             start = (await branches.resume_config(thread, base))["configurable"].get("checkpoint_id")
         if not json_out:
             console.print(
-                f"forking thread {thread} at {short_id(base)}" + ("" if start else " (the active head: an ordinary turn)")
+                f"forking thread {thread} at {short_id(base)}"
+                + ("" if start else " (the active head: an ordinary turn)")
             )
         result.update(
             await execute_turn(
-                task, context, thread, quiet=json_out, checkpoint_id=start, op="fork",
+                task,
+                context,
+                thread,
+                quiet=json_out,
+                checkpoint_id=start,
+                op="fork",
                 observer=ConsoleObserver(json_out),
             )
         )
@@ -212,8 +228,21 @@ def branch_fork(
 
 
 _SHOWN = {
-    "goal", "intent", "stop_reason", "pending_actions", "references", "blocked_tools", "tool_rounds", "goal_distance",
-    "progress_note", "artifacts", "memory_context", "metrics", "pending_results", "must_call_tool", "stalled_rounds",
+    "goal",
+    "intent",
+    "stop_reason",
+    "pending_actions",
+    "references",
+    "blocked_tools",
+    "tool_rounds",
+    "goal_distance",
+    "progress_note",
+    "artifacts",
+    "memory_context",
+    "metrics",
+    "pending_results",
+    "must_call_tool",
+    "stalled_rounds",
 }
 
 
@@ -258,14 +287,19 @@ def session_show(
             print(
                 json.dumps(
                     {
-                        "thread_id": thread, "checkpoint_id": snap.config["configurable"]["checkpoint_id"],
-                        "next": list(snap.next), "branches": len(tree.heads), "checkpoints": len(tree),
-                        "messages": len(messages), **workbench,
+                        "thread_id": thread,
+                        "checkpoint_id": snap.config["configurable"]["checkpoint_id"],
+                        "next": list(snap.next),
+                        "branches": len(tree.heads),
+                        "checkpoints": len(tree),
+                        "messages": len(messages),
+                        **workbench,
                         "last_messages": [
                             {"role": m.type, "name": m.name, "content": m.content} for m in messages[-last:]
                         ],
                     },
-                    ensure_ascii=False, default=str,
+                    ensure_ascii=False,
+                    default=str,
                 )
             )
             return

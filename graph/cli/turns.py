@@ -48,9 +48,7 @@ def run(
         console.print(f"[dim]thread {thread_id}[/dim]")
 
     async def go() -> None:
-        result.update(
-            await execute_turn(task, context, thread_id, quiet=json_out, observer=ConsoleObserver(json_out))
-        )
+        result.update(await execute_turn(task, context, thread_id, quiet=json_out, observer=ConsoleObserver(json_out)))
 
     code = run_sync(guarded(go, context, thread_id, json_out), thread_id)
     finish(result, json_out, code)
