@@ -1,4 +1,4 @@
-"""MCP benchmarks P1, P2, P10 (issue 9), every ratio measured in one run against its baseline.
+"""MCP benchmarks P1, P2, P10 (DESIGN §3.3, §3.4), every ratio measured in one run against its baseline.
 
 * **P1** — one tool call over stdio: Hermes's pool (:class:`tools.mcp.client.MCPServer`) vs
   ``langchain-mcp-adapters``' default (``MultiServerMCPClient.get_tools()``: a new session, so a

@@ -1,5 +1,5 @@
 """Probe set: tool-call quality of the configured model on the flagship task's real tools
-(issue #2: "tool-call success on a fixed probe set of ≥10 prompts").
+(tool-call success on a fixed probe set of ≥10 prompts).
 
 For each prompt the model gets exactly what the graph sends for a new goal: the system prompt,
 the request, the progress note naming the goal's known steps, and the real tool definitions
