@@ -82,9 +82,14 @@ async def probe(context: Context) -> dict:
                 steps = sorted(required_steps(prompt, toolbox.registry.specs()))
                 note = f"Steps of this task: {', '.join(steps)}." if steps else ""
                 tools = offered_tools(toolbox.registry, f"{prompt}\n{note}", set(), max_tools, must_call=bool(steps))
-                bound = model.bind_tools(tools, tool_choice="required") if tools and steps else (
-                    model.bind_tools(tools) if tools else model)
-                messages = [SystemMessage(SYSTEM_PROMPT), HumanMessage(prompt)] + ([SystemMessage(note)] if note else [])
+                bound = (
+                    model.bind_tools(tools, tool_choice="required")
+                    if tools and steps
+                    else (model.bind_tools(tools) if tools else model)
+                )
+                messages = [SystemMessage(SYSTEM_PROMPT), HumanMessage(prompt)] + (
+                    [SystemMessage(note)] if note else []
+                )
                 start = time.perf_counter()
                 reply = await bound.ainvoke(messages)
                 latency = time.perf_counter() - start
@@ -105,16 +110,26 @@ async def probe(context: Context) -> dict:
                 }
                 timings = reply.response_metadata.get("timings") or {}
                 if timings:
-                    row["timings"] = {k: round(float(timings[k]), 1) for k in
-                                      ("prompt_n", "cache_n", "prompt_per_second", "predicted_n", "predicted_per_second")
-                                      if k in timings}
+                    row["timings"] = {
+                        k: round(float(timings[k]), 1)
+                        for k in ("prompt_n", "cache_n", "prompt_per_second", "predicted_n", "predicted_per_second")
+                        if k in timings
+                    }
                 if call and embedded:
                     marker = f"probe-result-{len(rows)}"
-                    follow = [*messages, reply, ToolMessage(json.dumps({"marker": marker}), tool_call_id=call["id"], name=call["name"])]
+                    follow = [
+                        *messages,
+                        reply,
+                        ToolMessage(json.dumps({"marker": marker}), tool_call_id=call["id"], name=call["name"]),
+                    ]
                     payload = model._get_request_payload(follow)
                     base = str(model.openai_api_base).removesuffix("/v1")
                     async with httpx.AsyncClient(timeout=30) as client:
-                        rendered = (await client.post(f"{base}/apply-template", json={"messages": payload["messages"], "tools": tools})).json()["prompt"]
+                        rendered = (
+                            await client.post(
+                                f"{base}/apply-template", json={"messages": payload["messages"], "tools": tools}
+                            )
+                        ).json()["prompt"]
                     row["result_seen"] = marker in rendered
                 rows.append(row)
         finally:
@@ -147,8 +162,10 @@ async def probe(context: Context) -> dict:
     return {"summary": summary, "rows": rows}
 
 
-SPEED_TEXT = ("The quarterly sales report lists revenue by region, product and month; each order has an "
-              "id, a date, a customer, a product, a quantity and a price. ") * 400
+SPEED_TEXT = (
+    "The quarterly sales report lists revenue by region, product and month; each order has an "
+    "id, a date, a customer, a product, a quantity and a price. "
+) * 400
 
 
 async def speed(context: Context, prompt_tokens: int, gen_tokens: int, reps: int) -> dict:
@@ -165,8 +182,13 @@ async def speed(context: Context, prompt_tokens: int, gen_tokens: int, reps: int
                 tokens = tokens[:prompt_tokens]
 
                 async def once(n_prompt: int, n_gen: int) -> dict:
-                    body = {"prompt": tokens[:n_prompt], "n_predict": n_gen, "cache_prompt": False,
-                            "temperature": 0, "ignore_eos": True}
+                    body = {
+                        "prompt": tokens[:n_prompt],
+                        "n_predict": n_gen,
+                        "cache_prompt": False,
+                        "temperature": 0,
+                        "ignore_eos": True,
+                    }
                     return (await client.post(f"{base}/completion", json=body)).json()["timings"]
 
                 await once(32, 8)  # warm-up: pages the weights in
@@ -177,8 +199,13 @@ async def speed(context: Context, prompt_tokens: int, gen_tokens: int, reps: int
         "model": entry.name,
         "file_mib": round(entry.size / 2**20),
         "threads": int(os.environ.get("HERMES_EMBEDDED_THREADS") or entry.threads or os.cpu_count() or 1),
-        "batch_threads": int(os.environ.get("HERMES_EMBEDDED_BATCH_THREADS") or os.environ.get("HERMES_EMBEDDED_THREADS")
-                             or entry.threads or os.cpu_count() or 1),
+        "batch_threads": int(
+            os.environ.get("HERMES_EMBEDDED_BATCH_THREADS")
+            or os.environ.get("HERMES_EMBEDDED_THREADS")
+            or entry.threads
+            or os.cpu_count()
+            or 1
+        ),
         "start_s": round(started, 1),
         "prompt_tokens": len(tokens),
         "gen_tokens": gen_tokens,
@@ -196,11 +223,15 @@ async def speed(context: Context, prompt_tokens: int, gen_tokens: int, reps: int
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="embedded",
-                        help="embedded (the default bundled model), embedded:NAME, or an endpoint's model name")
+    parser.add_argument(
+        "--model",
+        default="embedded",
+        help="embedded (the default bundled model), embedded:NAME, or an endpoint's model name",
+    )
     parser.add_argument("--base-url", default="")
-    parser.add_argument("--max-tools", type=int, default=0,
-                        help="tools offered per call (0: as the graph does, 2 for embedded models)")
+    parser.add_argument(
+        "--max-tools", type=int, default=0, help="tools offered per call (0: as the graph does, 2 for embedded models)"
+    )
     parser.add_argument("--speed", action="store_true", help="raw tokens/s of the embedded server instead")
     parser.add_argument("--prompt-tokens", type=int, default=512)
     parser.add_argument("--gen-tokens", type=int, default=64)
@@ -212,9 +243,11 @@ def main() -> None:
         return
     result = asyncio.run(probe(context))
     for row in result["rows"]:
-        print(f"{'✓' if row['right_tool'] else '✗'} {row['expected'] or '-':>18} ← {row['called'] or '(answer)':<18} "
-              f"args {'ok' if row['valid_args'] else 'bad'}  seen={row.get('result_seen', '-')}  "
-              f"{row['latency_s']:>5.1f}s  {row['prompt'][:50]}")
+        print(
+            f"{'✓' if row['right_tool'] else '✗'} {row['expected'] or '-':>18} ← {row['called'] or '(answer)':<18} "
+            f"args {'ok' if row['valid_args'] else 'bad'}  seen={row.get('result_seen', '-')}  "
+            f"{row['latency_s']:>5.1f}s  {row['prompt'][:50]}"
+        )
     for key, value in result["summary"].items():
         print(f"{key:>18}: {value}")
 

@@ -26,8 +26,12 @@ def main() -> None:
     parser.add_argument("--batch-threads", type=int, default=0, help="prompt threads; 0 = as --threads")
     parser.add_argument("--batch", type=int, default=0, help="logical batch size; 0 = llama.cpp default")
     parser.add_argument("--ubatch", type=int, default=0, help="physical batch size; 0 = llama.cpp default")
-    parser.add_argument("--cache-reuse", type=int, default=0,
-                        help="min chunk size (tokens) to reuse from the KV cache via shifting; 0 = off")
+    parser.add_argument(
+        "--cache-reuse",
+        type=int,
+        default=0,
+        help="min chunk size (tokens) to reuse from the KV cache via shifting; 0 = off",
+    )
     parser.add_argument("--parent-pid", type=int, default=os.getppid())
     args = parser.parse_args()
 
@@ -54,8 +58,11 @@ def main() -> None:
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = args.batch_threads or threads
     server = xllamacpp.Server(params)
-    print(f"listening {server.listening_address} model {args.model_path.name} ctx {args.ctx} "
-          f"threads {threads}/{args.batch_threads or threads}", flush=True)
+    print(
+        f"listening {server.listening_address} model {args.model_path.name} ctx {args.ctx} "
+        f"threads {threads}/{args.batch_threads or threads}",
+        flush=True,
+    )
 
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     while True:  # exit with the parent: no orphan server when the agent dies

@@ -229,8 +229,10 @@ def main(argv: list[str]) -> int:
             print(f"hermes: {exc}", file=sys.stderr)
             code = 1
             continue
-        print(f"hermes: embedded model {entry.name} ready: {path} ({entry.size / 2**20:,.0f} MiB, "
-              f"verified SHA-256, {time.perf_counter() - start:.1f} s)")
+        print(
+            f"hermes: embedded model {entry.name} ready: {path} ({entry.size / 2**20:,.0f} MiB, "
+            f"verified SHA-256, {time.perf_counter() - start:.1f} s)"
+        )
     return code
 
 

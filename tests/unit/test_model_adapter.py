@@ -8,11 +8,22 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from graph.model import MAX_ARGUMENT_CHARS, JsonToolCallingChat, _grammar_ready, parse_step, step_schema
 
-TOOL = {"type": "function", "function": {"name": "schedule_reminder", "description": "Monthly reminder.",
-        "parameters": {"type": "object", "properties": {
-            "text": {"type": "string"},
-            "time": {"type": "string", "pattern": r"^([01]\d|2[0-3]):[0-5]\d$"},
-            "recurrence": {"type": "string", "enum": ["monthly"]}}, "required": ["text"]}}}
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "schedule_reminder",
+        "description": "Monthly reminder.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "text": {"type": "string"},
+                "time": {"type": "string", "pattern": r"^([01]\d|2[0-3]):[0-5]\d$"},
+                "recurrence": {"type": "string", "enum": ["monthly"]},
+            },
+            "required": ["text"],
+        },
+    },
+}
 
 
 def test_a_tool_call_reply_becomes_tool_calls():
@@ -45,11 +56,19 @@ def test_grammar_schema_bounds_strings_and_spells_out_regex_classes():
 
 def test_request_payload_carries_the_grammar_and_required_choice():
     chat = JsonToolCallingChat(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
-    history = [HumanMessage("remind me"),
-               AIMessage("", invalid_tool_calls=[{"type": "invalid_tool_call", "id": "c1", "name": "x", "args": '{"a": ', "error": "cut"}]),
-               ToolMessage("error", tool_call_id="c1")]
+    history = [
+        HumanMessage("remind me"),
+        AIMessage(
+            "",
+            invalid_tool_calls=[
+                {"type": "invalid_tool_call", "id": "c1", "name": "x", "args": '{"a": ', "error": "cut"}
+            ],
+        ),
+        ToolMessage("error", tool_call_id="c1"),
+    ]
     payload = chat.bind_tools([TOOL], tool_choice="required")._get_request_payload(
-        history, **chat.bind_tools([TOOL], tool_choice="required").kwargs)
+        history, **chat.bind_tools([TOOL], tool_choice="required").kwargs
+    )
     schema = payload["extra_body"]["json_schema"]
     assert "tool_call" in schema["properties"]  # required: no free-text alternative
     assert "tool_choice" not in payload
@@ -79,11 +98,28 @@ def test_requests_ask_llama_cpp_to_reuse_the_cached_prompt_prefix():
 def test_llama_cpp_timings_reach_the_message_metadata():
     chat = JsonToolCallingChat(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
     response = {
-        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {
-            "role": "assistant", "content": '{"tool_call": {"name": "schedule_reminder", "arguments": {"text": "x"}}}'}}],
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {
+                    "role": "assistant",
+                    "content": '{"tool_call": {"name": "schedule_reminder", "arguments": {"text": "x"}}}',
+                },
+            }
+        ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        "timings": {"prompt_n": 3, "cache_n": 7, "prompt_per_second": 100.0, "predicted_n": 5, "predicted_per_second": 20.0},
+        "timings": {
+            "prompt_n": 3,
+            "cache_n": 7,
+            "prompt_per_second": 100.0,
+            "predicted_n": 5,
+            "predicted_per_second": 20.0,
+        },
     }
     message = chat._create_chat_result(response).generations[0].message
     assert message.tool_calls[0]["name"] == "schedule_reminder"
