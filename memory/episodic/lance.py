@@ -25,9 +25,10 @@ Reads: ``read_consistency_interval=0`` — every query sees other processes' com
 yet in an index are still searched (flat), so a new memory is recalled at once. The vector
 index (IVF-HNSW-SQ, cosine) is built by ``optimize`` once the table has
 ``vector_index_min_rows`` rows; below that, search is exact. Queries use ``nprobes=100``,
-``ef=400`` and ``refine_factor=10`` (re-rank with full vectors): measured at 100k rows,
-recall@10 vs exact 0.96 without a filter (LanceDB's defaults: 0.36; 50/200 without refine:
-0.85) and 0.97 with the user filter every query carries (``evals/bench_memory_stores.py``).
+``ef=400`` and ``refine_factor=3`` (re-rank with full vectors): measured at 100k rows with
+50 candidates, recall@10 vs exact 0.96 without a filter — the case of a single-user install,
+where the user filter keeps every row (LanceDB's defaults: 0.36; 50/200 without refine: 0.85;
+refine 10: 0.97 at twice the cost) — and 1.0 with a selective filter (``evals/bench_memory_stores.py``).
 
 Durability: a commit is a new manifest written after its data files; ``add_many`` returns only
 after the commit, so a kill -9 afterwards loses nothing (``tests/integration/test_memory_kill.py``).
@@ -137,7 +138,7 @@ class LanceEpisodicStore:
         candidates: int = DEFAULT_CANDIDATES,
         nprobes: int = 100,
         ef: int = 400,
-        refine_factor: int = 10,
+        refine_factor: int = 3,
         optimize_every: int = 20,
         vector_index_min_rows: int = 20_000,
     ) -> None:
