@@ -371,21 +371,35 @@ class SemanticMemory:
                         out.append((other, fact))
         return out
 
+    async def recall(self, user_id: str, query: str, k: int = 5, *,
+                     now: datetime | None = None) -> tuple[list[tuple[Fact, Fact]], list[Fact]]:
+        """What a new request recalls, in one connection (the agent's hot path): undecided
+        conflicts (as :meth:`conflicts`), and the facts to show — the user's standing
+        preferences (confirmed ``prefers_*`` facts about the user) plus up to ``k`` facts
+        relevant to ``query`` (as :meth:`search`) — whose use is recorded (:meth:`touch`)."""
+        async with self.db.connect() as db:
+            cur = await db.execute(_SELECT + " WHERE f.user_id = ? AND f.status IN ('confirmed', 'pending')"
+                                   " ORDER BY f.updated_at DESC LIMIT 5000", (user_id,))
+            live = [_row_to_fact(r) for r in await cur.fetchall()]
+            by_id = {f.id: f for f in live}
+            conflicts = [(by_id[f.conflict_with], f) for f in live if f.status == "pending" and f.conflict_with
+                         and f.conflict_with in by_id and by_id[f.conflict_with].status == "confirmed"]
+            standing = [f for f in live if f.status == "confirmed" and f.subject == "user"
+                        and f.predicate.startswith("prefers_")]
+            found = _rank(live, query, k)
+            facts = list({f.id: f for f in [*standing, *found]}.values())
+            if facts:
+                await db.executemany("UPDATE semantic_facts SET use_count = use_count + 1, last_used_at = ? WHERE id = ?",
+                                     [(_iso(now or utcnow()), f.id) for f in facts])
+        return conflicts, facts
+
     async def search(self, user_id: str, query: str, k: int = 5, *, now: datetime | None = None) -> list[Fact]:
         """Live facts relevant to ``query``: keyword overlap of the query with the fact's
         subject, predicate and object (a user has hundreds of facts, not millions); facts
         about the user themself rank first on ties. Nothing searchable → ``[]``."""
-        terms = set(keyword_tokens(query))
-        if not terms or k <= 0:
+        if not keyword_tokens(query) or k <= 0:
             return []
-        scored = []
-        for fact in await self.facts(user_id, statuses=("confirmed", "pending"), limit=5000):
-            words = set(keyword_tokens(f"{fact.subject_name} {fact.predicate.replace('_', ' ')} {fact.object}"))
-            overlap = len(terms & words)
-            if overlap:
-                scored.append((overlap * fact.confidence + (0.1 if fact.subject == "user" else 0.0), fact))
-        scored.sort(key=lambda x: x[0], reverse=True)
-        return [f for _, f in scored[:k]]
+        return _rank(await self.facts(user_id, statuses=("confirmed", "pending"), limit=5000), query, k)
 
     async def traverse(
         self,
@@ -481,3 +495,18 @@ class SemanticMemory:
         assert row is not None  # COUNT(*) always returns a row
         return int(row[0])
 
+
+def _rank(facts: Sequence[Fact], query: str, k: int) -> list[Fact]:
+    """The ``k`` facts sharing most keyword tokens with ``query`` (× confidence; facts about
+    the user first on ties); none when the query has nothing searchable."""
+    terms = set(keyword_tokens(query))
+    if not terms or k <= 0:
+        return []
+    scored = []
+    for fact in facts:
+        words = set(keyword_tokens(f"{fact.subject_name} {fact.predicate.replace('_', ' ')} {fact.object}"))
+        overlap = len(terms & words)
+        if overlap:
+            scored.append((overlap * fact.confidence + (0.1 if fact.subject == "user" else 0.0), fact))
+    scored.sort(key=lambda x: x[0], reverse=True)
+    return [f for _, f in scored[:k]]

@@ -154,6 +154,7 @@ class MemoryService:
         self.min_confidence = min_confidence
         self.memory_tokens = memory_tokens
         self.recall_k = recall_k
+        self._queue_may_hold = True  # unknown until the first write looks
 
     # --- working memory ---------------------------------------------------------------------
 
@@ -203,14 +204,7 @@ class MemoryService:
             log.exception("working memory unavailable")
         async def semantic() -> tuple[list, list]:
             try:
-                conflicts = await self.semantic.conflicts(user_id)
-                # the user's standing preferences apply to every task; other facts when relevant
-                standing = [f for f in await self.semantic.facts(user_id, subject="user", statuses=("confirmed",))
-                            if f.predicate.startswith("prefers_")]
-                found = await self.semantic.search(user_id, goal, k=k or self.recall_k, now=now)
-                facts = list({f.id: f for f in [*standing, *found]}.values())
-                await self.semantic.touch([f.id for f in facts], now)
-                return conflicts, facts
+                return await self.semantic.recall(user_id, goal, k or self.recall_k, now=now)
             except Exception:  # noqa: BLE001
                 log.exception("semantic recall failed for user %r", user_id)
                 return [], []
@@ -323,9 +317,17 @@ class MemoryService:
             counts["resolved"] += outcome == "resolved"
         if plan.signals:
             counts["resolved"] += await self._apply_signals(plan.user_id, plan.signals, sources, now)
-        if counts["queued"] == 0:
+        if counts["queued"] == 0 and self._queue_may_hold:
+            # replay what earlier failures queued (checked once per process, then after each failure)
             await self.flush_retry_queue()
+            self._queue_may_hold = bool(await self._pending_count())
         return counts
+
+    async def _pending_count(self) -> int:
+        try:
+            return len(await self.queue.pending())
+        except Exception:  # noqa: BLE001
+            return 1
 
     async def _apply_signals(self, user_id: str, signals, sources, now) -> int:
         try:
@@ -396,6 +398,7 @@ class MemoryService:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _enqueue(self, op: str, payload: dict[str, Any], exc: BaseException) -> None:
+        self._queue_may_hold = True
         log.warning("memory write failed (%s: %s); queued for retry", type(exc).__name__, exc)
         try:
             await self.queue.enqueue(op, payload, exc)
