@@ -55,10 +55,10 @@ def build(path: Path, entities: int, relations: int, seed: int = 5) -> None:
             s, p, o = rng.choice(groups), "part_of", rng.choice(depts)
         status = "superseded" if rng.random() < 0.05 else "confirmed"
         rows.append((f"f{i}", "u", entity_key(s), p, entity_key(o), o, 1, round(rng.uniform(0.5, 1.0), 3), "direct",
-                     "[]", status, stamp, stamp if status == "superseded" else None, stamp, stamp, None, 0, None, None))
+                     "[]", status, stamp, stamp if status == "superseded" else None, stamp, stamp, None, 0, None, None, None))
     rows.append(("fu", "u", "user", "reports_to", entity_key(people[0]), people[0], 1, 0.9, "direct", "[]", "confirmed",
-                 stamp, None, stamp, stamp, None, 0, None, None))
-    con.executemany("INSERT INTO semantic_facts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                 stamp, None, stamp, stamp, None, 0, None, None, None))
+    con.executemany("INSERT INTO semantic_facts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     con.commit()
     con.close()
 

@@ -34,6 +34,7 @@ superseded with a timestamp (``resolved``). The prompt shows an undecided pair a
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -77,11 +78,14 @@ CREATE TABLE IF NOT EXISTS semantic_facts (
     last_used_at     TEXT,
     use_count        INTEGER NOT NULL DEFAULT 0,
     conflict_with    TEXT,
-    superseded_by    TEXT
+    superseded_by    TEXT,
+    origin           TEXT                -- thread id, NUL, message id of the turn that stated it; NULL: not branch-bound
 );
 CREATE INDEX IF NOT EXISTS semantic_out ON semantic_facts (user_id, subject, predicate, status);
 CREATE INDEX IF NOT EXISTS semantic_in ON semantic_facts (user_id, object, predicate, status);
 """
+
+log = logging.getLogger(__name__)
 
 _LIVE = ("confirmed", "pending")
 
@@ -119,6 +123,7 @@ class Fact:
     conflict_with: str | None = None
     superseded_by: str | None = None
     subject_name: str = ""
+    origin: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items()}
@@ -154,6 +159,7 @@ def _row_to_fact(row) -> Fact:
         updated_at=dt(row["updated_at"]), last_used_at=dt(row["last_used_at"]), use_count=row["use_count"],
         conflict_with=row["conflict_with"], superseded_by=row["superseded_by"],
         subject_name=row["subject_name"] if "subject_name" in keys and row["subject_name"] else row["subject"],
+        origin=row["origin"] if "origin" in keys else None,
     )
 
 
@@ -171,8 +177,13 @@ class SemanticMemory:
 
     def __init__(self, db_path: Path, *, ttl_days: int = SEMANTIC_TTL_DAYS, min_confidence: float = 0.6) -> None:
         self.db = SqliteDb(Path(db_path), SCHEMA)
+        self._migrated = False
         self.ttl_days = ttl_days
         self.min_confidence = min_confidence
+
+    def _connect(self) -> _Migrating:
+        """A connection; the first one adds columns that files written before them lack."""
+        return _Migrating(self)
 
     @classmethod
     def in_dir(cls, data_dir: Path, **kwargs) -> SemanticMemory:
@@ -193,6 +204,7 @@ class SemanticMemory:
         sources: Sequence[str] = (),
         subject_type: str = "thing",
         object_type: str = "thing",
+        origin: str | None = None,
         now: datetime | None = None,
     ) -> UpsertResult:
         """Add or reinforce ``subject —predicate→ obj`` (module docstring: duplicates,
@@ -202,11 +214,12 @@ class SemanticMemory:
         now = now or utcnow()
         s_key = entity_key(subject)
         o_key = entity_key(obj) if object_is_entity else " ".join(obj.split()).casefold()
-        async with self.db.connect() as db:
+        async with self._connect() as db:
             await db.execute("BEGIN IMMEDIATE")
             try:
                 result = await self._upsert(db, user_id, subject, s_key, predicate, obj, o_key, object_is_entity,
-                                            confidence, evidence, list(sources), subject_type, object_type, now)
+                                            confidence, evidence, list(sources), subject_type, object_type, now,
+                                            origin)
                 await db.execute("COMMIT")
             except BaseException:
                 await db.execute("ROLLBACK")
@@ -223,7 +236,7 @@ class SemanticMemory:
         return [_row_to_fact(r) for r in await cur.fetchall()]
 
     async def _upsert(self, db, user_id, subject, s_key, predicate, obj, o_key, object_is_entity, confidence,
-                      evidence, sources, subject_type, object_type, now) -> UpsertResult:
+                      evidence, sources, subject_type, object_type, now, origin=None) -> UpsertResult:
         live = await self._live(db, user_id, s_key, predicate)
         same = [f for f in live if self._okey(f) == o_key]
         others = [f for f in live if self._okey(f) != o_key]
@@ -238,11 +251,14 @@ class SemanticMemory:
                     await db.execute("UPDATE semantic_facts SET status = 'superseded', valid_to = ?, superseded_by = ?,"
                                      " updated_at = ? WHERE id = ?", (stamp, fact.id, stamp, loser.id))
                 await db.execute("UPDATE semantic_facts SET status = 'confirmed', conflict_with = NULL, sources = ?,"
-                                 " confidence = MAX(confidence, ?), updated_at = ? WHERE id = ?",
+                                 " confidence = MAX(confidence, ?), updated_at = ?, origin = NULL WHERE id = ?",
                                  (json.dumps(merged), confidence, stamp, fact.id))
                 return UpsertResult("resolved", await self._get(db, fact.id), [o.id for o in losers])
-            # stated again: still valid (the 180-day clock restarts), evidence merged, nothing else
-            await db.execute("UPDATE semantic_facts SET sources = ?, updated_at = ? WHERE id = ?",
+            # stated again: still valid (the 180-day clock restarts), evidence merged; stated on
+            # another branch or session too: no longer bound to the branch that first stated it
+            unbind = fact.origin is not None and fact.origin != origin
+            await db.execute("UPDATE semantic_facts SET sources = ?, updated_at = ?"
+                             + (", origin = NULL" if unbind else "") + " WHERE id = ?",
                              (json.dumps(merged), stamp, fact.id))
             return UpsertResult("duplicate", await self._get(db, fact.id))
         await self._entity(db, user_id, subject, subject_type, now)
@@ -261,10 +277,10 @@ class SemanticMemory:
         fact_id = uuid4().hex
         await db.execute(
             "INSERT INTO semantic_facts (id, user_id, subject, predicate, object, object_name, object_is_entity,"
-            " confidence, evidence, sources, status, valid_from, created_at, updated_at, conflict_with)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " confidence, evidence, sources, status, valid_from, created_at, updated_at, conflict_with, origin)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (fact_id, user_id, s_key, predicate, o_key, " ".join(obj.split()), int(object_is_entity), confidence,
-             evidence, json.dumps(sources), status, stamp, stamp, stamp, conflict),
+             evidence, json.dumps(sources), status, stamp, stamp, stamp, conflict, origin),
         )
         return UpsertResult("pending_conflict" if status == "pending" else "added", await self._get(db, fact_id))
 
@@ -278,13 +294,13 @@ class SemanticMemory:
         return _row_to_fact(row) if row else None
 
     async def get(self, user_id: str, fact_id: str) -> Fact | None:
-        async with self.db.connect() as db:
+        async with self._connect() as db:
             fact = await self._get(db, fact_id)
         return fact if fact and fact.user_id == user_id else None
 
     async def forget(self, user_id: str, fact_id: str) -> bool:
         """Delete a fact for good (the user asked). True if it existed."""
-        async with self.db.connect() as db:
+        async with self._connect() as db:
             cur = await db.execute("DELETE FROM semantic_facts WHERE user_id = ? AND id = ?", (user_id, fact_id))
             return cur.rowcount > 0
 
@@ -293,7 +309,7 @@ class SemanticMemory:
         ids = list(fact_ids)
         if not ids:
             return
-        async with self.db.connect() as db:
+        async with self._connect() as db:
             await db.executemany("UPDATE semantic_facts SET use_count = use_count + 1, last_used_at = ? WHERE id = ?",
                                  [(_iso(now or utcnow()), i) for i in ids])
 
@@ -302,7 +318,7 @@ class SemanticMemory:
         store's, 180). Returns how many."""
         now = now or utcnow()
         cutoff = _iso(now - timedelta(days=self.ttl_days if ttl_days is None else ttl_days))
-        async with self.db.connect() as db:
+        async with self._connect() as db:
             cur = await db.execute(
                 "UPDATE semantic_facts SET status = 'archived', valid_to = ?, updated_at = ? WHERE status IN"
                 " ('confirmed', 'pending') AND updated_at < ? AND COALESCE(last_used_at, '') < ?",
@@ -316,7 +332,7 @@ class SemanticMemory:
         now = now or utcnow()
         cutoff = _iso(now - timedelta(days=idle_days))
         stamp = _iso(now)
-        async with self.db.connect() as db:
+        async with self._connect() as db:
             await db.execute("BEGIN IMMEDIATE")
             try:
                 cur = await db.execute(
@@ -355,7 +371,7 @@ class SemanticMemory:
             params.append(predicate)
         sql += " ORDER BY f.updated_at DESC LIMIT ?"
         params.append(limit)
-        async with self.db.connect() as db:
+        async with self._connect() as db:
             cur = await db.execute(sql, params)
             return [_row_to_fact(r) for r in await cur.fetchall()]
 
@@ -363,7 +379,7 @@ class SemanticMemory:
         """Undecided conflicts: (confirmed fact, pending challenger) pairs."""
         pending = await self.facts(user_id, statuses=("pending",))
         out = []
-        async with self.db.connect() as db:
+        async with self._connect() as db:
             for fact in pending:
                 if fact.conflict_with:
                     other = await self._get(db, fact.conflict_with)
@@ -371,16 +387,20 @@ class SemanticMemory:
                         out.append((other, fact))
         return out
 
-    async def recall(self, user_id: str, query: str, k: int = 5, *,
-                     now: datetime | None = None) -> tuple[list[tuple[Fact, Fact]], list[Fact]]:
+    async def recall(self, user_id: str, query: str, k: int = 5, *, now: datetime | None = None,
+                     thread_id: str | None = None, visible_origins: set[str] | None = None,
+                     ) -> tuple[list[tuple[Fact, Fact]], list[Fact]]:
         """What a new request recalls, in one connection (the agent's hot path): undecided
         conflicts (as :meth:`conflicts`), and the facts to show — the user's standing
         preferences (confirmed ``prefers_*`` facts about the user) plus up to ``k`` facts
-        relevant to ``query`` (as :meth:`search`) — whose use is recorded (:meth:`touch`)."""
-        async with self.db.connect() as db:
+        relevant to ``query`` (as :meth:`search`) — whose use is recorded (:meth:`touch`).
+        With ``thread_id`` and ``visible_origins`` (the message ids of the session's active
+        branch), a fact this session stated on a branch that was rolled back is left out."""
+        async with self._connect() as db:
             cur = await db.execute(_SELECT + " WHERE f.user_id = ? AND f.status IN ('confirmed', 'pending')"
                                    " ORDER BY f.updated_at DESC LIMIT 5000", (user_id,))
-            live = [_row_to_fact(r) for r in await cur.fetchall()]
+            live = [f for f in (_row_to_fact(r) for r in await cur.fetchall())
+                    if visible(f, thread_id, visible_origins)]
             by_id = {f.id: f for f in live}
             conflicts = [(by_id[f.conflict_with], f) for f in live if f.status == "pending" and f.conflict_with
                          and f.conflict_with in by_id and by_id[f.conflict_with].status == "confirmed"]
@@ -420,7 +440,7 @@ class SemanticMemory:
         floor = self.min_confidence if min_confidence is None else min_confidence
         stamp = _iso(now or utcnow())
         frontier: dict[str, tuple[float, list[str]]] = {entity_key(start): (1.0, [])}
-        async with self.db.connect() as db:
+        async with self._connect() as db:
             for predicate, direction in steps:
                 if not frontier:
                     break
@@ -466,7 +486,7 @@ class SemanticMemory:
         SELECT node, MIN(hops) AS hops FROM walk GROUP BY node
         """
         params: list[Any] = [entity_key(start), max_hops, *live_params, max_hops, *live_params]
-        async with self.db.connect() as db:
+        async with self._connect() as db:
             cur = await db.execute(sql, params)
             rows = await cur.fetchall()
             names = await self._names(db, user_id, [r["node"] for r in rows])
@@ -489,7 +509,7 @@ class SemanticMemory:
         if user_id is not None:
             sql += " AND user_id = ?"
             params.append(user_id)
-        async with self.db.connect() as db:
+        async with self._connect() as db:
             cur = await db.execute(sql, params)
             row = await cur.fetchone()
         assert row is not None  # COUNT(*) always returns a row
@@ -510,3 +530,42 @@ def _rank(facts: Sequence[Fact], query: str, k: int) -> list[Fact]:
             scored.append((overlap * fact.confidence + (0.1 if fact.subject == "user" else 0.0), fact))
     scored.sort(key=lambda x: x[0], reverse=True)
     return [f for _, f in scored[:k]]
+
+
+def origin_of(thread_id: str | None, message_id: str | None) -> str | None:
+    """The ``origin`` of a fact stated by message ``message_id`` of session ``thread_id``."""
+    return f"{thread_id}\x00{message_id}" if thread_id and message_id else None
+
+
+def visible(fact: Fact, thread_id: str | None, visible_origins: set[str] | None) -> bool:
+    """False for a fact this session (``thread_id``) stated on a message that is not on the
+    active branch (``visible_origins``); True otherwise (other sessions, unbound facts)."""
+    if not fact.origin or not thread_id or visible_origins is None:
+        return True
+    thread, _, message = fact.origin.partition("\x00")
+    return thread != thread_id or message in visible_origins
+
+
+class _Migrating:
+    """``async with``: a connection of the store's database, after adding once the columns a
+    file written by an earlier version lacks (``origin``)."""
+
+    def __init__(self, store: SemanticMemory) -> None:
+        self.store = store
+        self.cm = store.db.connect()
+
+    async def __aenter__(self) -> Any:
+        db = await self.cm.__aenter__()
+        if not self.store._migrated:
+            cur = await db.execute("PRAGMA table_info(semantic_facts)")
+            columns = {row[1] for row in await cur.fetchall()}
+            if "origin" not in columns:
+                try:
+                    await db.execute("ALTER TABLE semantic_facts ADD COLUMN origin TEXT")
+                except Exception:  # noqa: BLE001 - another process added it first
+                    log.debug("origin column added concurrently")
+            self.store._migrated = True
+        return db
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self.cm.__aexit__(*exc)

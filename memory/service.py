@@ -30,7 +30,7 @@ from memory import policy
 from memory.episodic.base import EpisodicEvent, EpisodicStore, ScoredEvent, utcnow
 from memory.queue import RetryQueue
 from memory.retrieval import DEFAULT_MEMORY_TOKENS, MemoryBlock, build_block, format_episode
-from memory.semantic import SemanticMemory
+from memory.semantic import SemanticMemory, origin_of
 from memory.working import DEFAULT_TTL_SECONDS, SessionMemories, WorkingMemory
 
 log = logging.getLogger(__name__)
@@ -104,6 +104,9 @@ class TurnPlan:
     events: list[EpisodicEvent] = field(default_factory=list)
     facts: list[policy.FactCandidate] = field(default_factory=list)
     signals: list[tuple[str, str]] = field(default_factory=list)
+    #: The turn's place (``memory.semantic.origin_of``): facts stated on a branch later rolled
+    #: back are not recalled on the branch that replaced it.
+    origin: str | None = None
 
     def __len__(self) -> int:
         return len(self.events) + len(self.facts)
@@ -204,7 +207,8 @@ class MemoryService:
             log.exception("working memory unavailable")
         async def semantic() -> tuple[list, list]:
             try:
-                return await self.semantic.recall(user_id, goal, k or self.recall_k, now=now)
+                return await self.semantic.recall(user_id, goal, k or self.recall_k, now=now,
+                                                  thread_id=thread_id or None, visible_origins=visible_origins)
             except Exception:  # noqa: BLE001
                 log.exception("semantic recall failed for user %r", user_id)
                 return [], []
@@ -286,7 +290,7 @@ class MemoryService:
         Pure and cheap (no I/O): the caller counts it on its hot path and writes it later
         with :meth:`write_plan`. ``origin_message_id`` (the turn's last message) lets
         :meth:`recall_for_turn` tell which branch of a session an event came from."""
-        plan = TurnPlan(user_id)
+        plan = TurnPlan(user_id, origin=origin_of(thread_id, origin_message_id))
         try:
             events = build_turn_events(user_id, thread_id, goal, answer, tools_used, stop_reason, failed_then_succeeded)
             for event in events:
@@ -311,7 +315,7 @@ class MemoryService:
         for fact in plan.facts:
             payload = {"user_id": plan.user_id, "subject": fact.subject, "predicate": fact.predicate, "obj": fact.object,
                        "object_is_entity": fact.object_is_entity, "confidence": fact.confidence, "sources": sources,
-                       "now": (now or utcnow()).isoformat()}
+                       "now": (now or utcnow()).isoformat(), "origin": plan.origin}
             outcome = await self._upsert(payload, counts)
             counts["facts"] += outcome in ("added", "pending_conflict")
             counts["resolved"] += outcome == "resolved"
@@ -478,7 +482,9 @@ class MemoryService:
                     "user_id": event.user_id, "subject": fact.subject, "predicate": fact.predicate, "obj": fact.object,
                     "object_is_entity": fact.object_is_entity, "confidence": fact.confidence,
                     "evidence": evidence,
-                    "sources": [event.id], "now": (now or utcnow()).isoformat()}, counts)
+                    "sources": [event.id], "now": (now or utcnow()).isoformat(),
+                    "origin": origin_of((event.metadata or {}).get("thread_id"),
+                                        (event.metadata or {}).get("origin_message_id"))}, counts)
                 key = {"added": "added", "duplicate": "duplicates", "pending_conflict": "conflicts",
                        "resolved": "resolved"}.get(outcome)
                 if key:

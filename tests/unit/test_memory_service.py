@@ -234,3 +234,39 @@ async def test_expire_defaults_30_and_180_days(mem):
     assert counts["episodic_expired"] >= 1 and counts["semantic_expired"] == 1
     assert {f.object for f in await mem.semantic.facts("u")} == {"Alice"}
     assert [e.text for e in await mem.episodic.list("u", kinds=["note"])] == ["recent note"]
+
+
+async def test_a_fact_stated_on_a_rolled_back_branch_is_not_recalled_on_the_branch_that_replaced_it(mem):
+    plan = mem.plan_turn(**turn(goal="I prefer PDF reports.", tools_used=[], answer="ok"), origin_message_id="m-gone")
+    await mem.write_plan(plan, now=NOW)
+    (fact,) = await mem.semantic.facts("u")
+    assert fact.origin is not None
+    same_session = await mem.recall("u", "the report", thread_id="t1", visible_origins={"m-kept"}, now=NOW)
+    assert not any("prefers format" in x for x in same_session)
+    on_its_branch = await mem.recall("u", "the report", thread_id="t1", visible_origins={"m-gone"}, now=NOW)
+    assert any("prefers format: pdf" in x for x in on_its_branch)
+    other_session = await mem.recall("u", "the report", thread_id="t2", visible_origins={"x"}, now=NOW)
+    assert any("prefers format: pdf" in x for x in other_session)
+    # stated again on the surviving branch: no longer bound to the abandoned one
+    again = mem.plan_turn(**turn(goal="I prefer PDF reports.", tools_used=[], answer="ok!"), origin_message_id="m-kept")
+    await mem.write_plan(again, now=NOW)
+    assert (await mem.semantic.facts("u"))[0].origin is None
+    assert any("prefers format: pdf" in x for x in
+               await mem.recall("u", "the report", thread_id="t1", visible_origins={"m-kept"}, now=NOW))
+
+
+async def test_a_store_written_before_the_origin_column_is_migrated(tmp_path):
+    import re
+    import sqlite3
+
+    from memory.semantic import SCHEMA, SemanticMemory
+
+    path = tmp_path / "old.db"
+    old_schema = re.sub(r",\n\s*origin\s+TEXT[^\n]*", "", SCHEMA)  # the table as first released
+    with sqlite3.connect(path) as con:
+        con.executescript(old_schema)
+        assert "origin" not in {r[1] for r in con.execute("PRAGMA table_info(semantic_facts)")}
+    kg = SemanticMemory(path)
+    result = await kg.upsert("u", "user", "prefers_format", "pdf", object_is_entity=False, confidence=0.9,
+                             origin="t\x00m")
+    assert result.fact.origin == "t\x00m"
