@@ -200,12 +200,9 @@ async def speed(context: Context, prompt_tokens: int, gen_tokens: int, reps: int
         "file_mib": round(entry.size / 2**20),
         "threads": int(os.environ.get("HERMES_EMBEDDED_THREADS") or entry.threads or os.cpu_count() or 1),
         "batch_threads": int(
-            os.environ.get("HERMES_EMBEDDED_BATCH_THREADS")
-            or os.environ.get("HERMES_EMBEDDED_THREADS")
-            or entry.threads
-            or os.cpu_count()
-            or 1
+            os.environ.get("HERMES_EMBEDDED_BATCH_THREADS") or entry.batch_threads or os.cpu_count() or 1
         ),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
         "start_s": round(started, 1),
         "prompt_tokens": len(tokens),
         "gen_tokens": gen_tokens,

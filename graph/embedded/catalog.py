@@ -47,7 +47,11 @@ class EmbeddedModel:
     file_name: str  # name of the assembled GGUF in the models folder
     template: str  # chat template in graph/templates/
     n_ctx: int = 8192  # context size the server allocates (tokens)
-    threads: int = 0  # llama.cpp threads; 0 = one per core
+    # llama.cpp threads. Measured (evals/README.md "Embedded models"): one generation thread and
+    # one prompt thread per core, with OMP_WAIT_POLICY=PASSIVE, was the best or equal choice on a
+    # shared 2-core machine in 5 of 6 paired runs; 2 generation threads wait on each other.
+    threads: int = 1  # generation threads; 0 = one per core
+    batch_threads: int = 0  # prompt-processing threads; 0 = one per core
     max_tools: int = 2  # tools offered per call when Context.max_tools is 0 (see nodes/call_model.py)
     licence: str = ""  # what is known about the licence, and from where
     gguf: dict[str, str] = field(default_factory=dict)  # GGUF metadata worth recording

@@ -14,10 +14,12 @@ machine rather than a run: ``HERMES_EMBEDDED_THREADS``, ``HERMES_EMBEDDED_BATCH_
 ``HERMES_EMBEDDED_CTX``, ``HERMES_EMBEDDED_BATCH``, ``HERMES_EMBEDDED_UBATCH``,
 ``HERMES_EMBEDDED_CACHE_REUSE`` (see ``graph/embedded_llm.py --help``).
 
-The server runs with ``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets it: llama.cpp's
-OpenMP threads otherwise spin at every barrier, and measured on a loaded 2-core machine, 2
-spinning threads generated 5-20x slower than 1 thread (0.7-6.7 vs 38 tokens/s for the 0.5B);
-passive waiting brought 2 threads back to 11-26 tokens/s there (evals/README.md).
+The server runs with ``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets it, and by default
+with one generation thread and one prompt thread per core (catalog). llama.cpp's OpenMP threads
+otherwise spin at every barrier: measured on a shared 2-core machine, 2 spinning generation
+threads were 5-20x slower than 1 (0.7-6.7 vs ~38 tokens/s for the 0.5B) as soon as other work
+ran; passive waiting stops the collapse, and 1 generation thread + 2 prompt threads was the best
+or equal setting in 5 of 6 paired runs (evals/README.md "Embedded models").
 """
 
 from __future__ import annotations
@@ -60,7 +62,11 @@ def serve_options(entry: EmbeddedModel, environ: dict[str, str] | None = None) -
     """Options of ``graph/embedded_llm.py`` for ``entry``: the catalog's settings, then any
     ``HERMES_EMBEDDED_*`` override (integers; a bad value raises :class:`ModelUnavailableError`)."""
     env = os.environ if environ is None else environ
-    options = {"--ctx": str(entry.n_ctx), "--threads": str(entry.threads)}
+    options = {
+        "--ctx": str(entry.n_ctx),
+        "--threads": str(entry.threads),
+        "--batch-threads": str(entry.batch_threads or os.cpu_count() or 1),
+    }
     for var, option in _OVERRIDES.items():
         if (value := env.get(var)) is None or value == "":
             continue

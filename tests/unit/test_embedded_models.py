@@ -32,7 +32,7 @@ def test_each_entry_is_consistent(entry: EmbeddedModel):
     assert len({p.package for p in entry.parts}) == len(entry.parts)
     assert all(p.version and p.requirement == f"{p.package}=={p.version}" for p in entry.parts)
     assert (TEMPLATES / entry.template).is_file()
-    assert entry.n_ctx >= 4096 and entry.threads >= 0
+    assert entry.n_ctx >= 4096 and entry.threads >= 0 and entry.batch_threads >= 0
     if entry.single_file:
         assert entry.parts[0].sha256 == entry.sha256
 
@@ -92,7 +92,9 @@ def test_setup_gets_its_package_list_from_the_catalog(capsys):
 
 def test_serving_options_come_from_the_catalog_and_environment_overrides():
     entry = CATALOG["qwen2.5-coder-0.5b"]
-    assert serve_options(entry, {}) == ["--ctx", str(entry.n_ctx), "--threads", str(entry.threads)]
+    opts = serve_options(entry, {})
+    assert opts[:4] == ["--ctx", str(entry.n_ctx), "--threads", str(entry.threads)]
+    assert int(opts[opts.index("--batch-threads") + 1]) >= 1
     opts = serve_options(entry, {"HERMES_EMBEDDED_THREADS": "1", "HERMES_EMBEDDED_CACHE_REUSE": "256"})
     assert opts[opts.index("--threads") + 1] == "1" and opts[opts.index("--cache-reuse") + 1] == "256"
     with pytest.raises(ModelUnavailableError, match="HERMES_EMBEDDED_CTX"):
