@@ -29,7 +29,8 @@ fi
 MODELS=${HERMES_EMBEDDED_MODELS:-embedded}
 case "${HERMES_MODEL:-}" in embedded:*) [ -n "${HERMES_EMBEDDED_MODELS:-}" ] || MODELS="$MODELS $HERMES_MODEL" ;; esac
 if [ "$MODELS" = all ]; then MODELS=$(.venv/bin/python -m graph.embedded.catalog names); fi
-MODELS=$(echo "$MODELS" | tr ',' ' ')
+# shellcheck disable=SC2086  # unquoted on purpose: one line of space-separated names
+MODELS=$(echo $MODELS | tr ',' ' ')
 WANT=$( { cat requirements.lock pyproject.toml scripts/setup.sh graph/embedded/catalog.py tools/mcp/peers.py; echo "$MODELS"; } | sha256sum | cut -d' ' -f1)
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && .venv/bin/python -c "import graph, tools, memory" 2>/dev/null; then
   echo "hermes: environment up to date in .venv"
