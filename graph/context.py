@@ -11,7 +11,7 @@ Units are in the field descriptions (seconds, tokens, characters).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from langgraph.config import get_config
 from pydantic import Field, ValidationError
@@ -40,7 +40,7 @@ class Context(BaseSettings):
     """Runtime settings of the agent graph (see the module docstring)."""
 
     model_config = SettingsConfigDict(env_prefix="HERMES_", extra="ignore", frozen=True,
-                                      validate_default=False)
+                                      validate_default=False, allow_inf_nan=False)
 
     model: str = Field(
         default="embedded",
@@ -92,7 +92,7 @@ class Context(BaseSettings):
         default=HEAVY_TIMEOUT_S, gt=0, le=3600,
         description="Timeout of heavy builtin tools (e.g. report generation), seconds (seed: 30 s).",
     )
-    tool_timeouts: dict[str, float] = Field(
+    tool_timeouts: dict[str, Annotated[float, Field(gt=0, le=3600)]] = Field(
         default_factory=dict,
         description='Per-tool timeouts in seconds, e.g. {"my_heavy_tool": 60} '
         '(env HERMES_TOOL_TIMEOUTS as JSON).',

@@ -81,6 +81,23 @@ def unrequested_side_effects(goal: str, specs: Iterable[ToolSpec]) -> set[str]:
     return {spec.name for spec in specs if spec.side_effect and spec.name not in required}
 
 
+def later_side_effects(goal: str, messages: list[AnyMessage], specs: Iterable[ToolSpec]) -> set[str]:
+    """Missing side-effect steps that the request states after another missing one: not offered
+    yet. Steps run in the order the request asks for them ("write the report, post it to the
+    group, remind me" → the post waits for the report it refers to), whatever the model does."""
+    specs = list(specs)
+    missing = set(missing_steps(goal, messages, specs))
+    clauses = requested_clauses(goal)
+
+    def position(spec: ToolSpec) -> int:
+        starts = [goal.find(c) + (m.start() if (m := p.search(c)) else 0)
+                  for c in clauses for p in spec.request_patterns() if p.search(c)]
+        return min(starts, default=len(goal))
+
+    pending = sorted((position(s), s.name) for s in specs if s.side_effect and s.name in missing)
+    return {name for _, name in pending[1:]}
+
+
 def succeeded_tools(messages: list[AnyMessage]) -> set[str]:
     """Names of tools with at least one successful result among ``messages``."""
     return {m.name for m in messages if isinstance(m, ToolMessage) and m.status != "error" and m.name}

@@ -31,7 +31,7 @@ from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.model import ModelUnavailableError, load_chat_model
-from graph.progress import missing_steps, unrequested_side_effects
+from graph.progress import later_side_effects, missing_steps, unrequested_side_effects
 from graph.resources import get_toolbox
 from graph.state import State
 from tools.registry import ToolRegistry
@@ -109,6 +109,7 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     max_tools = context.max_tools or (EMBEDDED_MAX_TOOLS if is_embedded(context) else 0)
     specs = toolbox.registry.specs()
     blocked = set(state.blocked_tools) | unrequested_side_effects(state.goal, specs)
+    blocked |= later_side_effects(state.goal, state.messages, specs)  # steps in request order
     if state.must_call_tool:
         # a call is required because known steps are missing: offer those steps, and the
         # read-only tools that help do them (a schema, a query), nothing else

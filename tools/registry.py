@@ -12,6 +12,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
@@ -209,6 +210,11 @@ class ToolRegistry:
                 retry_safe=spec.retry_safe, fingerprint=_fingerprint(parsed))
         except LedgerBusy as exc:
             return fail("tool_error", str(exc))
+        except sqlite3.DatabaseError as exc:  # fail closed: without the ledger no side effect runs
+            where = self.ledger.path or "the in-memory ledger"
+            return fail("tool_error", f"{name} was not run: the idempotency ledger {where} cannot be used ({exc}), "
+                        "so exactly-once cannot be guaranteed. Move the file aside to continue (it forgets "
+                        "which requests already ran).")
         outcome = ToolOutcome.model_validate(record)
         if replayed:
             outcome = outcome.model_copy(update={"replayed": True, "latency_s": time.perf_counter() - start})
@@ -270,7 +276,8 @@ def _validate(schema: dict[str, Any], args: dict[str, Any]) -> str | None:
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path)
-    return f"{error.message}" + (f" (at '{where}')" if where else "")
+    message = error.message if len(error.message) <= 300 else error.message[:300] + " …"  # no 4 KB echo
+    return message + (f" (at '{where}')" if where else "")
 
 
 def _jsonable(value: Any) -> Any:

@@ -9,6 +9,7 @@ import logging
 import os
 import sqlite3
 import sys
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,49 @@ def resolve_data_dir(data_dir: str | None) -> Path:
     return Path(make_context(None, None, data_dir, None).data_dir)
 
 
+def damaged_files(data_dir: Path) -> list[Path]:
+    """The SQLite files of ``data_dir`` (checkpoints, ledger, reminders, chat, memory) that
+    cannot be read: a wrong header or a failed ``PRAGMA quick_check``."""
+    found: list[Path] = []
+    for path in sorted([*data_dir.glob("*.db"), *data_dir.glob("*.sqlite"), *data_dir.glob("*/*.db")]):
+        try:
+            with path.open("rb") as f:
+                if f.read(16) != b"SQLite format 3\x00":
+                    found.append(path)
+                    continue
+            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                if con.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+                    found.append(path)
+            finally:
+                con.close()
+        except (OSError, sqlite3.Error):
+            found.append(path)
+    return found
+
+
+def damaged_database_message(data_dir: Path | None, exc: BaseException) -> str:
+    """What to say when an SQLite file could not be used: which file, and what moving it aside
+    costs (the checkpoints are rebuilt from the mirror; the ledger forgets which requests ran)."""
+    bad = damaged_files(data_dir) if data_dir is not None and data_dir.is_dir() else []
+    if not bad:
+        return (f"a database file could not be used ({exc}); no damaged file was found in "
+                f"{data_dir or 'the data dir'}: rerun with HERMES_DEBUG=1 for a traceback.")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    advice = []
+    for path in bad:
+        aside = f"{path}.broken-{stamp}"
+        if path.name == "checkpoints.sqlite":
+            advice.append(f"the checkpoint database {path} is damaged: move it aside (mv {path} {aside}) and "
+                          "rerun with the same --thread; the session is rebuilt from its plain-text mirror")
+        elif path.name == "idempotency.db":
+            advice.append(f"the idempotency ledger {path} is damaged: side-effect tools are refused until it is "
+                          f"moved aside (mv {path} {aside}); moving it forgets which requests already ran")
+        else:
+            advice.append(f"{path} is damaged: move it aside (mv {path} {aside}); what it held is lost")
+    return f"cannot use a data file ({exc}): " + "; ".join(advice) + "."
+
+
 async def guarded(
     coro_factory: Callable[[], Awaitable[Any]],
     context: Context | None = None,
@@ -121,15 +165,7 @@ async def guarded(
     except (ThreadBusyError, NothingToResumeError) as exc:
         code, message = 1, str(exc)
     except sqlite3.DatabaseError as exc:
-        db = checkpoints_file(context.data_dir) if context else "checkpoints.sqlite"
-        code, message = (
-            1,
-            (
-                f"the checkpoint database {db} cannot be used ({exc}). Move it aside "
-                f"(mv {db} {db}.broken) and rerun with the same --thread: the session is rebuilt from "
-                "its plain-text mirror in the data directory's mirror/ folder."
-            ),
-        )
+        code, message = 1, damaged_database_message(Path(context.data_dir) if context else None, exc)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # a clear message instead of a traceback; details with HERMES_DEBUG=1

@@ -90,3 +90,18 @@ def test_chat_ends_cleanly_at_end_of_input(tmp_path):
     out = runner.invoke(app, ["chat", "--model", "cli-chat", "--data-dir", str(tmp_path)], input="hello\n")
     assert out.exit_code == 0, out.output
     assert "hi back" in out.output
+
+
+def test_a_damaged_data_file_is_named_and_the_healthy_checkpoints_are_left_alone(tmp_path):
+    import sqlite3
+
+    from graph.cli.common import damaged_database_message
+
+    sqlite3.connect(tmp_path / "checkpoints.sqlite").execute("CREATE TABLE t (x)").connection.close()
+    (tmp_path / "idempotency.db").write_text("garbage")
+    message = damaged_database_message(tmp_path, sqlite3.DatabaseError("file is not a database"))
+    assert "idempotency ledger" in message and str(tmp_path / "idempotency.db") in message
+    assert "checkpoints.sqlite" not in message  # healthy: never told to move it aside
+    (tmp_path / "checkpoints.sqlite").write_bytes(b"\x00" * 100)
+    message = damaged_database_message(tmp_path, sqlite3.DatabaseError("file is not a database"))
+    assert "checkpoint database" in message and ".broken-" in message  # a unique name: no overwrite

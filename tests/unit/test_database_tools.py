@@ -348,7 +348,7 @@ def test_no_database_configured_names_the_ways_to_set_one():
         with pytest.raises(DatabaseError) as err:
             call()
         assert str(err.value) == NOT_CONFIGURED
-        assert "HERMES_DATABASE" in NOT_CONFIGURED and "--database" in NOT_CONFIGURED and "scripts/demo.sh" in NOT_CONFIGURED
+        assert "HERMES_DATABASE" in NOT_CONFIGURED and "`database` field" in NOT_CONFIGURED and "scripts/demo.sh" in NOT_CONFIGURED
 
 
 def test_database_location_resolves_against_the_cwd_and_hides_passwords(tmp_path, monkeypatch):

@@ -247,3 +247,31 @@ async def test_rerunning_a_crashed_turn_continues_it_and_never_repeats_the_effec
     assert len(effects) == 1
     assert "outcome of post_note is unknown" in (summary["stop_reason"] or "")
     await box.registry.ledger.aclose()
+
+
+async def test_parallel_identical_side_effect_calls_collapse_to_one(scripted):
+    """Identical calls of one round are one request (the ledger); different arguments are
+    different requests ("note alpha and beta"), see test_graph_loop."""
+    effects: list = []
+    box = post_box(effects)
+    many = AIMessage("", tool_calls=[
+        {"name": "post_note", "args": {"text": "hi all"}, "id": "p1", "type": "tool_call"},
+        {"name": "post_note", "args": {"text": "hi all"}, "id": "p2", "type": "tool_call"},
+    ])
+    ctx = scripted([many, AIMessage("Posted.")], box)
+    agent = make_graph(checkpointer=InMemorySaver())
+    out = await agent.ainvoke({"messages": [HumanMessage("post a note saying hi all")]},
+                              {"configurable": {"thread_id": "par"}}, context=ctx)
+    assert effects == ["hi all"]
+    by_id = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+    assert by_id["p1"].status == by_id["p2"].status == "success"
+
+
+async def test_a_damaged_ledger_refuses_side_effects_with_a_clear_error(tmp_path):
+    db = tmp_path / "idempotency.db"
+    db.write_text("garbage, not a database")
+    effects: list = []
+    registry = counting_registry(db, effects)
+    outcome = await registry.call("post_note", {"text": "a"}, request_id="r")
+    assert outcome.status == "error" and "idempotency ledger" in outcome.error and "Move the file aside" in outcome.error
+    assert effects == []

@@ -9,7 +9,7 @@ import pytest
 from langchain_core.messages import ToolMessage
 
 from graph.intent import tag_intent
-from graph.progress import artifacts, required_steps, unrequested_side_effects
+from graph.progress import artifacts, later_side_effects, required_steps, unrequested_side_effects
 from tools.builtin.catalog import BUILTIN_TOOLS
 from tools.spec import ToolSpec
 
@@ -91,3 +91,16 @@ def test_intent_tags_name_the_requested_tools_or_the_speech_act():
     assert tag_intent("What was the revenue?", FLAGSHIP) == "question"
     assert tag_intent("I prefer short answers", FLAGSHIP) == "preference"
     assert tag_intent("hello", FLAGSHIP) == "chat"
+
+
+def test_side_effect_steps_are_offered_in_the_order_the_request_states_them():
+    from langchain_core.messages import HumanMessage
+
+    goal = "Summarise last month's sales into an analysis report, post it to the project group, and remind me every month."
+    start = [HumanMessage(goal)]
+    assert later_side_effects(goal, start, FLAGSHIP) == {"post_message", "schedule_reminder"}
+    done = [*start, ToolMessage(json.dumps({"status": "ok"}), tool_call_id="1", name="generate_report")]
+    assert later_side_effects(goal, done, FLAGSHIP) == {"schedule_reminder"}
+    # another order in the request, another order of steps
+    other = "Remind me every month to check sales, and post a note to the team channel."
+    assert later_side_effects(other, [HumanMessage(other)], FLAGSHIP) == {"post_message"}

@@ -29,8 +29,8 @@ from urllib.parse import quote, unquote
 
 #: Environment variable (and Context field ``database``) naming the user's database.
 ENV_DATABASE = "HERMES_DATABASE"
-SETTING_NAME = "HERMES_DATABASE (or --database / Context.database)"
-NOT_CONFIGURED = ("no database configured: set HERMES_DATABASE (or --database / Context.database) to "
+SETTING_NAME = "HERMES_DATABASE (or the run context's `database` field)"
+NOT_CONFIGURED = ("no database configured: set HERMES_DATABASE (or the run context's `database` field) to "
                   "your SQLite file; `bash scripts/demo.sh` uses a generated demo database")
 
 #: Rows returned by query_database at most; ``row_count`` still gives the full count.
