@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
-  echo "hermes: creating .venv (first run: about 1-2 minutes)"
+  echo "hermes: creating .venv (first run: several minutes; see README)"
   "$PY" -m venv .venv
 fi
 LOG=.venv/setup.log
