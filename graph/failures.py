@@ -17,6 +17,8 @@ transport            retry        ``request_id``. The registry reports these two
                                   or a request known never to have been sent
 outcome_unknown      tell_user    never retried: a side-effect call that timed out or lost its
                                   transport may have run; the model and the user are told
+configuration        tell_user    a setting keeps the tool from running (e.g. no database): the
+                                  loop stops with the tool's message, which names the setting
 missing_arguments    ask_user     LangGraph ``interrupt()``; one question per missing field
 ===================  ===========  ==============================================================
 """
@@ -40,6 +42,7 @@ POLICY: dict[str, Recovery] = {
     "unknown_tool": Recovery.REGENERATE,
     "not_offered": Recovery.REGENERATE,
     "outcome_unknown": Recovery.TELL_USER,
+    "configuration": Recovery.TELL_USER,
     "tool_error": Recovery.REGENERATE,
     "timeout": Recovery.RETRY,
     "transport": Recovery.RETRY,

@@ -4,9 +4,11 @@ steps are still missing — measure distance to the goal and decide whether the 
 
 Rules, in order (each is a cap, so no retry path is unbounded):
 
-0. **Outcome unknown**: a side-effect call of this round timed out or lost its transport after
+0. **Outcome unknown or a setting missing**: a side-effect call of this round timed out or lost its transport after
    it was sent (``error_kind`` "outcome_unknown"); it is never re-run, so the loop stops and
-   the user is told to check it — retrying or working around it could repeat the effect.
+   the user is told to check it — retrying or working around it could repeat the effect. A
+   tool that cannot run because of a setting (error kind "configuration": no database, say)
+   stops the loop with its message, which names the setting.
 1. **Repeated identical call**: the same tool with the same arguments made more than
    ``context.max_repeated_calls`` times for this goal → stop.
 2. **Distance to goal**: if it did not shrink this round (or the model answered with steps
@@ -92,6 +94,15 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
             f"the outcome of {', '.join(unknown)} is unknown (it timed out or lost its connection after the "
             "request was sent, so it was not run again); check it before asking for it again")
         return update
+    # a setting keeps a tool from running (no database, say): no call can fix it, so stop and say it
+    for m in work:
+        if isinstance(m, ToolMessage) and m.tool_call_id in round_ids and m.additional_kwargs.get("error_kind") == "configuration":
+            try:
+                error = str(json.loads(str(m.content)).get("error") or "")
+            except (TypeError, ValueError, AttributeError):
+                error = str(m.content)
+            update["stop_reason"] = f"{m.name} cannot run: {error[:600]}"
+            return update
 
     # 1. repeated identical calls
     seen: dict[str, int] = {}

@@ -24,7 +24,22 @@ class ToolTimeout(ToolError):
 
 
 class ToolFailed(ToolError):
-    """The tool itself failed: it raised, exited abnormally or reported an error (K4, K7)."""
+    """The tool itself failed: it raised, exited abnormally or reported an error (K4, K7).
+
+    ``kind``: "tool_error", or "configuration" when the tool raised a :class:`ConfigurationError`
+    in its worker (the error class travels as a name; this keeps the distinction)."""
+
+    def __init__(self, message: str, kind: str = "tool_error") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class ConfigurationError(ValueError):
+    """A tool cannot run because of a setting, not because of its arguments (e.g. no database
+    is configured). Raised by tool code; the registry reports it as error kind "configuration"
+    and the graph stops with the message, which names the setting — regenerating the call
+    cannot help."""
+
 
 
 class ToolTransportError(ToolError):

@@ -21,6 +21,7 @@ import jsonschema
 from pydantic import BaseModel
 
 from tools.errors import (
+    ConfigurationError,
     DuplicateToolError,
     ToolDefinitionError,
     ToolFailed,
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 
 Runner = Callable[[dict[str, Any], str], Awaitable[Any]]
 ErrorKind = Literal["invalid_arguments", "unknown_tool", "not_offered", "tool_error", "timeout", "transport",
-                    "outcome_unknown"]
+                    "outcome_unknown", "configuration"]
 
 #: Seconds the registry waits beyond ``spec.timeout_s`` so that a runner enforcing the limit
 #: itself (the subprocess executor: SIGTERM, 1 s grace, SIGKILL) reports first.
@@ -239,7 +240,10 @@ class ToolRegistry:
                            error=_unknown_message(spec, f"lost its connection ({exc})"))
             return out(status="error", error_kind="transport", error=str(exc))
         except ToolFailed as exc:
-            return out(status="error", error_kind="tool_error", error=str(exc))
+            kind: ErrorKind = "configuration" if exc.kind == "configuration" else "tool_error"
+            return out(status="error", error_kind=kind, error=str(exc))
+        except ConfigurationError as exc:  # an in-process runner
+            return out(status="error", error_kind="configuration", error=f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # K4: the tool raised
             return out(status="error", error_kind="tool_error", error=f"{type(exc).__name__}: {exc}")
         return out(status="ok", content=_jsonable(result))

@@ -482,7 +482,7 @@ async def test_toolbox_resolves_the_setting_and_never_generates_a_database(dbs, 
     try:
         assert tb.database == "" and {"describe_database", "query_database", "generate_report"} <= set(tb.registry.names())
         out = await tb.registry.call("query_database", {"sql": "SELECT 1"}, "n")
-        assert out.status == "error" and "no database configured" in out.error and "HERMES_DATABASE" in out.error
+        assert out.status == "error" and out.error_kind == "configuration" and "no database configured" in out.error and "HERMES_DATABASE" in out.error
     finally:
         await tb.aclose()
     assert not list(data.rglob("*sales*")) and not list(data.rglob("*.md"))

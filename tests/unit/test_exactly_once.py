@@ -275,3 +275,23 @@ async def test_a_damaged_ledger_refuses_side_effects_with_a_clear_error(tmp_path
     outcome = await registry.call("post_note", {"text": "a"}, request_id="r")
     assert outcome.status == "error" and "idempotency ledger" in outcome.error and "Move the file aside" in outcome.error
     assert effects == []
+
+
+async def test_a_tool_that_cannot_run_for_a_setting_stops_the_run_with_its_message(scripted):
+    from tools.errors import ConfigurationError
+
+    calls: list = []
+    box = FakeToolbox()
+
+    def lookup(q: str = ""):
+        calls.append(q)
+        raise ConfigurationError("no database configured: set HERMES_DATABASE to your SQLite file")
+
+    box.add("lookup_data", lookup, {"type": "object", "properties": {"q": {"type": "string"}}, "required": []})
+    ctx = scripted([tool_call("lookup_data", {"q": "x"}, "c1"), AIMessage("unused")], box)
+    agent = make_graph(checkpointer=InMemorySaver())
+    out = await agent.ainvoke({"messages": [HumanMessage("how many rows are there?")]},
+                              {"configurable": {"thread_id": "cfg"}}, context=ctx)
+    assert calls == ["x"]  # not retried, not regenerated
+    assert out["stop_reason"].startswith("lookup_data cannot run") and "HERMES_DATABASE" in out["stop_reason"]
+    assert "HERMES_DATABASE" in out["messages"][-1].content

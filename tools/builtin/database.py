@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
+from tools.errors import ConfigurationError
+
 #: Environment variable (and Context field ``database``) naming the user's database.
 ENV_DATABASE = "HERMES_DATABASE"
 SETTING_NAME = "HERMES_DATABASE (or the run context's `database` field)"
@@ -78,6 +80,11 @@ class DatabaseError(ValueError):
     failed; the message says what to do."""
 
 
+class DatabaseSettingError(DatabaseError, ConfigurationError):
+    """The database setting is missing or names no readable SQLite file: the run stops and says
+    how to set it (no call the model can make fixes this)."""
+
+
 # -- the setting ----------------------------------------------------------------------------------
 
 def _redact(url: str) -> str:
@@ -94,7 +101,7 @@ def _file_part(setting: str) -> str:
         if rest.startswith("//"):  # file://host/path: the host is ignored
             rest = "/" + rest[2:].partition("/")[2]
         if rest in ("", "/", ":memory:"):
-            raise DatabaseError(f"{SETTING_NAME} is {s!r}: that names no database file. Set "
+            raise DatabaseSettingError(f"{SETTING_NAME} is {s!r}: that names no database file. Set "
                                 f"{ENV_DATABASE} to an SQLite file path or sqlite:///path/to/file.db")
         return rest
     m = _URL_RE.match(s)
@@ -102,18 +109,18 @@ def _file_part(setting: str) -> str:
         scheme = m.group(1).lower()
         if scheme not in ("sqlite", "sqlite3") and not scheme.startswith("sqlite+"):
             engine = scheme.split("+")[0]
-            raise DatabaseError(
+            raise DatabaseSettingError(
                 f"{SETTING_NAME} is {_redact(s)!r}, a {engine} URL: only SQLite is supported. Set "
                 f"{ENV_DATABASE} to an SQLite file path or sqlite:///path/to/file.db")
         rest = unquote(m.group(2).split("?", 1)[0])
         if not rest.startswith("/") or rest in ("/", "/:memory:"):
-            raise DatabaseError(
+            raise DatabaseSettingError(
                 f"{SETTING_NAME} is {s!r}: that is an in-memory SQLite database (or names no "
                 f"file), which holds no data. Set {ENV_DATABASE} to an SQLite file path or "
                 "sqlite:///path/to/file.db")
         return rest[1:]  # sqlite:///rel.db → rel.db; sqlite:////abs.db → /abs.db
     if s == ":memory:":
-        raise DatabaseError(f"{SETTING_NAME} is ':memory:', an in-memory database, which holds no "
+        raise DatabaseSettingError(f"{SETTING_NAME} is ':memory:', an in-memory database, which holds no "
                             f"data. Set {ENV_DATABASE} to an SQLite file path")
     return s
 
@@ -154,26 +161,26 @@ def database_file(database: str | None) -> Path:
     creates nothing."""
     setting = (database or "").strip()
     if not setting:
-        raise DatabaseError(NOT_CONFIGURED)
+        raise DatabaseSettingError(NOT_CONFIGURED)
     path = Path(os.path.abspath(os.path.expanduser(_file_part(setting))))
     shown = f"{ENV_DATABASE}={setting!r}" + (f" ({path})" if str(path) != setting else "")
     if not path.exists():
-        raise DatabaseError(
+        raise DatabaseSettingError(
             f"the database {shown} does not exist. Set {SETTING_NAME} to an existing SQLite "
             "file; nothing was created there")
     if path.is_dir():
-        raise DatabaseError(
+        raise DatabaseSettingError(
             f"the database {shown} is a directory, not an SQLite file. Set {SETTING_NAME} to "
             "the database file itself")
     try:
         with open(path, "rb") as fh:
             head = fh.read(len(_SQLITE_MAGIC))
     except OSError as exc:
-        raise DatabaseError(f"the database {shown} cannot be read ({exc.strerror or exc}); check "
+        raise DatabaseSettingError(f"the database {shown} cannot be read ({exc.strerror or exc}); check "
                             f"its permissions or set {SETTING_NAME} to another file") from None
     if head != _SQLITE_MAGIC:
         what = "an empty file" if not head else "not an SQLite database"
-        raise DatabaseError(
+        raise DatabaseSettingError(
             f"the database {shown} is {what}. Only SQLite files are supported: set "
             f"{SETTING_NAME} to an SQLite database file")
     return path
@@ -229,7 +236,7 @@ def connect_readonly(path: Path, *, schema: bool = False) -> sqlite3.Connection:
         try:
             con = _open(path, immutable=True)
         except sqlite3.DatabaseError as exc:
-            raise DatabaseError(f"the database {path} cannot be opened as SQLite ({exc}); set "
+            raise DatabaseSettingError(f"the database {path} cannot be opened as SQLite ({exc}); set "
                                 f"{SETTING_NAME} to a valid SQLite file") from None
     con.execute("PRAGMA query_only=ON")
     con.set_authorizer(_schema_authorizer if schema else _authorizer)

@@ -409,7 +409,8 @@ class SubprocessExecutor:
                     pass
             raise ToolFailed(f"{entrypoint} {how} without a result" + (f"; stderr: {tail}" if tail else ""))
         if not reply.get("ok"):
-            raise ToolFailed(f"{reply.get('error_type', 'Error')}: {reply.get('error', '')}")
+            raise ToolFailed(f"{reply.get('error_type', 'Error')}: {reply.get('error', '')}",
+                             kind=reply.get("error_kind") or "tool_error")
         return reply.get("result")
 
     @staticmethod

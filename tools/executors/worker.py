@@ -309,6 +309,9 @@ def main() -> int:
         line = json.dumps({
             "ok": False,
             "error_type": type(exc).__name__,
+            # tools.errors.ConfigurationError, by name: the worker imports nothing it need not
+            "error_kind": "configuration" if any(c.__name__ == "ConfigurationError" for c in type(exc).__mro__)
+            else "tool_error",
             "error": str(exc),
             "traceback": traceback.format_exc(limit=5),
         })
