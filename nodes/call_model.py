@@ -30,7 +30,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.runtime import Runtime
 
 from graph.context import Context
-from graph.model import ModelUnavailableError, load_chat_model
+from graph.model import ModelUnavailableError, embedded_model, is_embedded, load_chat_model
 from graph.progress import later_side_effects, missing_steps, unrequested_side_effects
 from graph.resources import get_toolbox
 from graph.state import State
@@ -74,11 +74,6 @@ def with_unique_call_ids(reply: AIMessage) -> AIMessage:
     return reply.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid}) if changed else reply
 
 
-def is_embedded(context: Context) -> bool:
-    """True when the run uses the bundled llama.cpp server."""
-    return context.model == "embedded" and not context.base_url
-
-
 def _bind(model: Any, tools: list[dict[str, Any]], must_call: bool) -> Any:
     if not tools:
         return model
@@ -106,7 +101,9 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     context = runtime.context or Context()
     toolbox = await get_toolbox(context)
     model = await load_chat_model(context)
-    max_tools = context.max_tools or (EMBEDDED_MAX_TOOLS if is_embedded(context) else 0)
+    # small bundled models pick far better among few tools (measured: evals/README.md)
+    max_tools = context.max_tools or (
+        (embedded_model(context).max_tools or EMBEDDED_MAX_TOOLS) if is_embedded(context) else 0)
     specs = toolbox.registry.specs()
     blocked = set(state.blocked_tools) | unrequested_side_effects(state.goal, specs)
     blocked |= later_side_effects(state.goal, state.messages, specs)  # steps in request order
