@@ -216,7 +216,7 @@ def ensure_demo_db(path: Path | str, kind: str = "sales") -> Path:
     return path
 
 
-def main(argv: list[str] | None = None) -> int:
+def generate_cli(argv: list[str] | None = None) -> int:
     """``python -m tools.builtin.demo_db PATH [--invoices]``: create the demo DB at PATH if missing."""
     import argparse
 
@@ -232,4 +232,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(generate_cli())
