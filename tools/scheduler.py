@@ -47,9 +47,9 @@ import psutil
 from tools.builtin.reminders import (
     _COLUMNS,
     adjustment_for,
-    connect,
     local_now,
     month_add,
+    open_reminders_db,
     parse_period,
     period_of,
     row_to_reminder,
@@ -190,7 +190,7 @@ def due_reminders(data_dir: Path | str, now: dt.datetime) -> list[Due]:
     """Reminders of ``data_dir/reminders.db`` due at ``now`` (read-only; see module doc):
     each new period once, plus periods left in ``retry`` or claimed by a dead runner."""
     now = local_now(now)
-    con = connect(data_dir)
+    con = open_reminders_db(data_dir)
     try:
         reminders = [row_to_reminder(r) for r in con.execute(
             f"SELECT {', '.join(_COLUMNS)} FROM reminders ORDER BY id")]
@@ -231,7 +231,7 @@ def mark_fired(data_dir: Path | str, reminder_id: int, period: str, *, now: dt.d
     owner = owner or _owner()
     stamp = now.isoformat(timespec="seconds")
     rid = request_id_for(reminder_id, period)
-    con = connect(data_dir)
+    con = open_reminders_db(data_dir)
     try:
         con.execute("BEGIN IMMEDIATE")
         try:
@@ -278,7 +278,7 @@ def record_outcome(data_dir: Path | str, reminder_id: int, period: str, *, ok: b
     """Finish a claimed firing: ``done`` when ``ok``; otherwise ``retry`` (due again at the next
     check) or, after ``MAX_ATTEMPTS``, ``failed``. Returns True when it will be retried."""
     stamp = local_now(now).isoformat(timespec="seconds")
-    con = connect(data_dir)
+    con = open_reminders_db(data_dir)
     try:
         con.execute("BEGIN IMMEDIATE")
         try:
@@ -301,7 +301,7 @@ def record_outcome(data_dir: Path | str, reminder_id: int, period: str, *, ok: b
 def firing_history(data_dir: Path | str, reminder_id: int | None = None) -> list[dict[str, Any]]:
     """Rows of ``firings`` (newest first): reminder_id, period, state, attempts, claimed_at,
     finished_at, detail, skipped."""
-    con = connect(data_dir)
+    con = open_reminders_db(data_dir)
     try:
         sql = ("SELECT reminder_id, period, state, attempts, claimed_at, finished_at, detail, skipped, request_id "
                "FROM firings")

@@ -61,7 +61,7 @@ CREATE TABLE IF NOT EXISTS firings (
 """
 
 
-def connect(data_dir: Path | str) -> sqlite3.Connection:
+def open_reminders_db(data_dir: Path | str) -> sqlite3.Connection:
     """Open ``data_dir/reminders.db`` (created, migrated): WAL journal, 30 s busy timeout,
     autocommit mode (callers open transactions with ``BEGIN IMMEDIATE``)."""
     con = sqlite3.connect(Path(data_dir) / DB_FILE, timeout=30.0, isolation_level=None)
@@ -237,7 +237,7 @@ def schedule_reminder(text: str, day_of_month: int = 1, time: str = "09:00", rec
     if nxt <= now:
         nxt = scheduled_at(day_of_month, time, *month_add(now.year, now.month, 1))
     adjustment = adjustment_for(day_of_month, nxt.year, nxt.month) or _general_adjustment(day_of_month)
-    con = connect(data_dir)
+    con = open_reminders_db(data_dir)
     try:
         con.execute("BEGIN IMMEDIATE")  # the duplicate check and the insert are one step
         try:
@@ -277,7 +277,7 @@ def schedule_reminder(text: str, day_of_month: int = 1, time: str = "09:00", rec
 def list_reminders(*, data_dir: Path) -> dict[str, Any]:
     """All reminders, oldest first: ``{"reminders": [reminder, ...], "count": n}``; each
     reminder has its ``action``, ``next_run`` and ``last_fired_period`` (None until it fired)."""
-    con = connect(data_dir)
+    con = open_reminders_db(data_dir)
     try:
         rows = con.execute(f"SELECT {', '.join(_COLUMNS)} FROM reminders ORDER BY id").fetchall()
     finally:
