@@ -140,7 +140,14 @@ class SqliteThread:
         self._pool.shutdown(wait=True)
 
 
-def _owner_alive(owner: str) -> bool:
+def new_owner() -> str:
+    """An owner id ``host:pid:random`` for claims other processes can check (:func:`owner_alive`)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def owner_alive(owner: str) -> bool:
+    """Whether the process named by ``owner`` (:func:`new_owner`) still runs; an owner on
+    another host cannot be checked and counts as alive (stale claims expire by age)."""
     host, _, rest = owner.partition(":")
     if host != socket.gethostname():
         return True  # cannot tell: assume alive
@@ -156,7 +163,7 @@ class IdempotencyLedger:
     def __init__(self, path: Path | None = None, *, wait_s: float = DEFAULT_WAIT_S) -> None:
         self.path = Path(path) if path is not None else None
         self.wait_s = wait_s
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = new_owner()
         self._db = SqliteThread(self.path, _SCHEMA, "hermes-ledger")
         self._memo: OrderedDict[tuple[str, str], Record] = OrderedDict()
         self._inflight: dict[tuple[str, str], asyncio.Future[Record]] = {}
@@ -221,7 +228,7 @@ class IdempotencyLedger:
                 break
             # "running" elsewhere: wait for it (or take over from a dead owner)
             owner, created = value
-            if not _owner_alive(owner) or time.time() - created > STALE_CLAIM_S:
+            if not owner_alive(owner) or time.time() - created > STALE_CLAIM_S:
                 if lost is not None:
                     record = lost(f"the process running it ({owner}) stopped mid-call")
                     if await self._db.call(_mark_unknown, key, owner, json.dumps(record, default=str)):

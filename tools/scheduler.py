@@ -34,15 +34,10 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-import os
-import socket
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-
-import psutil
 
 from tools.builtin.reminders import (
     _COLUMNS,
@@ -55,6 +50,7 @@ from tools.builtin.reminders import (
     row_to_reminder,
     scheduled_at,
 )
+from tools.idempotency import new_owner, owner_alive
 
 #: Attempts per period before a failing action is given up (state ``failed``).
 MAX_ATTEMPTS = 3
@@ -115,22 +111,8 @@ class Firing:
                 "will_retry": self.will_retry, "result": self.result}
 
 
-def _owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def _owner_alive(owner: str) -> bool:
-    host, _, rest = owner.partition(":")
-    if host != socket.gethostname():
-        return True  # cannot tell from here: assume alive until STALE_CLAIM_S
-    try:
-        return psutil.pid_exists(int(rest.split(":")[0]))
-    except ValueError:
-        return True
-
-
 def _stale(claimed_at: str, owner: str, now: dt.datetime) -> bool:
-    if not _owner_alive(owner):
+    if not owner_alive(owner):
         return True
     try:
         age = (now - dt.datetime.fromisoformat(claimed_at).astimezone()).total_seconds()
@@ -228,7 +210,7 @@ def mark_fired(data_dir: Path | str, reminder_id: int, period: str, *, now: dt.d
     fired, being fired by a live runner, or older than the reminder's last fired period.
     Sets ``last_fired_period``, ``last_fired_at`` and ``next_run``."""
     now = local_now(now)
-    owner = owner or _owner()
+    owner = owner or new_owner()
     stamp = now.isoformat(timespec="seconds")
     rid = request_id_for(reminder_id, period)
     con = open_reminders_db(data_dir)
@@ -339,7 +321,7 @@ async def fire_due(data_dir: Path | str, now: dt.datetime, fire: FireFn, *, owne
     it returns is kept in :attr:`Firing.result`); an exception counts as ``ok: False``. Database
     work runs in a thread (safe inside ``langgraph dev``'s event loop). Reminders fire one
     after another, in id order."""
-    owner = owner or _owner()
+    owner = owner or new_owner()
     out: list[Firing] = []
     for due in await asyncio.to_thread(due_reminders, data_dir, now):
         won = await asyncio.to_thread(mark_fired, data_dir, due.reminder_id, due.period, now=now, owner=owner,
