@@ -8,6 +8,7 @@
     hermes branch list THREAD | show THREAD [CHECKPOINT] [--compact]
     hermes branch rollback THREAD CHECKPOINT | switch THREAD HEAD | fork THREAD CHECKPOINT "<task>"
     hermes reminders list | due | run [--now ISO8601]      hermes serve [--interval 60]
+    hermes eval tools|memory|tasks|mcp|sessions [--model M --base-url URL] [--limit N] [--k K]
 
 Progress is printed node by node while the graph runs (LangGraph ``stream_mode="updates"``),
 then the answer and a summary: thread id, checkpoint id, tools called, tokens in/out, memory
@@ -46,5 +47,8 @@ from graph.cli import memory  # noqa: F401  (memory list|search|show|forget|cons
 
 # isort: split
 from graph.cli import mcp  # noqa: F401  (mcp list|tools|call|test)
+
+# isort: split
+from graph.cli import evals  # noqa: F401  (eval SUITE)
 
 __all__ = ["app"]

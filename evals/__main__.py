@@ -1,0 +1,5 @@
+"""``python -m evals SUITE``: see :mod:`evals.cli`."""
+
+from evals.cli import main
+
+main()

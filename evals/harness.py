@@ -1,0 +1,242 @@
+"""The evaluation harness: one entry point for every suite, one report layout.
+
+    python -m evals SUITE [--model SPEC] [--base-url URL] [--limit N] [--k K] [--seed S] [--out DIR]
+    hermes eval SUITE ...                                   (the same command)
+
+A suite is a module ``evals.suites.<name>`` exposing ``async def run(cfg: EvalConfig,
+report: Report) -> None``: it reads ``cfg`` (model, endpoint, sample size), appends one row per
+case with :meth:`Report.add` (written to ``results.jsonl`` at once, so an interrupted run keeps
+what it measured), states its figures with :meth:`Report.table` / :meth:`Report.text` and draws
+its plots with :meth:`Report.figure`. The harness writes ``report.md`` with a header naming the
+model, endpoint, package versions, seed and machine, into
+``evals/reports/<suite>/<UTC timestamp>/`` unless ``--out`` says otherwise.
+
+When ``LANGSMITH_API_KEY`` is set the rows are also uploaded as a LangSmith dataset +
+experiment (optional; never required, a failed upload is reported, not raised).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.metadata
+import inspect
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORTS = ROOT / "evals" / "reports"
+
+#: Suite name → module. Each module has ``async def run(cfg, report)`` and a docstring whose
+#: first line is the suite's one-line description (``python -m evals --help`` lists them).
+SUITES: dict[str, str] = {
+    "tools": "evals.suites.tools",
+    "memory": "evals.suites.memory",
+    "tasks": "evals.suites.tasks",
+    "mcp": "evals.suites.mcp",
+    "sessions": "evals.suites.sessions",
+}
+
+#: Packages whose versions go in every report header.
+VERSIONED = ("langgraph", "langchain-core", "langchain-openai", "mcp", "xllamacpp", "lancedb", "bfcl-eval")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """What one suite run is asked to do.
+
+    ``model`` is a ``HERMES_MODEL`` spec (``embedded``, ``embedded:<name>``, or an
+    OpenAI-compatible model name with ``base_url``); ``limit`` caps the cases per category
+    (``None``: the whole suite); ``k`` repeats each case (pass^k); ``sample`` is the small
+    fixed sample CI runs (each suite documents what it keeps); ``out`` is the report directory.
+    """
+
+    suite: str
+    model: str = "embedded"
+    base_url: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    limit: int | None = None
+    k: int = 1
+    seed: int = 0
+    sample: bool = False
+    out: Path = field(default_factory=Path)
+
+    def context_overrides(self) -> dict[str, Any]:
+        """The ``graph.context.Context`` fields this config sets (model and endpoint)."""
+        over: dict[str, Any] = {"model": self.model, "api_key_env": self.api_key_env}
+        if self.base_url:
+            over["base_url"] = self.base_url
+        return over
+
+
+class Report:
+    """One suite run's outputs in ``cfg.out``: ``results.jsonl``, ``report.md``, ``*.png``."""
+
+    def __init__(self, cfg: EvalConfig) -> None:
+        self.cfg = cfg
+        self.out = cfg.out
+        self.out.mkdir(parents=True, exist_ok=True)
+        self._rows_path = self.out / "results.jsonl"
+        self._rows_path.write_text("")
+        self._sections: list[str] = []
+        self.rows: list[dict[str, Any]] = []
+        self.summary: dict[str, Any] = {}
+        self.started = time.time()
+        self._progress: Progress | None = None
+
+    # -- results -----------------------------------------------------------------------------
+
+    def add(self, row: dict[str, Any]) -> None:
+        """Append one case's result (JSON-serialisable dict) to ``results.jsonl`` now."""
+        self.rows.append(row)
+        with self._rows_path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+
+    def text(self, markdown: str) -> None:
+        """A paragraph or section of ``report.md`` (markdown)."""
+        self._sections.append(markdown.strip())
+
+    def table(self, title: str, header: list[str], rows: list[list[Any]]) -> None:
+        """A markdown table under a ``##`` title."""
+        lines = [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
+        self._sections.append("\n".join(lines))
+
+    def metric(self, name: str, value: Any) -> None:
+        """A headline figure (kept in ``summary.json``; the README table is built from these)."""
+        self.summary[name] = value
+
+    @contextlib.contextmanager
+    def figure(self, name: str, title: str = "", **subplots: Any) -> Iterator[Any]:
+        """``with report.figure("accuracy") as (fig, ax): ...`` → ``<out>/<name>.png``, linked
+        in ``report.md``. Skipped with a note when matplotlib is not installed (evals extra)."""
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            self.text(f"(plot `{name}` not drawn: matplotlib is not installed; `pip install .[evals]`)")
+            yield None, None
+            return
+        fig, ax = plt.subplots(**({"figsize": (7, 4)} | subplots))
+        try:
+            yield fig, ax
+            if title:
+                ax_title = ax[0] if hasattr(ax, "__len__") else ax
+                ax_title.set_title(title)
+            fig.tight_layout()
+            path = self.out / f"{name}.png"
+            fig.savefig(path, dpi=110)
+            self._sections.append(f"![{name}]({path.name})")
+        finally:
+            plt.close(fig)
+
+    # -- progress ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def progress(self, total: int, description: str) -> Iterator[Any]:
+        """A progress bar on stderr: ``with report.progress(n, "bfcl simple") as advance: advance()``."""
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), transient=False, disable=not sys.stderr.isatty()) as bar:
+            task = bar.add_task(description, total=total)
+
+            def advance(n: int = 1) -> None:
+                bar.advance(task, n)
+
+            yield advance
+            if not sys.stderr.isatty():
+                print(f"{description}: {total} done", file=sys.stderr)
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def header(self) -> str:
+        versions = []
+        for pkg in VERSIONED:
+            try:
+                versions.append(f"{pkg} {importlib.metadata.version(pkg)}")
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        cfg = self.cfg
+        return "\n".join([
+            f"# Hermes eval: {cfg.suite}",
+            "",
+            f"- model: `{cfg.model}`" + (f" at `{cfg.base_url}`" if cfg.base_url else " (embedded, llama.cpp)"
+                                          if cfg.model.startswith("embedded") else ""),
+            f"- run: {datetime.fromtimestamp(self.started, timezone.utc).isoformat(timespec='seconds')}, "
+            f"{time.time() - self.started:.0f} s; seed {cfg.seed}; k {cfg.k}; limit {cfg.limit}; "
+            f"sample {cfg.sample}",
+            f"- machine: {platform.platform()}, {os.cpu_count()} cores, load average {load}",
+            f"- python {platform.python_version()}; " + "; ".join(versions),
+        ])
+
+    def close(self) -> Path:
+        """Write ``report.md`` and ``summary.json``; returns the report path."""
+        (self.out / "summary.json").write_text(json.dumps(
+            {"suite": self.cfg.suite, "config": asdict(self.cfg) | {"out": str(self.cfg.out)},
+             "summary": self.summary, "cases": len(self.rows)}, indent=2, default=str))
+        path = self.out / "report.md"
+        path.write_text(self.header() + "\n\n" + "\n\n".join(self._sections) + "\n", encoding="utf-8")
+        return path
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def default_out(suite: str) -> Path:
+    """``evals/reports/<suite>/<UTC timestamp>/``."""
+    return REPORTS / suite / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def describe(suite: str) -> str:
+    """First docstring line of a suite module (without importing heavy dependencies twice)."""
+    module = importlib.import_module(SUITES[suite])
+    return (module.__doc__ or suite).strip().splitlines()[0]
+
+
+async def run_suite(cfg: EvalConfig) -> Report:
+    """Run one suite and write its report. Raises ``KeyError`` for an unknown suite name."""
+    if cfg.suite not in SUITES:
+        raise KeyError(f"unknown suite {cfg.suite!r}; choose one of {', '.join(SUITES)}")
+    module = importlib.import_module(SUITES[cfg.suite])
+    report = Report(cfg)
+    try:
+        result = module.run(cfg, report)
+        if inspect.isawaitable(result):
+            await result
+    finally:
+        report.close()
+        _maybe_upload(report)
+    return report
+
+
+def _maybe_upload(report: Report) -> None:
+    """LangSmith upload of the rows as dataset + experiment when ``LANGSMITH_API_KEY`` is set."""
+    if not os.environ.get("LANGSMITH_API_KEY") or not report.rows:
+        return
+    try:
+        from langsmith import Client
+
+        client = Client()
+        name = f"hermes-{report.cfg.suite}-{report.out.name}"
+        dataset = client.create_dataset(name, description=f"Hermes eval {report.cfg.suite}")
+        client.create_examples(dataset_id=dataset.id,
+                               inputs=[{"case": r.get("id", i)} for i, r in enumerate(report.rows)],
+                               outputs=[r for r in report.rows])
+        print(f"LangSmith: dataset {name} uploaded ({len(report.rows)} rows)", file=sys.stderr)
+    except Exception as exc:  # optional upload: say what failed, keep the local report
+        print(f"LangSmith upload skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
