@@ -28,7 +28,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +174,7 @@ class Report:
             "",
             f"- model: `{cfg.model}`" + (f" at `{cfg.base_url}`" if cfg.base_url else " (embedded, llama.cpp)"
                                           if cfg.model.startswith("embedded") else ""),
-            f"- run: {datetime.fromtimestamp(self.started, timezone.utc).isoformat(timespec='seconds')}, "
+            f"- run: {datetime.fromtimestamp(self.started, UTC).isoformat(timespec='seconds')}, "
             f"{time.time() - self.started:.0f} s; seed {cfg.seed}; k {cfg.k}; limit {cfg.limit}; "
             f"sample {cfg.sample}",
             f"- machine: {platform.platform()}, {os.cpu_count()} cores, load average {load}",
@@ -199,7 +199,7 @@ def _cell(value: Any) -> str:
 
 def default_out(suite: str) -> Path:
     """``evals/reports/<suite>/<UTC timestamp>/``."""
-    return REPORTS / suite / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return REPORTS / suite / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def describe(suite: str) -> str:
