@@ -7,7 +7,6 @@ run (unknown suite, missing data, unreachable endpoint: the message says what to
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -49,4 +48,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

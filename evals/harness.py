@@ -133,8 +133,7 @@ class Report:
         try:
             yield fig, ax
             if title:
-                ax_title = ax[0] if hasattr(ax, "__len__") else ax
-                ax_title.set_title(title)
+                fig.suptitle(title)
             fig.tight_layout()
             path = self.out / f"{name}.png"
             fig.savefig(path, dpi=110)
