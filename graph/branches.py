@@ -263,6 +263,20 @@ class BranchOp:
     mechanism: str = "update"
 
 
+@dataclass(frozen=True)
+class ThreadSummary:
+    """One line of ``hermes session list``: ``checkpoints`` (count of rows), ``updated_at``
+    (ISO 8601 of the head, ``None`` when unreadable), the head's ``goal`` and ``stop_reason``,
+    ``error`` when the head cannot be read."""
+
+    thread_id: str
+    checkpoints: int
+    updated_at: str | None
+    goal: str
+    stop_reason: str
+    error: str
+
+
 class Branches:
     """Branch operations on the threads of ``graph`` (a compiled graph with a checkpointer).
 
@@ -303,6 +317,34 @@ class Branches:
             except ValueError:
                 metadata = {}
             out[cid] = (parent, metadata, "")
+        return out
+
+    async def threads(self, limit: int = 50) -> list[ThreadSummary]:
+        """The threads of the checkpoint file, most recently updated first (at most ``limit``):
+        one :class:`ThreadSummary` each, read from the rows' ids (checkpoint ids are uuid6,
+        ordered by time) and the head's state. A thread whose head cannot be read is listed
+        with ``error`` set, not dropped. Raises :class:`BranchError` for a saver that is not
+        SQLite (the listing reads its table)."""
+        saver = self.graph.checkpointer
+        conn = getattr(saver, "conn", None)
+        if conn is None:
+            raise BranchError("listing threads needs the SQLite checkpointer (graph.checkpoints)")
+        await saver.setup()  # type: ignore[union-attr]
+        async with saver.lock, conn.execute(  # type: ignore[union-attr]
+            "SELECT thread_id, COUNT(*), MAX(checkpoint_id) FROM checkpoints WHERE checkpoint_ns = '' "
+            "GROUP BY thread_id ORDER BY MAX(checkpoint_id) DESC LIMIT ?", (max(1, limit),)
+        ) as cur:
+            rows = await cur.fetchall()
+        out: list[ThreadSummary] = []
+        for thread_id, count, _last in rows:
+            try:
+                snap = await self.graph.aget_state(self.config(thread_id))
+            except Exception as exc:  # noqa: BLE001 - a damaged thread is listed with its error
+                out.append(ThreadSummary(thread_id, int(count), None, "", "", f"{type(exc).__name__}: {exc}"[:200]))
+                continue
+            values = snap.values or {}
+            out.append(ThreadSummary(thread_id, int(count), snap.created_at, str(values.get("goal") or ""),
+                                     str(values.get("stop_reason") or ""), ""))
         return out
 
     async def branch_tree(self, thread_id: str) -> BranchTree:

@@ -4,7 +4,7 @@
     hermes chat [--thread ID]
     hermes resume --thread ID "<answer>"       (answer a question the agent asked: interrupt)
     hermes tools list | lint
-    hermes session show THREAD [--last N] [--json]
+    hermes session list [--json] | show THREAD [--last N] [--json]
     hermes branch list THREAD | show THREAD [CHECKPOINT] [--compact]
     hermes branch rollback THREAD CHECKPOINT | switch THREAD HEAD | fork THREAD CHECKPOINT "<task>"
     hermes reminders list | due | run [--now ISO8601]      hermes serve [--interval 60]

@@ -1,10 +1,11 @@
-"""``hermes session show`` and ``hermes branch list|show|rollback|switch|fork``: a thread's
+"""``hermes session list|show`` and ``hermes branch list|show|rollback|switch|fork``: a thread's
 workbench and its checkpoints as a tree (``graph.branches``). Read-only commands never write:
 an unreadable checkpoint is reported, not rebuilt."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -244,6 +245,38 @@ _SHOWN = {
     "must_call_tool",
     "stalled_rounds",
 }
+
+
+@session_app.command("list")
+def session_list(
+    data_dir: str = typer.Option(None, help="Data directory (default .hermes or HERMES_DATA_DIR)."),
+    limit: int = typer.Option(50, min=1, help="At most this many threads, most recent first."),
+    json_out: bool = typer.Option(False, "--json", help="Print the threads as JSON lines."),
+) -> None:
+    """The threads of the data directory, most recently updated first: id, checkpoints, last
+    update, goal, stop reason (`hermes session show THREAD` for one)."""
+    path_dir = resolve_data_dir(data_dir)
+    require_db(path_dir)
+
+    async def go() -> None:
+        async with OpenAgent(path_dir) as (_agent, branches):
+            threads = await branches.threads(limit)
+        if json_out:
+            for t in threads:
+                print(json.dumps(dataclasses.asdict(t), ensure_ascii=False))
+            return
+        if not threads:
+            console.print(f"no threads in {checkpoints_file(path_dir)}")
+            return
+        table = Table("thread", "checkpoints", "updated (UTC)", "goal", "stop reason")
+        for t in threads:
+            table.add_row(t.thread_id, str(t.checkpoints), (t.updated_at or "—")[:19],
+                          preview_markup(t.goal[:60] or "—"),
+                          f"[red]unreadable: {preview_markup(t.error[:60])}[/red]" if t.error
+                          else preview_markup(t.stop_reason[:50] or "—"))
+        console.print(table)
+
+    run_command(go)
 
 
 @session_app.command("show")
