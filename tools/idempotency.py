@@ -25,6 +25,17 @@ canonical arguments), so a fork, a new model call id or a retry of the same requ
 Every database access runs on the ledger's own single thread (:class:`SqliteThread`), never on
 the event loop (``langgraph dev`` raises ``BlockingError`` on blocking I/O). Operations queue in
 order, so an expiry submitted without waiting still happens before any later lookup.
+
+Why ``sqlite3`` on a thread and not ``aiosqlite`` (which ``memory/db.py`` uses): an aiosqlite
+connection is the same design — one ``sqlite3`` connection on one worker thread, a queue — but
+every call on it needs an event loop in the calling thread (it creates an asyncio future).
+This ledger and :class:`tools.schema_versions.SchemaStore` are written to from synchronous code
+that cannot await: ``ToolRegistry.register`` queues ``expire_nowait`` / ``record_nowait`` (and
+may run with no event loop at all, e.g. in a test or a worker thread), and ``close()`` runs after
+a server's loop has stopped; the same ledger also serves several event loops (the CLI's, a
+server's, a test's). ``submit`` returns a ``concurrent.futures.Future`` for those callers and
+``call`` awaits it from any loop. ``tools/`` may not import ``memory/`` (DESIGN §7.2), so the two
+wrappers cannot share code.
 ``path=None`` keeps the ledger in memory (one process; used by registries built in tests).
 WAL journal with ``synchronous=NORMAL``: a record survives a crash of the process, not
 necessarily a power cut.
@@ -42,12 +53,13 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import psutil
+import tenacity
+from cachetools import LRUCache
 
 from tools.errors import ToolError
 
@@ -64,6 +76,11 @@ DEFAULT_WAIT_S = 120.0
 STALE_CLAIM_S = 3600.0
 #: Done records kept in memory per ledger (replays without a database round trip).
 MEMO_SIZE = 4096
+#: Opening a new file: attempts and seconds between them while another process holds the lock
+#: (several processes creating the same ledger at once; ``journal_mode=WAL`` fails fast on it).
+OPEN_ATTEMPTS, OPEN_PAUSE_S = 100, 0.05
+#: Waiting for another process's run: first pause, doubling up to the longest pause (seconds).
+POLL_FIRST_S, POLL_MAX_S = 0.01, 0.2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tool_requests (
@@ -105,17 +122,7 @@ class SqliteThread:
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            for attempt in range(100):  # several processes opening a new file at once
-                try:
-                    if self.path is not None:
-                        con.execute("PRAGMA journal_mode=WAL")
-                        con.execute("PRAGMA synchronous=NORMAL")
-                    con.executescript(self._schema)
-                    break
-                except sqlite3.OperationalError as exc:
-                    if "locked" not in str(exc) or attempt == 99:
-                        raise
-                    time.sleep(0.05)
+            _prepare(con, self._schema, wal=self.path is not None)
             self._con = con
         return self._con
 
@@ -138,6 +145,20 @@ class SqliteThread:
         self._pool.submit(self._close_connection)
         self._closed = True
         self._pool.shutdown(wait=True)
+
+
+def _locked(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+
+
+@tenacity.retry(retry=tenacity.retry_if_exception(_locked), stop=tenacity.stop_after_attempt(OPEN_ATTEMPTS),
+                wait=tenacity.wait_fixed(OPEN_PAUSE_S), reraise=True)
+def _prepare(con: sqlite3.Connection, schema: str, *, wal: bool) -> None:
+    """Journal settings and schema of a new connection; retried while the file is locked."""
+    if wal:
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA synchronous=NORMAL")
+    con.executescript(schema)
 
 
 def new_owner() -> str:
@@ -165,7 +186,7 @@ class IdempotencyLedger:
         self.wait_s = wait_s
         self.owner = new_owner()
         self._db = SqliteThread(self.path, _SCHEMA, "hermes-ledger")
-        self._memo: OrderedDict[tuple[str, str], Record] = OrderedDict()
+        self._memo: LRUCache[tuple[str, str], Record] = LRUCache(maxsize=MEMO_SIZE)
         self._inflight: dict[tuple[str, str], asyncio.Future[Record]] = {}
         self._lock = threading.Lock()
 
@@ -191,7 +212,8 @@ class IdempotencyLedger:
         another process holds the claim beyond ``wait_s``.
         """
         key = (tool, request_id)
-        memo = self._memo.get(key)
+        with self._lock:
+            memo = self._memo.get(key)
         if memo is not None:
             return memo, True
         loop = asyncio.get_running_loop()
@@ -217,33 +239,15 @@ class IdempotencyLedger:
                              keep: Callable[[Record], bool], uncertain: Callable[[Record], bool],
                              lost: Callable[[str], Record] | None,
                              fingerprint: str | None) -> tuple[Record, bool]:
-        deadline = time.monotonic() + self.wait_s
-        delay = 0.01
-        while True:
-            state, value = await self._db.call(_claim, key, self.owner, fingerprint)
-            if state in ("done", "unknown"):
-                self._remember(key, value)
-                return value, True
-            if state == "claimed":
-                break
-            # "running" elsewhere: wait for it (or take over from a dead owner)
-            owner, created = value
-            if not owner_alive(owner) or time.time() - created > STALE_CLAIM_S:
-                if lost is not None:
-                    record = lost(f"the process running it ({owner}) stopped mid-call")
-                    if await self._db.call(_mark_unknown, key, owner, json.dumps(record, default=str)):
-                        log.warning("ledger: %s/%s in flight in dead owner %s: outcome unknown", *key, owner)
-                        self._remember(key, record)
-                        return record, True
-                    continue
-                if await self._db.call(_take_over, key, owner, self.owner):
-                    log.warning("ledger: took over %s/%s from dead owner %s", key[0], key[1], owner)
-                    break
-                continue
-            if time.monotonic() > deadline:
-                raise LedgerBusy(f"{key[0]} call {key[1]!r} is still running in {owner} after {self.wait_s:g} s")
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.2)
+        # while another live process runs the request, wait (POLL_FIRST_S doubling to POLL_MAX_S)
+        # up to wait_s; then its LedgerBusy is raised
+        waiting = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception_type(LedgerBusy), reraise=True,
+            wait=tenacity.wait_exponential(multiplier=POLL_FIRST_S, max=POLL_MAX_S),
+            stop=tenacity.stop_after_delay(self.wait_s))
+        replay: Record | None = await waiting(self._try_claim, key, lost, fingerprint)
+        if replay is not None:
+            return replay, True
         try:
             record = await fn()
         except BaseException:
@@ -261,12 +265,34 @@ class IdempotencyLedger:
             await asyncio.shield(self._db.call(_release, key, self.owner))
         return record, False
 
+    async def _try_claim(self, key: tuple[str, str], lost: Callable[[str], Record] | None,
+                         fingerprint: str | None) -> Record | None:
+        """One claim attempt: None when this ledger now holds the claim (run the call), else the
+        record to replay. Raises :class:`LedgerBusy` while another live owner runs the request."""
+        state, value = await self._db.call(_claim, key, self.owner, fingerprint)
+        if state in ("done", "unknown"):
+            self._remember(key, value)
+            return value
+        if state == "claimed":
+            return None
+        # "running" elsewhere: wait for it (or take over from a dead owner)
+        owner, created = value
+        if owner_alive(owner) and time.time() - created <= STALE_CLAIM_S:
+            raise LedgerBusy(f"{key[0]} call {key[1]!r} is still running in {owner} after {self.wait_s:g} s")
+        if lost is not None:
+            record = lost(f"the process running it ({owner}) stopped mid-call")
+            if await self._db.call(_mark_unknown, key, owner, json.dumps(record, default=str)):
+                log.warning("ledger: %s/%s in flight in dead owner %s: outcome unknown", *key, owner)
+                self._remember(key, record)
+                return record
+        elif await self._db.call(_take_over, key, owner, self.owner):
+            log.warning("ledger: took over %s/%s from dead owner %s", key[0], key[1], owner)
+            return None
+        return await self._try_claim(key, lost, fingerprint)  # another process got there first: look again
+
     def _remember(self, key: tuple[str, str], record: Record) -> None:
         with self._lock:
             self._memo[key] = record
-            self._memo.move_to_end(key)
-            while len(self._memo) > MEMO_SIZE:
-                self._memo.popitem(last=False)
 
     # -- maintenance -------------------------------------------------------------------------------
     def expire_nowait(self, tool: str) -> concurrent.futures.Future[int]:
