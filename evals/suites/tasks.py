@@ -1,0 +1,323 @@
+"""End-to-end agent tasks through the real graph (graph.runner.run_turn) with checkable outcomes on two generated databases; pass^k (τ-bench).
+
+Every run is one user turn exactly as ``hermes run`` executes it (``graph.runner.run_turn``:
+SQLite checkpoints, the subprocess tool executor, the bundled team-chat MCP server over stdio,
+memory), in its own temporary data dir, against one of two generated databases given as the
+user's ``database``:
+
+* ``sales`` — the demo sales database (``tools.builtin.demo_db.generate_sales_db``: regions,
+  customers, products, orders, order_items);
+* ``tickets`` — a support desk shaped differently (``evals.tasks_db.generate_tickets_db``: text
+  keys, a nullable foreign key, timestamps, states, ratings).
+
+Task kinds and what is checked (the expected numbers are computed here in SQL on the same file):
+
+* ``answer``  — a question with an exact numeric answer: the final answer contains the number
+  (thousands separators ignored; a figure with decimals matches to 0.01) and no side effect ran;
+* ``readonly`` — a question phrased near side-effect words ("report", "post", "remind") that
+  asks only to be told: no side effect at all — the idempotency ledger has no side-effect
+  request, the team chat has no message, no reminder, no report file;
+* ``workflow`` — report + post + reminder: a report file exists and contains figures, exactly
+  one message reached the team-chat MCP server, one reminder exists;
+* ``ask``     — a request missing what it needs: the run stops at a question to the user
+  (LangGraph ``interrupt``, the summary's ``question``) or answers with a question, and no
+  side effect ran.
+
+Metrics: pass^j for j = 1..k (τ-bench, Yao et al. 2024: the chance that all j of j runs of a
+task pass, estimated per task from c passes in k runs as C(c, j) / C(k, j), averaged over
+tasks); per task the tool calls, tokens in/out (the run's ``metrics``) and stop reasons.
+
+    python -m evals tasks [--model ... | --base-url ...] [--k 3] [--limit N] [--sample]
+
+``--limit N``: the first N tasks of each database; ``--sample``: ``SAMPLE_TASKS`` (3 tasks,
+one of answer, readonly and ask), k = 1 unless ``--k`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import calendar
+import re
+import sqlite3
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from math import comb
+from pathlib import Path
+from typing import Any
+
+from evals.harness import EvalConfig, Report
+
+RUN_TIMEOUT_S = 900  # one turn on a loaded 2-core machine: a hung run is a failure, not a hang
+SAMPLE_TASKS = ("sales-orders-count", "tickets-readonly-billing", "sales-ask-reminder")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task: ``prompt`` (with ``{month}`` = the database's latest full month, e.g.
+    "November 2026"), ``expected`` SQL returning one number (answer/readonly kinds), and
+    ``max_tool_rounds`` for the run."""
+
+    id: str
+    db: str
+    kind: str
+    prompt: str
+    expected: str = ""
+    decimals: int = 0
+    max_tool_rounds: int = 6
+
+
+LAST_SALES_MONTH = "substr(order_date, 1, 7) = (SELECT substr(MAX(order_date), 1, 7) FROM orders)"
+LAST_SALES_MONTH_O = "substr(o.order_date, 1, 7) = (SELECT substr(MAX(order_date), 1, 7) FROM orders)"
+LAST_TICKET_MONTH = "substr(opened_at, 1, 7) = (SELECT substr(MAX(opened_at), 1, 7) FROM tickets)"
+
+TASKS: list[Task] = [
+    Task("sales-orders-count", "sales", "answer", "How many orders were placed in {month}?",
+         f"SELECT COUNT(*) FROM orders WHERE {LAST_SALES_MONTH}"),
+    Task("sales-revenue", "sales", "answer",
+         "What was the total revenue in {month}? Give the amount rounded to whole currency units.",
+         "SELECT ROUND(SUM(i.quantity * i.unit_price)) FROM orders o JOIN order_items i ON i.order_id = o.order_id "
+         f"WHERE {LAST_SALES_MONTH_O}"),
+    Task("sales-north-customers", "sales", "answer", "How many customers do we have in the North region?",
+         "SELECT COUNT(*) FROM customers c JOIN regions r ON r.region_id = c.region_id WHERE r.name = 'North'"),
+    Task("sales-readonly-report", "sales", "readonly",
+         "Before I ask for a sales report: how many distinct products were sold in {month}? Just tell me the "
+         "number; do not write, post or schedule anything.",
+         "SELECT COUNT(DISTINCT i.product_id) FROM orders o JOIN order_items i ON i.order_id = o.order_id "
+         f"WHERE {LAST_SALES_MONTH_O}"),
+    Task("sales-flagship", "sales", "workflow",
+         "Summarise last month's sales into an analysis report, post it to the project group, and remind me "
+         "every month.", max_tool_rounds=8),
+    Task("sales-ask-reminder", "sales", "ask", "Set up a reminder for me.", max_tool_rounds=4),
+    Task("tickets-opened", "tickets", "answer", "How many support tickets were opened in {month}?",
+         f"SELECT COUNT(*) FROM tickets WHERE {LAST_TICKET_MONTH}"),
+    Task("tickets-urgent-unsolved", "tickets", "answer",
+         "How many urgent tickets are still unsolved (state open or pending)?",
+         "SELECT COUNT(*) FROM tickets WHERE priority = 'urgent' AND state IN ('open', 'pending')"),
+    Task("tickets-csat", "tickets", "answer",
+         "What was the average customer satisfaction (csat) of the tickets opened in {month} that have a "
+         "rating? Two decimals.",
+         f"SELECT ROUND(AVG(csat), 2) FROM tickets WHERE csat IS NOT NULL AND {LAST_TICKET_MONTH}", decimals=2),
+    Task("tickets-readonly-billing", "tickets", "readonly",
+         "How many billing tickets came in during {month}? Only tell me here; don't post it anywhere and "
+         "don't make a report.",
+         f"SELECT COUNT(*) FROM tickets WHERE product_area = 'billing' AND {LAST_TICKET_MONTH}"),
+    Task("tickets-workflow", "tickets", "workflow",
+         "Summarise last month's support tickets into a report, post it to the support group, and remind me "
+         "every month.", max_tool_rounds=8),
+    Task("tickets-ask-post", "tickets", "ask", "Send a message to the team.", max_tool_rounds=4),
+]
+
+
+def make_databases(root: Path) -> dict[str, Path]:
+    """Both databases under ``root`` (deterministic contents)."""
+    from evals.tasks_db import generate_tickets_db
+    from tools.builtin.demo_db import generate_sales_db
+
+    return {"sales": generate_sales_db(root / "sales.db"), "tickets": generate_tickets_db(root / "tickets.db")}
+
+
+def latest_month(db: Path, kind: str) -> str:
+    """The database's latest month with data as "November 2026"."""
+    column, table = ("order_date", "orders") if kind == "sales" else ("opened_at", "tickets")
+    with sqlite3.connect(db) as con:
+        ym = con.execute(f"SELECT substr(MAX({column}), 1, 7) FROM {table}").fetchone()[0]
+    y, m = (int(x) for x in ym.split("-"))
+    return f"{calendar.month_name[m]} {y}"
+
+
+def expected_value(db: Path, sql: str) -> float:
+    with sqlite3.connect(db) as con:
+        return float(con.execute(sql).fetchone()[0])
+
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
+
+
+def contains_number(answer: str, value: float, decimals: int) -> bool:
+    """True when ``answer`` states ``value``: thousands separators ignored; an integer value
+    matches an integer or ``N.00``; with ``decimals`` the figure matches to 10^-decimals."""
+    text = re.sub(r"(?<=\d)[,\u202f\u00a0'](?=\d{3}\b)", "", answer or "")
+    tol = 10 ** -decimals / 2 + 1e-9 if decimals else 0.5
+    return any(abs(float(n) - value) < tol for n in _NUMBER.findall(text))
+
+
+def side_effects(data_dir: Path) -> dict[str, int]:
+    """What the run changed outside itself: side-effect requests in the idempotency ledger,
+    team-chat messages, reminders, report files."""
+
+    def count(db: str, sql: str) -> int:
+        path = data_dir / db
+        if not path.exists():
+            return 0
+        try:
+            with sqlite3.connect(path) as con:
+                return int(con.execute(sql).fetchone()[0])
+        except sqlite3.OperationalError:  # the table was never created: nothing written
+            return 0
+
+    reports = data_dir / "reports"
+    return {
+        "ledger_requests": count("idempotency.db", "SELECT COUNT(*) FROM tool_requests"),
+        "chat_messages": count("team_chat.db", "SELECT COUNT(*) FROM messages"),
+        "reminders": count("reminders.db", "SELECT COUNT(*) FROM reminders"),
+        "report_files": len([p for p in reports.rglob("*") if p.is_file()]) if reports.exists() else 0,
+    }
+
+
+def no_side_effect(effects: dict[str, int]) -> bool:
+    return not any(effects.values())
+
+
+def check(task: Task, summary: dict[str, Any], effects: dict[str, int], expected: float | None,
+          data_dir: Path) -> tuple[bool, str]:
+    """Pass/fail of one run and why (see the module docstring for each kind's rule)."""
+    answer = str(summary.get("answer") or "")
+    if task.kind in ("answer", "readonly"):
+        assert expected is not None
+        said = contains_number(answer, expected, task.decimals)
+        clean = no_side_effect(effects)
+        if said and clean:
+            return True, ""
+        return False, "; ".join(filter(None, [
+            "" if said else f"answer lacks {expected:g}", "" if clean else f"side effects {effects}"]))
+    if task.kind == "workflow":
+        reports = [p for p in (data_dir / "reports").rglob("*") if p.is_file()] if (data_dir / "reports").exists() else []
+        figures = any(re.search(r"\d", p.read_text(errors="replace")) for p in reports)
+        problems = [
+            "" if reports else "no report file",
+            "" if not reports or figures else "report without figures",
+            "" if effects["chat_messages"] == 1 else f"{effects['chat_messages']} team-chat messages (want 1)",
+            "" if effects["reminders"] == 1 else f"{effects['reminders']} reminders (want 1)",
+        ]
+        problems = [p for p in problems if p]
+        return not problems, "; ".join(problems)
+    if task.kind == "ask":
+        asked = bool(summary.get("question")) or answer.rstrip().endswith("?")
+        clean = no_side_effect(effects)
+        return asked and clean, "; ".join(filter(None, [
+            "" if asked else "did not ask the user", "" if clean else f"side effects {effects}"]))
+    raise ValueError(f"unknown task kind {task.kind!r}")
+
+
+def choose(cfg: EvalConfig) -> list[Task]:
+    if cfg.sample:
+        return [t for t in TASKS if t.id in SAMPLE_TASKS]
+    if cfg.limit:
+        out: list[Task] = []
+        for db in ("sales", "tickets"):
+            out += [t for t in TASKS if t.db == db][: cfg.limit]
+        return out
+    return list(TASKS)
+
+
+async def run_once(task: Task, attempt: int, cfg: EvalConfig, db: Path, month: str, root: Path) -> dict[str, Any]:
+    """One run of ``task`` in a fresh data dir; the result row."""
+    from graph import resources
+    from graph.context import Context
+    from graph.runner import run_turn
+
+    data_dir = root / f"{task.id}-{attempt}"
+    context = Context(**cfg.context_overrides(), data_dir=str(data_dir), database=str(db),
+                      max_tool_rounds=task.max_tool_rounds)
+    prompt = task.prompt.format(month=month)
+    expected = expected_value(db, task.expected) if task.expected else None
+    start = time.perf_counter()
+    error = ""
+    summary: dict[str, Any] = {}
+    try:
+        summary = await asyncio.wait_for(run_turn(prompt, context, f"eval-{task.id}-{attempt}", quiet=True),
+                                         RUN_TIMEOUT_S)
+    except TimeoutError:
+        error = f"timeout after {RUN_TIMEOUT_S} s"
+    except Exception as exc:  # the product raised: a failed run, recorded with its message
+        error = f"{type(exc).__name__}: {exc}"[:300]
+    finally:
+        await resources.aclose_resources()  # stops the team-chat server, closes memory
+    effects = side_effects(data_dir)
+    passed, why = (False, error) if error else check(task, summary, effects, expected, data_dir)
+    return {
+        "id": f"{task.id}#{attempt}", "task": task.id, "db": task.db, "kind": task.kind, "attempt": attempt,
+        "prompt": prompt, "expected": expected, "passed": passed, "why": why,
+        "answer": str(summary.get("answer") or "")[:400], "question": summary.get("question"),
+        "stop_reason": summary.get("stop_reason") or ("error" if error else "answered"),
+        "tools_called": summary.get("tools_called") or {},
+        "tool_calls": sum((summary.get("tools_called") or {}).values()),
+        "tokens_in": summary.get("tokens_in", 0), "tokens_out": summary.get("tokens_out", 0),
+        "side_effects": effects, "latency_s": round(time.perf_counter() - start, 1),
+    }
+
+
+def pass_hat(successes: list[int], k: int, j: int) -> float:
+    """τ-bench's pass^j over tasks: mean of C(c, j) / C(k, j) (c successes of k runs)."""
+    return sum(comb(c, j) / comb(k, j) for c in successes) / len(successes) if successes else 0.0
+
+
+async def run(cfg: EvalConfig, report: Report) -> None:
+    """Run the chosen tasks k times each (see the module docstring) and write the report."""
+    from graph.model import astop_embedded_server
+
+    tasks = choose(cfg)
+    with tempfile.TemporaryDirectory(prefix="hermes-tasks-") as tmp:
+        root = Path(tmp)
+        dbs = make_databases(root / "databases")
+        months = {name: latest_month(path, name) for name, path in dbs.items()}
+        try:
+            with report.progress(len(tasks) * cfg.k, "tasks") as advance:
+                for task in tasks:
+                    for attempt in range(1, cfg.k + 1):
+                        report.add(await run_once(task, attempt, cfg, dbs[task.db], months[task.db], root / "runs"))
+                        advance()
+        finally:
+            await astop_embedded_server()
+    summarise(report, tasks, cfg.k)
+
+
+def summarise(report: Report, tasks: list[Task], k: int) -> None:
+    """pass^1..pass^k, the per-task table, stop reasons and the plot."""
+    rows = report.rows
+    by_task = {t.id: [r for r in rows if r["task"] == t.id] for t in tasks}
+    successes = [sum(r["passed"] for r in rs) for rs in by_task.values() if rs]
+    curve = [pass_hat(successes, k, j) for j in range(1, k + 1)]
+    for j, value in enumerate(curve, 1):
+        report.metric(f"pass^{j}", round(value, 4))
+    kinds = sorted({t.kind for t in tasks})
+    for kind in kinds:
+        ks = [sum(r["passed"] for r in by_task[t.id]) for t in tasks if t.kind == kind and by_task[t.id]]
+        report.metric(f"pass^{k}_{kind}", round(pass_hat(ks, k, k), 4))
+    report.metric("tasks", len(successes))
+    report.metric("runs", len(rows))
+    report.table(f"pass^j over k = {k} runs per task (τ-bench)", ["j", "pass^j"],
+                 [[j, f"{v:.1%}"] for j, v in enumerate(curve, 1)])
+    table = []
+    for t in tasks:
+        rs = by_task[t.id]
+        if not rs:
+            continue
+        table.append([t.id, t.db, t.kind, f"{sum(r['passed'] for r in rs)}/{len(rs)}",
+                      round(sum(r["tool_calls"] for r in rs) / len(rs), 1),
+                      round(sum(r["tokens_in"] for r in rs) / len(rs)), round(sum(r["tokens_out"] for r in rs) / len(rs)),
+                      ", ".join(f"{s} ×{n}" for s, n in Counter(str(r["stop_reason"]) for r in rs).items()),
+                      round(sum(r["latency_s"] for r in rs) / len(rs)),
+                      "; ".join(sorted({r["why"] for r in rs if r["why"]}))[:200]])
+    report.table("Tasks", ["task", "db", "kind", "passed", "tool calls/run", "tokens in/run", "tokens out/run",
+                           "stop reasons", "s/run", "why not"], table)
+    stops = Counter(str(r["stop_reason"]) for r in rows)
+    report.table("Stop reasons (all runs)", ["stop reason", "runs"], [[s, n] for s, n in stops.most_common()])
+    report.text("Checks: `answer`/`readonly` — the answer contains the number computed in SQL and nothing was "
+                "written (ledger, team chat, reminders, reports); `workflow` — report file with figures, exactly "
+                "one team-chat message, one reminder; `ask` — the run asked the user (interrupt or a question) "
+                "and wrote nothing. Stop reason `answered`: the run ended with a normal answer.")
+    with report.figure("pass_hat", title="pass^j and per-kind pass^k") as (_fig, ax):
+        if ax is not None and curve:
+            ax.plot(range(1, k + 1), curve, marker="o", label="all tasks")
+            for kind in kinds:
+                ks = [sum(r["passed"] for r in by_task[t.id]) for t in tasks if t.kind == kind and by_task[t.id]]
+                ax.plot(range(1, k + 1), [pass_hat(ks, k, j) for j in range(1, k + 1)], marker=".", label=kind)
+            ax.set_xlabel("j (runs that must all pass)")
+            ax.set_ylabel("pass^j")
+            ax.set_ylim(-0.05, 1.05)
+            ax.set_xticks(range(1, k + 1))
+            ax.legend(fontsize=8)
+
