@@ -16,13 +16,16 @@ Order (the block sits in the system turn, after the instructions, seed §6.2): t
 working memory, undecided conflicts, semantic facts (direct evidence, then inferred), episodic
 events (direct evidence by score, then inferred by score) — direct evidence is ranked apart
 from inference. Lines are added in that order while the approximate token budget allows
-(4 characters a token, the same estimate the rest of the prompt uses, no tokenizer download).
+(:func:`approx_tokens`: the estimate the rest of the prompt uses, no tokenizer download).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+from langchain_core.messages import SystemMessage
+from langchain_core.messages.utils import count_tokens_approximately
 
 from memory.episodic.base import EpisodicEvent, ScoredEvent
 from memory.semantic import Fact
@@ -34,9 +37,10 @@ MAX_LINE_CHARS: int = 400
 
 
 def approx_tokens(text: str) -> int:
-    """Approximate token count: ~4 characters a token, at least 1 (CJK: ~1 a character)."""
-    cjk = sum(1 for c in text if ord(c) > 0x2E80)
-    return max(1, (len(text) - cjk) // 4 + cjk)
+    """Approximate tokens of ``text`` in the system message, counted as the whole prompt is
+    (``langchain_core``'s ``count_tokens_approximately``: ~4 characters a token, the role
+    included, no per-message overhead; docs/DESIGN.md §6). At least 1 for any text."""
+    return count_tokens_approximately([SystemMessage(text)], extra_tokens_per_message=0)
 
 
 def _clip(text: str, limit: int = MAX_LINE_CHARS) -> str:
