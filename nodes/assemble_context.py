@@ -15,6 +15,7 @@ archive layers, the token budget — is ``graph.window``.
 
 from __future__ import annotations
 
+from datetime import date, datetime
 from typing import Any
 
 from langchain_core.messages import HumanMessage, RemoveMessage, SystemMessage
@@ -42,12 +43,15 @@ SYSTEM_PROMPT = (
 
 
 def build_system_prompt(
-    memories: list[str], archive: list[str] | None = None, migrations: list[str] | None = None
+    memories: list[str], archive: list[str] | None = None, migrations: list[str] | None = None,
+    today: date | None = None,
 ) -> str:
-    """System turn in the seed §6.2 order: instructions, tool migration notes (seed §6.3), key
-    memories (labelled), then the summary of archived turns. The progress note goes last,
-    after the tool results (``State.prompt_messages``)."""
-    parts = [SYSTEM_PROMPT]
+    """System turn in the seed §6.2 order: instructions (with ``today``'s date, so relative
+    periods such as "last month" resolve), tool migration notes (seed §6.3), key memories
+    (labelled), then the summary of archived turns. The progress note goes last, after the
+    tool results (``State.prompt_messages``). The date has day resolution: the system turn
+    is the prompt prefix a model server caches, and it must not change between rounds."""
+    parts = [SYSTEM_PROMPT + (f" Today is {today:%A}, {today.isoformat()}." if today else "")]
     if migrations:
         parts.append("Tool changes since earlier in this conversation:\n" + "\n".join(migrations))
     if memories:
@@ -113,7 +117,8 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
     stale = {mid for change in registry.schema_changes if change.mark_history
              for mid in change.invalid_calls(messages)}
     system_prompt = build_system_prompt(
-        memories, update.get("archive_summary", state.archive_summary), registry.migration_notes
+        memories, update.get("archive_summary", state.archive_summary), registry.migration_notes,
+        today=datetime.now().astimezone().date(),  # the user's local date
     )
     window = select_window(
         messages,
