@@ -16,8 +16,10 @@ per-round median per call:
     ledger_inproc_*  the same two registry arms with the in-process runner (the ledger's
                      absolute cost, without a process spawn to hide behind)
 
-Targets: subprocess ≤ 1.5 × bare_spawn; ledger adds ≤ 5 % to a no-op tool call
-(registry_ledger vs registry_plain: tool calls never run in the agent's process).
+Target: subprocess ≤ 1.5 × bare_spawn. The ledger's cost is stated as an absolute time per
+side-effect call (ledger_inproc_ledger − ledger_inproc_plain: the same registry call of an
+in-process no-op with and without the ledger, so no process spawn hides it) and as a ratio to
+that no-op in-process registry call; its share of a subprocess call is given for context only.
 
     python -m evals.bench_executors [--calls 20] [--rounds 5]
 
@@ -38,8 +40,9 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "evals" / "out" / "executors.json"
@@ -211,10 +214,12 @@ async def bench(calls: int, rounds: int) -> dict[str, Any]:
             "ledger_on_in_process_call": ratio("ledger_inproc_ledger", "ledger_inproc_plain"),
         },
         "ledger_cost_us_per_call": round(ledger_us, 1),
+        "noop_inproc_registry_call_us": round(med["ledger_inproc_plain"] * 1e6, 1),
+        "noop_inproc_await_us": round(med["in_process"] * 1e6, 2),
+        "ledger_vs_noop_inproc_registry_call": ratio("ledger_inproc_ledger", "ledger_inproc_plain"),
         "ledger_overhead_pct_on_subprocess_call": round(ledger_pct, 2),
         "targets": {
-            "subprocess_vs_bare_spawn<=1.5": ratio("subprocess", "bare_spawn") <= 1.5,
-            "ledger_overhead<=5%": ledger_pct <= 5.0,
+            "subprocess_vs_bare_spawn<=1.5": (ratio("subprocess", "bare_spawn") or 99) <= 1.5,
         },
     }
     import shutil
@@ -231,8 +236,10 @@ def print_table(rep: dict[str, Any]) -> None:
     print(f"\n{'ratio':<34}{'value':>10}")
     for name, value in rep["ratios"].items():
         print(f"{name:<34}{'-' if value is None else value:>10}")
-    print(f"\nledger: +{rep['ledger_cost_us_per_call']} µs per side-effect call "
-          f"({rep['ledger_overhead_pct_on_subprocess_call']:+.2f}% on a no-op call through the subprocess executor)")
+    print(f"\nledger: +{rep['ledger_cost_us_per_call']} µs per side-effect call = "
+          f"{rep['ledger_vs_noop_inproc_registry_call']}× a no-op in-process registry call "
+          f"({rep['noop_inproc_registry_call_us']} µs; a bare await {rep['noop_inproc_await_us']} µs); "
+          f"for context {rep['ledger_overhead_pct_on_subprocess_call']:+.2f}% of a subprocess call")
     for name, ok in rep["targets"].items():
         print(f"target {name}: {'met' if ok else 'MISSED'}")
 

@@ -221,6 +221,14 @@ def _plot(data: dict[str, Any]) -> None:
     except ImportError:
         return
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    draw(data, axes)
+    fig.tight_layout()
+    PLOT.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(PLOT, dpi=90)
+
+
+def draw(data: dict[str, Any], axes: Any) -> None:
+    """The P1 / P2 / P10 panels on three matplotlib axes (also used by ``evals.suites.mcp``)."""
     if "p1" in data:
         d = data["p1"]
         axes[0].bar(["pool", "raw session", "adapter default"],
@@ -241,10 +249,7 @@ def _plot(data: dict[str, Any]) -> None:
         y = [d["one_session"]["cold"]["calls_per_s"], d["pool_2_10"]["cold"]["calls_per_s"],
              d["one_session"]["warm"]["calls_per_s"], d["pool_2_10"]["warm"]["calls_per_s"]]
         axes[2].bar(x, y, color=["C3", "C0", "C3", "C0"])
-        axes[2].set_title(f"P10 50 concurrent calls, calls/s\nwarm ratio {d['throughput_ratio_warm']}×")
-    fig.tight_layout()
-    PLOT.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(PLOT, dpi=90)
+        axes[2].set_title(f"P10 {d['calls']} concurrent calls, calls/s\nwarm ratio {d['throughput_ratio_warm']}×")
 
 
 async def main_async(which: str, n: int, concurrency: int) -> dict[str, Any]:
