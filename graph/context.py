@@ -7,10 +7,17 @@ and tests share one source of settings. Bounds are checked; a bad value is a
 :class:`SettingsError` that names the variable, the value and what is allowed.
 
 Units are in the field descriptions (seconds, tokens, characters).
+
+This is the settings module: nothing else in ``graph/``, ``nodes/``, ``tools/`` or ``memory/``
+reads the environment (docs/DESIGN.md §10). Secrets are named, not stored: a field such as
+``api_key_env`` holds the NAME of a variable and :meth:`Context.secret` reads its value.
+Settings of the machine rather than of a run (where models are cached, llama.cpp tuning,
+tracebacks) are :class:`MachineSettings`, which Studio does not show.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any, Literal
 
 from langgraph.config import get_config
@@ -103,6 +110,16 @@ class Context(BaseSettings):
         "container (bubblewrap / Docker / Podman) or remote (HTTP function server at `remote_url`).",
     )
     remote_url: str = Field(default="", description="Function server of the remote executor.")
+    remote_token_env: str = Field(
+        default="HERMES_REMOTE_TOKEN",
+        description="Name of the environment variable holding the remote executor's bearer token "
+        "(unset or empty: no Authorization header).",
+    )
+    container_image: str = Field(
+        default="python:3.11-slim",
+        description="Image of the container executor's docker/podman engines (needs Python >= 3.11 "
+        "and the tools' dependencies); bubblewrap uses the host's files.",
+    )
     summarise_unstructured: bool = Field(
         default=True,
         description="Summarise long unstructured tool output (e.g. a web page) with a model call "
@@ -172,10 +189,41 @@ class Context(BaseSettings):
             raise SettingsError(f"invalid setting HERMES_{field.upper()}: {exc.__cause__ or exc}; give a JSON "
                                 "value or unset it") from None
 
+    @staticmethod
+    def secret(name: str) -> str:
+        """The value of the environment variable ``name`` (a field such as ``api_key_env``
+        names it), ``""`` when ``name`` is empty or the variable is unset. The one place a
+        secret is read: it never enters state, config or a resource key."""
+        return os.environ.get(name, "") if name else ""
+
     def resource_key(self, *names: str) -> tuple[Any, ...]:
         """The values of the fields ``names`` as a hashable key (resource caches are keyed on
         every setting the resource uses, so a per-run value from Studio takes effect)."""
         return tuple(_hashable(getattr(self, n)) for n in names)
+
+
+class MachineSettings(BaseSettings):
+    """Settings of this machine and process, not of a run (so not in Studio's form): read
+    from the environment at each construction. Every field is a string, so reading them
+    never fails; the code that uses one checks it and names the variable."""
+
+    model_config = SettingsConfigDict(env_prefix="HERMES_", extra="ignore", frozen=True)
+
+    models_dir: str = Field(default="", description="HERMES_MODELS_DIR: folder of assembled embedded models.")
+    cache_home: str = Field(default="", validation_alias="XDG_CACHE_HOME",
+                            description="XDG_CACHE_HOME: models go to <it>/hermes/models without HERMES_MODELS_DIR.")
+    debug: str = Field(default="", description="HERMES_DEBUG: non-empty = tracebacks instead of one-line errors.")
+    embedded_threads: str = Field(default="", description="HERMES_EMBEDDED_THREADS: llama.cpp generation threads.")
+    embedded_batch_threads: str = Field(default="", description="HERMES_EMBEDDED_BATCH_THREADS: prompt threads.")
+    embedded_ctx: str = Field(default="", description="HERMES_EMBEDDED_CTX: context size, tokens.")
+    embedded_batch: str = Field(default="", description="HERMES_EMBEDDED_BATCH: logical batch, tokens.")
+    embedded_ubatch: str = Field(default="", description="HERMES_EMBEDDED_UBATCH: physical batch, tokens.")
+    embedded_cache_reuse: str = Field(default="", description="HERMES_EMBEDDED_CACHE_REUSE: KV reuse chunk, tokens.")
+
+    def embedded_overrides(self) -> dict[str, str]:
+        """The ``HERMES_EMBEDDED_*`` variables that are set: ``{variable name: value}``."""
+        return {f"HERMES_{name.upper()}": value for name, value in self.model_dump().items()
+                if name.startswith("embedded_") and value}
 
 
 def _hashable(value: Any) -> Any:

@@ -7,9 +7,15 @@
   qwen2.5-coder-0.5b, qwen2.5-coder-1.5b) is located, assembled and verified, and served by the
   embedded llama.cpp server (``graph/embedded/server.py``) on a free 127.0.0.1 port. The model
   is a :class:`JsonToolCallingChat`.
-* otherwise: ``ChatOpenAI`` against ``context.base_url`` (any OpenAI-compatible endpoint) with
-  the key read from the environment variable named by ``context.api_key_env``.
+* otherwise: LangChain's ``init_chat_model`` with provider ``openai`` (a ``ChatOpenAI``)
+  against ``context.base_url`` (any OpenAI-compatible endpoint; the model name is sent as
+  given, a ``provider:`` prefix included) with the key of the environment variable named by
+  ``context.api_key_env`` (``Context.secret``).
 * names registered with :func:`register_model` (tests register LangChain fake chat models).
+
+Nodes do not call :func:`load_chat_model` (it builds a new model each time): they take the
+model from ``graph.resources.get_model``, which caches it under ``MODEL_SETTINGS`` (see
+docs/DESIGN.md §10 "Resources").
 
 Why :class:`JsonToolCallingChat`: measured here, SmolLM2 through llama.cpp's native tool-call
 parsing never calls a tool (its template has no tool syntax, so llama.cpp picks the
@@ -25,12 +31,12 @@ llama.cpp's "generic" tool-call format done on the client side, and it works wit
 from __future__ import annotations
 
 import json
-import os
 import re
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatResult
@@ -65,8 +71,15 @@ _FACTORIES: dict[str, ModelFactory] = {}
 
 
 def register_model(name: str, factory: ModelFactory) -> None:
-    """Make ``Context(model=name)`` resolve to ``factory(context)`` (tests, custom providers)."""
+    """Make ``Context(model=name)`` resolve to ``factory(context)`` (tests, custom providers).
+    The factory is called on every :func:`load_chat_model` (``graph.resources`` does not cache
+    a registered model: the factory decides whether calls share one)."""
     _FACTORIES[name] = factory
+
+
+def is_registered(context: Context) -> bool:
+    """True when ``context.model`` is a name given to :func:`register_model`."""
+    return context.model in _FACTORIES
 
 
 def is_embedded(context: Context) -> bool:
@@ -284,5 +297,7 @@ async def load_chat_model(context: Context) -> BaseChatModel:
             "OpenAI-compatible URL, or use model 'embedded' (or 'embedded:<name>', "
             f"one of {', '.join(CATALOG)})."
         )
-    api_key = os.environ.get(context.api_key_env) or "sk-no-key-needed"
-    return ChatOpenAI(model=context.model, base_url=context.base_url, api_key=SecretStr(api_key), **common)
+    api_key = context.secret(context.api_key_env) or "sk-no-key-needed"
+    # provider given explicitly: the name goes to the endpoint as it is ("qwen2.5:0.5b" stays whole)
+    return init_chat_model(context.model, model_provider="openai", base_url=context.base_url,
+                           api_key=SecretStr(api_key), **common)

@@ -1,5 +1,17 @@
-"""Process-wide resources the nodes share: the toolbox (tool registry, executors, MCP sessions)
-and the memory service, keyed by the settings that define them.
+"""The resource provider: the live objects nodes use — the toolbox (tool registry, executors,
+MCP sessions), the memory service and the chat model — built on first use and cached under the
+values of every setting they are built from (docs/DESIGN.md §10 "Resources").
+
+A node takes its settings from ``runtime.context`` (LangGraph ``Runtime[Context]``, the graph's
+``context_schema``) and asks this module for a resource by that context::
+
+    toolbox = await get_toolbox(runtime.context)     # TOOLBOX_SETTINGS
+    memory = get_memory(runtime.context)             # MEMORY_SETTINGS
+    model = await get_model(runtime.context)         # MODEL_SETTINGS
+
+so the CLI, ``langgraph dev`` (each run's ``context`` from Studio or the SDK) and tests reach
+resources the same way, and a run whose context changes one of those settings gets a resource
+of its own. Tests inject with :func:`set_toolbox` and ``graph.model.register_model``.
 
 They live outside the graph state because they are live objects (processes, sessions), not
 data; checkpoints hold only data. The CLI closes them with :func:`aclose_resources`; under
@@ -16,14 +28,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graph.context import Context
+from graph.model import embedded_model, embedded_server, is_embedded, is_registered, load_chat_model
 from memory.service import MemoryService
 
 if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
     from memory.episodic.base import EpisodicStore
     from tools.toolbox import Toolbox
 
-_toolboxes: dict[tuple[str, str, str], Toolbox] = {}
+_toolboxes: dict[tuple[Any, ...], Toolbox] = {}
 _memories: dict[tuple[Any, ...], MemoryService] = {}
+#: MODEL_SETTINGS key → (the embedded server's base URL or "", the model built for it)
+_models: dict[tuple[Any, ...], tuple[str, BaseChatModel]] = {}
 _lock: asyncio.Lock | None = None
 _background: set[asyncio.Task] = set()
 
@@ -34,7 +51,7 @@ log = logging.getLogger(__name__)
 #: Every setting the toolbox is built from: a run whose context changes one of them (Studio,
 #: a per-run ``context``) gets a toolbox of its own.
 TOOLBOX_SETTINGS = ("data_dir", "mcp_config", "database", "tool_timeout_s", "heavy_tool_timeout_s",
-                    "tool_timeouts", "tool_executor", "remote_url")
+                    "tool_timeouts", "tool_executor", "remote_url", "remote_token_env", "container_image")
 
 
 def _key(context: Context) -> tuple:
@@ -61,6 +78,8 @@ async def get_toolbox(context: Context) -> Toolbox:
                 database=context.database,  # the user's database: resolved inside open's thread
                 executor=context.tool_executor,
                 remote_url=context.remote_url or None,
+                remote_token=context.secret(context.remote_token_env) or None,
+                container_image=context.container_image,
                 heavy_timeout_s=context.heavy_tool_timeout_s,
                 tool_timeouts=context.tool_timeouts,
             )
@@ -78,8 +97,8 @@ def set_toolbox(context: Context, toolbox: Toolbox) -> None:
 
 #: Every setting the memory service is built from.
 MEMORY_SETTINGS = ("data_dir", "episodic", "weaviate_url", "weaviate_grpc_port", "weaviate_api_key_env",
-                   "embeddings", "embeddings_base_url", "embeddings_dim", "working_ttl_s", "episodic_ttl_days",
-                   "semantic_ttl_days", "memory_min_confidence", "memory_tokens")
+                   "embeddings", "embeddings_base_url", "api_key_env", "embeddings_dim", "working_ttl_s",
+                   "episodic_ttl_days", "semantic_ttl_days", "memory_min_confidence", "memory_tokens")
 
 
 def get_memory(context: Context) -> MemoryService:
@@ -87,19 +106,17 @@ def get_memory(context: Context) -> MemoryService:
     Settings are passed in here: ``memory/`` reads no environment variable."""
     key = context.resource_key(*MEMORY_SETTINGS)
     if key not in _memories:
-        import os  # noqa: PLC0415
-
         from memory.embeddings import make_embedder  # noqa: PLC0415
 
         embedder = make_embedder(context.embeddings, base_url=context.embeddings_base_url,
-                                 api_key=os.environ.get(context.api_key_env, ""), dim=context.embeddings_dim)
+                                 api_key=context.secret(context.api_key_env), dim=context.embeddings_dim)
         store: EpisodicStore
         if context.episodic == "weaviate":
             from memory.episodic.weaviate import WeaviateEpisodicStore  # noqa: PLC0415
 
             store = WeaviateEpisodicStore.from_url(
                 context.weaviate_url, grpc_port=context.weaviate_grpc_port, embedder=embedder,
-                api_key=os.environ.get(context.weaviate_api_key_env) or None, ttl_days=context.episodic_ttl_days)
+                api_key=context.secret(context.weaviate_api_key_env) or None, ttl_days=context.episodic_ttl_days)
         else:
             from memory.episodic.lance import LanceEpisodicStore  # noqa: PLC0415
 
@@ -109,6 +126,28 @@ def get_memory(context: Context) -> MemoryService:
             episodic_ttl_days=context.episodic_ttl_days, semantic_ttl_days=context.semantic_ttl_days,
             min_confidence=context.memory_min_confidence, memory_tokens=context.memory_tokens)
     return _memories[key]
+
+
+#: Every setting the chat model is built from (``data_dir``: the embedded server's log).
+MODEL_SETTINGS = ("model", "base_url", "api_key_env", "temperature", "max_output_tokens", "data_dir")
+
+
+async def get_model(context: Context) -> BaseChatModel:
+    """The chat model for ``context`` (``graph.model.load_chat_model``, see there for the
+    choices and errors), built once per value of ``MODEL_SETTINGS``. The embedded server is
+    started (or, after it died, restarted on a new port) on each call and the model is
+    rebuilt when its URL changed. A name registered with ``graph.model.register_model`` is
+    not cached: its factory is called every time."""
+    if is_registered(context):
+        return await load_chat_model(context)
+    key = context.resource_key(*MODEL_SETTINGS)
+    url = ""
+    if is_embedded(context):
+        url = await embedded_server(context.data_dir).start(embedded_model(context))
+    cached = _models.get(key)
+    if cached is None or cached[0] != url:
+        cached = _models[key] = (url, await load_chat_model(context))
+    return cached[1]
 
 
 def run_in_background(coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task:
@@ -142,6 +181,7 @@ async def aclose_resources() -> None:
     _toolboxes.clear()
     memories = list(_memories.values())
     _memories.clear()
+    _models.clear()
     for memory in memories:  # session end: working memory cleared, stores closed
         await memory.aclose()
     for toolbox in toolboxes:

@@ -30,9 +30,9 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.runtime import Runtime
 
 from graph.context import Context
-from graph.model import ModelUnavailableError, embedded_model, is_embedded, load_chat_model
+from graph.model import ModelUnavailableError, embedded_model, is_embedded
 from graph.progress import later_side_effects, missing_steps, unrequested_side_effects
-from graph.resources import get_toolbox
+from graph.resources import get_model, get_toolbox
 from graph.state import State
 from tools.registry import ToolRegistry
 from tools.selection import rank_tools
@@ -100,7 +100,7 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Graph node: see the module docstring for the update it returns."""
     context = runtime.context or Context()
     toolbox = await get_toolbox(context)
-    model = await load_chat_model(context)
+    model = await get_model(context)
     # small bundled models pick far better among few tools (measured: evals/README.md)
     max_tools = context.max_tools or (
         (embedded_model(context).max_tools or EMBEDDED_MAX_TOOLS) if is_embedded(context) else 0)
@@ -126,7 +126,7 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         if not is_embedded(context):
             raise ModelUnavailableError(endpoint_problem(context, exc)) from exc
         # the embedded server died mid-run: start it again (new port) and retry once
-        model = await load_chat_model(context)
+        model = await get_model(context)
         bound = _bind(model, tools, state.must_call_tool)
         try:
             reply = await bound.ainvoke(prompt)

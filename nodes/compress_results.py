@@ -25,8 +25,7 @@ from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
-from graph.model import load_chat_model
-from graph.resources import get_toolbox
+from graph.resources import get_model, get_toolbox
 from graph.state import State
 from tools.results import compress, needs_model_summary
 
@@ -36,7 +35,7 @@ SUMMARY_INPUT_CHARS = 8000  # what the summarising model reads of a long text
 async def model_summary(context: Context, goal: str, text: str) -> str | None:
     """A short summary of ``text`` for ``goal`` by the configured model; None if it fails."""
     try:
-        model = await load_chat_model(context)
+        model = await get_model(context)
         reply = await model.ainvoke([
             SystemMessage(f"Summarise the tool output for this goal in at most 3 sentences: {goal}"),
             HumanMessage(text[:SUMMARY_INPUT_CHARS]),

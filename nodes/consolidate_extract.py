@@ -22,7 +22,7 @@ from langgraph.runtime import Runtime
 
 from graph.consolidate_state import ConsolidateState, run_clock
 from graph.context import Context
-from graph.resources import get_memory
+from graph.resources import get_memory, get_model
 from memory.episodic.base import EpisodicEvent
 from memory.policy import FactCandidate
 
@@ -61,9 +61,7 @@ def parse_facts(text: str, count: int) -> dict[int, list[FactCandidate]]:
 
 
 async def model_candidates(context: Context, events: list[EpisodicEvent]) -> dict[str, list[FactCandidate]]:
-    from graph.model import load_chat_model  # noqa: PLC0415
-
-    model = await load_chat_model(context)
+    model = await get_model(context)
     out: dict[str, list[FactCandidate]] = {}
     for start in range(0, len(events), BATCH):
         chunk = events[start:start + BATCH]

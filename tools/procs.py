@@ -1,12 +1,15 @@
 """Process-tree control with psutil (DESIGN §2 "interrupted cleanly (whole process group)",
 §3 "no orphan server processes"; failure kind K9).
 
-All functions here block (psutil waits up to ``grace_s`` seconds): call them through
-``asyncio.to_thread`` from async code.
+The one place process trees and groups are stopped: the executors' workers, the MCP stdio
+servers and the embedded llama.cpp server (``graph/embedded/server.py``) all use it.
+Every function but :func:`astop_group` blocks (psutil waits up to ``grace_s`` seconds): call
+them through ``asyncio.to_thread`` from async code.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 from collections.abc import Iterable
@@ -75,12 +78,32 @@ def kill_process_tree(pid: int, grace_s: float = KILL_GRACE_S, *, pgid: int | No
     return terminate(tree(pid, pgid=pgid), grace_s, pgids=[pgid] if pgid else [])
 
 
+def signal_group(pgid: int, sig: int) -> None:
+    """Send ``sig`` to process group ``pgid``; a group that is gone (or not ours) is ignored."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def astop_group(process: asyncio.subprocess.Process, grace_s: float = KILL_GRACE_S) -> None:
+    """Stop an asyncio child that leads its own process group (``start_new_session=True``) and
+    the whole group: SIGTERM to the group, up to ``grace_s`` seconds for the child to exit (it
+    is reaped by its own event loop, so asyncio reports no unknown child), then SIGKILL to the
+    group (the child, if it is still there, and any member that outlived the grace)."""
+    if process.returncode is None:
+        signal_group(process.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(process.wait(), grace_s)
+        except TimeoutError:
+            pass
+    signal_group(process.pid, signal.SIGKILL)
+    await process.wait()
+
+
 def _signal(procs: Iterable[psutil.Process], pgids: Iterable[int], sig: int) -> None:
     for g in pgids:
-        try:
-            os.killpg(g, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        signal_group(g, sig)
     for proc in procs:
         try:
             proc.send_signal(sig)

@@ -15,6 +15,10 @@ set), 403 entrypoint not allowed (only ``--allow`` prefixes run: default ``tools
 Test-only fault injection: ``--fault-503 N`` answers 503 to the first N run requests without
 running them; ``--fault-after-run N`` runs the first N requests, then answers 500 (a lost
 answer: the client retries and must get the recorded result).
+
+A process of its own, so it has its own settings (:class:`ServerSettings`, environment
+``HERMES_REMOTE_TOKEN``, ``HERMES_DATABASE``, ``HERMES_CONTAINER_IMAGE``): the database its
+data tools read is the one named on this machine.
 """
 
 from __future__ import annotations
@@ -22,11 +26,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hmac
-import os
 import socket
 import sys
 from pathlib import Path
 from typing import Any
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tools.errors import ToolFailed, ToolTimeout
 from tools.executors.subprocess import SubprocessExecutor
@@ -36,6 +41,16 @@ from tools.idempotency import IdempotencyLedger, LedgerBusy
 SERVER_LEDGER_FILE = "remote_idempotency.db"
 READY_PREFIX = "HERMES_REMOTE_READY"
 MAX_TIMEOUT_S = 300.0
+
+
+class ServerSettings(BaseSettings):
+    """The function server's settings, from its environment (prefix ``HERMES_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="HERMES_", extra="ignore", frozen=True)
+
+    remote_token: str = ""  #: bearer token clients must send ("" = none required)
+    database: str = ""  #: the user's database on this machine (SQLite path or sqlite:/// URL)
+    container_image: str = "python:3.11-slim"  #: image of the container backend's docker/podman
 
 
 def build_app(executor: Any, ledger: IdempotencyLedger, *, allow: tuple[str, ...], token: str | None = None,
@@ -110,17 +125,20 @@ def main(argv: list[str] | None = None) -> int:
 
     import uvicorn
 
+    settings = ServerSettings()
     data_dir = opts.data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     if opts.backend == "container":
         from tools.executors.container import ContainerExecutor
 
-        executor: Any = ContainerExecutor(data_dir, extra_paths=tuple(opts.extra_path))
+        executor: Any = ContainerExecutor(data_dir, extra_paths=tuple(opts.extra_path), database=settings.database,
+                                          image=settings.container_image)
     else:
-        executor = SubprocessExecutor(data_dir, extra_paths=tuple(opts.extra_path), confine=True)
+        executor = SubprocessExecutor(data_dir, extra_paths=tuple(opts.extra_path), confine=True,
+                                      database=settings.database)
     ledger = IdempotencyLedger(data_dir / SERVER_LEDGER_FILE)
     app = build_app(executor, ledger, allow=tuple(opts.allow or ["tools.builtin."]),
-                    token=os.environ.get("HERMES_REMOTE_TOKEN"), fault_503=opts.fault_503,
+                    token=settings.remote_token or None, fault_503=opts.fault_503,
                     fault_after_run=opts.fault_after_run)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

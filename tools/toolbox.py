@@ -30,15 +30,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from tools.builtin.catalog import register_builtin_tools
-from tools.builtin.database import ENV_DATABASE, database_location, schema_summary
+from tools.builtin.database import schema_summary
+from tools.database_setting import database_location
 from tools.errors import ToolDefinitionError
-from tools.executors import ENV_EXECUTOR, make_executor
+from tools.executors import make_executor
 from tools.executors.base import Executor
 from tools.idempotency import IdempotencyLedger
 from tools.mcp.client import STARTUP_TIMEOUT_S, MCPClient, MCPServer, MCPTool, Replica, call_replicas
@@ -108,7 +108,8 @@ class Toolbox:
     @classmethod
     async def open(cls, data_dir: Path, mcp_config: Path | None = None, timeout_s: float = 10.0, *,
                    startup_timeout_s: float | None = None, executor: str | Executor | None = None,
-                   remote_url: str | None = None,
+                   remote_url: str | None = None, remote_token: str | None = None,
+                   container_image: str | None = None,
                    database: str | None = None, heavy_timeout_s: float = HEAVY_TIMEOUT_S,
                    tool_timeouts: dict[str, float] | None = None) -> Toolbox:
         """Create dirs, register builtin tools, start the MCP servers of ``mcp_config``
@@ -117,8 +118,7 @@ class Toolbox:
 
         ``database``: the user's database the data tools (describe_database, query_database,
         generate_report) read — an SQLite file path or ``sqlite:///path`` URL, relative paths
-        against the current directory (resolved in a thread); None = env ``HERMES_DATABASE``;
-        "" = none. Nothing is created or generated: an empty, missing or non-SQLite setting
+        against the current directory (resolved in a thread); None or "" = none. Nothing is created or generated: an empty, missing or non-SQLite setting
         still opens the toolbox, and those tools answer with an error saying how to set it
         (:attr:`database` holds the resolved path). An :class:`Executor` instance passed as
         ``executor`` keeps its own database.
@@ -132,9 +132,10 @@ class Toolbox:
         Async-safe for ``langgraph dev`` (file work runs in a thread). Bound to the running
         event loop. Raises MCPConfigError for an unreadable config file.
 
-        ``executor``: backend of the builtin tools, "subprocess" (default, or env
-        ``HERMES_TOOL_EXECUTOR``) | "container" | "remote" (needs ``remote_url`` or env
-        ``HERMES_REMOTE_URL``) | an :class:`Executor` instance. A container choice with no working
+        ``executor``: backend of the builtin tools, "subprocess" (default) | "container"
+        (docker/podman use ``container_image``) | "remote" (needs ``remote_url``; ``remote_token``
+        is its bearer token) | an :class:`Executor` instance. Every setting is an argument: this
+        module reads no environment variable (``graph.resources`` passes ``Context``'s values). A container choice with no working
         sandbox raises :class:`~tools.executors.container.SandboxUnavailable` (no fall-back).
         Side-effect calls are recorded in ``data_dir/idempotency.db`` (replayed per request_id
         across restarts); tool schema versions in ``data_dir/tool_schemas.db``
@@ -143,7 +144,8 @@ class Toolbox:
         # All file-system work (resolve, mkdir, database path, config read, sandbox probe,
         # SQLite loads) off the event loop.
         data_dir, servers, chosen, ledger, schemas, location = await asyncio.to_thread(
-            _prepare, Path(data_dir), mcp_config, executor, remote_url, database)
+            _prepare, Path(data_dir), mcp_config, executor, remote_url, database,
+            {"token": remote_token} if remote_token else {}, {"image": container_image} if container_image else {})
         registry = ToolRegistry(ledger=ledger, schema_store=schemas)
         tool_timeouts = tool_timeouts or {}
         # the user's schema in the SQL tools' descriptions (read-only, in a thread)
@@ -329,13 +331,14 @@ def _mcp_runner(replicas: list[Replica], spec: ToolSpec):
 
 def _prepare(data_dir: Path, mcp_config: Path | None, executor: str | Executor | None = None,
              remote_url: str | None = None, database: str | None = None,
+             remote_kw: dict[str, Any] | None = None, container_kw: dict[str, Any] | None = None,
              ) -> tuple[Path, dict[str, dict[str, Any]], Executor, IdempotencyLedger, SchemaStore, str]:
     """Blocking part of :meth:`Toolbox.open` (run in a thread). Never creates the database."""
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / "reports").mkdir(exist_ok=True)
     # the user's database, resolved against the cwd here (blocking); "" = none configured
-    location = database_location(os.environ.get(ENV_DATABASE, "") if database is None else database)
+    location = database_location(database)
     # the user's servers are merged with the bundled team-chat server, never replace it
     # silently: an entry of the same name replaces it explicitly; "enabled": false leaves a
     # server out (the bundled one included)
@@ -346,8 +349,9 @@ def _prepare(data_dir: Path, mcp_config: Path | None, executor: str | Executor |
                if not (isinstance(entry, dict) and entry.get("enabled") is False)}
     chosen: Executor
     if executor is None or isinstance(executor, str):
-        kind = executor or os.environ.get(ENV_EXECUTOR) or "subprocess"
-        chosen = make_executor(kind, data_dir, remote_url=remote_url, database=location)
+        kind = executor or "subprocess"
+        extra = (remote_kw if kind == "remote" else container_kw if kind == "container" else None) or {}
+        chosen = make_executor(kind, data_dir, remote_url=remote_url, database=location, **extra)
     else:
         chosen = executor
     schemas = SchemaStore.in_data_dir(data_dir)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import sqlite3
 import sys
 import time
@@ -21,7 +20,7 @@ from graph.branches import BranchError, Branches
 from graph.builder import make_graph
 from graph.checkpoints import checkpoints_file, open_checkpointer
 from graph.cli.render import console, err_console
-from graph.context import Context
+from graph.context import Context, MachineSettings
 from graph.mirror import ThreadMirror
 from graph.model import ModelUnavailableError, astop_embedded_server
 from graph.resources import aclose_resources
@@ -54,7 +53,7 @@ NOW_OPT = typer.Option(
 def debug() -> bool:
     """``HERMES_DEBUG`` set: tracebacks instead of one-line errors (a switch of the command, not
     a setting of the graph)."""
-    return bool(os.environ.get("HERMES_DEBUG"))
+    return bool(MachineSettings().debug)
 
 
 class _Concise(logging.Formatter):

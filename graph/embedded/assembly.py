@@ -28,6 +28,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from graph.context import MachineSettings
 from graph.embedded.catalog import EmbeddedModel, Part
 from graph.embedded.errors import ModelIntegrityError, ModelUnavailableError
 
@@ -40,9 +41,10 @@ Locate = Callable[[Part], Path]
 
 def models_dir() -> Path:
     """Where assembled models and verification stamps live (see the module docstring)."""
-    if env := os.environ.get("HERMES_MODELS_DIR"):
-        return Path(env).expanduser()
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    machine = MachineSettings()
+    if machine.models_dir:
+        return Path(machine.models_dir).expanduser()
+    cache = machine.cache_home or str(Path.home() / ".cache")
     return Path(cache).expanduser() / "hermes" / "models"
 
 

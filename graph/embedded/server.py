@@ -27,19 +27,20 @@ from __future__ import annotations
 import asyncio
 import atexit
 import os
-import signal
 import socket
 import sys
 from pathlib import Path
 
 import httpx
-import psutil
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
+from graph.context import MachineSettings
 from graph.embedded.assembly import ensure_model_file
 from graph.embedded.catalog import EmbeddedModel
 from graph.embedded.errors import ModelUnavailableError
+from tools.procs import astop_group, kill_process_tree
 
+STOP_GRACE_S = 3.0  # SIGTERM → SIGKILL grace of a synchronous stop (atexit)
 PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent  # at import: no file-system calls in the loop
 TEMPLATES = PROJECT_ROOT / "graph" / "templates"
 _OVERRIDES = {  # environment variable → graph/embedded_llm.py option
@@ -60,8 +61,10 @@ def _free_port() -> int:
 
 def serve_options(entry: EmbeddedModel, environ: dict[str, str] | None = None) -> list[str]:
     """Options of ``graph/embedded_llm.py`` for ``entry``: the catalog's settings, then any
-    ``HERMES_EMBEDDED_*`` override (integers; a bad value raises :class:`ModelUnavailableError`)."""
-    env = os.environ if environ is None else environ
+    ``HERMES_EMBEDDED_*`` override (integers; a bad value raises :class:`ModelUnavailableError`).
+    ``environ``: the overrides ``{variable: value}``; None = the machine's
+    (``graph.context.MachineSettings``)."""
+    env = MachineSettings().embedded_overrides() if environ is None else environ
     options = {
         "--ctx": str(entry.n_ctx),
         "--threads": str(entry.threads),
@@ -104,6 +107,7 @@ class EmbeddedLlamaServer:
             options = serve_options(entry)
             port = _free_port()
             log = await asyncio.to_thread(self._open_log) if self.log_path else asyncio.subprocess.DEVNULL
+            # propagation, not a settings read: the server inherits this process's environment
             env = {**os.environ}
             env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see the module docstring
             self.process = await asyncio.create_subprocess_exec(
@@ -171,31 +175,15 @@ class EmbeddedLlamaServer:
         process, self.process, self.base_url, self.model = self.process, None, None, None
         if process is None or process.returncode is not None:
             return
-        try:
-            proc = psutil.Process(process.pid)
-            group = [proc, *proc.children(recursive=True)]
-            os.killpg(process.pid, signal.SIGTERM)
-            _, alive = psutil.wait_procs(group, timeout=3)
-            for p in alive:
-                p.kill()
-        except (psutil.NoSuchProcess, ProcessLookupError):
-            pass
+        kill_process_tree(process.pid, STOP_GRACE_S, pgid=process.pid)
 
     async def astop(self, grace_s: float = 3.0) -> None:
         """Stop from async code: SIGTERM to the process group, ``grace_s`` seconds to exit, then
-        SIGKILL; the child is reaped by its own event loop (so asyncio reports no unknown child)."""
+        SIGKILL (``tools.procs.astop_group``; the child is reaped by its own event loop)."""
         process, self.process, self.base_url, self.model = self.process, None, None, None
         if process is None or process.returncode is not None:
             return
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                await asyncio.wait_for(process.wait(), grace_s)
-            except TimeoutError:
-                os.killpg(process.pid, signal.SIGKILL)
-                await process.wait()
-        except ProcessLookupError:
-            pass
+        await astop_group(process, grace_s)
 
 
 _EMBEDDED: EmbeddedLlamaServer | None = None

@@ -10,8 +10,6 @@ happens in :func:`make_executor`: call it from a thread in async code.
 
 from __future__ import annotations
 
-import os
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the worker process imports this package: keep its start-up lean
     from pathlib import Path
@@ -29,20 +27,19 @@ def __getattr__(name: str) -> Any:
 
 #: Backend names accepted by :func:`make_executor` (and ``Toolbox.open(executor=...)``).
 BACKENDS = ("subprocess", "container", "remote")
-#: Environment defaults used when ``Toolbox.open`` is given no executor choice.
-ENV_EXECUTOR = "HERMES_TOOL_EXECUTOR"
-ENV_REMOTE_URL = "HERMES_REMOTE_URL"
 
 
 def make_executor(kind: str, data_dir: Path, *, remote_url: str | None = None, database: str | None = None,
                   **kw: Any) -> Executor:
     """A new executor of backend ``kind`` working in ``data_dir``. ``remote`` needs
-    ``remote_url`` (or env ``HERMES_REMOTE_URL``). ``container`` raises
+    ``remote_url``. ``container`` raises
     :class:`~tools.executors.container.SandboxUnavailable` when no sandbox works. ``database``:
-    the user's database setting the data tools read (None = env ``HERMES_DATABASE``); the
+    the user's database setting the data tools read (None or "" = none); the
     local backends give their worker read access to it and pass it as the tools' ``database``
     argument; for ``remote`` the function server's own ``HERMES_DATABASE`` applies (the path
-    is one on that machine). Extra keyword arguments go to the backend's constructor. Blocking."""
+    is one on that machine). Extra keyword arguments go to the backend's constructor (e.g.
+    ``image`` for container, ``token`` for remote). Settings arrive as arguments: this package
+    reads no environment variable (the caller owns the settings, ``graph.context``). Blocking."""
     if kind == "subprocess":
         from tools.executors.subprocess import SubprocessExecutor
 
@@ -55,10 +52,10 @@ def make_executor(kind: str, data_dir: Path, *, remote_url: str | None = None, d
     if kind == "remote":
         from tools.executors.remote import RemoteExecutor
 
-        url = remote_url or os.environ.get(ENV_REMOTE_URL)
-        if not url:
-            raise ValueError(f"the remote executor needs remote_url (or {ENV_REMOTE_URL})")
-        return RemoteExecutor(url, **kw)
+        if not remote_url:
+            raise ValueError("the remote executor needs remote_url (HERMES_REMOTE_URL or the run "
+                             "context's `remote_url` field)")
+        return RemoteExecutor(remote_url, **kw)
     raise ValueError(f"executor must be one of {BACKENDS}, got {kind!r}")
 
 

@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import uuid
 from dataclasses import dataclass
@@ -35,7 +36,8 @@ from tools.executors.subprocess import _PROJECT_ROOT, WORKER_ARGV, RunContext, S
 #: Engines in the order they are tried by ``engine="auto"``.
 ENGINES = ("bwrap", "docker", "podman")
 #: Image for docker/podman runs (must hold Python >= 3.11 and the tools' dependencies).
-DEFAULT_IMAGE = os.environ.get("HERMES_CONTAINER_IMAGE", "python:3.11-slim")
+#: (``Context.container_image``, env HERMES_CONTAINER_IMAGE, is passed in as ``image``.)
+DEFAULT_IMAGE = "python:3.11-slim"
 _PROBE_TIMEOUT_S = 10.0
 
 
@@ -54,7 +56,7 @@ class Sandbox:
 
 def _probe_bwrap(path: str) -> str | None:
     """None when bwrap can build the sandbox we use; else why not."""
-    probe = Path(os.environ.get("TMPDIR", "/tmp"))
+    probe = Path(tempfile.gettempdir())  # the directory a run's TMPDIR is made in
     argv = [path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
             "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
             "--bind", str(probe), str(probe), "--", "/bin/sh", "-c", "exit 0"]

@@ -15,13 +15,12 @@ Other 4xx are not retried. Errors map to the executor interface: over ``timeout_
 ``TIMEOUT_MARGIN_S`` for the network) → :class:`ToolTimeout`; a tool error, a refusal or an
 endpoint still failing after the retries → :class:`ToolFailed`.
 :mod:`tools.remote_server` is the reference endpoint. An optional bearer token comes from
-``token`` or ``HERMES_REMOTE_TOKEN``.
+``token`` (the toolbox reads it through ``Context.remote_token_env``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import weakref
 from typing import Any
@@ -50,7 +49,8 @@ class RemoteExecutor:
         url          base URL of the function endpoint.
         retries      attempts per call (1 = no retry).
         connect_timeout_s  TCP connect limit per attempt.
-        token        bearer token (default: env ``HERMES_REMOTE_TOKEN``).
+        token        bearer token (None: no Authorization header; the toolbox passes the
+                     value of ``Context.remote_token_env``).
     No I/O at construction; one ``httpx.AsyncClient`` per event loop, made on first use (in a
     thread: TLS set-up reads files).
     """
@@ -64,7 +64,7 @@ class RemoteExecutor:
         self.url = url.rstrip("/")
         self.retries = max(1, retries)
         self.connect_timeout_s = connect_timeout_s
-        self.token = token if token is not None else os.environ.get("HERMES_REMOTE_TOKEN")
+        self.token = token
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
         self.attempts = 0  # total HTTP attempts (observability, tests)
 

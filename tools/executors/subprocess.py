@@ -15,7 +15,7 @@ Each run is a fresh ``python -P -m tools.executors.worker`` process:
   * file system confined to ``data_dir`` (Landlock where the kernel has it, plus a Python audit
     hook everywhere): ``../`` paths, absolute paths elsewhere and ``/proc/<agent>/environ`` are
     refused (see :mod:`tools.executors.worker`). The one exception is the user's database
-    (``database``, default env ``HERMES_DATABASE``): that file and its ``-wal``/``-shm``/
+    (``database``, the setting's value given by the toolbox): that file and its ``-wal``/``-shm``/
     ``-journal`` companions are readable (never writable), and tools declaring a ``database``
     parameter get its absolute path injected (a model-supplied value is dropped);
   * over ``timeout_s`` seconds: SIGTERM to the process group, every descendant (psutil) and
@@ -46,7 +46,7 @@ import psutil
 
 from tools.errors import ToolFailed, ToolTimeout
 from tools.executors import worker as _worker  # noqa: F401  (writes its .pyc: workers run without)
-from tools.procs import kill_process_tree
+from tools.procs import kill_process_tree, signal_group
 
 #: Environment variable names matching this are never passed to a tool process.
 SECRET_ENV_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|PRIVATE|COOKIE",
@@ -76,6 +76,7 @@ async def _read_all(stream: asyncio.StreamReader | None, cap: int) -> bytes:
 def scrubbed_env(extra_paths: tuple[str, ...] = (), *, allow: tuple[str, ...] = ()) -> dict[str, str]:
     """A copy of ``os.environ`` without secret-looking names (except those in ``allow``), with
     PYTHONPATH = project root (+ ``extra_paths``)."""
+    # propagation, not a settings read: the worker inherits this process's environment, filtered
     env = {k: v for k, v in os.environ.items() if k in allow or not SECRET_ENV_RE.search(k)}
     env["PYTHONPATH"] = os.pathsep.join([str(_PROJECT_ROOT), *extra_paths])
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -206,13 +207,6 @@ class PidsCgroup:
                 time.sleep(0.01)
 
 
-def _killpg(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _kill(pid: int, sig: int) -> None:
     try:
         os.kill(pid, sig)
@@ -246,8 +240,8 @@ class SubprocessExecutor:
                         default; ``confine=False`` only for trusted local tools.
         network         False: no TCP connect/bind (Landlock ABI >= 4 only).
         extra_read      more paths the tool may read.
-        database        the user's database setting (SQLite path or ``sqlite:///`` URL; None =
-                        env ``HERMES_DATABASE``, "" = none). Resolved here against the current
+        database        the user's database setting (SQLite path or ``sqlite:///`` URL; None or
+                        "" = none; the toolbox passes ``Context.database``). Resolved here against the current
                         directory (blocking); passed to tools as the ``database`` argument, and
                         the file (+ ``-wal``/``-shm``/``-journal``) is readable by the worker.
         env_allow       secret-looking variable names to pass through anyway.
@@ -271,11 +265,11 @@ class SubprocessExecutor:
         self.extra_read = tuple(str(p) for p in extra_read)
         self.env_allow = tuple(env_allow)
         self.grace_s = grace_s
-        from tools.builtin.database import ENV_DATABASE, database_location
+        from tools.database_setting import database_location
 
         #: Absolute path of the user's database ("" = none; another engine's URL stays as given
         #: with its password hidden, so the tool can say why it is refused).
-        self.database = database_location(os.environ.get(ENV_DATABASE, "") if database is None else database)
+        self.database = database_location(database)
 
     # -- hooks for the container backend --------------------------------------------------------
     def _command(self, ctx: RunContext) -> list[str]:
@@ -295,7 +289,7 @@ class SubprocessExecutor:
 
     # -- per-run set-up / tear-down (blocking: run in a thread) ---------------------------------
     def _setup(self) -> RunContext:
-        from tools.builtin.database import database_read_paths
+        from tools.database_setting import database_read_paths
 
         tmpdir = Path(tempfile.mkdtemp(prefix="hermes-tool-"))
         ctx = RunContext(tmpdir=tmpdir, cgroup=PidsCgroup.create(self.max_procs) if self.max_procs else None)
@@ -386,9 +380,9 @@ class SubprocessExecutor:
         if ctx.cgroup is not None:
             # Exact membership from the cgroup (exited processes leave it at once, zombies
             # included): no scan of every process on the machine, no wait on zombies.
-            _killpg(pid, signal.SIGTERM)
+            signal_group(pid, signal.SIGTERM)
             ctx.cgroup.kill_all(self.grace_s)
-            _killpg(pid, signal.SIGKILL)
+            signal_group(pid, signal.SIGKILL)
         else:
             kill_process_tree(pid, self.grace_s, pgid=pid)
 
