@@ -37,7 +37,8 @@ import string
 import tempfile
 import time
 from collections import Counter, defaultdict
-from datetime import datetime, timedelta, timezone
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from memory.embeddings import make_embedder
@@ -46,13 +47,14 @@ from memory.episodic.lance import LanceEpisodicStore
 from memory.retrieval import approx_tokens, format_episode
 from memory.service import MemoryService
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo-dev5.json"
+DEFAULT_DATA = Path(os.environ.get("HERMES_LOCOMO_DATA") or
+                    Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo-dev5.json")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 
 def session_date(text: str) -> datetime:
     """``"1:56 pm on 8 May, 2023"`` → aware UTC datetime."""
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
 def turns_of(sample: dict) -> list[tuple[int, datetime, dict]]:
@@ -96,23 +98,54 @@ def f1(prediction: str, truth: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-async def answer(question: str, context: str) -> str:  # pragma: no cover - needs an endpoint
-    import httpx  # noqa: PLC0415
+Answerer = Callable[[str, str], Awaitable[str]]
 
-    base = os.environ["HERMES_BASE_URL"].rstrip("/")
-    key = os.environ.get("OPENAI_API_KEY", "")
-    body = {"model": os.environ.get("HERMES_MODEL", "gpt-4o-mini"), "temperature": 0, "max_tokens": 64,
-            "messages": [{"role": "system", "content": "Answer with a short phrase using only the memories given."},
-                         {"role": "user", "content": f"Memories:\n{context}\n\nQuestion: {question}\nShort answer:"}]}
-    async with httpx.AsyncClient(timeout=120) as client:
-        r = await client.post(f"{base}/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"})
-        r.raise_for_status()
-        return r.json()["choices"][0]["message"]["content"]
+
+def endpoint_answerer(base_url: str, model: str, api_key: str = "") -> Answerer:
+    """An answerer over an OpenAI-compatible ``/chat/completions``: a short answer from the
+    context given (temperature 0, 64 tokens)."""
+
+    async def answer(question: str, context: str) -> str:  # pragma: no cover - needs an endpoint
+        import httpx  # noqa: PLC0415
+
+        body = {"model": model, "temperature": 0, "max_tokens": 64,
+                "messages": [{"role": "system", "content": "Answer with a short phrase using only the memories given."},
+                             {"role": "user", "content": f"Memories:\n{context}\n\nQuestion: {question}\nShort answer:"}]}
+        async with httpx.AsyncClient(timeout=120) as client:
+            r = await client.post(f"{base_url.rstrip('/')}/chat/completions", json=body,
+                                  headers={"Authorization": f"Bearer {api_key}"})
+            r.raise_for_status()
+            return str(r.json()["choices"][0]["message"]["content"])
+
+    return answer
+
+
+async def answer(question: str, context: str) -> str:  # pragma: no cover - needs an endpoint
+    """The answerer of ``--answer``: ``HERMES_BASE_URL`` / ``HERMES_MODEL`` / ``OPENAI_API_KEY``."""
+    return await endpoint_answerer(os.environ["HERMES_BASE_URL"], os.environ.get("HERMES_MODEL", "gpt-4o-mini"),
+                                   os.environ.get("OPENAI_API_KEY", ""))(question, context)
+
+
+def load(data_path: Path) -> list[dict]:
+    """The LoCoMo samples at ``data_path``; FileNotFoundError saying where the data goes."""
+    if not data_path.exists():
+        raise FileNotFoundError(
+            f"LoCoMo data not found at {data_path}: put locomo10.json or locomo-dev5.json (CC BY-NC 4.0, "
+            "https://github.com/snap-research/locomo) in ../shared/data/locomo/ beside the checkout, or set "
+            "HERMES_LOCOMO_DATA=PATH; it is never copied into this repository")
+    return json.loads(data_path.read_text())
 
 
 async def run(data_path: Path, embeddings: str, ks: list[int], half_life_days: float, do_answer: bool,
-              limit: int | None) -> dict:
-    samples = json.loads(data_path.read_text())[: limit or None]
+              limit: int | None, *, max_sessions: int | None = None, max_questions: int | None = None,
+              answerer: Answerer | None = None, on_question: Callable[[dict], None] | None = None) -> dict:
+    """Ingest and query (see the module docstring). ``max_sessions``: only each conversation's
+    first N sessions, and only the questions whose evidence lies in them; ``max_questions``: the
+    first N questions per conversation; ``answerer``: answer F1 (``do_answer`` uses the
+    environment's endpoint); ``on_question``: called with each question's row."""
+    samples = load(data_path)[: limit or None]
+    if do_answer and answerer is None:
+        answerer = answer
     work = Path(tempfile.mkdtemp(prefix="hermes-locomo-"))
     embedder = make_embedder(embeddings)
     store = LanceEpisodicStore(work / "episodic.lance", embedder, half_life_days=half_life_days, ttl_days=100_000,
@@ -124,7 +157,10 @@ async def run(data_path: Path, embeddings: str, ks: list[int], half_life_days: f
     turns_total = 0
     for sample in samples:
         user = sample["sample_id"]
-        turns = turns_of(sample)
+        turns = [t for t in turns_of(sample) if max_sessions is None or t[0] <= max_sessions]
+        known = {t["dia_id"] for _, _, t in turns}
+        qas = [qa for qa in sample["qa"] if max_sessions is None or (evidence_ids(qa) and evidence_ids(qa) <= known)]
+        qas = qas[: max_questions or None]
         turns_total += len(turns)
         full = "\n".join(f"[{when.date()}] {turn_text(t)}" for _, when, t in turns)
         full_tokens = approx_tokens(full)
@@ -136,7 +172,7 @@ async def run(data_path: Path, embeddings: str, ks: list[int], half_life_days: f
             await memory.write_events(events)
         t_ingest += time.perf_counter() - t0
         now = max(when for _, when, _ in turns) + timedelta(days=1)
-        for qa in sample["qa"]:
+        for qa in qas:
             gold = evidence_ids(qa)
             cat = CATEGORIES.get(qa["category"], str(qa["category"]))
             t0 = time.perf_counter()
@@ -151,10 +187,18 @@ async def run(data_path: Path, embeddings: str, ks: list[int], half_life_days: f
                     per_cat[cat][f"all@{k}"].append(float(found == gold))
                 per_cat[cat][f"tokens@{k}"].append(sum(approx_tokens(x) for x in block[:k]))
             per_cat[cat]["full_tokens"].append(full_tokens)
-            if do_answer:  # pragma: no cover - needs an endpoint
+            row = {"id": f"{user}/{len(per_cat[cat]['full_tokens'])}-{cat}", "conversation": user, "category": cat,
+                   "question": qa["question"], "evidence": sorted(gold), "retrieved": got,
+                   **{f"recall@{k}": (len(gold & set(got[:k])) / len(gold)) if gold else None for k in ks}}
+            if answerer is not None:  # pragma: no cover - needs an endpoint
                 truth = str(qa.get("answer", qa.get("adversarial_answer", "")))
-                per_cat[cat]["f1_hermes"].append(f1(await answer(qa["question"], "\n".join(block[:kmax])), truth))
-                per_cat[cat]["f1_full"].append(f1(await answer(qa["question"], full), truth))
+                mine, whole = await answerer(qa["question"], "\n".join(block[:kmax])), await answerer(qa["question"], full)
+                per_cat[cat]["f1_hermes"].append(f1(mine, truth))
+                per_cat[cat]["f1_full"].append(f1(whole, truth))
+                row |= {"answer": truth, "hermes_answer": mine, "full_answer": whole,
+                        "f1_hermes": per_cat[cat]["f1_hermes"][-1], "f1_full": per_cat[cat]["f1_full"][-1]}
+            if on_question:
+                on_question(row)
     await store.close()
     shutil.rmtree(work, ignore_errors=True)
 
@@ -174,7 +218,7 @@ async def run(data_path: Path, embeddings: str, ks: list[int], half_life_days: f
         "half_life_days": half_life_days, "ingest_s": round(t_ingest, 1),
         "query_ms_mean": round(1000 * t_query / max(1, sum(v["questions"] for k, v in table.items()
                                                           if k != "all but adversarial")), 1),
-        "answers": "token F1 vs full context" if do_answer else "not run (no endpoint; retrieval metrics only)",
+        "answers": "token F1 vs full context" if answerer else "not run (no endpoint; retrieval metrics only)",
         "load_avg": [round(x, 2) for x in os.getloadavg()], "categories": table,
     }
 
@@ -190,7 +234,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("evals/out/locomo.json"))
     args = ap.parse_args()
     if not args.data.exists():
-        raise SystemExit(f"LoCoMo data not found at {args.data}: pass --data PATH (the shared/data/locomo folder)")
+        raise SystemExit(str(FileNotFoundError(f"LoCoMo data not found at {args.data}: pass --data PATH "
+                                               "(the shared/data/locomo folder)")))
     report = asyncio.run(run(args.data, args.embeddings, args.k, args.half_life_days, args.answer, args.limit))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
