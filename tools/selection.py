@@ -1,17 +1,18 @@
 """Tool selection: rank a registry's tools by relevance to the current request.
 
 Every request carries the whole tool list, and a small model picks poorly among many similar
-tools (measured on the probe set, ``evals/probe_tool_calls.py``). Ranking is BM25 over each
+tools (measured on the probe set, ``evals/probe_tool_calls.py``). Ranking is BM25 (``bm25s``,
+Lucene's variant: ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``, ``k1`` 1.2, ``b`` 0.75) over each
 tool's name (weighted ×3: names are the strongest signal) and description, with a crude stem
 (first 5 letters) so "reminders"/"remind" and "report"/"reports" meet. Pure, no I/O.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
 from collections.abc import Sequence
+
+import bm25s
 
 from tools.spec import ToolSpec
 
@@ -25,20 +26,15 @@ def _terms(text: str) -> list[str]:
 
 
 def rank_tools(specs: Sequence[ToolSpec], query: str) -> list[tuple[float, ToolSpec]]:
-    """``(score, spec)`` for every spec, best first; ties keep the input order."""
-    docs = [_terms(s.name) * NAME_WEIGHT + _terms(s.description) for s in specs]
-    if not docs:
+    """``(score, spec)`` for every spec, best first; ties keep the input order. A score is the
+    BM25 sum over the query's distinct terms (0 when none occurs in the tool)."""
+    if not specs:
         return []
-    avg = sum(map(len, docs)) / len(docs) or 1.0
-    df = Counter(t for d in docs for t in set(d))
-    q = set(_terms(query))
-    scored = []
-    for index, (spec, doc) in enumerate(zip(specs, docs)):
-        tf = Counter(doc)
-        score = 0.0
-        for term in q & tf.keys():
-            idf = math.log(1 + (len(docs) - df[term] + 0.5) / (df[term] + 0.5))
-            score += idf * tf[term] * (K1 + 1) / (tf[term] + K1 * (1 - B + B * len(doc) / avg))
-        scored.append((score, -index, spec))
-    scored.sort(key=lambda x: (x[0], x[1]), reverse=True)
-    return [(score, spec) for score, _, spec in scored]
+    query_terms = sorted(set(_terms(query)))
+    scores = [0.0] * len(specs)
+    if query_terms:
+        index = bm25s.BM25(method="lucene", k1=K1, b=B, dtype="float64")
+        index.index([_terms(s.name) * NAME_WEIGHT + _terms(s.description) for s in specs], show_progress=False)
+        scores = index.get_scores(query_terms).tolist()
+    order = sorted(range(len(specs)), key=lambda i: -scores[i])  # stable: ties keep the input order
+    return [(float(scores[i]), specs[i]) for i in order]
