@@ -11,6 +11,8 @@ Everything here is pure and rule-based: no I/O, no model call.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 #: Records below this confidence are not written (seed §6.4 "confidence threshold before
 #: writing"). The seed gives no number; 0.6 keeps every direct observation below and drops only
@@ -22,10 +24,8 @@ EPISODIC_TTL_DAYS: int = 30
 #: Validity period of a semantic fact, in days (seed §6.4: "semantic memory 180 days").
 SEMANTIC_TTL_DAYS: int = 180
 
-#: Confidence given to each write trigger (seed §4.2). Direct observations of this turn.
-TASK_COMPLETED_CONFIDENCE: float = 0.9
-#: A task that used tools but stopped early (stop_reason set): it happened, its outcome is unsure.
-TASK_STOPPED_CONFIDENCE: float = 0.7
+#: Confidence given to each write trigger (seed §4.2). A task's confidence is not a constant:
+#: it is derived from the evidence of its outcome (``assess_task``).
 #: The user's own words stating a preference.
 PREFERENCE_CONFIDENCE: float = 0.9
 #: A tool that failed and then succeeded on retry, observed by the runtime.
@@ -94,18 +94,186 @@ def detect_preferences(text: str) -> list[str]:
     return found
 
 
-def should_record_task(answer: str | None, stop_reason: str | None, tools_used: list[str] | None) -> bool:
-    """The "task completed" trigger (seed §4.2): an answer with no early stop, or any tool used.
+# --- the "task completed" trigger: evidence, not the model's word (DESIGN §4.4) ------------
 
-    Shape: ``(str | None, str | None, list[str] | None) -> bool``.
+#: Weight of each kind of evidence that a task completed; combined by noisy-OR
+#: (``1 - Π(1 - w)``), so independent evidence adds up and no single weak sign reaches the
+#: threshold. All are observations of the runtime recorded in the graph state.
+EVIDENCE_WEIGHTS: dict[str, float] = {
+    #: every tool step the request asked for has a successful result (``graph.progress``)
+    "steps_done": 0.75,
+    #: at least one tool returned a successful result for this goal
+    "tool_results": 0.4,
+    #: successful calls produced artifacts (paths, URLs, ids: each tool's ``artifact_field``)
+    "artifacts": 0.3,
+    #: the final answer quotes something only the tool results contained (a number, a word)
+    "answer_grounded": 0.4,
+}
+#: A task that stopped early (``stop_reason``) with some tool step done: recorded as stopped,
+#: at this confidence (what was done is observed; that the task is unfinished is too).
+TASK_STOPPED_CONFIDENCE: float = 0.7
+
+
+@dataclass(frozen=True)
+class TurnEvidence:
+    """What the runtime observed of a turn's outcome, filled by the ``write_memory`` node
+    from the graph state (nothing here names a tool: names come from the tools' metadata).
+
+    Fields (tuples of tool names unless said otherwise):
+        required_steps     tools the request asked for (``graph.progress.required_steps``)
+        steps_done         of those, the ones with a successful result for this goal
+        tools_succeeded    every tool with a successful result for this goal
+        side_effects_done  side-effect tools (``ToolSpec.side_effect``) that succeeded
+        artifacts          what successful calls produced (``State.artifacts``: paths, URLs, ids)
+        result_texts       the successful results' contents (for the grounding check)
     """
-    answered = bool(answer and answer.strip()) and stop_reason is None
-    return answered or bool(tools_used)
+
+    required_steps: tuple[str, ...] = ()
+    steps_done: tuple[str, ...] = ()
+    tools_succeeded: tuple[str, ...] = ()
+    side_effects_done: tuple[str, ...] = ()
+    artifacts: tuple[str, ...] = ()
+    result_texts: tuple[str, ...] = ()
+
+    @classmethod
+    def from_tools(cls, tools_used: Sequence[str] | None) -> TurnEvidence:
+        """Evidence known from the names of the tools that succeeded only (no steps, no
+        results): callers that have no graph state."""
+        return cls(tools_succeeded=tuple(dict.fromkeys(tools_used or ())))
 
 
-def task_confidence(stop_reason: str | None) -> float:
-    """Confidence of a task event: completed (no ``stop_reason``) or stopped early."""
-    return TASK_COMPLETED_CONFIDENCE if stop_reason is None else TASK_STOPPED_CONFIDENCE
+@dataclass
+class TaskAssessment:
+    """``assess_task``'s verdict. ``outcome``: "completed" | "stopped" | ``None`` (no task
+    memory); ``confidence`` in [0, 1] from the evidence; ``evidence``: the reasons, in words;
+    ``defects``: what is wrong with the answer ("" kinds, see ``answer_defects``);
+    ``keep_answer``: the answer is worth quoting in the memory."""
+
+    outcome: str | None
+    confidence: float
+    evidence: list[str] = field(default_factory=list)
+    defects: list[str] = field(default_factory=list)
+    keep_answer: bool = False
+
+
+_CONTROL_TOKENS = re.compile(r"<\|[\w-]+\|>|</?s>|\[/?INST\]|<think>|\{\s*\"(?:tool_call|response|name)\"\s*:", re.I)
+_INABILITY = re.compile(
+    r"\bI\s+(?:can(?:no|')t|cannot)\s+(?:help|do|access|complete|find|perform|answer|provide)\b"
+    r"|\bI(?:'m|\s+am)\s+(?:not\s+able|unable)\s+to\b|\bI\s+(?:do\s+not|don't)\s+(?:have\s+access|know)\b"
+    r"|\bas\s+an\s+AI\b|\b(?:sorry|unfortunately|apologi[sz]e)\b"
+    r"|无法|不能(?:完成|访问|回答|执行)|抱歉|对不起|不知道|できません|申し訳",
+    re.I,
+)
+#: An answer that claims a side effect happened ("I posted it", "Report saved to ...", 已发送).
+_EFFECT_VERBS = (r"(?:posted|sent|saved|created|scheduled|generated|written|exported|uploaded|emailed|shared|"
+                 r"published|booked|deleted|stored|filed|set\s+up)")
+_CLAIMS_EFFECT = re.compile(
+    r"\b(?:I(?:'ve|\s+have)?|we(?:'ve|\s+have)?|has\s+been|have\s+been|was|were|successfully|just)\s+(?:\w+\s+){0,2}?"
+    + _EFFECT_VERBS + r"\b"
+    r"|(?:^|[.!?]\s+)(?:the\s+|your\s+)?[^\W\d_]+(?:\s+[^\W\d_]+)?\s+" + _EFFECT_VERBS + r"\b"
+    r"|已(?:经)?(?:发送|保存|生成|创建|设置|发布|发到|提交)|(?:发送|保存|生成|创建|发布)(?:了|成功)",
+    re.I,
+)
+_NUMBER = re.compile(r"\d[\d,.]*\d|\d")
+_WORD = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
+_CJK_PAIR = re.compile(r"(?=([\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af]{2}))")
+#: Keys of the tool-result envelope (``tools.results``): not content.
+_ENVELOPE_WORDS = frozenset({"status", "summary", "data", "error", "handle", "truncated", "total", "rows",
+                             "true", "false", "null", "none", "result", "results", "ok"})
+
+
+def _tokens(text: str) -> set[str]:
+    text = (text or "").casefold()
+    nums = {n.replace(",", "").rstrip(".") for n in _NUMBER.findall(text)}
+    return nums | set(_WORD.findall(text)) | set(_CJK_PAIR.findall(text))
+
+
+def answer_defects(answer: str, goal: str = "") -> list[str]:
+    """What makes ``answer`` no evidence of a done task (generic: no task or tool knowledge).
+
+    Kinds: ``empty``; ``no_words`` (no letter or digit); ``control_tokens`` (leaked template
+    or tool-call syntax: ``<|im_end|>``, ``{"tool_call": ...``); ``repetition`` (a long answer
+    made of few distinct words, or one phrase repeated); ``echo`` (the request repeated back);
+    ``inability`` (an apology or "I cannot ...", 无法, 抱歉). ``[]`` means none found — not
+    that the answer is right. Shape: ``(str, str) -> list[str]``; never raises."""
+    text = (answer or "").strip()
+    if not text:
+        return ["empty"]
+    defects: list[str] = []
+    if not re.search(r"[^\W_]", text, re.UNICODE):
+        defects.append("no_words")
+    if _CONTROL_TOKENS.search(text):
+        defects.append("control_tokens")
+    words = re.findall(r"[^\W_]+", text.casefold(), re.UNICODE)
+    cjk = re.findall(r"[\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af]", text)
+    units = words if len(words) >= len(cjk) else cjk
+    if len(units) >= 12 and len(set(units)) / len(units) < 0.35:
+        defects.append("repetition")
+    elif re.search(r"(.{6,}?)\1{3,}", text, re.S):
+        defects.append("repetition")
+    norm_answer, norm_goal = " ".join(words), " ".join(re.findall(r"[^\W_]+", (goal or "").casefold(), re.UNICODE))
+    if norm_goal and norm_answer and (norm_answer == norm_goal or (len(norm_answer) >= 12 and norm_answer in norm_goal)):
+        defects.append("echo")
+    if _INABILITY.search(text):
+        defects.append("inability")
+    return defects
+
+
+def answer_grounded(answer: str, goal: str, result_texts: Sequence[str]) -> bool:
+    """True when ``answer`` quotes something only the tool results contained: a number, a
+    word of 4+ letters or a CJK character pair that is in a result and not in the request
+    (envelope keys such as "summary" or "status" do not count)."""
+    if not answer or not result_texts:
+        return False
+    found = _tokens(" ".join(result_texts)) - _tokens(goal) - _ENVELOPE_WORDS
+    return bool(_tokens(answer) & found)
+
+
+def assess_task(goal: str, answer: str, stop_reason: str | None, evidence: TurnEvidence) -> TaskAssessment:
+    """Whether a finished turn is a task memory, and at what confidence (seed §4.2 "task
+    completed"; DESIGN §4.4 "verified outcomes only").
+
+    * **completed** needs evidence in the state, never the model's word alone: every required
+      step succeeded, or (a request with no required step) a tool result that the answer is
+      grounded in (it quotes the result or names an artifact). A defective answer (``answer_defects``) is no evidence and is not quoted;
+      an answer that claims a side effect ("posted", "saved") while none succeeded is a
+      defect (``unverified_claim``). The confidence is the noisy-OR of ``EVIDENCE_WEIGHTS``
+      over the evidence found, so it is as strong as what was observed.
+    * **stopped** (``stop_reason`` set) is recorded only when some tool succeeded, at
+      ``TASK_STOPPED_CONFIDENCE``; the stop notice is not quoted.
+    * otherwise ``outcome=None``: an answer with no tool evidence (chat, a question answered
+      from the model's own knowledge, nonsense) is not a task memory.
+    """
+    defects = answer_defects(answer, goal)
+    if not (evidence.side_effects_done or evidence.artifacts) and _CLAIMS_EFFECT.search(answer or ""):
+        defects.append("unverified_claim")
+    if stop_reason is not None:
+        if not evidence.tools_succeeded:
+            return TaskAssessment(None, 0.0, [], defects)
+        done = ", ".join(evidence.tools_succeeded)
+        return TaskAssessment("stopped", TASK_STOPPED_CONFIDENCE, [f"stopped: {stop_reason}", f"succeeded: {done}"],
+                              defects)
+    reasons: dict[str, str] = {}
+    required = set(evidence.required_steps)
+    steps_complete = bool(required) and required <= set(evidence.steps_done)
+    if required and not steps_complete:
+        return TaskAssessment(None, 0.0, [], defects)
+    if steps_complete:
+        reasons["steps_done"] = f"all {len(required)} required step(s) succeeded"
+    if evidence.tools_succeeded:
+        reasons["tool_results"] = f"{len(evidence.tools_succeeded)} tool(s) succeeded"
+    if evidence.artifacts:
+        reasons["artifacts"] = f"produced {len(evidence.artifacts)} artifact(s)"
+    if not defects and (answer_grounded(answer, goal, evidence.result_texts)
+                        or any(a and a in (answer or "") for a in evidence.artifacts)):
+        reasons["answer_grounded"] = "the answer quotes the tool results"
+    if not steps_complete and "answer_grounded" not in reasons:
+        # a request with no required step: only an answer drawn from a result shows it was done
+        return TaskAssessment(None, 0.0, list(reasons.values()), defects)
+    miss = 1.0
+    for key in reasons:
+        miss *= 1.0 - EVIDENCE_WEIGHTS[key]
+    return TaskAssessment("completed", round(1.0 - miss, 4), list(reasons.values()), defects, keep_answer=not defects)
 
 
 def passes_threshold(confidence: float) -> bool:
@@ -124,23 +292,65 @@ def detect_one_off(text: str) -> list[str]:
 
 # --- cross-session references (seed §4.2 trigger) -------------------------------------------
 
+# A cross-session reference points at an earlier conversation or at something made in one
+# ("like last time", "the report from March", "as before", 上次, 像以前一样). A time range about
+# the data ("last month's sales", 上个月的销售额, le chiffre d'affaires du mois dernier) is not
+# one: a time phrase counts only when it qualifies an artifact noun (report, summary, chart ...).
 _MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
            "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
-_CROSS_SESSION = re.compile(
-    r"\b(?:like|as|same\s+as)\s+(?:last\s+time|before|usual|previously)\b"
-    r"|\blast\s+(?:time|week|month|session|report)\b"
-    r"|\b(?:the|that|my)\s+\w+\s+(?:from|of)\s+(?:last\s+\w+|yesterday|(?:" + _MONTHS + r")\b)"
-    r"|\b(?:you|we)\s+(?:did|made|wrote|sent|generated)\s+(?:it\s+)?(?:before|earlier|last)\b"
-    r"|\bagain\b.*\b(?:like|as)\s+before\b"
-    r"|上次|像上次|和上次|跟上次|之前的|以前的|上个月的|上周的",
-    re.IGNORECASE,
+_ARTIFACTS = (r"(?:report|summary|summaries|analysis|chart|graph|slides?|deck|presentation|document|doc|file|"
+              r"spreadsheet|email|e-mail|message|post|memo|draft|dashboard|plan|notes?|list|export|"
+              r"script|query|template|answer|reply|conversation|chat|discussion|session)s?")
+_ZH_ARTIFACTS = r"(?:报告|总结|汇总|图表|文件|文档|邮件|消息|分析|幻灯片|表格|草稿|方案)"
+_WHEN = (r"(?:last\s+(?:week|month|year|quarter|time|session|monday|tuesday|wednesday|thursday|friday|saturday|"
+         r"sunday)|yesterday|earlier(?:\s+today)?|the\s+other\s+day|(?:" + _MONTHS + r")(?:\s+\d{4})?|\d{4}-\d{2})")
+_CROSS_SESSION_PATTERNS = (
+    # "like last time", "as before", "same as usual", "the way you did it before"
+    r"\b(?:like|as|same\s+as|just\s+like|the\s+same\s+way\s+as)\s+(?:last\s+time|before|usual|previously|earlier|"
+    r"(?:we|you)\s+did(?:\s+(?:it|that))?\s+(?:before|last\s+time|earlier))\b",
+    r"\blast\s+time\b|\bprevious\s+(?:session|conversation|chat)\b|\bwhere\s+we\s+left\s+off\b",
+    # "the report from March", "that summary you made yesterday" (from: made then, not about then)
+    r"\b(?:the|that|my|your|our)\s+(?:\w+\s+)?" + _ARTIFACTS + r"\s+(?:from|(?:you|we)\s+(?:made|wrote|sent|did)\s+)\s*"
+    + _WHEN + r"\b",
+    # "send last week's report again", "reuse the March summary" — a time-qualified artifact is a
+    # reference only when it is fetched again ("write last month's report" asks for a new one)
+    r"\b(?:re-?send|re-?use|re-?open|show\s+me|pull\s+up|forward|update|revise|reuse|resend)\s+(?:me\s+)?(?:the\s+)?"
+    + _WHEN + r"(?:'s|’s)?\s+" + _ARTIFACTS + r"\b",
+    r"\b" + _WHEN + r"(?:'s|’s)?\s+" + _ARTIFACTS + r"\b.{0,40}?\b(?:again|once\s+more)\b",
+    # "the previous / earlier / last / old report"
+    r"\b(?:the|that|my|your|our)\s+(?:previous|earlier|last|old|original)\s+" + _ARTIFACTS + r"\b",
+    # "you/we made it before", "we discussed", "do you remember"
+    r"\b(?:you|we)\s+(?:did|made|wrote|sent|generated|created|discussed|talked\s+about|agreed(?:\s+on)?)\s+"
+    r"(?:it\s+|that\s+|this\s+)?(?:before|earlier|last\s+time|previously)\b",
+    r"\bas\s+we\s+(?:discussed|agreed|said)\b|\bdo\s+you\s+remember\b|\bremember\s+when\b",
+    # Chinese: 上次 / 上回 (last time), 像以前一样, 照旧, 老样子, 之前的报告, 上个月的报告 (not 上个月的销售额)
+    r"(?:像|和|跟|同|按)?上次|上回|像以前|和以前一样|跟以前一样|同以前|照旧|老样子|和之前一样|跟之前一样|像之前|按之前|"
+    r"我们(?:之前|以前|上次)(?:讨论|说|聊|谈)|你(?:之前|以前|上次)(?:做|写|发|生成)",
+    r"(?:之前|以前|早先)(?:的|做的|写的|发的|生成的)(?:那份|那个)?" + _ZH_ARTIFACTS,
+    r"(?:上个月|上周|上星期|去年|昨天|[一二三四五六七八九十]{1,2}月|\d{1,2}月)(?:做的|写的|发的|生成的)(?:那份|那个)?"
+    + _ZH_ARTIFACTS,
+    r"(?:上个月|上周|上星期|去年|昨天|[一二三四五六七八九十]{1,2}月|\d{1,2}月)的(?:那份|那个)?" + _ZH_ARTIFACTS
+    + r".{0,12}?(?:再|重新|又)",
+    # Japanese: 前回 (last time), いつものように (as usual), 先月のレポート (not 先月の売上)
+    r"前回|この前の|いつも(?:の|のように|通り)|(?:先月|先週|昨日|去年|\d{1,2}月)の(?:レポート|報告書|資料|まとめ|グラフ|ファイル)",
+    # Spanish / French / German: "como la última vez", "comme la dernière fois", "wie letztes Mal"
+    r"\b(?:como|igual\s+que)\s+(?:la\s+última\s+vez|antes|siempre)\b|\bel\s+(?:informe|reporte|resumen)\s+de\s+"
+    r"(?:la\s+última\s+vez|enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|octubre|noviembre|diciembre)\b",
+    r"\bcomme\s+(?:la\s+dernière\s+fois|avant|d'habitude)\b|\ble\s+(?:rapport|résumé)\s+(?:de|du\s+mois\s+de)\s+"
+    r"(?:janvier|février|mars|avril|mai|juin|juillet|août|septembre|octobre|novembre|décembre)\b",
+    r"\bwie\s+(?:letztes\s+mal|beim\s+letzten\s+mal|(?:zu)?vor|immer|üblich)\b|\bder\s+bericht\s+(?:vom|von|aus\s+dem)\s+"
+    r"(?:januar|februar|märz|april|mai|juni|juli|august|september|oktober|november|dezember)\b",
 )
+_CROSS_SESSION = re.compile("|".join(f"(?:{p})" for p in _CROSS_SESSION_PATTERNS), re.IGNORECASE)
 
 
 def detect_cross_session(text: str) -> str | None:
-    """The phrase by which ``text`` refers to an earlier session ("like last time", "the report
-    from March", 上次), or ``None``. Such a request is answered with memories of the earlier
-    work and recorded as a ``cross_session`` event (seed §4.2)."""
+    """The phrase by which ``text`` refers to an earlier conversation or something made in
+    one ("like last time", "the report from March", "as before", 上次, 像以前一样, 前回, "comme
+    la dernière fois"), or ``None``. A time range about data ("last month's sales", "sales
+    from March", 上个月的销售额, 先月の売上) is not a reference: a time phrase counts only when
+    it qualifies an artifact (report, summary, chart, 报告 ...). Such a request is answered with
+    memories of the earlier work and recorded as a ``cross_session`` event (seed §4.2)."""
     m = _CROSS_SESSION.search(text or "")
     return m.group(0) if m else None
 

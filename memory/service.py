@@ -4,7 +4,7 @@ out; every setting is passed in (``graph/resources.py: get_memory`` builds it fr
 
     mem = MemoryService(data_dir, episodic=store)          # cheap: touches no file until first use
     block = await mem.recall_for_turn(user_id, thread_id, goal)   # labelled lines for the prompt
-    plan = mem.plan_turn(user_id, thread_id, goal, answer, tools, stop_reason, recovered)
+    plan = mem.plan_turn(user_id, thread_id, goal, answer, tools, stop_reason, recovered, evidence=evidence)
     await mem.write_plan(plan)                              # background; never raises
     counts = await mem.consolidate()                        # the consolidate graph's work
 
@@ -62,22 +62,32 @@ def build_turn_events(
     tools_used: Sequence[str],
     stop_reason: str | None,
     failed_then_succeeded: Sequence[str],
+    evidence: policy.TurnEvidence | None = None,
 ) -> list[EpisodicEvent]:
     """The events a finished turn triggers (seed §4.2), before the confidence threshold:
-    "task" (completed or stopped with tools), one "preference" per stated preference,
-    one "tool_recovery" per tool that failed then succeeded, one "cross_session" when the
-    request refers to an earlier session. Pure."""
-    tools = list(dict.fromkeys(tools_used or []))
+    "task" when ``policy.assess_task`` finds evidence that it completed (or that work was
+    done before an early stop) — its confidence is that evidence's; one "preference" per
+    stated preference, one "tool_recovery" per tool that failed then succeeded, one
+    "cross_session" when the request refers to an earlier session. ``evidence``: what the
+    runtime observed (default: only the names in ``tools_used``). Pure."""
+    evidence = evidence or policy.TurnEvidence.from_tools(tools_used)
+    tools = list(dict.fromkeys([*(tools_used or []), *evidence.tools_succeeded]))
     meta: dict[str, Any] = {"thread_id": thread_id}
     events: list[EpisodicEvent] = []
-    if policy.should_record_task(answer, stop_reason, tools):
-        text = f"{'completed' if stop_reason is None else f'stopped ({stop_reason}) on'} task: {_clip(goal, GOAL_CHARS)}"
+    verdict = policy.assess_task(goal, answer, stop_reason, evidence)
+    if verdict.outcome is not None:
+        text = f"{'completed' if verdict.outcome == 'completed' else f'stopped ({stop_reason}) on'} task: {_clip(goal, GOAL_CHARS)}"
         if tools:
             text += f"; tools: {', '.join(tools)}"
-        if answer and answer.strip():
+        if evidence.artifacts:
+            text += f"; produced: {', '.join(evidence.artifacts[:3])}"
+        if verdict.keep_answer and verdict.outcome == "completed":
             text += f"; answer: {_clip(answer, ANSWER_CHARS)}"
-        events.append(EpisodicEvent(user_id=user_id, kind="task", text=text, confidence=policy.task_confidence(stop_reason),
-                                    metadata={**meta, "tools": tools, "stop_reason": stop_reason}))
+        events.append(EpisodicEvent(user_id=user_id, kind="task", text=text, confidence=verdict.confidence,
+                                    metadata={**meta, "tools": tools, "stop_reason": stop_reason,
+                                              "outcome": verdict.outcome, "evidence": verdict.evidence,
+                                              "answer_defects": verdict.defects,
+                                              "artifacts": list(evidence.artifacts)}))
     for sentence in policy.detect_preferences(goal):
         events.append(EpisodicEvent(user_id=user_id, kind="preference", text=f"user preference: {sentence}",
                                     confidence=policy.PREFERENCE_CONFIDENCE, metadata=meta))
@@ -215,8 +225,12 @@ class MemoryService:
 
         async def episodic() -> list[ScoredEvent]:
             try:
-                kinds = None if policy.detect_cross_session(goal) else policy.kinds_for_task(goal)
-                return await self._episodes(user_id, goal, k or self.recall_k, kinds, now, thread_id, visible_origins)
+                reference = policy.detect_cross_session(goal)
+                kinds = None if reference else policy.kinds_for_task(goal)
+                hits = await self._episodes(user_id, goal, k or self.recall_k, kinds, now, thread_id, visible_origins)
+                if reference and len(hits) < (k or self.recall_k):
+                    hits += await self._latest_tasks(user_id, (k or self.recall_k) - len(hits), hits, now, thread_id)
+                return hits
             except Exception:  # noqa: BLE001
                 log.exception("episodic recall failed for user %r", user_id)
                 return []
@@ -238,6 +252,21 @@ class MemoryService:
             return origin is None or origin in visible_origins
 
         return [h for h in hits if h.event.confidence >= self.min_confidence and visible(h)][:k]
+
+    async def _latest_tasks(self, user_id: str, n: int, have: list[ScoredEvent], now: datetime,
+                            thread_id: str) -> list[ScoredEvent]:
+        """The newest task memories of earlier sessions: what "like last time" points at when
+        its words match nothing ("do it like last time"). Scored below every search hit."""
+        seen = {h.event.id for h in have}
+        out: list[ScoredEvent] = []
+        for event in await self.episodic.list(user_id, kinds=["task"], limit=n + len(seen) + 5):
+            if len(out) >= n:
+                break
+            meta = event.metadata or {}
+            if event.id in seen or event.confidence < self.min_confidence or (thread_id and meta.get("thread_id") == thread_id):
+                continue
+            out.append(ScoredEvent(event=event, relevance=0.0, decay=1.0, score=0.0))
+        return out
 
     async def recall(
         self,
@@ -285,14 +314,18 @@ class MemoryService:
         stop_reason: str | None,
         failed_then_succeeded: list[str],
         origin_message_id: str | None = None,
+        evidence: policy.TurnEvidence | None = None,
     ) -> TurnPlan:
         """What a finished turn writes (seed §4.2 triggers), over the confidence threshold.
         Pure and cheap (no I/O): the caller counts it on its hot path and writes it later
         with :meth:`write_plan`. ``origin_message_id`` (the turn's last message) lets
-        :meth:`recall_for_turn` tell which branch of a session an event came from."""
+        :meth:`recall_for_turn` tell which branch of a session an event came from;
+        ``evidence`` is what the runtime observed of the outcome (``policy.TurnEvidence``):
+        without it only the tool names are known, which is never enough for a task memory."""
         plan = TurnPlan(user_id, origin=origin_of(thread_id, origin_message_id))
         try:
-            events = build_turn_events(user_id, thread_id, goal, answer, tools_used, stop_reason, failed_then_succeeded)
+            events = build_turn_events(user_id, thread_id, goal, answer, tools_used, stop_reason, failed_then_succeeded,
+                                       evidence)
             for event in events:
                 if origin_message_id:
                     event.metadata = {**event.metadata, "origin_message_id": origin_message_id}
@@ -389,9 +422,11 @@ class MemoryService:
         return counts["episodes"]
 
     async def record_turn(self, user_id: str, thread_id: str, goal: str, answer: str, tools_used: list[str],
-                          stop_reason: str | None, failed_then_succeeded: list[str]) -> int:
+                          stop_reason: str | None, failed_then_succeeded: list[str],
+                          evidence: policy.TurnEvidence | None = None) -> int:
         """:meth:`plan_turn` then :meth:`write_plan`; returns the new episodic records stored."""
-        plan = self.plan_turn(user_id, thread_id, goal, answer, tools_used, stop_reason, failed_then_succeeded)
+        plan = self.plan_turn(user_id, thread_id, goal, answer, tools_used, stop_reason, failed_then_succeeded,
+                              evidence=evidence)
         return (await self.write_plan(plan))["episodes"]
 
     async def _retrying(self, fn, *args):
@@ -459,7 +494,9 @@ class MemoryService:
         if event.kind == "preference":
             text = text.removeprefix("user preference: ")
         elif event.kind == "task":
-            text = text.split(" task: ", 1)[-1].split("; tools:", 1)[0].split("; answer:", 1)[0]
+            text = text.split(" task: ", 1)[-1]
+            for marker in ("; tools:", "; produced:", "; answer:"):
+                text = text.split(marker, 1)[0]
         return policy.extract_facts(text)
 
     async def consolidate_facts(self, events: Sequence[EpisodicEvent], *, now: datetime | None = None,

@@ -7,7 +7,10 @@
 * The turn is appended to the thread's plain-text mirror (``graph.mirror``, seed §5.3 dual
   write), from which a session whose checkpoint cannot be read is rebuilt.
 * Memory write triggers (seed §4.2) are decided here by ``MemoryService.plan_turn`` (pure:
-  task completed, explicit preference, tool failed then succeeded on retry, cross-session
+  task completed — judged on the evidence this node reads from the state
+  (``memory.policy.TurnEvidence``: the goal's required steps and which succeeded, derived from
+  the tools' own metadata by ``graph.progress``; side effects done; artifacts; the successful
+  results), never on the model's word alone (DESIGN §4.4) —, explicit preference, tool failed then succeeded on retry, cross-session
   reference; semantic facts stated by the user; values that decide a pending conflict) and
   written in the background (``graph.resources.run_in_background``): the answer never waits
   for, and never fails because of, a memory write (DESIGN §4); the service queues failed
@@ -28,9 +31,10 @@ from langgraph.runtime import Runtime
 
 from graph.context import NO_THREAD, Context, run_thread_id
 from graph.mirror import append_turn
-from graph.progress import current_goal_messages
-from graph.resources import get_memory, run_in_background
+from graph.progress import artifacts, current_goal_messages, required_steps
+from graph.resources import get_memory, get_toolbox, run_in_background
 from graph.state import State
+from memory.policy import TurnEvidence
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +62,32 @@ def stop_notice(reason: str, done: list[str], artifacts: list[str], answer: str 
     return " ".join(lines)
 
 
+async def turn_evidence(state: State, context: Context, results: list[ToolMessage]) -> TurnEvidence:
+    """What the state shows of the goal's outcome (``memory.policy.TurnEvidence``): required
+    steps and side-effect flags come from the registered tools' metadata. A toolbox that
+    cannot be opened leaves the steps unknown (the evidence is then weaker, never stronger)."""
+    ok = [m for m in results if m.status != "error" and m.name]
+    succeeded = tuple(dict.fromkeys(m.name for m in ok if m.name))
+    required: set[str] = set()
+    side_effects: set[str] = set()
+    produced: list[str] = []
+    try:
+        specs = (await get_toolbox(context)).registry.specs()
+        required = required_steps(state.goal, specs)
+        side_effects = {s.name for s in specs if s.side_effect}
+        produced = artifacts(results, specs)  # this goal's only (State.artifacts may be older)
+    except Exception:  # noqa: BLE001 - memory never breaks the turn
+        log.warning("toolbox unavailable; task evidence without required steps", exc_info=True)
+    return TurnEvidence(
+        required_steps=tuple(sorted(required)),
+        steps_done=tuple(sorted(required & set(succeeded))),
+        tools_succeeded=succeeded,
+        side_effects_done=tuple(n for n in succeeded if n in side_effects),
+        artifacts=tuple(produced),
+        result_texts=tuple(str(m.content)[:4000] for m in ok),
+    )
+
+
 async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Graph node: see the module docstring for the update it returns."""
     context = runtime.context or Context()
@@ -82,6 +112,7 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
     written = 0
     try:
         memory = get_memory(context)
+        evidence = await turn_evidence(state, context, results)
         plan = memory.plan_turn(
             user_id=context.user_id,
             thread_id=thread_id,
@@ -93,6 +124,7 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
             # the turn's last message: on another branch of the same turn it is absent, so a
             # memory of this attempt is not recalled there (rollback inside a turn included)
             origin_message_id=(messages[-1].id if messages else (state.messages[-1].id if state.messages else None)),
+            evidence=evidence,
         )
         if len(plan):
             run_in_background(memory.write_plan(plan), name=f"memory-write:{thread_id}")

@@ -73,8 +73,9 @@ def test_consolidate_prints_the_runs_counts(data):
     out = call("consolidate", "--data-dir", data, "--json")
     assert out.exit_code == 0, out.output
     run = json.loads(out.output.strip().splitlines()[-1])
-    assert run["extractor"] == "rule-based" and run["counts"]["scanned"] >= 3
-    assert run["counts"]["duplicates"] >= 2  # the write path already stored alice's facts
+    # two preference episodes ("ok" with no tool result is no task memory)
+    assert run["extractor"] == "rule-based" and run["counts"]["scanned"] >= 2
+    assert run["counts"]["duplicates"] >= 1  # the write path already stored alice's preference
     twice = call("consolidate", "--data-dir", data, "--json", "--every", "0.1s", "--times", "2")
     assert twice.exit_code == 0 and len(twice.output.strip().splitlines()) == 2
     assert call("consolidate", "--data-dir", data, "--every", "soon").exit_code != 0

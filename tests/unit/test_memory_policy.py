@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory import policy
-from memory.policy import detect_preferences, should_record_task
+from memory.policy import TurnEvidence, assess_task, detect_preferences
 
 
 @pytest.mark.parametrize(
@@ -68,26 +68,32 @@ def test_several_preferences_in_order_without_duplicates():
     assert detect_preferences(text) == ["I prefer PDF.", "以后都用中文回复。"]
 
 
+STEPS = TurnEvidence(required_steps=("make_report",), steps_done=("make_report",), tools_succeeded=("make_report",),
+                     side_effects_done=("make_report",), artifacts=("out/r.md",), result_texts=('{"data": {"path": "out/r.md"}}',))
+READ = TurnEvidence(tools_succeeded=("lookup",), result_texts=('{"summary": "1 row", "data": [[4217]]}',))
+
+
 @pytest.mark.parametrize(
-    "answer, stop_reason, tools, expected",
+    "answer, stop_reason, evidence, expected",
     [
-        ("Here is the report.", None, [], True),  # completed
-        ("", None, ["query_database"], True),  # tools used
-        ("partial", "max_tool_rounds", ["query_database"], True),  # stopped, but work was done
-        ("Sorry, I stopped.", "no_progress", [], False),  # stopped, nothing done
-        ("", None, [], False),
-        ("   ", None, None, False),
+        ("Here is the report: out/r.md", None, STEPS, "completed"),  # every step done
+        ("Total: 4217.", None, READ, "completed"),  # no step asked; answer drawn from a result
+        ("partial", "max_tool_rounds", READ, "stopped"),  # stopped, but work was done
+        ("Sorry, I stopped.", "no_progress", TurnEvidence(), None),  # stopped, nothing done
+        ("Here is the report.", None, TurnEvidence(), None),  # the model's word alone
+        ("", None, TurnEvidence(), None),
+        ("   ", None, TurnEvidence(), None),
     ],
 )
-def test_should_record_task(answer, stop_reason, tools, expected):
-    assert should_record_task(answer, stop_reason, tools) is expected
+def test_task_outcome_needs_evidence(answer, stop_reason, evidence, expected):
+    assert assess_task("make the report", answer, stop_reason, evidence).outcome == expected
 
 
 def test_threshold_and_expiry_constants_follow_the_seed():
     assert policy.EPISODIC_TTL_DAYS == 30 and policy.SEMANTIC_TTL_DAYS == 180
     assert policy.passes_threshold(policy.MIN_CONFIDENCE)
     assert not policy.passes_threshold(policy.MIN_CONFIDENCE - 0.01)
-    assert policy.task_confidence(None) > policy.task_confidence("max_tool_rounds") >= policy.MIN_CONFIDENCE
+    assert policy.TASK_STOPPED_CONFIDENCE >= policy.MIN_CONFIDENCE
 
 
 # --- one-off instructions, cross-session references, facts, behaviour --------------
