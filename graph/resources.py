@@ -60,8 +60,28 @@ def _key(context: Context) -> tuple:
     return context.resource_key(*TOOLBOX_SETTINGS)
 
 
+async def open_toolbox(context: Context) -> Toolbox:
+    """A new toolbox built from ``context``'s ``TOOLBOX_SETTINGS`` (builtin tools + MCP servers),
+    not cached: the caller closes it (``hermes tools list``, ``hermes mcp ...``). Nodes use
+    :func:`get_toolbox`. A server or tool left out is in ``toolbox.problems``."""
+    from tools.toolbox import Toolbox  # opens processes: import only when needed
+
+    return await Toolbox.open(
+        Path(context.data_dir),
+        Path(context.mcp_config) if context.mcp_config else None,
+        timeout_s=context.tool_timeout_s,
+        database=context.database,  # the user's database: resolved inside open's thread
+        executor=context.tool_executor,
+        remote_url=context.remote_url or None,
+        remote_token=context.secret(context.remote_token_env) or None,
+        container_image=context.container_image,
+        heavy_timeout_s=context.heavy_tool_timeout_s,
+        tool_timeouts=context.tool_timeouts,
+    )
+
+
 async def get_toolbox(context: Context) -> Toolbox:
-    """The toolbox for ``context`` (opened on first use: builtin tools + MCP servers)."""
+    """The toolbox for ``context`` (:func:`open_toolbox` on first use of its settings)."""
     global _lock
     if _lock is None:
         _lock = asyncio.Lock()
@@ -69,24 +89,10 @@ async def get_toolbox(context: Context) -> Toolbox:
     async with _lock:
         toolbox = _toolboxes.get(key)
         if toolbox is None:
-            from tools.toolbox import Toolbox  # opens processes: import only when needed
-
-            toolbox = await Toolbox.open(
-                Path(context.data_dir),
-                Path(context.mcp_config) if context.mcp_config else None,
-                timeout_s=context.tool_timeout_s,
-                database=context.database,  # the user's database: resolved inside open's thread
-                executor=context.tool_executor,
-                remote_url=context.remote_url or None,
-                remote_token=context.secret(context.remote_token_env) or None,
-                container_image=context.container_image,
-                heavy_timeout_s=context.heavy_tool_timeout_s,
-                tool_timeouts=context.tool_timeouts,
-            )
+            toolbox = _toolboxes[key] = await open_toolbox(context)
             for where, problem in toolbox.problems.items():
                 # a server or tool left out must be visible (CLI stderr, langgraph dev log)
                 log.warning("MCP %s left out: %s", where, problem)
-            _toolboxes[key] = toolbox
         return toolbox
 
 

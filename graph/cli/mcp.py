@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -24,6 +23,7 @@ from rich.table import Table
 
 from graph.cli.common import DATA_DIR_OPT, MCP_OPT, app, context_or_exit, guarded, run_sync
 from graph.cli.render import console
+from graph.resources import open_toolbox
 
 mcp_app = typer.Typer(help="MCP servers: pools, scores, circuit breakers, tools; call one, test all.",
                       no_args_is_help=True)
@@ -32,16 +32,14 @@ JSON_OPT = typer.Option(False, "--json", help="Print JSON instead of a table.")
 
 
 def _with_toolbox(data_dir: str | None, mcp_config: str | None, use: Callable[[Any], Awaitable[int | None]]) -> int:
-    from tools.toolbox import Toolbox  # opens processes: imported only by these commands
-
     context = context_or_exit(None, None, data_dir, None)
-    config = mcp_config or context.mcp_config
+    if mcp_config:
+        context = context.model_copy(update={"mcp_config": mcp_config})
     code = [0]
 
     async def go() -> None:
         t0 = time.perf_counter()
-        toolbox = await Toolbox.open(Path(context.data_dir), Path(config) if config else None,
-                                     timeout_s=context.tool_timeout_s)
+        toolbox = await open_toolbox(context)  # every toolbox setting of the context (database, executor…)
         toolbox.opened_in_s = time.perf_counter() - t0  # type: ignore[attr-defined]
         try:
             code[0] = (await use(toolbox)) or 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -18,22 +17,18 @@ from graph.cli.common import (
     tools_app,
 )
 from graph.cli.render import console
+from graph.resources import open_toolbox
 
 
 def with_toolbox(data_dir: str | None, mcp_config: str | None, use: Callable[[Any], None]) -> int:
     """Open the toolbox of ``data_dir`` (builtin tools + MCP servers), call ``use(toolbox)``,
     close it; returns the exit code of ``guarded``."""
-    from tools.toolbox import (
-        Toolbox,  # opens processes: imported only by these commands
-    )
-
     context = context_or_exit(None, None, data_dir, None)
-    config = mcp_config or context.mcp_config
+    if mcp_config:
+        context = context.model_copy(update={"mcp_config": mcp_config})
 
     async def go() -> None:
-        toolbox = await Toolbox.open(
-            Path(context.data_dir), Path(config) if config else None, timeout_s=context.tool_timeout_s
-        )
+        toolbox = await open_toolbox(context)  # every toolbox setting of the context (database, executor…)
         try:
             use(toolbox)
         finally:
