@@ -1,14 +1,33 @@
 """Probe set: tool-call quality of the configured model on the flagship task's real tools
-(tool-call success on a fixed probe set of ≥10 prompts).
+(tool-call success on a fixed probe set of ≥10 prompts), through the graph's own nodes.
 
-For each prompt the model gets exactly what the graph sends for a new goal: the system prompt,
-the request, the progress note naming the goal's known steps, and the real tool definitions
-offered as ``call_model`` offers them (ranked by relevance, cut to ``max_tools``, a call
-required when the goal has known steps). One call is made. Scored per prompt:
+Each prompt is a new goal on a fresh state, run through ``assemble_context`` and then
+``call_model`` — the nodes themselves, with the real toolbox (builtin tools on a generated
+demo database, the team-chat MCP server): the system prompt, the goal rules' progress note and
+``must_call_tool``, relevance ranking and the tool cap, masking of unrequested side effects,
+``bind_tools`` and the grammar are whatever the graph does today. One model call is made.
+
+Two prompt sets (``PROBES``):
+
+* ``plain`` — requests in everyday words that contain none of the tools' own keywords (no word
+  of a tool's name, nor its 5-letter stem that tool selection matches: no "report", "post",
+  "message", "remind", "schedule", "query", "database", "list" ...): the headline figure;
+* ``keyword`` — the earlier probe's prompts, which name the tools' keywords.
+
+Each pick is classified by who made it:
+
+* ``forced`` — the goal rules required a call (``must_call_tool``) and exactly one tool was
+  offered: the grammar leaves the model no choice of tool (only the arguments);
+* ``no_offer`` — no tool was offered (no relevance, or everything masked): the model could
+  only answer;
+* ``chosen`` — the model had a real choice (two or more tools, or a tool and the option to
+  answer).
+
+Scored per prompt:
 
 * ``well_formed`` — the reply parsed: a tool call with JSON-object arguments or a plain
   answer (no ``invalid_tool_calls``);
-* ``right_tool`` — the expected tool was called;
+* ``right_tool`` — the expected tool was called (or, expecting none, no tool was called);
 * ``valid_args`` — the arguments pass the tool's JSON Schema;
 * ``result_seen`` — after a tool result is appended, the prompt the server renders for the
   next call contains that result (llama.cpp ``/apply-template``; embedded model only).
@@ -16,7 +35,7 @@ required when the goal has known steps). One call is made. Scored per prompt:
 Each embedded call also records llama.cpp's ``timings``: prompt tokens evaluated and reused
 from the KV cache (``cache_n``, prompt caching across calls), prompt and generation tokens/s.
 
-    python -m evals.probe_tool_calls [--model embedded | embedded:NAME | NAME --base-url URL] [--max-tools N]
+    python -m evals.probe_tool_calls [--model embedded | embedded:NAME | NAME --base-url URL] [--max-tools N] [--set plain|keyword|both]
     python -m evals.probe_tool_calls --model embedded:NAME --speed   # raw tokens/s, no grammar
 
 ``--speed`` measures the server alone through llama.cpp's ``/completion``: a fixed prompt of
@@ -33,74 +52,134 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import statistics
 import tempfile
 import time
+from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import httpx
 import jsonschema
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from graph.context import Context
 from graph.model import astop_embedded_server, embedded_model, embedded_server, is_embedded, load_chat_model
 
-# (prompt, expected tool or None for "no tool needed")
-PROBES: list[tuple[str, str | None]] = [
-    ("How many orders were placed in October 2026? Query the sales database.", "query_database"),
-    ("What was the total revenue by region last month? Use SQL.", "query_database"),
-    ("List the five best-selling products from the database.", "query_database"),
-    ("Generate the sales analysis report for last month.", "generate_report"),
-    ("Write a Markdown sales report for 2026-09.", "generate_report"),
-    ("Post 'The October report is ready' to the project channel.", "post_message"),
-    ("Send a message to the team group saying the numbers are in.", "post_message"),
-    ("Show me the latest messages in the project channel.", "list_messages"),
-    ("Remind me on the 1st of every month at 09:00 to review sales.", "schedule_reminder"),
-    ("Set up a monthly reminder to send the sales report.", "schedule_reminder"),
-    ("Which reminders do I have scheduled?", "list_reminders"),
-    ("Say hello.", None),
+# (set, prompt, expected tool or None for "no tool needed")
+PROBES: list[tuple[str, str, str | None]] = [
+    ("plain", "How many orders came in during October 2026?", "query_database"),
+    ("plain", "What did each region earn last month?", "query_database"),
+    ("plain", "Which five products sold best?", "query_database"),
+    ("plain", "What tables and columns do I have to work with?", "describe_database"),
+    ("plain", "Write up an analysis of September's sales as a document I can share.", "generate_report"),
+    ("plain", "Put together a written summary of last month's revenue, with figures, as a file.", "generate_report"),
+    ("plain", "Tell the project group that the numbers are in.", "post_message"),
+    ("plain", "Let everyone in sales-team know the October figures are final.", "post_message"),
+    ("plain", "What has the project group been saying lately?", "list_messages"),
+    ("plain", "Every month on the 1st at 09:00, nudge me to check sales.", "schedule_reminder"),
+    ("plain", "Which recurring nudges have I set up?", "list_reminders"),
+    ("plain", "Say hello.", None),
+    ("keyword", "How many orders were placed in October 2026? Query the sales database.", "query_database"),
+    ("keyword", "What was the total revenue by region last month? Use SQL.", "query_database"),
+    ("keyword", "List the five best-selling products from the database.", "query_database"),
+    ("keyword", "Generate the sales analysis report for last month.", "generate_report"),
+    ("keyword", "Write a Markdown sales report for 2026-09.", "generate_report"),
+    ("keyword", "Post 'The October report is ready' to the project channel.", "post_message"),
+    ("keyword", "Send a message to the team group saying the numbers are in.", "post_message"),
+    ("keyword", "Show me the latest messages in the project channel.", "list_messages"),
+    ("keyword", "Remind me on the 1st of every month at 09:00 to review sales.", "schedule_reminder"),
+    ("keyword", "Set up a monthly reminder to send the sales report.", "schedule_reminder"),
+    ("keyword", "Which reminders do I have scheduled?", "list_reminders"),
+    ("keyword", "Say hello.", None),
 ]
 
 
-async def probe(context: Context) -> dict:
-    # the graph's own pieces, imported here so that --speed needs only the model layer
-    from graph.progress import required_steps
-    from nodes.assemble_context import SYSTEM_PROMPT
-    from nodes.call_model import EMBEDDED_MAX_TOOLS, offered_tools
-    from tools.toolbox import Toolbox
+def tool_keywords(names: list[str]) -> set[str]:
+    """The 5-letter stems of the words of the tools' names (what tool selection matches)."""
+    return {w[:5] for n in names for w in n.split("_") if len(w) > 2}
 
+
+def keywords_in(prompt: str, names: list[str]) -> list[str]:
+    """Words of ``prompt`` whose stem is a tool-name stem (empty for a ``plain`` prompt)."""
+    stems = tool_keywords(names)
+    return [w for w in re.findall(r"[a-z]+", prompt.lower()) if len(w) > 2 and w[:5] in stems]
+
+
+def who_picked(must_call: bool, offered: list[str]) -> str:
+    """``forced`` / ``no_offer`` / ``chosen`` (see the module docstring)."""
+    if not offered:
+        return "no_offer"
+    if must_call and len(offered) == 1:
+        return "forced"
+    return "chosen"
+
+
+def _state_after(update: dict[str, Any], state: Any) -> Any:
+    """``state`` with a node's update applied (messages appended; other fields replaced)."""
+    from graph.state import State
+
+    values = {f.name: getattr(state, f.name) for f in fields(State)}
+    for key, value in update.items():
+        if key == "messages":
+            by_id = {m.id: i for i, m in enumerate(values["messages"])}
+            msgs = list(values["messages"])
+            for m in value:
+                if m.id in by_id:
+                    msgs[by_id[m.id]] = m
+                else:
+                    msgs.append(m)
+            values["messages"] = msgs
+        elif key in ("metrics", "turn_metrics"):
+            continue
+        elif key in values:
+            values[key] = value
+    return State(**values)
+
+
+async def probe(context: Context, which: str = "both") -> dict:
+    # the graph's own pieces, imported here so that --speed needs only the model layer
+    from langgraph.runtime import Runtime
+
+    from graph import resources
+    from graph.state import State
+    from nodes.assemble_context import assemble_context
+    from nodes.call_model import call_model
+    from tools.builtin.demo_db import generate_sales_db
+
+    probes = [p for p in PROBES if which in ("both", p[0])]
     with tempfile.TemporaryDirectory() as tmp:
-        toolbox = await Toolbox.open(Path(tmp))
+        db = generate_sales_db(Path(tmp) / "user" / "sales.db")
+        context = context.model_copy(update={"data_dir": str(Path(tmp) / "data"), "database": str(db)})
+        runtime = Runtime(context=context)
+        rows = []
+        embedded = is_embedded(context)
         try:
-            model = await load_chat_model(context)
-            rows = []
-            embedded = is_embedded(context)
-            max_tools = context.max_tools or (EMBEDDED_MAX_TOOLS if embedded else 0)
-            for prompt, expected in PROBES:
-                # exactly what the graph sends for a new goal: assemble_context's prompt and
-                # progress note, call_model's tool offer and tool_choice
-                steps = sorted(required_steps(prompt, toolbox.registry.specs()))
-                note = f"Steps of this task: {', '.join(steps)}." if steps else ""
-                tools = offered_tools(toolbox.registry, f"{prompt}\n{note}", set(), max_tools, must_call=bool(steps))
-                bound = (
-                    model.bind_tools(tools, tool_choice="required")
-                    if tools and steps
-                    else (model.bind_tools(tools) if tools else model)
-                )
-                messages = [SystemMessage(SYSTEM_PROMPT), HumanMessage(prompt)] + (
-                    [SystemMessage(note)] if note else []
-                )
+            toolbox = await resources.get_toolbox(context)
+            names = toolbox.registry.names()
+            model: Any = await load_chat_model(context) if embedded else None
+            for n, (group, prompt, expected) in enumerate(probes):
+                state = State(messages=[HumanMessage(prompt, id=f"probe-{n}")])
+                state = _state_after(await assemble_context(state, runtime), state)
                 start = time.perf_counter()
-                reply = await bound.ainvoke(messages)
+                update = await call_model(state, runtime)
                 latency = time.perf_counter() - start
+                reply = update["messages"][0]
+                offered = list(update["offered_tools"])
                 call = reply.tool_calls[0] if isinstance(reply, AIMessage) and reply.tool_calls else None
                 spec = toolbox.registry.get(call["name"]) if call else None
                 valid = False
                 if call and spec:
                     valid = not list(jsonschema.Draft202012Validator(spec.parameters).iter_errors(call["args"]))
-                row = {
+                row: dict[str, Any] = {
+                    "set": group,
                     "prompt": prompt,
+                    "tool_keywords": keywords_in(prompt, names),
                     "expected": expected,
+                    "offered": offered,
+                    "must_call": state.must_call_tool,
+                    "picked_by": who_picked(state.must_call_tool, offered),
                     "called": call["name"] if call else None,
                     "well_formed": not getattr(reply, "invalid_tool_calls", None)
                     and (bool(call) or bool(reply.content)),
@@ -115,13 +194,14 @@ async def probe(context: Context) -> dict:
                         for k in ("prompt_n", "cache_n", "prompt_per_second", "predicted_n", "predicted_per_second")
                         if k in timings
                     }
-                if call and embedded:
-                    marker = f"probe-result-{len(rows)}"
+                if call and model is not None:
+                    marker = f"probe-result-{n}"
                     follow = [
-                        *messages,
+                        *state.prompt_messages(),
                         reply,
                         ToolMessage(json.dumps({"marker": marker}), tool_call_id=call["id"], name=call["name"]),
                     ]
+                    tools = [found.openai_tool() for t in offered if (found := toolbox.registry.get(t))]
                     payload = model._get_request_payload(follow)
                     base = str(model.openai_api_base).removesuffix("/v1")
                     async with httpx.AsyncClient(timeout=30) as client:
@@ -133,22 +213,33 @@ async def probe(context: Context) -> dict:
                     row["result_seen"] = marker in rendered
                 rows.append(row)
         finally:
-            await toolbox.aclose()
+            await resources.aclose_resources()
             await astop_embedded_server()
-    n = len(rows)
-    called = [r for r in rows if r["called"]]
-    timed = [r["timings"] for r in rows if r.get("timings")]
-    summary = {
+    summary: dict[str, Any] = {
         "model": context.model if not context.base_url else f"{context.model} @ {context.base_url}",
-        "max_tools": max_tools,
-        "prompts": n,
-        "well_formed": sum(r["well_formed"] for r in rows),
-        "right_tool": sum(r["right_tool"] for r in rows),
-        "valid_args": sum(r["valid_args"] for r in rows),
-        "result_seen": f"{sum(bool(r.get('result_seen')) for r in called)}/{len(called)}",
-        "median_latency_s": sorted(r["latency_s"] for r in rows)[n // 2],
-        "total_latency_s": round(sum(r["latency_s"] for r in rows), 1),
+        "max_tools": context.max_tools or ("catalog" if embedded else 0),
     }
+    for group in ("plain", "keyword"):
+        rs = [r for r in rows if r["set"] == group]
+        if not rs:
+            continue
+        called = [r for r in rs if r["called"]]
+        part: dict[str, Any] = {
+            "prompts": len(rs),
+            "prompts_with_tool_keywords": sum(bool(r["tool_keywords"]) for r in rs),
+            "well_formed": sum(r["well_formed"] for r in rs),
+            "right_tool": sum(r["right_tool"] for r in rs),
+            "valid_args": sum(r["valid_args"] for r in rs),
+            "result_seen": f"{sum(bool(r.get('result_seen')) for r in called)}/{len(called)}",
+        }
+        for who in ("forced", "chosen", "no_offer"):
+            picks = [r for r in rs if r["picked_by"] == who]
+            part[f"right_{who}"] = f"{sum(r['right_tool'] for r in picks)}/{len(picks)}"
+        summary[group] = part
+    n = len(rows)
+    timed = [r["timings"] for r in rows if r.get("timings")]
+    summary["median_latency_s"] = sorted(r["latency_s"] for r in rows)[n // 2] if rows else 0
+    summary["total_latency_s"] = round(sum(r["latency_s"] for r in rows), 1)
     if timed:
         summary["prompt_tokens_evaluated"] = int(sum(t.get("prompt_n", 0) for t in timed))
         summary["prompt_tokens_from_cache"] = int(sum(t.get("cache_n", 0) for t in timed))
@@ -157,7 +248,7 @@ async def probe(context: Context) -> dict:
     summary["load_avg_1min"] = round(os.getloadavg()[0], 2)
     out = Path(__file__).parent / "out"
     out.mkdir(exist_ok=True)
-    suffix = f"-{embedded_model(context).name}" if is_embedded(context) else ""
+    suffix = f"-{embedded_model(context).name}" if embedded else ""
     (out / f"probe_tool_calls{suffix}.json").write_text(json.dumps({"summary": summary, "rows": rows}, indent=2))
     return {"summary": summary, "rows": rows}
 
@@ -195,7 +286,7 @@ async def speed(context: Context, prompt_tokens: int, gen_tokens: int, reps: int
                 runs = [await once(len(tokens), gen_tokens) for _ in range(reps)]
         finally:
             await server.astop()
-    result = {
+    result: dict[str, Any] = {
         "model": entry.name,
         "file_mib": round(entry.size / 2**20),
         "threads": int(os.environ.get("HERMES_EMBEDDED_THREADS") or entry.threads or os.cpu_count() or 1),
@@ -229,6 +320,8 @@ def main() -> None:
     parser.add_argument(
         "--max-tools", type=int, default=0, help="tools offered per call (0: as the graph does, 2 for embedded models)"
     )
+    parser.add_argument("--set", dest="which", choices=["plain", "keyword", "both"], default="both",
+                        help="prompt set: plain (no tool keywords), keyword (the earlier probe's), both")
     parser.add_argument("--speed", action="store_true", help="raw tokens/s of the embedded server instead")
     parser.add_argument("--prompt-tokens", type=int, default=512)
     parser.add_argument("--gen-tokens", type=int, default=64)
@@ -238,10 +331,11 @@ def main() -> None:
     if args.speed:
         print(json.dumps(asyncio.run(speed(context, args.prompt_tokens, args.gen_tokens, args.reps)), indent=2))
         return
-    result = asyncio.run(probe(context))
+    result = asyncio.run(probe(context, args.which))
     for row in result["rows"]:
         print(
-            f"{'✓' if row['right_tool'] else '✗'} {row['expected'] or '-':>18} ← {row['called'] or '(answer)':<18} "
+            f"{'✓' if row['right_tool'] else '✗'} {row['set']:<7} {row['picked_by']:<8} "
+            f"{row['expected'] or '-':>18} ← {row['called'] or '(answer)':<18} "
             f"args {'ok' if row['valid_args'] else 'bad'}  seen={row.get('result_seen', '-')}  "
             f"{row['latency_s']:>5.1f}s  {row['prompt'][:50]}"
         )

@@ -36,7 +36,7 @@ one the model decided.
     python -m evals tools [--model embedded:qwen2.5-coder-0.5b | NAME --base-url URL] [--limit N] [--sample]
 
 ``--limit N``: the first N cases of each category (BFCL order); ``--sample``: 3 cases per
-category (``SAMPLE_PER_CATEGORY``), chosen with ``--seed``.
+category (``SAMPLE_PER_CATEGORY``), chosen with ``--seed`` (with ``--limit N``: N of those).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def ast_checker() -> Any:
         stub = types.ModuleType(name)
         stub.MODEL_CONFIG_MAPPING = defaultdict(lambda: types.SimpleNamespace(underscore_to_dot=False))  # type: ignore[attr-defined]
         sys.modules[name] = stub
-    from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker as checker
+    from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker as checker  # type: ignore[import-untyped]
 
     return checker
 
@@ -122,9 +122,11 @@ def load_category(category: str) -> list[dict[str, Any]]:
 
 
 def choose(cases: list[dict[str, Any]], cfg: EvalConfig) -> list[dict[str, Any]]:
-    """``--sample``: SAMPLE_PER_CATEGORY cases drawn with the seed; ``--limit N``: the first N."""
+    """``--sample``: SAMPLE_PER_CATEGORY cases drawn with the seed (fewer with ``--limit``);
+    ``--limit N``: the first N."""
     if cfg.sample:
-        return random.Random(cfg.seed).sample(cases, min(SAMPLE_PER_CATEGORY, len(cases)))
+        n = min(SAMPLE_PER_CATEGORY, cfg.limit or SAMPLE_PER_CATEGORY, len(cases))
+        return random.Random(cfg.seed).sample(cases, n)
     return cases[: cfg.limit] if cfg.limit else cases
 
 
@@ -134,7 +136,7 @@ def choose(cases: list[dict[str, Any]], cfg: EvalConfig) -> list[dict[str, Any]]
 def json_schema(param: Any) -> Any:
     """A BFCL parameter schema (types ``dict``, ``float``, ``tuple``, ``any``...) as JSON Schema,
     with BFCL's own type table; unknown types become strings (as BFCL's OpenAI handler does)."""
-    from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
+    from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI  # type: ignore[import-untyped]
 
     if isinstance(param, list):
         return [json_schema(p) for p in param]
@@ -294,7 +296,7 @@ def score(case: dict[str, Any], category: str, calls: list[dict[str, Any]]) -> t
         return (1, "") if not calls else (0, "called a function on an irrelevant request")
     if not calls:
         return 0, "no function call"
-    from bfcl_eval.constants.enums import Language
+    from bfcl_eval.constants.enums import Language  # type: ignore[import-untyped]
 
     try:
         result = ast_checker()(case["function"], calls, case["ground_truth"], Language.PYTHON, category, "hermes")
