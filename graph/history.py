@@ -6,13 +6,18 @@ message, by exactly one ``ToolMessage`` with its id, and every ``ToolMessage`` a
 of the AI message before it. A fork or rollback to a checkpoint taken between a model call and
 its tool dispatch, followed by a new user message, breaks that: this module finds and closes
 such calls with an error result, so the stored history stays valid for every consumer.
+
+The same pairing rule cuts a history into the atomic groups the context window is built from
+(:func:`message_groups`, used by ``graph.window``): one module knows how calls and results pair.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
+
+Group = list[AnyMessage]
 
 
 class Paired(NamedTuple):
@@ -24,6 +29,48 @@ class Paired(NamedTuple):
     """``(call id, tool name)`` of every call that got an error result"""
     dropped: list[str]
     """``tool_call_id`` of every tool message dropped (it answered no open call)"""
+
+
+def _calls(message: AnyMessage) -> list[tuple[str | None, str]]:
+    """``(call id, tool name)`` of the calls an AI message makes (valid and invalid ones)."""
+    if not isinstance(message, AIMessage):
+        return []
+    return [(call.get("id"), call.get("name") or "unknown") for call in [*message.tool_calls, *message.invalid_tool_calls]]
+
+
+def message_groups(messages: list[AnyMessage]) -> list[Group]:
+    """Split a history into atomic groups, in order: a human message; an AI answer; or an AI
+    message with calls together with the tool messages answering them (the ones that follow
+    it, in their order). A group with a call left unanswered, a tool message
+    answering no call of the AI message before it (an orphan or a duplicate) and system
+    messages are left out, so no cut between groups splits a call from its result (case K1)."""
+    groups: list[Group] = []
+    group: Group = []
+    open_calls: set[str | None] = set()
+
+    def flush() -> None:
+        if group and not open_calls:
+            groups.append(list(group))
+        group.clear()
+        open_calls.clear()
+
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            if group and message.tool_call_id in open_calls:
+                open_calls.discard(message.tool_call_id)
+                group.append(message)
+            continue
+        flush()
+        if isinstance(message, SystemMessage):
+            continue
+        calls = _calls(message)
+        if calls:
+            group.append(message)
+            open_calls.update(call_id for call_id, _ in calls)
+        else:
+            groups.append([message])
+    flush()
+    return groups
 
 
 def unanswered_calls(messages: list[AnyMessage]) -> list[tuple[str, str]]:
@@ -58,10 +105,8 @@ def close_unanswered(messages: list[AnyMessage], reason: str) -> Paired:
             continue
         close_open()
         out.append(message)
-        if isinstance(message, AIMessage):
-            for call in [*message.tool_calls, *message.invalid_tool_calls]:
-                call_id = call.get("id")
-                if call_id:
-                    open_calls[call_id] = call.get("name") or "unknown"
+        for call_id, name in _calls(message):
+            if call_id:
+                open_calls[call_id] = name
     close_open()
     return Paired(out, closed, dropped)

@@ -6,9 +6,9 @@ ranked by intent match and keyword relevance with time decay, each message trunc
 a running summary line per old turn (:func:`archive_lines`) that the node puts in the system
 prompt.
 
-The window is built from **groups**, never single messages (:func:`message_groups`): a human
-message; an AI answer; or an AI message with ``tool_calls`` together with exactly the tool
-messages answering it. A group whose calls lack results, and a tool message without its
+The window is built from **groups**, never single messages (``graph.history.message_groups``,
+the one place that pairs calls and results): a human message; an AI answer; or an AI message
+with ``tool_calls`` together with exactly the tool messages answering it. A group whose calls lack results, and a tool message without its
 calling AI message, are left out, so no cut can orphan a tool result or leave calls unanswered
 (case K1, OpenAI's 400 error). The current goal's own groups come first; earlier groups are
 added newest-first, truncated, while the token budget allows. Tokens are counted with
@@ -20,9 +20,10 @@ from __future__ import annotations
 import re
 
 from cachetools import LRUCache
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
+from graph.history import Group, message_groups
 from graph.intent import tag_intent
 from tools.results import TRUNCATION_MARK, cut_text
 
@@ -33,43 +34,7 @@ INTENT_WEIGHT = 0.6  # weight of an intent match against keyword relevance
 ARCHIVE_AFTER_TURNS = 20  # turns older than this are summarised into ``archive_summary``
 MAX_ARCHIVE_LINES = 30
 
-Group = list[AnyMessage]
 Turn = list[Group]
-
-
-def message_groups(messages: list[AnyMessage]) -> list[Group]:
-    """Split history into atomic groups (see the module docstring). Orphan tool messages,
-    system messages and AI messages whose ``tool_calls`` are not all answered are dropped."""
-    groups: list[Group] = []
-    i = 0
-    while i < len(messages):
-        message = messages[i]
-        if isinstance(message, ToolMessage):
-            i += 1  # orphan: its AI message is not in this history
-            continue
-        if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
-            wanted = {c["id"] for c in message.tool_calls} | {c["id"] for c in message.invalid_tool_calls}
-            group: Group = [message]
-            answered: set[str] = set()
-            j = i + 1
-            while j < len(messages):
-                result = messages[j]
-                if not isinstance(result, ToolMessage):
-                    break
-                if result.tool_call_id in wanted:
-                    group.append(result)
-                    answered.add(result.tool_call_id)
-                j += 1
-            if wanted <= answered:
-                groups.append(group)
-            i = j
-            continue
-        if isinstance(message, SystemMessage):
-            i += 1
-            continue
-        groups.append([message])
-        i += 1
-    return groups
 
 
 def text_of(message: AnyMessage) -> str:

@@ -23,7 +23,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
-from graph.context import Context, run_thread_id
+from graph.context import NO_THREAD, Context, run_thread_id
 from graph.history import close_unanswered
 from graph.intent import tag_intent
 from graph.progress import required_steps
@@ -72,12 +72,13 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
     if isinstance(last, HumanMessage):
         goal = last.text if hasattr(last, "text") else str(last.content)
         goal = goal if isinstance(goal, str) else str(last.content)
-        thread_id = run_thread_id()
+        # the session write_memory files this run's memories under (NO_THREAD without a thread)
+        thread_id = run_thread_id() or NO_THREAD
         try:
             memories = await get_memory(context).recall(
                 context.user_id, goal, k=3,
                 # this session's memories count only if they came from the active branch
-                thread_id=thread_id or None, visible_origins={m.id for m in state.messages if m.id},
+                thread_id=thread_id, visible_origins={m.id for m in state.messages if m.id},
             )
         except Exception:  # memory must never block the answer (DESIGN §4)
             memories = []
