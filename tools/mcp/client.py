@@ -54,7 +54,7 @@ from mcp import types
 
 from tools.errors import ToolFailed, ToolTimeout, ToolTransportError
 from tools.mcp.config import ServerSettings, server_settings, to_connection
-from tools.mcp.results import content_to_json, result_to_json  # noqa: F401 - re-exported
+from tools.mcp.results import Validator, content_to_json, output_validator, result_to_json  # noqa: F401
 from tools.mcp.scoring import Breaker, Score
 from tools.mcp.session import (  # noqa: F401 - re-exported
     MARKER_ENV,
@@ -95,6 +95,17 @@ class MCPTool:
     annotations: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     output_schema: dict[str, Any] | None = None
+    _validator: Validator | None = field(default=None, init=False, repr=False, compare=False)
+    _checked: bool = field(default=False, init=False, repr=False, compare=False)
+
+    @property
+    def output_validator(self) -> Validator | None:
+        """The compiled validator of :attr:`output_schema` (built once; None when there is no
+        schema, or it is not a valid JSON Schema and so is ignored — a warning)."""
+        if not self._checked:
+            self._validator = output_validator(self.output_schema, f"MCP tool '{self.name}'")
+            self._checked = True
+        return self._validator
 
     @property
     def read_only(self) -> bool:
@@ -540,8 +551,8 @@ class MCPServer:
                 self.state, self.error = "ready", None
             if self.media_dir is not None and any(getattr(b, "type", "") in ("image", "audio", "resource")
                                                   for b in raw.content or []):
-                return await asyncio.to_thread(result_to_json, raw, mcp_tool.output_schema, self.media_dir)
-            return result_to_json(raw, mcp_tool.output_schema, None)
+                return await asyncio.to_thread(result_to_json, raw, mcp_tool.output_validator, self.media_dir)
+            return result_to_json(raw, mcp_tool.output_validator, None)
 
     def _progress_logger(self, tool: str) -> ProgressFn:
         key = f"{tool}:{uuid.uuid4().hex[:6]}"

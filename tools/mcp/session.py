@@ -308,23 +308,37 @@ class MCPSession:
                    on_progress: ProgressFn | None = None) -> types.CallToolResult:
         """``tools/call``; returns the raw ``CallToolResult`` (``isError`` results included).
 
+        The request is awaited in the caller's task (no task per call): one ``asyncio.timeout``
+        whose deadline a progress notification moves (``reschedule``) and that the end of the
+        session task expires at once.
+
         Raises ToolTimeout (``notifications/cancelled`` sent first) when neither an answer nor
         progress came for ``answer_timeout_s`` seconds, or ``hard_timeout_s`` passed;
         ToolTransportError when the session is not connected or the request could not be
         written (``sent=False``), the server no longer knows the session ("Session terminated":
         ``sent=False``, it did not run) or the channel failed after the request left
-        (``sent=True``); ToolFailed for a JSON-RPC error answer."""
+        (``sent=True``); ToolFailed for a JSON-RPC error answer. A caller that cancels the call
+        gets its CancelledError; ``notifications/cancelled`` goes out in the background."""
         if not self.alive:
             raise ToolTransportError(self.server, f"not connected ({self.error or self.state})", sent=False)
         session, owner = self._session, self._task
         assert owner is not None
+        loop = asyncio.get_running_loop()
         hard = max(answer_timeout_s, hard_timeout_s or answer_timeout_s)
         flight = _Flight()
-        start = time.monotonic()
+        start = loop.time()
         flight.last_progress = start
+        timeout = asyncio.timeout(None)
+        waiting = False  # inside the timeout scope: progress and the session's end may move it
+        ended = False  # the session task ended while the call was in flight
+
+        def deadline() -> float:
+            return min(flight.last_progress + answer_timeout_s, start + hard)
 
         async def progress(value: float, total: float | None, message: str | None) -> None:
-            flight.last_progress, flight.progress = time.monotonic(), (value, total, message)
+            flight.last_progress, flight.progress = loop.time(), (value, total, message)
+            if waiting and not timeout.expired():
+                timeout.reschedule(deadline())
             if on_progress is not None:
                 try:
                     out = on_progress(value, total, message)
@@ -333,45 +347,39 @@ class MCPSession:
                 except Exception:  # noqa: BLE001
                     log.exception("MCP progress handler failed")
 
+        def owner_done(_: Any) -> None:
+            nonlocal ended
+            if waiting and not timeout.expired():  # wake the call now
+                ended = True
+                timeout.reschedule(loop.time())
+
         self.inflight += 1
         self.calls += 1
-        self.last_used = start
-        call = asyncio.ensure_future(_send_call(session, tool, args, request_id, flight, progress))
+        self.last_used = time.monotonic()
+        owner.add_done_callback(owner_done)
         try:
-            while True:
-                now = time.monotonic()
-                wait = min(flight.last_progress + answer_timeout_s, start + hard) - now
-                if wait > 0:
+            try:
+                async with timeout:
+                    timeout.reschedule(deadline())
+                    waiting = True
                     try:
-                        done, _ = await asyncio.wait({call, owner}, timeout=wait,
-                                                     return_when=asyncio.FIRST_COMPLETED)
-                    except BaseException:  # the caller gave up: tell the server
-                        call.cancel()
-                        self._cancel_in_background(session, flight, "the client cancelled the call")
-                        raise
-                    if done:
-                        break
-                now = time.monotonic()
-                if now < start + hard and flight.last_progress + answer_timeout_s > now:
-                    continue  # progress arrived while waiting: keep going
-                call.cancel()
-                await asyncio.gather(call, return_exceptions=True)
-                if not call.cancelled() and isinstance(call.exception(), _NotSent):
-                    raise self._lost(f"{tool} could not be sent: {describe(call.exception())}", sent=False) from None
-                over_hard = now >= start + hard
+                        return await _send_call(session, tool, args, request_id, flight, progress)
+                    finally:
+                        waiting = False
+            except TimeoutError as exc:
+                if not timeout.expired():  # not ours: an OS-level timeout in the transport
+                    raise self._lost(f"{tool} failed in transport: {describe(exc)}") from None
+                if ended:  # the session task ended first
+                    if _never_connected(self.fatal):  # the HTTP request found no server to connect to
+                        raise self._lost(f"{tool} could not be sent: the server refused the connection "
+                                         f"({self.error or 'session ended'})", sent=False) from None
+                    raise self._lost(f"connection lost during {tool} ({self.error or 'session ended'})") from None
+                over_hard = loop.time() >= start + hard
                 return await self._timed_out(session, flight, tool, hard if over_hard else answer_timeout_s,
                                              over_hard and hard > answer_timeout_s)
-            if call not in done:  # the session task ended first
-                call.cancel()
-                await asyncio.gather(call, return_exceptions=True)
-                if not call.cancelled() and isinstance(call.exception(), _NotSent):
-                    raise self._lost(f"{tool} could not be sent", sent=False) from None
-                if _never_connected(self.fatal):  # the HTTP request found no server to connect to
-                    raise self._lost(f"{tool} could not be sent: the server refused the connection "
-                                     f"({self.error or 'session ended'})", sent=False)
-                raise self._lost(f"connection lost during {tool} ({self.error or 'session ended'})")
-            try:
-                return call.result()
+            except asyncio.CancelledError:  # the caller gave up: tell the server
+                self._cancel_in_background(session, flight, "the client cancelled the call")
+                raise
             except _NotSent as exc:
                 raise self._lost(f"{tool} could not be sent: {describe(exc)}", sent=False) from None
             except McpError as exc:
@@ -386,6 +394,7 @@ class MCPSession:
             except _TRANSPORT_ERRORS as exc:
                 raise self._lost(f"{tool} failed in transport: {describe(exc)}") from None
         finally:
+            owner.remove_done_callback(owner_done)
             self.inflight -= 1
             self.last_used = time.monotonic()
 
