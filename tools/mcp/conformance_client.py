@@ -15,9 +15,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import sys
 from typing import Any
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tools.mcp.client import MCPServer
 
@@ -29,6 +31,24 @@ CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "sse-retry": ("test_reconnection", {}),
     "elicitation-sep1034-client-defaults": ("test_client_elicitation_defaults", {}),
 }
+
+
+class ConformanceSettings(BaseSettings):
+    """What the conformance runner tells this process, from its environment (prefix
+    ``MCP_CONFORMANCE_``: the suite's names, not Hermes's)."""
+
+    model_config = SettingsConfigDict(env_prefix="MCP_CONFORMANCE_", extra="ignore", frozen=True)
+
+    scenario: str = Field(default="initialize", description="MCP_CONFORMANCE_SCENARIO: the scenario's name.")
+    context: str = Field(default="", description="MCP_CONFORMANCE_CONTEXT: JSON credentials of auth scenarios.")
+
+    def context_json(self) -> dict[str, Any]:
+        """:attr:`context` parsed; ``{}`` when empty, not JSON or not an object."""
+        try:
+            value = json.loads(self.context or "{}")
+        except json.JSONDecodeError:
+            return {}
+        return value if isinstance(value, dict) else {}
 
 
 def entry_for(url: str, scenario: str, context: dict[str, Any]) -> dict[str, Any]:
@@ -84,12 +104,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "initialize")
-    try:
-        context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
-    except json.JSONDecodeError:
-        context = {}
-    return asyncio.run(run(argv[-1], scenario, context))
+    settings = ConformanceSettings()
+    return asyncio.run(run(argv[-1], settings.scenario, settings.context_json()))
 
 
 if __name__ == "__main__":

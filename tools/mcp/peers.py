@@ -6,7 +6,8 @@ project-local folder (never the system Node): ``python -m tools.mcp.peers instal
   ``@modelcontextprotocol/server-everything``, ``@modelcontextprotocol/server-filesystem``;
 * PyPI: ``mcp-server-time`` in a venv of its own (it needs ``mcp>=2.3``; Hermes pins ``mcp<2``).
 
-Folder: ``$HERMES_MCP_PEERS_DIR``, default ``<project>/.venv/mcp-peers``. Idempotent: a second
+Folder: :attr:`PeersSettings.mcp_peers_dir` (env ``HERMES_MCP_PEERS_DIR``; this module is a tool
+of setup, tests and evals with its own settings class), default ``<project>/.venv/mcp-peers``. Idempotent: a second
 run only checks the stamp. ``scripts/setup.sh`` runs it; tests call :func:`ensure` and skip
 when the registries cannot be reached.
 """
@@ -14,11 +15,13 @@ when the registries cannot be reached.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ROOT = Path(__file__).resolve().parents[2]
 NPM_PACKAGES = {
@@ -30,8 +33,18 @@ NPM_PACKAGES = {
 PYPI_TIME = "mcp-server-time==2026.10.19"
 
 
-def home() -> Path:
-    return Path(os.environ.get("HERMES_MCP_PEERS_DIR") or ROOT / ".venv" / "mcp-peers")
+class PeersSettings(BaseSettings):
+    """Where the peers are installed, from the environment (prefix ``HERMES_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="HERMES_", extra="ignore", frozen=True)
+
+    mcp_peers_dir: str = Field(default="", description="HERMES_MCP_PEERS_DIR: the peers' folder "
+                                                       "(default <project>/.venv/mcp-peers).")
+
+
+def home(folder: str | Path | None = None) -> Path:
+    """The peers' folder: ``folder`` when given, else :class:`PeersSettings` (read at each call)."""
+    return Path(folder or PeersSettings().mcp_peers_dir or ROOT / ".venv" / "mcp-peers")
 
 
 def node() -> Path:

@@ -1,7 +1,8 @@
 """Bundled team-chat MCP server (seed §5.1 "post it to the project group"), stdio transport.
 
-Run: ``python -m tools.mcp.servers.team_chat``. Messages persist in SQLite at env
-``HERMES_TEAM_CHAT_DB`` (default ``./team_chat.db``); table ``messages(id, channel, text,
+Run: ``python -m tools.mcp.servers.team_chat``. Messages persist in SQLite at
+:attr:`TeamChatSettings.db` — this process's own setting, env ``HERMES_TEAM_CHAT_DB`` (default
+``./team_chat.db``; the client sets it, :func:`tools.mcp.config.team_chat_entry`); table ``messages(id, channel, text,
 created_at ISO-8601 UTC)``. Tools: ``post_message(channel, text)``, ``list_messages(channel,
 limit=20)``. Bad input (empty channel/text, limit outside 1-200) → an MCP ``isError`` result.
 
@@ -15,14 +16,15 @@ prevented by the client's idempotency ledger, not here: this server posts what i
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 import sqlite3
+from functools import cache
 from typing import Annotated, Any
 
 from mcp.server.fastmcp import FastMCP
 from mcp.types import ToolAnnotations
 from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 CHANNEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.#-]{0,63}$")
 MAX_TEXT = 20_000
@@ -30,8 +32,23 @@ MAX_TEXT = 20_000
 mcp = FastMCP("team-chat", log_level="WARNING")
 
 
-def _db() -> sqlite3.Connection:
-    con = sqlite3.connect(os.environ.get("HERMES_TEAM_CHAT_DB", "team_chat.db"))
+class TeamChatSettings(BaseSettings):
+    """Settings of this server process, from its environment (prefix ``HERMES_TEAM_CHAT_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="HERMES_TEAM_CHAT_", extra="ignore", frozen=True)
+
+    db: str = Field(default="team_chat.db", description="HERMES_TEAM_CHAT_DB: the SQLite file of the messages.")
+
+
+@cache
+def settings() -> TeamChatSettings:
+    """This process's settings (read once)."""
+    return TeamChatSettings()
+
+
+def _db(path: str | None = None) -> sqlite3.Connection:
+    """Open the messages database at ``path`` (default :attr:`TeamChatSettings.db`), creating its table."""
+    con = sqlite3.connect(path or settings().db)
     con.execute("""CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY AUTOINCREMENT,
         channel TEXT NOT NULL, text TEXT NOT NULL, created_at TEXT NOT NULL)""")
     return con
