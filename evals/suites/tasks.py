@@ -133,7 +133,7 @@ def expected_value(db: Path, sql: str) -> float:
         return float(con.execute(sql).fetchone()[0])
 
 
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
+_NUMBER = re.compile(r"(?<![\w.:/-])\d+(?:\.\d+)?(?![\w:/-])")  # not a part of a date, time or id
 
 
 def contains_number(answer: str, value: float, decimals: int) -> bool:

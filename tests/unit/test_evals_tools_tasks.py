@@ -1,0 +1,81 @@
+"""Scoring rules of the ``tools`` (BFCL) and ``tasks`` eval suites and the probe's pick
+classes: pure functions, no model, no process."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from evals.probe_tool_calls import PROBES, keywords_in, who_picked
+from evals.suites.tasks import TASKS, contains_number, make_databases, pass_hat, side_effects
+from evals.tasks_db import generate_tickets_db
+
+
+def test_pass_hat_is_tau_bench_estimator():
+    # 2 tasks, k = 3: one passed 3/3, one 1/3
+    assert pass_hat([3, 1], 3, 1) == pytest.approx((1 + 1 / 3) / 2)
+    assert pass_hat([3, 1], 3, 3) == pytest.approx(0.5)  # only the all-pass task counts
+    assert pass_hat([], 3, 1) == 0.0
+
+
+def test_contains_number_ignores_separators_and_dates():
+    assert contains_number("There were 1,234 orders.", 1234, 0)
+    assert contains_number("Average 3.39 out of 5", 3.39, 2)
+    assert not contains_number("Average 3.4", 3.39, 2)
+    assert not contains_number("on 2026-11-06", 6, 0)
+    assert contains_number("Revenue: 173218.00", 173218, 0)
+
+
+def test_tickets_db_is_deterministic_and_differently_shaped(tmp_path: Path):
+    a = generate_tickets_db(tmp_path / "a.db")
+    b = generate_tickets_db(tmp_path / "b.db")
+    dump = [list(sqlite3.connect(p).iterdump()) for p in (a, b)]
+    assert dump[0] == dump[1]
+    with sqlite3.connect(a) as con:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert tables == {"agents", "tickets", "ticket_replies"}
+
+
+def test_every_task_has_a_computable_expected_value(tmp_path: Path):
+    from evals.suites.tasks import expected_value
+
+    dbs = make_databases(tmp_path)
+    for task in TASKS:
+        if task.kind in ("answer", "readonly"):
+            assert expected_value(dbs[task.db], task.expected) > 0, task.id
+        else:
+            assert not task.expected
+
+
+def test_side_effects_of_an_empty_data_dir(tmp_path: Path):
+    assert side_effects(tmp_path) == {"ledger_requests": 0, "chat_messages": 0, "reminders": 0, "report_files": 0}
+
+
+def test_probe_plain_prompts_hold_no_tool_keyword():
+    names = ["describe_database", "query_database", "generate_report", "schedule_reminder", "list_reminders",
+             "list_messages", "post_message", "read_result"]
+    plain = [p for g, p, _ in PROBES if g == "plain"]
+    assert len(plain) >= 10 and all(not keywords_in(p, names) for p in plain)
+    assert sum(bool(keywords_in(p, names)) for g, p, _ in PROBES if g == "keyword") >= 10
+    assert who_picked(True, ["post_message"]) == "forced"
+    assert who_picked(False, ["post_message"]) == "chosen"
+    assert who_picked(True, []) == "no_offer"
+
+
+def test_bfcl_case_becomes_a_registry_and_is_scored_by_bfcls_checker():
+    pytest.importorskip("bfcl_eval")
+    from evals.suites.tools import load_category, registry_for, score
+
+    case = next(c for c in load_category("simple") if c["id"] == "simple_python_1")  # math.factorial
+    registry, names, refused = registry_for(case["function"])
+    assert not refused and names == {"math_factorial": "math.factorial"}
+    params = registry.get("math_factorial").parameters
+    assert params["type"] == "object" and params["properties"]["number"]["type"] == "integer"
+    assert score(case, "simple", [{"math.factorial": {"number": 5}}]) == (1, "")
+    assert score(case, "simple", [{"math.factorial": {"number": 6}}])[0] == 0
+    assert score(case, "simple", [])[0] == 0
+    irrelevant = load_category("irrelevance")[0]
+    assert score(irrelevant, "irrelevance", []) == (1, "")
+    assert score(irrelevant, "irrelevance", [{"x": {}}])[0] == 0
