@@ -64,6 +64,7 @@ def _start_server(data: Path, helpers: Path) -> tuple[subprocess.Popen, str]:
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
     deadline = time.monotonic() + 30
+    assert proc.stdout is not None
     while time.monotonic() < deadline:
         if select.select([proc.stdout], [], [], 0.2)[0]:
             line = proc.stdout.readline()
@@ -104,14 +105,14 @@ async def bench(calls: int, rounds: int) -> dict[str, Any]:
     data = tmp / "data"
     data.mkdir()
     sys.path.insert(0, str(helpers))
-    import bench_tool  # noqa: E402  (the same function, in process)
+    import bench_tool  # type: ignore[import-not-found]  # noqa: E402  (the same function, in process)
 
     sub = make_executor("subprocess", data, extra_paths=(str(helpers),))
     container = None
     container_note = ""
     try:
         container = await asyncio.to_thread(make_executor, "container", data, extra_paths=(str(helpers),))
-        container_note = container.engine
+        container_note = str(getattr(container, "engine", "container"))
     except SandboxUnavailable as exc:
         container_note = f"unavailable: {exc}"
     server, url = await asyncio.to_thread(_start_server, tmp / "server", helpers)

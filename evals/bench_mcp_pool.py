@@ -173,7 +173,7 @@ async def p2(script: Path, n: int, concurrency: int) -> dict[str, Any]:
             t0 = time.perf_counter()
             lat, ok = await _drive(n, concurrency, one)
             wall = time.perf_counter() - t0
-            out = {"success": round(ok / n, 4), "p50_ms": round(_pct(lat, 0.5) * 1000, 1),
+            out: dict[str, Any] = {"success": round(ok / n, 4), "p50_ms": round(_pct(lat, 0.5) * 1000, 1),
                    "p95_ms": round(_pct(lat, 0.95) * 1000, 1), "wall_s": round(wall, 1)}
             if mode == "scoring_failover":
                 out["servers"] = {s.name: {k: s.status()[k] for k in ("score", "calls", "failures", "reconnects")}

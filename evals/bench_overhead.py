@@ -46,7 +46,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -150,14 +150,14 @@ async def hermes_agent(bench: Bench, name: str, *, inproc_tool: bool = False, me
 
     box = _Toolbox(data, inproc if inproc_tool else bench.sub_call)
     resources.set_toolbox(context, box)  # type: ignore[arg-type]
-    thread = {"configurable": {"thread_id": f"bench-{uuid.uuid4().hex[:8]}"}}
+    thread: Any = {"configurable": {"thread_id": f"bench-{uuid.uuid4().hex[:8]}"}}
     saver_cm: Any = contextlib.nullcontext(InMemorySaver()) if memory_saver else open_checkpointer(checkpoints_file(data))
     try:
         async with saver_cm as saver:
             agent = make_graph(checkpointer=saver)
 
             async def turn(text: str) -> None:
-                await agent.ainvoke({"messages": [HumanMessage(text)]}, thread, context=context)
+                await agent.ainvoke(cast(Any, {"messages": [HumanMessage(text)]}), thread, context=context)
                 await resources.drain_background()  # memory + mirror writes count in the turn
 
             await turn(request(-1))
@@ -180,16 +180,16 @@ async def prebuilt_agent(bench: Bench, name: str, *, subprocess_tool: bool) -> A
             return await bench.sub_call({"key": key}, uuid.uuid4().hex)
     else:
         @tool
-        def record_value(key: str) -> dict:  # type: ignore[misc]
+        def record_value(key: str) -> dict:
             """Record the value stored under a key (benchmark tool)."""
             return lookup_value(key)
 
     async with AsyncSqliteSaver.from_conn_string(str(bench.tmp / f"{name}.sqlite")) as saver:
         agent = create_agent(model(), [record_value], checkpointer=saver)
-        thread = {"configurable": {"thread_id": "bench"}}
+        thread: Any = {"configurable": {"thread_id": "bench"}}
 
         async def turn(text: str) -> None:
-            await agent.ainvoke({"messages": [HumanMessage(text)]}, thread)
+            await agent.ainvoke(cast(Any, {"messages": [HumanMessage(text)]}), thread)
 
         await turn(request(-1))
         yield turn
@@ -227,7 +227,7 @@ async def node_breakdown(bench: Bench, turns: int) -> dict[str, float]:
     context = Context(model="bench-fake", data_dir=str(data))
     box = _Toolbox(data, bench.sub_call)
     resources.set_toolbox(context, box)  # type: ignore[arg-type]
-    thread = {"configurable": {"thread_id": "breakdown"}}
+    thread: Any = {"configurable": {"thread_id": "breakdown"}}
     totals: dict[str, float] = defaultdict(float)
     try:
         async with open_checkpointer(checkpoints_file(data)) as saver:
@@ -235,7 +235,7 @@ async def node_breakdown(bench: Bench, turns: int) -> dict[str, float]:
             for i in range(turns + 1):
                 t = time.perf_counter()
                 step: dict[str, float] = defaultdict(float)
-                async for chunk in agent.astream({"messages": [HumanMessage(request(i))]}, thread,
+                async for chunk in agent.astream(cast(Any, {"messages": [HumanMessage(request(i))]}), thread,
                                                  context=context, stream_mode="updates"):
                     now = time.perf_counter()
                     for node in chunk:

@@ -59,7 +59,7 @@ def session_date(text: str) -> datetime:
 
 def turns_of(sample: dict) -> list[tuple[int, datetime, dict]]:
     conv = sample["conversation"]
-    out = []
+    out: list[tuple[int, datetime, dict]] = []
     n = 1
     while f"session_{n}" in conv:
         when = session_date(conv[f"session_{n}_date_time"])

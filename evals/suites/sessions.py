@@ -154,8 +154,8 @@ def build_session(turns: int, seed: int = 7) -> list[Turn]:
         kind = rng.choice(["query", "query", "post", "remind", "chat"])
         if kind == "query":
             region = rng.choice(REGIONS)
-            rows = [[f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}", region, rng.randint(100, 9999)]
-                    for _ in range(40)]
+            revenue = [rng.randint(100, 9999) for _ in range(40)]
+            rows = [[f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}", region, r] for r in revenue]
             call = {"name": "query_database", "id": f"c{t}",
                     "args": {arg: f"SELECT day, region, revenue FROM sales WHERE region = '{region}'"}}
             body = {"status": "ok", "summary": "query_database: 40 rows",
@@ -164,7 +164,7 @@ def build_session(turns: int, seed: int = 7) -> list[Turn]:
                 HumanMessage(f"Show daily revenue for the {region} region.", id=f"h{t}"),
                 AIMessage("", tool_calls=[call], id=f"a{t}"),
                 ToolMessage(json.dumps(body), tool_call_id=f"c{t}", name="query_database", id=f"r{t}"),
-                AIMessage(f"The {region} region had {sum(r[2] for r in rows)} in revenue over 40 days.", id=f"f{t}")]))
+                AIMessage(f"The {region} region had {sum(revenue)} in revenue over 40 days.", id=f"f{t}")]))
         elif kind == "post":
             call = {"name": "post_message", "args": {"channel": "project", "text": f"Update {t}: numbers are in."},
                     "id": f"c{t}"}
@@ -340,7 +340,7 @@ async def run(cfg: EvalConfig, report: Report) -> None:
     where: dict[str, int] = {}
     for q in data["questions"]:
         where[q["where"]] = where.get(q["where"], 0) + 1
-    report.table("Where Hermes's prompt had the value", ["layer", "questions"], sorted(where.items()))
+    report.table("Where Hermes's prompt had the value", ["layer", "questions"], [list(x) for x in sorted(where.items())])
     misses = [q for q in data["questions"] if not q["recalled"]["hermes"]]
     if misses:
         report.table("Hermes misses", ["turn", "paraphrased", "question", "value"],
