@@ -97,7 +97,7 @@ GENERATE_REPORT = ToolSpec(
         "type": "object",
         "properties": {
             "title": {"type": "string", "minLength": 1, "maxLength": 200,
-                      "description": "Report title, e.g. 'Sales report 2026-09'; also names the file."},
+                      "description": "Report title naming the subject and period, e.g. 'Sales report <YYYY-MM>'; also names the file."},
             "queries": {
                 "type": "array", "minItems": 1, "maxItems": 8,
                 "description": "The report's figures: one read-only SELECT per item.",
@@ -114,7 +114,7 @@ GENERATE_REPORT = ToolSpec(
                 },
             },
             "period": {"type": "string", "maxLength": 100, "default": "",
-                       "description": "The period the report covers, e.g. '2026-09'."},
+                       "description": "The period the report covers, as YYYY-MM or YYYY-MM-DD..YYYY-MM-DD."},
             "notes": {"type": "string", "maxLength": 2000, "default": "",
                       "description": "Text placed under the title (context, caveats)."},
         },
