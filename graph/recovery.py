@@ -1,4 +1,4 @@
-"""Recovery of a thread whose checkpoint cannot be read, from its plain-text mirror (seed §5.3).
+"""Recovery of a thread whose checkpoint cannot be read, from its plain-text mirror (seed §5.3, DESIGN §1.6).
 
 A thread needs rebuilding when its head checkpoint fails to load for a reason in the data — a
 corrupt checkpoint blob, a failed deserialisation, a blob that deserialises into something that

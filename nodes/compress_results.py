@@ -1,7 +1,7 @@
 """Node ``compress_results``: turn this round's raw tool results into bounded tool messages.
 
 Reads ``pending_results`` (raw payloads on disk, written by ``dispatch_tools``) and runs the
-three-stage pipeline of ``tools.results`` (validate, bound, summarise; seed §2.3, case K2), so
+three-stage pipeline of ``tools.results`` (validate, bound, summarise; seed §2.3, DESIGN §2.5, case K2), so
 every result that enters history — and so every later prompt — is bounded, its
 ``tool_call_id`` pairing intact, and the full payload reachable through ``handle`` (the
 payload file's path relative to the data dir; a paging tool can read the rest by it).

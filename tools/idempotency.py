@@ -1,4 +1,4 @@
-"""Idempotency ledger: ``request_id`` → recorded result, in SQLite (DESIGN §2 "Idempotency";
+"""Idempotency ledger: ``request_id`` → recorded result, in SQLite (DESIGN §2.4;
 seed §2.2: "the same request_id arriving again returns the previous result instead of repeating
 the side effect").
 

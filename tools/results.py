@@ -1,4 +1,4 @@
-"""Tool-result pipeline (seed §2.3, DESIGN §2): bound every result before it enters history.
+"""Tool-result pipeline (seed §2.3, DESIGN §2.5): bound every result before it enters history.
 
 Three stages, applied by the ``compress_results`` node:
 

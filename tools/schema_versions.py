@@ -1,4 +1,4 @@
-"""Tool schema versions and the change rules (DESIGN §2 "Schema change rules"; seed §6.3: "on
+"""Tool schema versions and the change rules (DESIGN §2.6; seed §6.3: "on
 every schema change decide by change type whether to expire caches and whether to rewrite the
 affected messages in history; complex field refactors also get a migration note injected into
 the system prompt so the model knows how the old and new interface differ").
