@@ -29,6 +29,7 @@ from tools.errors import (
     ToolTransportError,
 )
 from tools.idempotency import IdempotencyLedger, LedgerBusy
+from tools.results import cut_text
 from tools.schema_versions import SchemaChange, SchemaStore, classify, schema_hash
 from tools.spec import NAME_RE, ToolSpec, lint
 
@@ -280,7 +281,7 @@ def _validate(schema: dict[str, Any], args: dict[str, Any]) -> str | None:
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path)
-    message = error.message if len(error.message) <= 300 else error.message[:300] + " …"  # no 4 KB echo
+    message = error.message if len(error.message) <= 300 else cut_text(error.message, 300)  # no 4 KB echo
     return message + (f" (at '{where}')" if where else "")
 
 

@@ -105,7 +105,7 @@ def summarise(tool: str, value: Any, total_items: int | None) -> str:
     if isinstance(value, list):
         return f"{tool}: list of {total_items if total_items is not None else len(value)} items"
     text = str(value)
-    return f"{tool}: " + (text[:160] + "…" if len(text) > 160 else text)
+    return f"{tool}: " + (cut_text(text, 160) if len(text) > 160 else text)
 
 
 #: JSON Schema of the envelope every tool result becomes (the storage-layer normaliser, seed §1.2; DESIGN §1.4).
@@ -193,8 +193,8 @@ def compress(
     text = json.dumps(envelope, ensure_ascii=False, default=str)
     if len(text) > MAX_RESULT_CHARS:
         # Still too big (many medium fields): keep the summary and a plain-text preview only.
-        preview = json.dumps(data, ensure_ascii=False, default=str)[: MAX_RESULT_CHARS // 2]
-        envelope.update(data=preview + TRUNCATION_MARK, truncated=True, handle=handle)
+        preview = cut_text(json.dumps(data, ensure_ascii=False, default=str), MAX_RESULT_CHARS // 2)
+        envelope.update(data=preview, truncated=True, handle=handle)
         if total is not None:
             envelope["total_items"] = total
         envelope.setdefault("notes", []).append(f"result of {len(text)} chars cut to a preview")

@@ -51,6 +51,7 @@ from tools.builtin.reminders import (
     scheduled_at,
 )
 from tools.idempotency import new_owner, owner_alive
+from tools.results import cut_text
 
 #: Attempts per period before a failing action is given up (state ``failed``).
 MAX_ATTEMPTS = 3
@@ -312,7 +313,7 @@ async def call_tool_action(registry: Any, due: Due) -> dict[str, Any]:
     text = json.dumps(outcome.content, ensure_ascii=False, default=str)
     return {"ok": True, "tool": tool, "replayed": outcome.replayed,
             "detail": f"tool {tool} called" + (" (replayed: already done for this period)" if outcome.replayed else ""),
-            "content": outcome.content if len(text) <= 2000 else text[:2000] + "…"}
+            "content": outcome.content if len(text) <= 2000 else cut_text(text, 2000)}
 
 
 async def fire_due(data_dir: Path | str, now: dt.datetime, fire: FireFn, *, owner: str | None = None) -> list[Firing]:
