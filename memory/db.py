@@ -4,6 +4,8 @@ Every connection runs in aiosqlite's worker thread, so nothing blocks the event 
 (``langgraph dev`` raises BlockingError on blocking I/O). A connection is opened per operation:
 no connection outlives the event loop that opened it. The schema is created lazily, once per
 ``SqliteDb`` instance, with ``CREATE ... IF NOT EXISTS`` (safe when several instances share a file).
+The tool ledger (``tools/idempotency.py``) keeps one sqlite3 connection on a thread of its own
+instead: synchronous callers queue writes on it (its docstring says why).
 """
 
 from __future__ import annotations
