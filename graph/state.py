@@ -11,7 +11,11 @@ Shapes:
     metrics       dict               cumulative per thread, merged by ``merge_metrics``:
                                      turns, model_calls, tokens_in, tokens_out (tokens),
                                      tool_calls{name: n}, tool_latency_s{name: seconds},
-                                     tool_errors, intents{tag: n}, memory_writes
+                                     tool_errors, intents{tag: n}, memory_writes,
+                                     mcp_servers: list of {name, state, score, latency_ema_s,
+                                     success, calls, failures, breaker, breaker_trips,
+                                     live_sessions} — the latest snapshot after a tool round
+                                     (a list, so the reducer replaces it; DESIGN §3)
     turn_metrics  dict               the same counters for the current turn only (reset when a
                                      user message starts a turn): tokens in/out per turn
     tool_rounds   int                tool rounds since the current goal was set

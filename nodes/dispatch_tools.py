@@ -27,7 +27,15 @@ Update: ``pending_results`` — one record per call, ``{"tool_call_id", "name", 
 to ``<data_dir>/payloads/`` so it never enters a checkpoint or the prompt (K2); ``metrics``
 and ``turn_metrics`` (``tool_calls`` and ``tool_latency_s`` per tool, ``tool_errors``,
 ``tool_retries``);
-``pending_actions`` cleared.
+``pending_actions`` cleared; ``metrics["mcp_servers"]``: after a round that ran calls, the
+MCP servers' scores and circuit breakers (:meth:`tools.mcp.client.MCPClient.metrics`; a list, so
+the reducer replaces it: the latest snapshot).
+
+Progress (DESIGN §3): every MCP ``notifications/progress`` of a call is written to LangGraph's
+custom stream (``runtime.stream_writer``: ``stream_mode="custom"``, Studio) as a
+:class:`tools.mcp.progress.ProgressEvent` plus ``tool_call_id`` and ``name`` (the registered
+tool) — through the sink of :func:`tools.mcp.progress.progress_to`, so the tools layer imports
+nothing of the graph.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ from graph.failures import MAX_RETRIES, RETRY_BACKOFF_S, Recovery, recovery_for
 from graph.progress import goal_message_id
 from graph.resources import get_toolbox
 from graph.state import State
+from tools.mcp.progress import ProgressEvent, ProgressSink, progress_to
 from tools.registry import ToolOutcome, ToolRegistry
 
 
@@ -138,6 +147,19 @@ async def _call_with_retry(registry: ToolRegistry, name: str, args: Any, request
     return outcome, attempts
 
 
+def progress_writer(runtime: Runtime[Context], call: ToolCall) -> ProgressSink | None:
+    """The progress sink of one call: LangGraph's custom stream (None when the runtime has no
+    writer), each event tagged with the call's ``tool_call_id`` and registered ``name``."""
+    writer = getattr(runtime, "stream_writer", None)
+    if writer is None:
+        return None
+
+    def write(event: ProgressEvent) -> None:
+        writer({**event, "tool_call_id": call["id"], "name": call["name"]})
+
+    return write
+
+
 async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Graph node: see the module docstring for the update it returns."""
     context = runtime.context or Context()
@@ -147,7 +169,8 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
     thread_id = run_thread_id() or NO_THREAD
     safe_thread = re.sub(r"[^A-Za-z0-9_.-]", "_", thread_id)
     payload_dir = Path(context.data_dir) / "payloads" / safe_thread
-    registry = (await get_toolbox(context)).registry
+    toolbox = await get_toolbox(context)
+    registry = toolbox.registry
     goal_id = state.goal_id or goal_message_id(state.messages)
     offered = set(state.offered_tools)
     refused = [c for c in last.tool_calls if c["name"] not in offered]
@@ -201,7 +224,8 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
         )
     for call in calls:
         rid = request_id(thread_id, goal_id, call["name"], call["args"])
-        outcome, attempts = await _call_with_retry(registry, call["name"], call["args"], rid)
+        with progress_to(progress_writer(runtime, call)):
+            outcome, attempts = await _call_with_retry(registry, call["name"], call["args"], rid)
         retries += attempts - 1
         counts[call["name"]] = counts.get(call["name"], 0) + 1
         latency[call["name"]] = latency.get(call["name"], 0.0) + outcome.latency_s
@@ -222,10 +246,12 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
                 "attempts": attempts,
             }
         )
+    tallies = {"tool_calls": counts, "tool_latency_s": latency, "tool_errors": errors, "tool_retries": retries}
+    mcp = getattr(toolbox, "mcp", None)
+    servers = mcp.metrics() if calls and mcp is not None and mcp.servers else []
     return {
         "pending_results": results,
         "pending_actions": [],
-        "metrics": (tallies := {"tool_calls": counts, "tool_latency_s": latency, "tool_errors": errors,
-                                "tool_retries": retries}),
+        "metrics": {**tallies, "mcp_servers": servers} if servers else tallies,
         "turn_metrics": tallies,
     }

@@ -54,6 +54,7 @@ from mcp import types
 
 from tools.errors import ToolFailed, ToolTimeout, ToolTransportError
 from tools.mcp.config import ServerSettings, server_settings, to_connection
+from tools.mcp.progress import ProgressEvent, ProgressSink, current_sink, emit
 from tools.mcp.results import Validator, content_to_json, output_validator, result_to_json  # noqa: F401
 from tools.mcp.scoring import Breaker, Score
 from tools.mcp.session import (  # noqa: F401 - re-exported
@@ -191,7 +192,7 @@ class MCPServer:
         #: Called (no arguments but the server) after the tool list changed (list_changed,
         #: a probe that brought the server back, a restart with other tools).
         self.on_tools_changed: Callable[[MCPServer], Any] | None = None
-        #: Progress of calls in flight: JSON-RPC progress token → (progress, total, message).
+        #: Last progress notification per tool: name → (progress, total, message).
         self.progress: dict[str, tuple[float, float | None, str | None]] = {}
         self.sessions: list[MCPSession] = []
         self._opening: set[MCPSession] = set()
@@ -217,6 +218,17 @@ class MCPServer:
                          "inflight": sum(s.inflight for s in live)},
                 "reconnects": self.reconnects, "handshake_s": self.handshake_s,
                 **self.score.as_dict(), "breaker": self.breaker.as_dict()}
+
+    def metrics(self) -> dict[str, Any]:
+        """The compact part of :meth:`status` kept in the graph state's ``metrics["mcp_servers"]``
+        (numbers, not the server's info): ``{"name", "state", "score", "latency_ema_s" (seconds,
+        None before the first call), "success" (0..1), "calls", "failures", "breaker" (closed |
+        open | half_open), "breaker_trips", "live_sessions"}``."""
+        score = self.score.as_dict()
+        return {"name": self.name, "state": self.state, "score": score["score"],
+                "latency_ema_s": score["latency_ema_s"], "success": score["success"], "calls": score["calls"],
+                "failures": score["failures"], "breaker": self.breaker.state, "breaker_trips": self.breaker.trips,
+                "live_sessions": sum(1 for s in self.sessions if s.alive)}
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -497,6 +509,10 @@ class MCPServer:
         repeated on a fresh one. Requests known not to have run are always retried (up to
         MAX_ATTEMPTS sessions).
 
+        Progress notifications go to ``on_progress`` when given; otherwise they are logged,
+        recorded in :attr:`progress` and handed to the sink of :func:`tools.mcp.progress.progress_to`
+        (a :class:`tools.mcp.progress.ProgressEvent`) when the caller set one.
+
         Raises ToolFailed (``isError`` result with its text and structured payload, JSON-RPC
         error, output-schema mismatch), ToolTimeout (cancellation sent), ToolTransportError
         (``sent=False`` when the request never ran: parked, not connected, not written, session
@@ -511,6 +527,7 @@ class MCPServer:
         mcp_tool = self.tools.get(tool)
         if mcp_tool is None and self.tools_version:
             raise ToolFailed(f"MCP server '{self.name}' has no tool {tool!r}")
+        reporter = on_progress or self._progress_reporter(tool, request_id, current_sink())
         attempt = 0
         while True:
             attempt += 1
@@ -527,7 +544,7 @@ class MCPServer:
             t0 = time.perf_counter()
             try:
                 raw = await session.call(tool, args, answer_timeout_s=timeout_s, hard_timeout_s=max_timeout_s,
-                                         request_id=request_id, on_progress=on_progress or self._progress_logger(tool))
+                                         request_id=request_id, on_progress=reporter)
             except ToolTransportError as exc:
                 self.score.update(time.perf_counter() - t0, False)
                 self._failure(str(exc))
@@ -554,13 +571,15 @@ class MCPServer:
                 return await asyncio.to_thread(result_to_json, raw, mcp_tool.output_validator, self.media_dir)
             return result_to_json(raw, mcp_tool.output_validator, None)
 
-    def _progress_logger(self, tool: str) -> ProgressFn:
-        key = f"{tool}:{uuid.uuid4().hex[:6]}"
+    def _progress_reporter(self, tool: str, request_id: str, sink: ProgressSink | None) -> ProgressFn:
+        """Progress of one call: logged, recorded in :attr:`progress`, handed to ``sink``."""
 
         def report(progress: float, total: float | None, message: str | None) -> None:
-            self.progress[key] = (progress, total, message)
+            self.progress[tool] = (progress, total, message)
             log.info("MCP server %s: %s progress %g%s%s", self.name, tool, progress,
                      f"/{total:g}" if total else "", f" ({message})" if message else "")
+            emit(sink, ProgressEvent(type="mcp_progress", server=self.name, tool=tool, request_id=request_id,
+                                     progress=progress, total=total, message=message))
 
         return report
 
@@ -661,6 +680,10 @@ class MCPClient:
         out = [s.status() for s in self.servers.values()]
         out += [{"name": n, "state": "invalid", "error": e} for n, e in self.failed.items() if n not in self.servers]
         return out
+
+    def metrics(self) -> list[dict[str, Any]]:
+        """:meth:`MCPServer.metrics` of every server, config order (what state metrics keep)."""
+        return [s.metrics() for s in self.servers.values()]
 
     async def aclose(self) -> None:
         """Close every server (concurrently); idempotent."""
