@@ -22,8 +22,11 @@ side-effect tools no clause of the goal asks for, and tools whose identical call
 repeat limit are not offered again; a round of new successful reads (read-only tools: a schema,
 a query the steps need) is neither a stall nor a reason to narrow the offer; after any other
 round that did not shrink the distance (or an early answer), only the tools of the missing
-steps are offered and one of them must be called (``must_call_tool``); once every step is done,
-none are offered, so the model answers.
+steps are offered and one of them must be called (``must_call_tool``) — except after a step
+failed in the tool itself (error kind "tool_error": bad SQL, an unknown column) while nothing
+was looked up yet for this goal: then only the read-only tools are offered for one round, so
+the retry is written with the schema or data in view; once every step is done, none are
+offered, so the model answers.
 
 Update: ``tool_rounds``, ``goal_distance``, ``stalled_rounds``, ``blocked_tools``,
 ``must_call_tool``,
@@ -144,6 +147,15 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     blocked |= unrequested_side_effects(state.goal, specs)  # never offered for this goal
     blocked |= {sig.split("(", 1)[0] for sig, n in seen.items() if n >= context.max_repeated_calls}
     update.update(goal_distance=distance, stalled_rounds=stalled)
+    # a step failed in the tool itself (its data, not its argument shape) and nothing has been
+    # looked up for this goal: the next round must read first. Offered the failed step again,
+    # a model at temperature 0 repeats the same call word for word (measured on the embedded
+    # models); the read puts what the fix needs (a schema, the data) into the history.
+    reads = {s.name for s in specs if not s.side_effect} - blocked
+    looked_up = any(isinstance(m, ToolMessage) and m.status != "error" and m.name in reads for m in work)
+    look_first = (all_failed and not progressed and bool(missing) and bool(reads) and not looked_up
+                  and not answered_early
+                  and any(m.additional_kwargs.get("error_kind") == "tool_error" for m in round_results))
 
     answers = [m for m in work if isinstance(m, AIMessage) and not (m.tool_calls or m.invalid_tool_calls)]
     if answered_early and len(answers) >= 2:
@@ -167,6 +179,13 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
         note = f"You answered, but these steps of the task are not done yet: {', '.join(missing)}. Call {missing[0]} now."
     elif reading:
         note = f"Progress: steps still to do: {', '.join(missing)}."
+    elif look_first:
+        blocked |= set(registry.names()) - reads
+        note = (
+            "Progress check: the last call failed. Before trying it again, look up what it needs: "
+            f"call one of {', '.join(sorted(reads))} now (read-only); then do the missing steps: "
+            f"{', '.join(missing)}."
+        )
     elif not progressed:
         if missing:
             blocked |= set(registry.names()) - set(missing)
@@ -179,7 +198,8 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
         )
     else:
         note = f"Progress: steps still to do: {', '.join(missing)}." if missing else ""
-    blocked -= set(missing)
+    if not look_first:
+        blocked -= set(missing)
     must_call = bool(missing) and (answered_early or not progressed)  # reading: still act next
     update.update(blocked_tools=sorted(blocked), progress_note=note, must_call_tool=must_call)
 
