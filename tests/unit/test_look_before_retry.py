@@ -1,0 +1,81 @@
+"""evaluate_progress: a step that failed in the tool itself (bad SQL, an unknown column) is
+retried only after a read-only look-up, when nothing was looked up yet for the goal — a
+temperature-0 model offered the same step again repeats the failed call word for word."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.runtime import Runtime
+
+from graph import resources
+from graph.context import Context
+from graph.state import State
+from nodes.evaluate_progress import evaluate_progress
+from tests.conftest import FakeToolbox, flagship_specs
+
+GOAL = "Write last month's sales report, post it to the project group and remind me every month."
+READS = {"query_database", "describe_database"}
+
+
+@pytest.fixture
+def runtime(tmp_path):
+    box = FakeToolbox()
+    for spec in flagship_specs():
+        if spec.name in {"generate_report", "post_message", "schedule_reminder", *READS}:
+            box.add_spec(spec, lambda **kw: {"ok": True})
+    context = Context(model="unused", data_dir=str(tmp_path))
+    resources.set_toolbox(context, box)
+    return Runtime(context=context), box
+
+
+def call(name: str, cid: str, args: dict | None = None) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": args or {"x": cid}, "id": cid}])
+
+
+def failed(name: str, cid: str, kind: str) -> ToolMessage:
+    body = {"status": "error", "summary": f"{name} failed", "error": "DatabaseError: unknown column 'region_id'"}
+    return ToolMessage(json.dumps(body), tool_call_id=cid, name=name, status="error",
+                       additional_kwargs={"error_kind": kind})
+
+
+def ok(name: str, cid: str) -> ToolMessage:
+    return ToolMessage(json.dumps({"status": "ok", "summary": "tables: orders(...)"}), tool_call_id=cid, name=name)
+
+
+def offered(update: dict, box: FakeToolbox) -> set[str]:
+    return set(box.registry.names()) - set(update["blocked_tools"])
+
+
+async def test_a_step_failing_in_the_tool_is_followed_by_a_forced_look_up(runtime):
+    rt, box = runtime
+    state = State(messages=[HumanMessage(GOAL), call("generate_report", "c1"),
+                            failed("generate_report", "c1", "tool_error")], goal=GOAL, goal_distance=3)
+    update = await evaluate_progress(state, rt)
+    assert offered(update, box) == READS and update["must_call_tool"] is True
+    assert "look up" in update["progress_note"] and "describe_database" in update["progress_note"]
+    assert "stop_reason" not in update
+
+
+async def test_after_the_look_up_the_step_is_offered_again_beside_the_reads(runtime):
+    rt, box = runtime
+    messages = [HumanMessage(GOAL), call("generate_report", "c1"), failed("generate_report", "c1", "tool_error"),
+                call("describe_database", "c2"), ok("describe_database", "c2")]
+    update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3, stalled_rounds=1), rt)
+    assert "generate_report" in offered(update, box) and READS <= offered(update, box)
+    # it failed again with the schema in view: no second forced look-up, the step stays offered
+    messages += [call("generate_report", "c3"), failed("generate_report", "c3", "tool_error")]
+    update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3, stalled_rounds=1), rt)
+    assert "generate_report" in offered(update, box) and "look up" not in update["progress_note"]
+
+
+@pytest.mark.parametrize("kind", ["invalid_arguments", "timeout", "not_offered"])
+async def test_other_failures_keep_the_offer_on_the_missing_steps(runtime, kind):
+    """Malformed arguments are fixed from the error itself; a timeout is no data problem."""
+    rt, box = runtime
+    state = State(messages=[HumanMessage(GOAL), call("generate_report", "c1"), failed("generate_report", "c1", kind)],
+                  goal=GOAL, goal_distance=3)
+    update = await evaluate_progress(state, rt)
+    assert "generate_report" in offered(update, box) and "look up" not in update["progress_note"]
