@@ -4,7 +4,9 @@
 * images and audio: never inlined as base64. The payload is written under ``media_dir`` (named by
   its SHA-256) and the model gets a placeholder ``{"type": "image", "mime_type", "bytes",
   "handle", "description"}`` — a model that cannot see images reads what it is and where it is;
-  a caller that feeds images to a vision model reads the file at ``handle``;
+  a caller that feeds images to a vision model reads the file at ``handle``
+  (:func:`model_content`: LangChain standard image blocks for a model that accepts images, the
+  text alone — placeholders describe the images — for one that does not);
 * embedded resources: text resources as ``{"type": "resource", "uri", "mime_type", "text"}``,
   binary ones saved like images (``handle``);
 * resource links: ``{"type": "resource_link", "uri", "name", "mime_type", "description"}``;
@@ -149,6 +151,62 @@ def _media(kind: str, data: str, mime: str | None, media_dir: Path | None) -> di
                           + (f", saved at {handle}" if handle else ", not saved")
                           + "; its content is not shown to a model that cannot read it")
     return out
+
+
+#: Largest image (bytes) :func:`image_blocks` inlines for a vision model; larger ones stay placeholders.
+MAX_IMAGE_BYTES = 5_000_000
+
+
+def _placeholders(value: Any) -> list[dict[str, Any]]:
+    """Image placeholders (``{"type": "image", "handle", "mime_type", ...}``) anywhere in ``value``."""
+    if isinstance(value, dict):
+        if value.get("type") == "image" and isinstance(value.get("handle"), str):
+            return [value]
+        return [p for v in value.values() for p in _placeholders(v)]
+    if isinstance(value, list):
+        return [p for v in value for p in _placeholders(v)]
+    return []
+
+
+def image_blocks(value: Any, *, max_bytes: int = MAX_IMAGE_BYTES) -> list[dict[str, Any]]:
+    """LangChain standard image content blocks (``{"type": "image", "base64", "mime_type"}``,
+    :func:`langchain_core.messages.content.create_image_block`) for every saved image placeholder
+    in a tool result ``value``, read from its ``handle``, in order, each image once. Images over
+    ``max_bytes`` or whose file cannot be read are left out (their placeholder still describes
+    them). Blocking (reads files)."""
+    from langchain_core.messages.content import create_image_block
+
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for p in _placeholders(value):
+        handle = p["handle"]
+        if handle in seen:
+            continue
+        seen.add(handle)
+        try:
+            path = Path(handle)
+            if path.stat().st_size > max_bytes:
+                continue
+            data = path.read_bytes()
+        except OSError as exc:
+            log.info("MCP image %s not passed to the model: %s", handle, exc)
+            continue
+        block = create_image_block(base64=base64.b64encode(data).decode("ascii"),
+                                   mime_type=str(p.get("mime_type") or "image/png"))
+        out.append(dict(block))
+    return out
+
+
+def model_content(text: str, value: Any, *, accepts_images: bool,
+                  max_bytes: int = MAX_IMAGE_BYTES) -> str | list[str | dict[str, Any]]:
+    """What a tool message carries for a model: ``text`` (the result's bounded envelope) alone
+    when the model does not accept images or the result has none — the placeholders in it say
+    what each image is and where (``handle``); otherwise ``[{"type": "text", "text": text},
+    image blocks...]`` (:func:`image_blocks`). Blocking (reads files)."""
+    blocks = image_blocks(value, max_bytes=max_bytes) if accepts_images else []
+    if not blocks:
+        return text
+    return [{"type": "text", "text": text}, *blocks]
 
 
 def content_to_json(content: Any, artifact: Any = None) -> Any:
