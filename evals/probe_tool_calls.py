@@ -1,8 +1,9 @@
 """Probe set: tool-call quality of the configured model on the flagship task's real tools
 (tool-call success on a fixed probe set of ≥10 prompts), through the graph's own nodes.
 
-Each prompt is a new goal on a fresh state, run through ``assemble_context`` and then
-``call_model`` — the nodes themselves, with the real toolbox (builtin tools on a generated
+Each prompt is a new goal on a fresh thread, run through ``assemble_context`` and then
+``call_model`` — the nodes themselves, compiled as a two-node LangGraph graph
+(:func:`first_call_graph`: run config, context, reducers), with the real toolbox (builtin tools on a generated
 demo database, the team-chat MCP server): the system prompt, the goal rules' progress note and
 ``must_call_tool``, relevance ranking and the tool cap, masking of unrequested side effects,
 ``bind_tools`` and the grammar are whatever the graph does today. One model call is made.
@@ -56,7 +57,6 @@ import re
 import statistics
 import tempfile
 import time
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -116,43 +116,35 @@ def who_picked(must_call: bool, offered: list[str]) -> str:
     return "chosen"
 
 
-def _state_after(update: dict[str, Any], state: Any) -> Any:
-    """``state`` with a node's update applied (messages appended; other fields replaced)."""
-    from graph.state import State
+def first_call_graph() -> Any:
+    """``START → assemble_context → call_model → END``: the agent graph's first two nodes,
+    compiled as LangGraph runs them (run config, context, reducers), stopping before dispatch."""
+    from langgraph.graph import END, START, StateGraph
 
-    values = {f.name: getattr(state, f.name) for f in fields(State)}
-    for key, value in update.items():
-        if key == "messages":
-            by_id = {m.id: i for i, m in enumerate(values["messages"])}
-            msgs = list(values["messages"])
-            for m in value:
-                if m.id in by_id:
-                    msgs[by_id[m.id]] = m
-                else:
-                    msgs.append(m)
-            values["messages"] = msgs
-        elif key in ("metrics", "turn_metrics"):
-            continue
-        elif key in values:
-            values[key] = value
-    return State(**values)
+    from graph.state import InputState, State
+    from nodes.assemble_context import assemble_context
+    from nodes.call_model import call_model
+
+    builder = StateGraph(State, input_schema=InputState, context_schema=Context)
+    builder.add_node("assemble_context", assemble_context)
+    builder.add_node("call_model", call_model)
+    builder.add_edge(START, "assemble_context")
+    builder.add_edge("assemble_context", "call_model")
+    builder.add_edge("call_model", END)
+    return builder.compile()
 
 
 async def probe(context: Context, which: str = "both") -> dict:
     # the graph's own pieces, imported here so that --speed needs only the model layer
-    from langgraph.runtime import Runtime
-
     from graph import resources
     from graph.state import State
-    from nodes.assemble_context import assemble_context
-    from nodes.call_model import call_model
     from tools.builtin.demo_db import generate_sales_db
 
     probes = [p for p in PROBES if which in ("both", p[0])]
     with tempfile.TemporaryDirectory() as tmp:
         db = generate_sales_db(Path(tmp) / "user" / "sales.db")
         context = context.model_copy(update={"data_dir": str(Path(tmp) / "data"), "database": str(db)})
-        runtime = Runtime(context=context)
+        graph = first_call_graph()
         rows = []
         embedded = is_embedded(context)
         try:
@@ -160,13 +152,13 @@ async def probe(context: Context, which: str = "both") -> dict:
             names = toolbox.registry.names()
             model: Any = await load_chat_model(context) if embedded else None
             for n, (group, prompt, expected) in enumerate(probes):
-                state = State(messages=[HumanMessage(prompt, id=f"probe-{n}")])
-                state = _state_after(await assemble_context(state, runtime), state)
                 start = time.perf_counter()
-                update = await call_model(state, runtime)
-                latency = time.perf_counter() - start
-                reply = update["messages"][0]
-                offered = list(update["offered_tools"])
+                values = await graph.ainvoke({"messages": [HumanMessage(prompt, id=f"probe-{n}")]},
+                                             {"configurable": {"thread_id": f"probe-{n}"}}, context=context)
+                latency = time.perf_counter() - start  # both nodes: recall + the one model call
+                state = State(**{k: v for k, v in values.items() if k in State.__dataclass_fields__})
+                reply = state.messages[-1]
+                offered = list(state.offered_tools)
                 call = reply.tool_calls[0] if isinstance(reply, AIMessage) and reply.tool_calls else None
                 spec = toolbox.registry.get(call["name"]) if call else None
                 valid = False
@@ -197,7 +189,7 @@ async def probe(context: Context, which: str = "both") -> dict:
                 if call and model is not None:
                     marker = f"probe-result-{n}"
                     follow = [
-                        *state.prompt_messages(),
+                        *[m for m in state.prompt_messages() if m is not reply and m.id != reply.id],
                         reply,
                         ToolMessage(json.dumps({"marker": marker}), tool_call_id=call["id"], name=call["name"]),
                     ]

@@ -19,7 +19,8 @@ Categories (BFCL v4 file names): ``simple`` = ``simple_python``, ``multiple``, `
    scoring) — and the registry is the toolbox the node sees (``graph.resources.set_toolbox``);
 2. the state holds what ``assemble_context`` produces for a new goal: the system prompt, the
    question's messages in the window, the goal's progress note;
-3. the ``call_model`` node itself runs: model construction (``load_chat_model``), relevance
+3. the ``call_model`` node itself runs (compiled alone in a LangGraph graph, so it has the run
+   config and context it has in the agent graph): model construction (``load_chat_model``), relevance
    ranking and the embedded models' tool cap (``max_tools``), ``bind_tools``, and on the
    embedded model the JSON-Schema grammar of ``JsonToolCallingChat``;
 4. the reply's tool calls are scored by BFCL's ``ast_checker``; irrelevance categories pass
@@ -229,15 +230,30 @@ def question_messages(case: dict[str, Any]) -> list[AnyMessage]:
     return out
 
 
+def call_model_graph() -> Any:
+    """``START → call_model → END`` compiled as LangGraph runs the node (run config, context,
+    reducers); its input is a whole workbench state."""
+    from langgraph.graph import END, START, StateGraph
+
+    from graph.context import Context
+    from graph.state import State
+    from nodes.call_model import call_model
+
+    builder = StateGraph(State, context_schema=Context)
+    builder.add_node("call_model", call_model)
+    builder.add_edge(START, "call_model")
+    builder.add_edge("call_model", END)
+    return builder.compile()
+
+
 async def run_case(case: dict[str, Any], category: str, context: Any, loop: bool) -> dict[str, Any]:
     """One case through ``call_model`` (and, with ``loop``, again after each call); the row."""
-    from langgraph.runtime import Runtime
+    from dataclasses import asdict
 
     from graph import resources
     from graph.progress import required_steps
     from graph.state import State
     from nodes.assemble_context import build_system_prompt
-    from nodes.call_model import call_model
 
     registry, names, refused = registry_for(case["function"])
     resources.set_toolbox(context, CaseToolbox(registry))  # type: ignore[arg-type]
@@ -248,7 +264,7 @@ async def run_case(case: dict[str, Any], category: str, context: Any, loop: bool
                   system_prompt=build_system_prompt([]), window=[[m.id, 0] for m in messages],
                   progress_note=f"Steps of this task: {', '.join(steps)}." if steps else "",
                   must_call_tool=bool(steps))
-    runtime = Runtime(context=context)
+    graph = call_model_graph()
     start = time.perf_counter()
     first_calls: list[dict[str, Any]] = []
     loop_calls: list[dict[str, Any]] = []
@@ -258,11 +274,12 @@ async def run_case(case: dict[str, Any], category: str, context: Any, loop: bool
     history = list(messages)
     window = [[m.id, 0] for m in messages]
     for round_no in range(LOOP_ROUNDS if loop else 1):
-        update = await call_model(state, runtime)
-        reply: AIMessage = update["messages"][0]
-        offered_counts.append(len(update["offered_tools"]))
-        tokens_in += update["metrics"]["tokens_in"]
-        tokens_out += update["metrics"]["tokens_out"]
+        values = await graph.ainvoke({k: v for k, v in asdict(state).items() if k != "messages"} | {
+            "messages": state.messages}, {"configurable": {"thread_id": f"bfcl-{case['id']}"}}, context=context)
+        reply: AIMessage = values["messages"][-1]
+        offered_counts.append(len(values["offered_tools"]))
+        tokens_in += values["metrics"].get("tokens_in", 0)
+        tokens_out += values["metrics"].get("tokens_out", 0)
         invalid += len(reply.invalid_tool_calls)
         calls = [{names.get(c["name"], c["name"]): c["args"]} for c in reply.tool_calls]
         if round_no == 0:

@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from langchain_core.messages import AIMessage
 
 from evals.probe_tool_calls import PROBES, keywords_in, who_picked
 from evals.suites.tasks import TASKS, contains_number, make_databases, pass_hat, side_effects
@@ -79,3 +80,29 @@ def test_bfcl_case_becomes_a_registry_and_is_scored_by_bfcls_checker():
     irrelevant = load_category("irrelevance")[0]
     assert score(irrelevant, "irrelevance", []) == (1, "")
     assert score(irrelevant, "irrelevance", [{"x": {}}])[0] == 0
+
+
+async def test_a_bfcl_case_runs_through_the_call_model_node(tmp_path: Path):
+    pytest.importorskip("bfcl_eval")
+    from evals.suites.tools import load_category, run_case
+    from graph import resources
+    from graph.context import Context
+    from graph.model import register_model
+    from tests.conftest import ScriptedChat, tool_call
+
+    case = next(c for c in load_category("parallel") if c["id"] == "parallel_0")  # spotify.play twice
+    replies = [tool_call("spotify_play", {"artist": "Taylor Swift", "duration": 20}),
+               tool_call("spotify_play", {"artist": "Maroon 5", "duration": 15}),
+               AIMessage("Both are playing.")]
+    model = ScriptedChat(messages=iter(replies))
+    register_model("bfcl-script", lambda _c: model)
+    context = Context(model="bfcl-script", data_dir=str(tmp_path))
+    try:
+        row = await run_case(case, "parallel", context, loop=True)
+    finally:
+        resources._toolboxes.clear()
+    assert model.offers[0] == ["spotify_play"], "the node offered the case's function, under its snake_case name"
+    assert row["calls"] == [{"spotify.play": {"artist": "Taylor Swift", "duration": 20}}]
+    assert row["score"] == 0, "one call of two in the first reply"
+    assert row["loop_score"] == 1 and len(row["loop_calls"]) == 2, "both calls through the loop"
+    assert len(model.seen) == 3 and row["tokens_in"] > 0
