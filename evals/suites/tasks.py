@@ -66,7 +66,7 @@ class Task:
     prompt: str
     expected: str = ""
     decimals: int = 0
-    max_tool_rounds: int = 6
+    max_tool_rounds: int = 4  # a one-number question: the schema, a query, the answer
 
 
 LAST_SALES_MONTH = "substr(order_date, 1, 7) = (SELECT substr(MAX(order_date), 1, 7) FROM orders)"
