@@ -503,6 +503,12 @@ class SemanticMemory:
             out.update({r["key"]: r["name"] for r in await cur.fetchall()})
         return out
 
+    async def users(self) -> list[str]:
+        """Ids of the users with at least one fact (any status), sorted."""
+        async with self._connect() as db:
+            cur = await db.execute("SELECT DISTINCT user_id FROM semantic_facts ORDER BY user_id")
+            return [str(r[0]) for r in await cur.fetchall()]
+
     async def count(self, user_id: str | None = None, *, statuses: Sequence[str] = _LIVE) -> int:
         sql = f"SELECT COUNT(*) FROM semantic_facts WHERE status IN ({', '.join('?' for _ in statuses)})"
         params: list[Any] = list(statuses)
