@@ -73,15 +73,10 @@ LAST_SALES_MONTH = "substr(order_date, 1, 7) = (SELECT substr(MAX(order_date), 1
 LAST_SALES_MONTH_O = "substr(o.order_date, 1, 7) = (SELECT substr(MAX(order_date), 1, 7) FROM orders)"
 LAST_TICKET_MONTH = "substr(opened_at, 1, 7) = (SELECT substr(MAX(opened_at), 1, 7) FROM tickets)"
 
+#: Per database one task of each kind first (``--limit 4``: every kind on both databases).
 TASKS: list[Task] = [
     Task("sales-orders-count", "sales", "answer", "How many orders were placed in {month}?",
          f"SELECT COUNT(*) FROM orders WHERE {LAST_SALES_MONTH}"),
-    Task("sales-revenue", "sales", "answer",
-         "What was the total revenue in {month}? Give the amount rounded to whole currency units.",
-         "SELECT ROUND(SUM(i.quantity * i.unit_price)) FROM orders o JOIN order_items i ON i.order_id = o.order_id "
-         f"WHERE {LAST_SALES_MONTH_O}"),
-    Task("sales-north-customers", "sales", "answer", "How many customers do we have in the North region?",
-         "SELECT COUNT(*) FROM customers c JOIN regions r ON r.region_id = c.region_id WHERE r.name = 'North'"),
     Task("sales-readonly-report", "sales", "readonly",
          "Before I ask for a sales report: how many distinct products were sold in {month}? Just tell me the "
          "number; do not write, post or schedule anything.",
@@ -91,15 +86,14 @@ TASKS: list[Task] = [
          "Summarise last month's sales into an analysis report, post it to the project group, and remind me "
          "every month.", max_tool_rounds=8),
     Task("sales-ask-reminder", "sales", "ask", "Set up a reminder for me.", max_tool_rounds=4),
+    Task("sales-revenue", "sales", "answer",
+         "What was the total revenue in {month}? Give the amount rounded to whole currency units.",
+         "SELECT ROUND(SUM(i.quantity * i.unit_price)) FROM orders o JOIN order_items i ON i.order_id = o.order_id "
+         f"WHERE {LAST_SALES_MONTH_O}"),
+    Task("sales-north-customers", "sales", "answer", "How many customers do we have in the North region?",
+         "SELECT COUNT(*) FROM customers c JOIN regions r ON r.region_id = c.region_id WHERE r.name = 'North'"),
     Task("tickets-opened", "tickets", "answer", "How many support tickets were opened in {month}?",
          f"SELECT COUNT(*) FROM tickets WHERE {LAST_TICKET_MONTH}"),
-    Task("tickets-urgent-unsolved", "tickets", "answer",
-         "How many urgent tickets are still unsolved (state open or pending)?",
-         "SELECT COUNT(*) FROM tickets WHERE priority = 'urgent' AND state IN ('open', 'pending')"),
-    Task("tickets-csat", "tickets", "answer",
-         "What was the average customer satisfaction (csat) of the tickets opened in {month} that have a "
-         "rating? Two decimals.",
-         f"SELECT ROUND(AVG(csat), 2) FROM tickets WHERE csat IS NOT NULL AND {LAST_TICKET_MONTH}", decimals=2),
     Task("tickets-readonly-billing", "tickets", "readonly",
          "How many billing tickets came in during {month}? Only tell me here; don't post it anywhere and "
          "don't make a report.",
@@ -108,6 +102,13 @@ TASKS: list[Task] = [
          "Summarise last month's support tickets into a report, post it to the support group, and remind me "
          "every month.", max_tool_rounds=8),
     Task("tickets-ask-post", "tickets", "ask", "Send a message to the team.", max_tool_rounds=4),
+    Task("tickets-urgent-unsolved", "tickets", "answer",
+         "How many urgent tickets are still unsolved (state open or pending)?",
+         "SELECT COUNT(*) FROM tickets WHERE priority = 'urgent' AND state IN ('open', 'pending')"),
+    Task("tickets-csat", "tickets", "answer",
+         "What was the average customer satisfaction (csat) of the tickets opened in {month} that have a "
+         "rating? Two decimals.",
+         f"SELECT ROUND(AVG(csat), 2) FROM tickets WHERE csat IS NOT NULL AND {LAST_TICKET_MONTH}", decimals=2),
 ]
 
 
