@@ -8,7 +8,12 @@ data directory's config (the user's ``mcpServers`` merged with the bundled team 
 * ``call SERVER TOOL ARGS_JSON``: one ``tools/call`` on that server (progress printed), the
   result as JSON;
 * ``test``: handshake every server and print protocol version, capabilities, tool count and
-  handshake latency; exit 1 when one failed.
+  handshake latency; exit 1 when one failed;
+* ``auth SERVER``: the OAuth 2.1 authorisation of an HTTP server with an ``auth`` entry, done
+  once, interactively: one session is opened with a long start-up bound (``--timeout``, default
+  300 s), the authorisation URL is printed (stderr), the loopback redirect received, and the
+  tokens stored in ``<data_dir>/mcp_auth/SERVER.json`` (mode 0600) for every later run (which
+  then refreshes them without a user). Exit 1 when it fails.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -180,3 +186,41 @@ def mcp_test(data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT, json_out: 
         return 0 if all(r["ok"] for r in rows) else 1
 
     raise typer.Exit(_with_toolbox(data_dir, mcp_config, test))
+
+
+@mcp_app.command("auth")
+def mcp_auth(server: str, data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT,
+             timeout: float = typer.Option(300.0, help="Seconds to wait for the authorisation, in all.")) -> None:
+    """Authorise Hermes with SERVER (OAuth 2.1, browser flow); tokens stored for later runs."""
+    from tools.mcp.auth import token_path
+    from tools.mcp.client import MCPServer
+    from tools.mcp.config import MCPConfigError, load_config
+
+    context = context_or_exit(None, None, data_dir, None)
+    source = mcp_config or context.mcp_config
+    try:
+        entries = load_config(Path(source)) if source else {}
+    except MCPConfigError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
+    entry = entries.get(server)
+    if entry is None or not entry.get("auth") or not entry.get("url"):
+        where = f"in {source}" if source else "(no MCP config: set --mcp-config or HERMES_MCP_CONFIG)"
+        console.print(f"[red]error:[/red] no HTTP MCP server {server!r} with an 'auth' entry {where}")
+        raise typer.Exit(1)
+
+    async def go() -> int:
+        srv = MCPServer(server, {**entry, "pool": {"min": 1, "max": 1}}, startup_timeout_s=timeout,
+                        data_dir=Path(context.data_dir))
+        try:
+            await srv.start()
+        except Exception as exc:  # noqa: BLE001 - reported, exit 1
+            console.print(f"[red]error:[/red] {server}: not authorised: {exc}")
+            return 1
+        finally:
+            await srv.aclose()
+        console.print(f"[green]authorised[/green] {server}: {len(srv.tools)} tools; tokens in "
+                      f"{token_path(Path(context.data_dir), server)}")
+        return 0
+
+    raise typer.Exit(run_sync(go()))

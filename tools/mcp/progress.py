@@ -22,7 +22,6 @@ import contextvars
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import partial
 from typing import Any, TypedDict
 
 log = logging.getLogger(__name__)
@@ -58,9 +57,14 @@ _sink: contextvars.ContextVar[ProgressSink | None] = contextvars.ContextVar("her
 def progress_to(sink: ProgressSink | None) -> Iterator[None]:
     """Send the progress of MCP calls made inside this block (this task and the tasks it
     creates) to ``sink``; None turns it off. Nests: the previous sink comes back on exit."""
+    bound: ProgressSink | None = None
     if sink is not None:
-        sink = partial(contextvars.copy_context().run, sink)
-    token = _sink.set(sink)
+        context, target = contextvars.copy_context(), sink
+
+        def bound(event: ProgressEvent) -> Any:
+            return context.run(target, event)
+
+    token = _sink.set(bound)
     try:
         yield
     finally:
