@@ -168,11 +168,6 @@ ALLOWED = {
     "graph/context.py": "the settings module",
     "graph/embedded/server.py": "propagation: the llama.cpp child inherits the environment",
     "tools/executors/subprocess.py": "propagation: the worker's environment, secrets filtered out",
-    # tools/mcp/ is another module's (not in this contract yet): the peers' install folder and
-    # two stand-alone processes (the bundled team-chat server, the conformance client)
-    "tools/mcp/peers.py": "pending: HERMES_MCP_PEERS_DIR",
-    "tools/mcp/servers/team_chat.py": "a process of its own: its database path from its parent",
-    "tools/mcp/conformance_client.py": "a process of its own: the conformance runner's scenario",
 }
 
 
