@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_executors_subprocess import gone, kill_leftovers, our_cgroups, write_helpers
+from tests.integration.test_executors_subprocess import gone, kill_leftovers, our_cgroups, write_helpers
 from tools.errors import ToolFailed, ToolTimeout
 from tools.executors import container as container_mod
 from tools.executors import make_executor

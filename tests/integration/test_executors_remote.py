@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_executors_subprocess import write_helpers
+from tests.integration.test_executors_subprocess import write_helpers
 from tools.errors import ToolFailed, ToolTimeout
 from tools.executors import make_executor
 from tools.executors.remote import RemoteExecutor
@@ -101,7 +101,7 @@ async def test_timeout_is_enforced_on_the_server_and_reported_as_tool_timeout(di
             await ex.aclose()
         pid = int((data / "pid").read_text())
         time.sleep(0.2)
-        from tests.unit.test_executors_subprocess import gone
+        from tests.integration.test_executors_subprocess import gone
 
         assert gone(pid)
 

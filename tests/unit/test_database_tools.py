@@ -1,16 +1,13 @@
 """The data tools on the user's own database (DESIGN §0): describe_database, query_database and
 generate_report called directly (plain functions) on two differently shaped schemas, bad
-settings, and the plumbing that brings the database to the worker (Context → toolbox →
-executor → injected ``database`` argument + read access)."""
+settings. The plumbing that brings the database to the worker process (Context → toolbox →
+executor): tests/integration/test_database_tools_executor.py."""
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import os
 import sqlite3
-import subprocess
-import sys
 import textwrap
 import time
 from collections import defaultdict
@@ -27,11 +24,8 @@ from tools.builtin.database import (
 )
 from tools.builtin.demo_db import generate_invoices_db, generate_sales_db
 from tools.builtin.report import generate_report, slugify
-from tools.errors import ToolFailed
-from tools.executors import make_executor
 
 END = "2025-06"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -382,17 +376,6 @@ def test_invoices_db_spans_several_years_and_is_deterministic(tmp_path, invoices
     assert dump(again) == dump(invoices)
 
 
-def test_demo_db_command_creates_the_file_only_when_missing(tmp_path):
-    target = tmp_path / "demo" / "sales.db"
-    cmd = [sys.executable, "-m", "tools.builtin.demo_db", str(target)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    first = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
-    assert first.returncode == 0 and "generated" in first.stdout and target.exists()
-    before = digest(target)
-    again = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
-    assert again.returncode == 0 and "kept existing" in again.stdout and digest(target) == before
-
-
 # -- plumbing: Context → toolbox → executor → worker ----------------------------------------------
 
 HELPER = textwrap.dedent('''
@@ -414,80 +397,6 @@ def helpers(tmp_path: Path) -> Path:
     return d
 
 
-async def test_the_worker_gets_the_configured_database_never_the_models(dbs, tmp_path, helpers):
-    data = tmp_path / "data"
-    data.mkdir()
-    ex = make_executor("subprocess", data, extra_paths=(str(helpers),), database=str(dbs["sales"]))
-    out = await ex.run("db_helpers:seen", {"database": "/etc/passwd", "data_dir": "/"}, timeout_s=10, request_id="r")
-    assert out == {"database": str(dbs["sales"]), "data_dir": str(data)}
-    res = await ex.run("tools.builtin.database:query_database",
-                       {"sql": "SELECT COUNT(*) FROM regions", "database": str(dbs["invoices"])}, timeout_s=10, request_id="q")
-    assert res["rows"] == [[5]]  # the configured sales DB, not the model's choice
-
-
-async def test_the_worker_reads_the_database_file_but_not_its_neighbours(tmp_path, helpers):
-    user = tmp_path / "user"
-    db = generate_sales_db(user / "shop.db", months=1, end_month=END)
-    (user / "private.txt").write_text("do not read")
-    data = tmp_path / "data"
-    data.mkdir()
-    ex = make_executor("subprocess", data, extra_paths=(str(helpers),), database=str(db))
-    assert (await ex.run("tools.builtin.database:describe_database", {}, timeout_s=10, request_id="d"))["table_count"] == 5
-    with pytest.raises(ToolFailed, match="PermissionError"):
-        await ex.run("db_helpers:read_file", {"path": str(user / "private.txt")}, timeout_s=10, request_id="p")
-    with pytest.raises(ToolFailed, match="PermissionError"):
-        await ex.run("db_helpers:read_file", {"path": str(db.parent / "shop.db-journal")}, timeout_s=10, request_id="j")
-
-
-async def test_a_wal_database_with_pending_commits_is_read_in_full(tmp_path):
-    db = generate_sales_db(tmp_path / "user" / "wal.db", months=1, end_month=END)
-    writer = sqlite3.connect(db)
-    try:
-        writer.execute("PRAGMA journal_mode=WAL")
-        writer.execute("PRAGMA wal_autocheckpoint=0")
-        writer.execute("INSERT INTO regions VALUES (6, 'Moon')")
-        writer.commit()
-        assert Path(str(db) + "-wal").stat().st_size > 0
-        data = tmp_path / "data"
-        data.mkdir()
-        ex = make_executor("subprocess", data, database=str(db))
-        out = await ex.run("tools.builtin.database:query_database", {"sql": "SELECT COUNT(*) FROM regions"},
-                           timeout_s=10, request_id="w")
-        assert out["rows"] == [[6]]
-    finally:
-        writer.close()
-    # after the last writer closed (no -wal/-shm left) it still opens read-only
-    assert not Path(str(db) + "-shm").exists()
-    out = await ex.run("tools.builtin.database:query_database", {"sql": "SELECT COUNT(*) FROM regions"},
-                       timeout_s=10, request_id="w2")
-    assert out["rows"] == [[6]]
-
-
-async def test_toolbox_resolves_the_setting_and_never_generates_a_database(dbs, tmp_path, monkeypatch):
-    from tools.toolbox import Toolbox
-
-    monkeypatch.delenv("HERMES_DATABASE", raising=False)
-    monkeypatch.chdir(dbs["invoices"].parent.parent)
-    cfg = tmp_path / "mcp.json"
-    cfg.write_text('{"mcpServers": {}}')
-    data = tmp_path / "data"
-    tb = await Toolbox.open(data, cfg, database="books/ledger.sqlite")
-    try:
-        assert tb.database == str(dbs["invoices"])
-        out = await tb.registry.call("describe_database", {}, "d")
-        assert out.status == "ok" and {t["name"] for t in out.content["tables"]} >= {"invoices", "clients"}
-    finally:
-        await tb.aclose()
-    tb = await Toolbox.open(data, cfg)  # nothing configured: the tools stay and say how to set one
-    try:
-        assert tb.database == "" and {"describe_database", "query_database", "generate_report"} <= set(tb.registry.names())
-        out = await tb.registry.call("query_database", {"sql": "SELECT 1"}, "n")
-        assert out.status == "error" and out.error_kind == "configuration" and "no database configured" in out.error and "HERMES_DATABASE" in out.error
-    finally:
-        await tb.aclose()
-    assert not list(data.rglob("*sales*")) and not list(data.rglob("*.md"))
-
-
 def test_context_database_falls_back_to_the_env_and_keys_the_toolbox(monkeypatch):
     monkeypatch.setenv("HERMES_DATABASE", "/srv/shop.db")
     assert Context().database == "/srv/shop.db"
@@ -495,16 +404,6 @@ def test_context_database_falls_back_to_the_env_and_keys_the_toolbox(monkeypatch
     monkeypatch.delenv("HERMES_DATABASE")
     assert Context().database == ""
     assert resources._key(Context(database="a.db")) != resources._key(Context(database="b.db"))
-
-
-async def test_under_a_tight_tool_timeout_a_runaway_query_still_ends_with_a_clear_error(dbs, tmp_path):
-    data = tmp_path / "data"
-    data.mkdir()
-    ex = make_executor("subprocess", data, database=str(dbs["sales"]))
-    with pytest.raises(ToolFailed, match="DatabaseError: query stopped after 2.4 s"):
-        await ex.run("tools.builtin.database:query_database",
-                     {"sql": "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT MAX(i) FROM n"},
-                     timeout_s=4, request_id="t")
 
 
 def test_the_sql_tools_descriptions_carry_the_users_schema(tmp_path):

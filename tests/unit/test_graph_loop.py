@@ -171,20 +171,6 @@ async def test_each_turn_is_tagged_with_its_intent_on_the_message(scripted):
     assert out["intent"] == "question"
 
 
-async def test_an_unreachable_endpoint_is_a_clear_model_unavailable_error(tmp_path):
-    import pytest
-
-    from graph import resources
-    from graph.context import Context
-    from graph.model import ModelUnavailableError
-
-    ctx = Context(model="some-model", base_url="http://127.0.0.1:9/v1", data_dir=str(tmp_path))
-    resources.set_toolbox(ctx, FakeToolbox())
-    with pytest.raises(ModelUnavailableError) as info:
-        await run(ctx, "hello")
-    assert "http://127.0.0.1:9/v1" in str(info.value) and "HERMES_BASE_URL" in str(info.value)
-
-
 async def test_model_supplied_call_ids_cannot_collide_or_escape_the_data_dir(scripted, data_dir):
     notes: list[str] = []
     box = FakeToolbox()

@@ -1,0 +1,120 @@
+"""The unit tier's guard: a unit test opens no internet socket and starts no process.
+
+Every test under tests/unit/ (its fixtures' setup and teardown included) fails with a message
+naming what it did and where, if it
+
+- connects or binds a socket of family ``AF_INET`` / ``AF_INET6`` (``AF_UNIX`` stays allowed:
+  asyncio's event loop wakes itself through a Unix socket pair), or
+- starts a process: ``subprocess.Popen`` (so also ``subprocess.run`` and
+  ``asyncio.create_subprocess_exec`` / ``_shell``), ``os.fork`` / ``forkpty`` / ``posix_spawn`` /
+  ``spawn*`` / ``exec*`` / ``system``, or ``multiprocessing``'s ``Process.start`` (process
+  pools included).
+
+The check is a standard-library audit hook (PEP 578, ``sys.addaudithook``): the interpreter
+reports each of those operations to it before doing it, whichever library asks. The hook
+raises :class:`UnitTierViolation` at the call, and also records it, so a test whose code under
+test catches the error (``except Exception`` around a connection attempt, say) still fails at
+the end of its phase. Such tests belong in tests/integration/ (marked ``slow`` when they start
+real processes or servers); see docs/DESIGN.md, tests.
+"""
+
+from __future__ import annotations
+
+import multiprocessing.process
+import socket
+import sys
+import threading
+import traceback
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+_INET = (socket.AF_INET, socket.AF_INET6)
+_PROCESS_EVENTS = frozenset({
+    "subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec", "os.system",
+})
+_SOCKET_EVENTS = frozenset({"socket.connect", "socket.bind"})
+_HINT = "unit tests open no internet socket and start no process: move this test to tests/integration/"
+
+
+class UnitTierViolation(AssertionError):
+    """A unit test connected/bound an internet socket or started a process."""
+
+
+class _Guard:
+    def __init__(self) -> None:
+        self.active = False
+        self.found: list[str] = []
+        self._lock = threading.Lock()
+
+    def violation(self, what: str) -> UnitTierViolation:
+        where = "".join(traceback.format_stack(limit=12)[:-2])
+        note = f"{what} (thread {threading.current_thread().name})\n{where}"
+        with self._lock:
+            self.found.append(note)
+        return UnitTierViolation(f"{what}: {_HINT}")
+
+    def take(self) -> list[str]:
+        with self._lock:
+            found, self.found = self.found, []
+        return found
+
+
+_guard = _Guard()
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if not _guard.active:
+        return
+    if event in _SOCKET_EVENTS:
+        sock, address = args[0], args[1]
+        if getattr(sock, "family", None) in _INET:
+            raise _guard.violation(f"{event.split('.')[1]}({address!r}) on an internet socket")
+    elif event in _PROCESS_EVENTS:
+        shown = args[1] if event == "subprocess.Popen" and len(args) > 1 else args[:2]
+        raise _guard.violation(f"{event}({shown!r}) started a process")
+
+
+sys.addaudithook(_audit)
+
+_real_start = multiprocessing.process.BaseProcess.start
+
+
+def _guarded_start(self: multiprocessing.process.BaseProcess) -> None:
+    if _guard.active:
+        raise _guard.violation(f"multiprocessing {type(self).__name__}.start() started a process")
+    _real_start(self)
+
+
+multiprocessing.process.BaseProcess.start = _guarded_start  # type: ignore[method-assign]
+
+
+def _check(phase: str) -> None:
+    found = _guard.take()
+    if found:
+        pytest.fail(f"{_HINT} (during {phase}):\n\n" + "\n".join(found), pytrace=False)
+
+
+def _guarded(phase: str) -> Generator[None, object, object]:
+    _guard.active = True
+    try:
+        return (yield)
+    finally:
+        _guard.active = False
+        _check(phase)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _guarded("setup"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _guarded("call"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
+    return (yield from _guarded("teardown"))
