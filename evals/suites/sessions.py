@@ -354,6 +354,10 @@ async def run(cfg: EvalConfig, report: Report) -> None:
             rows = buckets(data["questions"], turns)
             for m, style in zip(METHODS, ("o-", "s--", "^:"), strict=True):
                 axes[0].plot([r[0] for r in rows], [r[1][m] for r in rows], style, label=m)
+            for kind, para, style in (("literal", False, "C0."), ("paraphrased", True, "C0x")):
+                part = buckets([q for q in data["questions"] if q["paraphrased"] is para], turns)
+                axes[0].plot([r[0] for r in part], [r[1]["hermes"] for r in part], style + ":", alpha=0.6,
+                             label=f"hermes, {kind}")
             axes[0].set_xlabel("session length so far (turns, bucket end)")
             axes[0].set_ylabel("needle recall")
             axes[0].set_ylim(-0.05, 1.05)
