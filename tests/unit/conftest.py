@@ -15,7 +15,7 @@ reports each of those operations to it before doing it, whichever library asks. 
 raises :class:`UnitTierViolation` at the call, and also records it, so a test whose code under
 test catches the error (``except Exception`` around a connection attempt, say) still fails at
 the end of its phase. Such tests belong in tests/integration/ (marked ``slow`` when they start
-real processes or servers); see docs/DESIGN.md, tests.
+real processes or servers); README.md, folder `tests/`.
 """
 
 from __future__ import annotations
