@@ -37,10 +37,18 @@ MAX_LINE_CHARS: int = 400
 
 
 def approx_tokens(text: str) -> int:
-    """Approximate tokens of ``text`` in the system message, counted as the whole prompt is
-    (``langchain_core``'s ``count_tokens_approximately``: ~4 characters a token, the role
-    included, no per-message overhead; docs/DESIGN.md §6). At least 1 for any text."""
+    """Approximate tokens ``text`` adds to the system message, counted as the whole prompt is
+    (``langchain_core``'s ``count_tokens_approximately``, ~4 characters a token, no tokenizer
+    download; docs/DESIGN.md §6): the message's count with ``text`` minus its count empty.
+    At least 1."""
+    return max(1, _system_tokens(text) - _EMPTY_SYSTEM_TOKENS)
+
+
+def _system_tokens(text: str) -> int:
     return count_tokens_approximately([SystemMessage(text)], extra_tokens_per_message=0)
+
+
+_EMPTY_SYSTEM_TOKENS = _system_tokens("")
 
 
 def _clip(text: str, limit: int = MAX_LINE_CHARS) -> str:
