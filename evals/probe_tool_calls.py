@@ -19,10 +19,12 @@ Each pick is classified by who made it:
 
 * ``forced`` — the goal rules required a call (``must_call_tool``) and exactly one tool was
   offered: the grammar leaves the model no choice of tool (only the arguments);
+* ``required`` — the goal rules required a call and restricted the offer to the goal's missing
+  steps and read-only helpers (two or more tools): the rules chose that a call happens and
+  which side-effect tool is possible, the model chose among the few offered;
 * ``no_offer`` — no tool was offered (no relevance, or everything masked): the model could
   only answer;
-* ``chosen`` — the model had a real choice (two or more tools, or a tool and the option to
-  answer).
+* ``chosen`` — no call was required: the model chose among the offered tools and answering.
 
 Scored per prompt:
 
@@ -108,11 +110,11 @@ def keywords_in(prompt: str, names: list[str]) -> list[str]:
 
 
 def who_picked(must_call: bool, offered: list[str]) -> str:
-    """``forced`` / ``no_offer`` / ``chosen`` (see the module docstring)."""
+    """``forced`` / ``required`` / ``chosen`` / ``no_offer`` (see the module docstring)."""
     if not offered:
         return "no_offer"
-    if must_call and len(offered) == 1:
-        return "forced"
+    if must_call:
+        return "forced" if len(offered) == 1 else "required"
     return "chosen"
 
 
@@ -224,7 +226,7 @@ async def probe(context: Context, which: str = "both") -> dict:
             "valid_args": sum(r["valid_args"] for r in rs),
             "result_seen": f"{sum(bool(r.get('result_seen')) for r in called)}/{len(called)}",
         }
-        for who in ("forced", "chosen", "no_offer"):
+        for who in ("forced", "required", "chosen", "no_offer"):
             picks = [r for r in rs if r["picked_by"] == who]
             part[f"right_{who}"] = f"{sum(r['right_tool'] for r in picks)}/{len(picks)}"
         summary[group] = part

@@ -61,6 +61,7 @@ def test_probe_plain_prompts_hold_no_tool_keyword():
     assert len(plain) >= 10 and all(not keywords_in(p, names) for p in plain)
     assert sum(bool(keywords_in(p, names)) for g, p, _ in PROBES if g == "keyword") >= 10
     assert who_picked(True, ["post_message"]) == "forced"
+    assert who_picked(True, ["post_message", "list_messages"]) == "required"
     assert who_picked(False, ["post_message"]) == "chosen"
     assert who_picked(True, []) == "no_offer"
 
