@@ -168,6 +168,9 @@ class MemoryService:
         self.memory_tokens = memory_tokens
         self.recall_k = recall_k
         self._queue_may_hold = True  # unknown until the first write looks
+        #: facts shown by recall whose use is not recorded yet (fact id → when): recorded with
+        #: the turn's background write, off the recall path (``flush_touches``)
+        self._touched: dict[str, datetime] = {}
 
     # --- working memory ---------------------------------------------------------------------
 
@@ -217,8 +220,11 @@ class MemoryService:
             log.exception("working memory unavailable")
         async def semantic() -> tuple[list, list]:
             try:
-                return await self.semantic.recall(user_id, goal, k or self.recall_k, now=now,
-                                                  thread_id=thread_id or None, visible_origins=visible_origins)
+                conflicts, facts = await self.semantic.recall(user_id, goal, k or self.recall_k, now=now,
+                                                              thread_id=thread_id or None,
+                                                              visible_origins=visible_origins, touch=False)
+                self._touched.update({f.id: now for f in facts})
+                return conflicts, facts
             except Exception:  # noqa: BLE001
                 log.exception("semantic recall failed for user %r", user_id)
                 return [], []
@@ -343,6 +349,7 @@ class MemoryService:
         preference events), then conflict signals; then replay the retry queue. Never raises;
         returns counts (``episodes``, ``facts``, ``resolved``, ``queued``)."""
         counts = {"episodes": 0, "facts": 0, "resolved": 0, "queued": 0}
+        await self.flush_touches()
         ids = await self._write_events(plan.events, counts)
         sources = [i for e, i in zip(plan.events, ids) if i and e.kind == "preference"]
         for fact in plan.facts:
@@ -452,6 +459,21 @@ class MemoryService:
         else:
             raise ValueError(f"unknown memory operation {op!r}")
 
+    async def flush_touches(self) -> int:
+        """Record the use of the facts recall showed since the last flush (``use_count``,
+        ``last_used_at``: what down-weighting reads), in one write. Never raises; returns how
+        many facts were recorded."""
+        if not self._touched:
+            return 0
+        touched, self._touched = self._touched, {}
+        try:
+            for when in sorted(set(touched.values())):
+                await self.semantic.touch([i for i, t in touched.items() if t == when], now=when)
+        except Exception:  # noqa: BLE001 - a use count is not worth an error
+            log.warning("memory: fact use not recorded", exc_info=True)
+            return 0
+        return len(touched)
+
     async def flush_retry_queue(self) -> int:
         """Replay queued writes; return how many succeeded. Never raises."""
         try:
@@ -472,6 +494,7 @@ class MemoryService:
         return False
 
     async def aclose(self) -> None:
+        await self.flush_touches()
         self.sessions.end_all()
         try:
             await self.episodic.close()
@@ -532,6 +555,7 @@ class MemoryService:
         """Expire episodic items after ``episodic_ttl_days`` and semantic facts after
         ``semantic_ttl_days``; down-weight facts unused for 30 days (seed §6.4)."""
         now = now or utcnow()
+        await self.flush_touches()
         episodic = await self.episodic.expire(self.episodic_ttl_days, now)
         semantic = await self.semantic.expire(now)
         weighted, archived = await self.semantic.downweight_unused(now)
