@@ -71,6 +71,9 @@ async def run(cfg: EvalConfig, report: Report) -> None:
         f"{result['half_life_days']} days); a query {result['query_ms_mean']} ms on average. Answers: "
         f"{result['answers']}. `all but adversarial` is the figure published LoCoMo tables use (adversarial "
         "questions have no answer in the conversation).")
+    report.text("The store's latency at scale (P5: 100,000 memories, hybrid + filter + decay p95) is not part of "
+                "this suite — building that store takes minutes: `python -m evals.bench_memory_stores` "
+                "(figures in `evals/README.md`, Memory).")
     header = ["category", "questions", "recall@5", "recall@10", "all@10", "memory tokens@10", "full tokens"]
     if answerer:
         header += ["F1 hermes", "F1 full context"]
