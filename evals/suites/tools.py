@@ -284,9 +284,11 @@ async def run_case(case: dict[str, Any], category: str, context: Any, loop: bool
         calls = [{names.get(c["name"], c["name"]): c["args"]} for c in reply.tool_calls]
         if round_no == 0:
             first_calls = calls
-        loop_calls += calls
-        if not reply.tool_calls or (loop_calls and len(loop_calls) != len({json.dumps(c, sort_keys=True) for c in loop_calls})):
-            break  # an answer, or the same call twice (the graph's repeat guard would stop it)
+        seen = {json.dumps(c, sort_keys=True) for c in loop_calls}
+        fresh = [c for c in calls if json.dumps(c, sort_keys=True) not in seen]
+        loop_calls += fresh
+        if not reply.tool_calls or len(fresh) < len(calls):
+            break  # an answer, or the same call again (the graph's repeat guard would stop it): not scored twice
         reply = reply.model_copy(update={"id": f"a{round_no}"})
         results = [ToolMessage(json.dumps({"status": "ok", "note": "recorded"}), tool_call_id=c["id"],
                                name=c["name"], id=f"t{round_no}-{j}") for j, c in enumerate(reply.tool_calls)]
