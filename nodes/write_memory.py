@@ -75,7 +75,7 @@ async def turn_evidence(state: State, context: Context, results: list[ToolMessag
         specs = (await get_toolbox(context)).registry.specs()
         required = required_steps(state.goal, specs)
         side_effects = {s.name for s in specs if s.side_effect}
-        produced = artifacts(results, specs)  # this goal's only (State.artifacts may be older)
+        produced = artifacts([*results], specs)  # this goal's only (State.artifacts may be older)
     except Exception:  # noqa: BLE001 - memory never breaks the turn
         log.warning("toolbox unavailable; task evidence without required steps", exc_info=True)
     return TurnEvidence(
