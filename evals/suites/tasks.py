@@ -219,6 +219,7 @@ async def run_once(task: Task, attempt: int, cfg: EvalConfig, db: Path, month: s
     """One run of ``task`` in a fresh data dir; the result row."""
     from graph import resources
     from graph.context import Context
+    from graph.model import ModelUnavailableError
     from graph.runner import run_turn
 
     data_dir = root / f"{task.id}-{attempt}"
@@ -234,6 +235,8 @@ async def run_once(task: Task, attempt: int, cfg: EvalConfig, db: Path, month: s
                                          RUN_TIMEOUT_S)
     except TimeoutError:
         error = f"timeout after {RUN_TIMEOUT_S} s"
+    except ModelUnavailableError:
+        raise  # nothing answers: the run cannot go on
     except Exception as exc:  # the product raised: a failed run, recorded with its message
         error = f"{type(exc).__name__}: {exc}"[:300]
     finally:

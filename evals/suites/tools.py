@@ -24,7 +24,9 @@ Categories (BFCL v4 file names): ``simple`` = ``simple_python``, ``multiple``, `
    ranking and the embedded models' tool cap (``max_tools``), ``bind_tools``, and on the
    embedded model the JSON-Schema grammar of ``JsonToolCallingChat``;
 4. the reply's tool calls are scored by BFCL's ``ast_checker``; irrelevance categories pass
-   when the reply has no tool call (BFCL's rule).
+   when the reply has no tool call (BFCL's rule). An endpoint that answers a case with an
+   error (e.g. llama.cpp's 500 on a tool call it cannot parse) scores that case 0 with the
+   error in the row; an unreachable endpoint stops the run.
 
 The embedded models' grammar allows one tool call per reply, so a parallel case cannot pass
 in one reply there; for ``parallel*`` categories the suite also runs the case *through the
@@ -331,7 +333,7 @@ async def run(cfg: EvalConfig, report: Report) -> None:
     """Run every category (see the module docstring) and write the report."""
     from graph import resources
     from graph.context import Context
-    from graph.model import astop_embedded_server
+    from graph.model import ModelUnavailableError, astop_embedded_server
 
     ast_checker()  # fail early when bfcl-eval is missing
     plan = {cat: choose(load_category(cat), cfg) for cat in CATEGORIES}
@@ -342,7 +344,18 @@ async def run(cfg: EvalConfig, report: Report) -> None:
             with report.progress(total, "bfcl") as advance:
                 for cat, cases in plan.items():
                     for case in cases:
-                        report.add(await run_case(case, cat, context, loop=cat.startswith("parallel")))
+                        try:
+                            row = await run_case(case, cat, context, loop=cat.startswith("parallel"))
+                        except ModelUnavailableError:
+                            raise  # nothing answers: the run cannot go on (the message says what to do)
+                        except Exception as exc:  # the endpoint refused this reply (e.g. a 500 on a bad call)
+                            row = {"id": case["id"], "category": cat, "functions": len(case["function"]), "offered": 0,
+                                   "refused_definitions": [], "calls": [], "invalid_calls": 1, "tokens_in": 0,
+                                   "tokens_out": 0, "latency_s": 0.0, "score": 0,
+                                   "error": f"endpoint error: {type(exc).__name__}: {exc}"[:300]}
+                            if cat.startswith("parallel"):
+                                row |= {"loop_calls": [], "loop_score": 0, "loop_error": row["error"]}
+                        report.add(row)
                         advance()
         finally:
             resources._toolboxes.clear()  # the case toolboxes hold no process
