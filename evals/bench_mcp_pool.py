@@ -77,7 +77,7 @@ def _entry(script: Path, mode: str = "healthy", **extra: Any) -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(script)], "env": {"BENCH_MODE": mode}, **extra}
 
 
-async def p1(script: Path, n: int) -> dict[str, Any]:
+async def p1(script: Path, n: int, adapter_calls: int | None = None) -> dict[str, Any]:
     from langchain_mcp_adapters.client import MultiServerMCPClient
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
@@ -109,7 +109,7 @@ async def p1(script: Path, n: int) -> dict[str, Any]:
                                           "env": {**os.environ, "BENCH_MODE": "healthy"}}})
     tools = {t.name: t for t in await client.get_tools()}
     adapter_ms = []
-    for i in range(max(5, n // 20)):
+    for i in range(adapter_calls or max(5, n // 20)):
         t0 = time.perf_counter()
         await tools["lookup"].ainvoke({"key": f"k{i}"})
         adapter_ms.append((time.perf_counter() - t0) * 1000)
@@ -147,7 +147,10 @@ async def _drive(n: int, concurrency: int, one_call) -> tuple[list[float], int]:
     return latencies, ok
 
 
-async def p2(script: Path, n: int, concurrency: int) -> dict[str, Any]:
+P2_MODES = ("single_healthy", "scoring_failover", "round_robin", "single_crashing")
+
+
+async def p2(script: Path, n: int, concurrency: int, modes: tuple[str, ...] = P2_MODES) -> dict[str, Any]:
     random.seed(9)
     results: dict[str, Any] = {"calls": n, "concurrency": concurrency}
     pool = {"min": 1, "max": 4}
@@ -182,7 +185,7 @@ async def p2(script: Path, n: int, concurrency: int) -> dict[str, Any]:
         finally:
             await asyncio.gather(*(s.aclose() for s in servers.values()))
 
-    for mode in ("single_healthy", "scoring_failover", "round_robin", "single_crashing"):
+    for mode in modes:
         results[mode] = await run(mode)
         print(f"P2 {mode}: {results[mode]}", flush=True)
     results["p95_over_healthy"] = round(results["scoring_failover"]["p95_ms"] / results["single_healthy"]["p95_ms"], 2)
@@ -237,7 +240,7 @@ def draw(data: dict[str, Any], axes: Any) -> None:
         axes[0].set_title(f"P1 stdio call, median ms\nadapter/pool {d['adapter_over_pool']}×, pool/raw {d['pool_over_raw']}×")
     if "p2" in data:
         d = data["p2"]
-        modes = ["single_healthy", "scoring_failover", "round_robin", "single_crashing"]
+        modes = [m for m in P2_MODES if m in d]
         axes[1].bar([m.replace("_", "\n") for m in modes], [d[m]["success"] * 100 for m in modes], color="C1")
         axes[1].set_ylim(0, 105)
         axes[1].set_title("P2 success % (bars) / p95 ms (labels)")
