@@ -12,7 +12,7 @@
   one session (``evals/bench_mcp_pool.py``, same code).
 
 ``--sample``: 3 scenarios (initialize, tools_call, elicitation defaults), P1 with 20 calls (3
-through the adapter), P2 with 60 calls (without the crashing-server-alone arm), P10 with 20 calls — a pipeline check: at these sizes
+through the adapter), P2 with 60 calls (without the crashing-server-alone arm), P10 with 10 calls — a pipeline check: at these sizes
 P2's p95 is the slow replica's first 2 s answers, not the steady state. ``--limit N``: the first
 N scenarios and N calls.
 """
@@ -100,7 +100,7 @@ async def benchmarks(cfg: EvalConfig, report: Report) -> dict[str, Any]:
 
     n1 = 20 if cfg.sample else (cfg.limit or 300)
     n2 = 60 if cfg.sample else (cfg.limit or 1000)
-    n10 = 20 if cfg.sample else 50
+    n10 = 10 if cfg.sample else 50
     data: dict[str, Any] = {"load_avg_at_start": [round(x, 2) for x in os.getloadavg()]}
     with tempfile.TemporaryDirectory(prefix="hermes-mcp-bench-") as tmp, report.progress(3, "mcp P1/P2/P10") as advance:
         script = Path(tmp) / "bench_server.py"
