@@ -32,11 +32,15 @@ def installed():
 
 
 def _ours() -> set[int]:
+    """Live peer processes that are this test process's descendants or orphans (re-parented to
+    init): a peer another session on the machine runs at the same time has its own parent."""
     home = str(peers.home())
+    me = os.getpid()
     found = set()
     for p in psutil.process_iter(["cmdline"]):
         try:
-            if any(home in part for part in (p.info["cmdline"] or [])) and p.status() != psutil.STATUS_ZOMBIE:
+            if any(home in part for part in (p.info["cmdline"] or [])) and p.status() != psutil.STATUS_ZOMBIE \
+                    and (p.ppid() == 1 or any(a.pid == me for a in p.parents())):
                 found.add(p.pid)
         except psutil.Error:
             continue
