@@ -34,7 +34,7 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -66,6 +66,10 @@ class TurnObserver(Protocol):
 
     def on_recovery(self, report: RecoveryReport) -> None:
         """The thread was rebuilt from its mirror before the turn."""
+
+    # Optional: ``on_event(event: dict)`` — what a node wrote to LangGraph's custom stream
+    # (``stream_mode="custom"``), e.g. ``{"type": "mcp_progress", "server", "tool",
+    # "progress", "total", "message", ...}`` while a long MCP tool runs (tools.mcp.progress).
 
     def on_warning(self, text: str) -> None:
         """Something went wrong that does not fail the turn (e.g. the mirror was not written)."""
@@ -228,9 +232,17 @@ async def execute_turn(
             )
         try:
             while True:
-                async for chunk in agent.astream(graph_input, config, context=context, stream_mode="updates"):
-                    for node, update in chunk.items():
-                        if not quiet and not node.startswith("__"):
+                async for mode, chunk in agent.astream(graph_input, config, context=context,
+                                                       stream_mode=["updates", "custom"]):
+                    if quiet:
+                        continue
+                    if mode == "custom":  # what nodes write to the stream: MCP progress, say
+                        on_event = getattr(watcher, "on_event", None)
+                        if on_event is not None and isinstance(chunk, dict):
+                            on_event(chunk)
+                        continue
+                    for node, update in cast(dict[str, Any], chunk).items():
+                        if not node.startswith("__"):
                             watcher.on_update(node, update)
                 snapshot = await agent.aget_state(_thread_config(thread_id))
                 question = snapshot.interrupts[0].value if snapshot.interrupts else None

@@ -85,6 +85,17 @@ class ConsoleObserver:
     def on_update(self, node: str, update: dict[str, Any] | None) -> None:
         console.print(f"[cyan]▸ {node}[/cyan] {describe_update(node, update)}", highlight=False)
 
+    def on_event(self, event: dict[str, Any]) -> None:
+        """A custom-stream event: MCP progress as ``⋯ server/tool 3/10 message``."""
+        if event.get("type") != "mcp_progress":
+            return
+        total = event.get("total")
+        amount = f"{event.get('progress', 0):g}" + (f"/{total:g}" if isinstance(total, int | float) else "")
+        message = f" {event['message']}" if event.get("message") else ""
+        # the server's message is its text, not rich markup
+        console.print(f"  ⋯ {event.get('server')}/{event.get('tool')} {amount}{message}",
+                      style="dim", highlight=False, markup=False)
+
     def on_recovery(self, report: RecoveryReport) -> None:
         print_recovery(report, self.quiet)
 
