@@ -120,6 +120,12 @@ class Context(BaseSettings):
         description="Image of the container executor's docker/podman engines (needs Python >= 3.11 "
         "and the tools' dependencies); bubblewrap uses the host's files.",
     )
+    model_accepts_images: bool = Field(
+        default=False,
+        description="The model takes image content: images in tool results (MCP image content, "
+        "saved under the data dir) are sent to it as image blocks; otherwise it sees their described "
+        "placeholder with the handle. The embedded models take no images.",
+    )
     summarise_unstructured: bool = Field(
         default=True,
         description="Summarise long unstructured tool output (e.g. a web page) with a model call "

@@ -5,6 +5,10 @@ every side-effect tool that no clause of the goal asks for (``graph.progress``),
 relevance to the goal and progress note and cut to ``context.max_tools``, and with
 ``tool_choice="required"`` when ``state.must_call_tool``.
 
+With ``context.model_accepts_images`` (a hosted model that takes images), tool results holding
+saved images (MCP image content) carry them as image blocks in this call's prompt only
+(:func:`with_images`); the state keeps the placeholders and handles.
+
 The offer is recorded in ``offered_tools``; ``dispatch_tools`` runs nothing else, so a model
 that names a blocked or unoffered tool anyway (any hosted model can) gets an error result.
 
@@ -20,12 +24,14 @@ checkpoint before this node stays resumable.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 import openai
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.runtime import Runtime
 
@@ -34,6 +40,7 @@ from graph.model import ModelUnavailableError, embedded_model, is_embedded
 from graph.progress import later_side_effects, missing_steps, unrequested_side_effects
 from graph.resources import get_model, get_toolbox
 from graph.state import State
+from tools.mcp.results import model_content
 from tools.registry import ToolRegistry
 from tools.selection import rank_tools
 
@@ -72,6 +79,24 @@ def with_unique_call_ids(reply: AIMessage) -> AIMessage:
     calls = [fix(c) for c in reply.tool_calls]
     invalid = [fix(c) for c in reply.invalid_tool_calls]
     return reply.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid}) if changed else reply
+
+
+def with_images(prompt: list[AnyMessage]) -> list[AnyMessage]:
+    """``prompt`` with each tool result that holds saved images (placeholders with a
+    ``handle``, ``tools.mcp.results``) carrying them as LangChain image blocks after its text.
+    Blocking (reads the files)."""
+    out: list[AnyMessage] = []
+    for message in prompt:
+        if isinstance(message, ToolMessage) and isinstance(message.content, str) and '"handle"' in message.content:
+            try:
+                value = json.loads(message.content)
+            except ValueError:
+                value = None
+            content = model_content(message.content, value, accepts_images=True) if value is not None else None
+            if isinstance(content, list):
+                message = message.model_copy(update={"content": content})
+        out.append(message)
+    return out
 
 
 def _bind(model: Any, tools: list[dict[str, Any]], must_call: bool) -> Any:
@@ -120,6 +145,10 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     )
     bound = _bind(model, tools, state.must_call_tool)
     prompt = state.prompt_messages()
+    if context.model_accepts_images and not is_embedded(context):
+        # images reach the model here, from their saved files, so the state (and every
+        # checkpoint) keeps only the placeholders and handles
+        prompt = await asyncio.to_thread(with_images, prompt)
     try:
         reply = await bound.ainvoke(prompt)
     except openai.APIConnectionError as exc:
