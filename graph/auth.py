@@ -36,22 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from langgraph_sdk import Auth
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from graph.context import MachineSettings
 
 #: The memory owner of a run that names none (the CLI's and ``Context.user_id``'s default).
 ANONYMOUS_USER = "default"
 #: First segment of the store namespaces that hold Hermes's memories (``graph/memory_store.py``).
 MEMORY_NAMESPACE = "memories"
-
-
-class AuthSettings(BaseSettings):
-    """Server-side auth settings (environment ``HERMES_AUTH_*``)."""
-
-    model_config = SettingsConfigDict(env_prefix="HERMES_AUTH_", extra="ignore")
-
-    tokens: str = Field(default="", description="JSON {token: user_id} or the path of a JSON file with it; "
-                                                "empty = local mode (no auth).")
 
 
 def load_tokens(setting: str) -> dict[str, str]:
@@ -95,7 +86,7 @@ auth = Auth()
 @auth.authenticate
 async def authenticate(headers: dict) -> Auth.types.MinimalUserDict:
     """The caller's user id (see the module docstring). Local mode: an anonymous caller."""
-    tokens = load_tokens(AuthSettings().tokens)
+    tokens = load_tokens(MachineSettings().auth_tokens)
     if not tokens:
         return {"identity": ANONYMOUS_USER, "is_authenticated": False}
     authorization = _header(headers, "authorization")

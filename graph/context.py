@@ -225,6 +225,9 @@ class MachineSettings(BaseSettings):
     embedded_batch: str = Field(default="", description="HERMES_EMBEDDED_BATCH: logical batch, tokens.")
     embedded_ubatch: str = Field(default="", description="HERMES_EMBEDDED_UBATCH: physical batch, tokens.")
     embedded_cache_reuse: str = Field(default="", description="HERMES_EMBEDDED_CACHE_REUSE: KV reuse chunk, tokens.")
+    auth_tokens: str = Field(default="", description="HERMES_AUTH_TOKENS: the server's bearer tokens, JSON "
+                             "{token: user_id} or the path of a JSON file with it; empty = local mode "
+                             "(no auth; graph.auth).")
 
     def embedded_overrides(self) -> dict[str, str]:
         """The ``HERMES_EMBEDDED_*`` variables that are set: ``{variable name: value}``."""
