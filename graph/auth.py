@@ -60,9 +60,10 @@ def load_tokens(setting: str) -> dict[str, str]:
         table = json.loads(text)
     except ValueError as exc:
         raise ValueError(f"HERMES_AUTH_TOKENS: not a JSON object of token -> user id: {exc}") from exc
-    if not isinstance(table, dict) or not all(isinstance(k, str) and isinstance(v, str) and k and v
-                                              for k, v in table.items()):
-        raise ValueError("HERMES_AUTH_TOKENS: expected a JSON object {\"<token>\": \"<user id>\", ...}")
+    if not isinstance(table, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and k and v for k, v in table.items()
+    ):
+        raise ValueError('HERMES_AUTH_TOKENS: expected a JSON object {"<token>": "<user id>", ...}')
     return table
 
 
@@ -94,8 +95,9 @@ async def authenticate(headers: dict) -> Auth.types.MinimalUserDict:
     token = credential.strip() if scheme.lower() == "bearer" else _header(headers, "x-api-key").strip()
     user = user_for_token(token, tokens) if token else None
     if user is None:
-        raise Auth.exceptions.HTTPException(status_code=401, detail="a valid bearer token is required "
-                                                                    "(HERMES_AUTH_TOKENS)")
+        raise Auth.exceptions.HTTPException(
+            status_code=401, detail="a valid bearer token is required (HERMES_AUTH_TOKENS)"
+        )
     return {"identity": user, "is_authenticated": True}
 
 

@@ -146,10 +146,14 @@ class BranchTree:
         if len(hits) == 1:
             return hits[0]
         if not hits:
-            raise BranchError(f"no checkpoint {ref!r} in thread {self.thread_id!r} "
-                              f"(see `hermes branch show {self.thread_id}`)")
-        raise BranchError(f"checkpoint reference {ref!r} is ambiguous in thread {self.thread_id!r}: "
-                          + ", ".join(short_id(h) for h in hits[:5]) + (" …" if len(hits) > 5 else ""))
+            raise BranchError(
+                f"no checkpoint {ref!r} in thread {self.thread_id!r} (see `hermes branch show {self.thread_id}`)"
+            )
+        raise BranchError(
+            f"checkpoint reference {ref!r} is ambiguous in thread {self.thread_id!r}: "
+            + ", ".join(short_id(h) for h in hits[:5])
+            + (" …" if len(hits) > 5 else "")
+        )
 
     def path_to(self, checkpoint_id: str) -> list[str]:
         """Ids from the root down to ``checkpoint_id`` (inclusive)."""
@@ -193,9 +197,12 @@ def _meta_node(metadata: Mapping[str, Any], parent_next: tuple[str, ...] | None)
     return str(source)
 
 
-def tree_from_history(thread_id: str, history: Iterable[StateSnapshot | Mapping[str, Any]],
-                      active: str | None = None,
-                      unreadable: Mapping[str, tuple[str | None, dict[str, Any], str]] | None = None) -> BranchTree:
+def tree_from_history(
+    thread_id: str,
+    history: Iterable[StateSnapshot | Mapping[str, Any]],
+    active: str | None = None,
+    unreadable: Mapping[str, tuple[str | None, dict[str, Any], str]] | None = None,
+) -> BranchTree:
     """Build a :class:`BranchTree` from ``get_state_history`` snapshots, or from the dicts that
     ``langgraph_sdk``'s ``client.threads.get_history`` returns (same fields, JSON shaped).
     ``active`` defaults to the newest checkpoint (LangGraph's rule). ``unreadable`` adds
@@ -206,33 +213,61 @@ def tree_from_history(thread_id: str, history: Iterable[StateSnapshot | Mapping[
             conf = item.config["configurable"]
             parent = (item.parent_config or {}).get("configurable", {}).get("checkpoint_id")
             values = item.values if isinstance(item.values, Mapping) else {}
-            raw.append({"id": conf["checkpoint_id"], "parent": parent, "metadata": dict(item.metadata or {}),
-                        "next": tuple(item.next), "created_at": item.created_at,
-                        "messages": list(values.get("messages") or [])})
+            raw.append(
+                {
+                    "id": conf["checkpoint_id"],
+                    "parent": parent,
+                    "metadata": dict(item.metadata or {}),
+                    "next": tuple(item.next),
+                    "created_at": item.created_at,
+                    "messages": list(values.get("messages") or []),
+                }
+            )
         else:
             checkpoint = item.get("checkpoint") or {}
             parent = (item.get("parent_checkpoint") or {}) or {}
             values = item.get("values") or {}
-            raw.append({"id": checkpoint.get("checkpoint_id") or item.get("checkpoint_id"),
-                        "parent": parent.get("checkpoint_id"), "metadata": dict(item.get("metadata") or {}),
-                        "next": tuple(item.get("next") or ()), "created_at": item.get("created_at"),
-                        "messages": list(values.get("messages") or []) if isinstance(values, Mapping) else []})
+            raw.append(
+                {
+                    "id": checkpoint.get("checkpoint_id") or item.get("checkpoint_id"),
+                    "parent": parent.get("checkpoint_id"),
+                    "metadata": dict(item.get("metadata") or {}),
+                    "next": tuple(item.get("next") or ()),
+                    "created_at": item.get("created_at"),
+                    "messages": list(values.get("messages") or []) if isinstance(values, Mapping) else [],
+                }
+            )
     nexts = {r["id"]: r["next"] for r in raw}
     nodes: dict[str, CheckpointNode] = {}
     for r in raw:
         meta = r["metadata"]
         msgs = r["messages"]
         nodes[r["id"]] = CheckpointNode(
-            checkpoint_id=r["id"], parent_id=r["parent"], step=int(meta.get("step", 0) or 0),
-            source=str(meta.get("source", "?")), node=_meta_node(meta, nexts.get(r["parent"])),
-            next=r["next"], created_at=r["created_at"], preview=preview(msgs[-1] if msgs else None),
-            messages=len(msgs), metadata=meta,
+            checkpoint_id=r["id"],
+            parent_id=r["parent"],
+            step=int(meta.get("step", 0) or 0),
+            source=str(meta.get("source", "?")),
+            node=_meta_node(meta, nexts.get(r["parent"])),
+            next=r["next"],
+            created_at=r["created_at"],
+            preview=preview(msgs[-1] if msgs else None),
+            messages=len(msgs),
+            metadata=meta,
         )
     for cid, (parent, meta, error) in (unreadable or {}).items():
         nodes[cid] = CheckpointNode(
-            checkpoint_id=cid, parent_id=parent, step=int(meta.get("step", 0) or 0),
-            source=str(meta.get("source", "?")), node=_meta_node(meta, None), next=(), created_at=None,
-            preview="(unreadable)", messages=0, metadata=dict(meta), readable=False, error=error,
+            checkpoint_id=cid,
+            parent_id=parent,
+            step=int(meta.get("step", 0) or 0),
+            source=str(meta.get("source", "?")),
+            node=_meta_node(meta, None),
+            next=(),
+            created_at=None,
+            preview="(unreadable)",
+            messages=0,
+            metadata=dict(meta),
+            readable=False,
+            error=error,
         )
     for cid in sorted(nodes):  # uuid6 ids sort by creation time
         parent = nodes[cid].parent_id
@@ -284,8 +319,9 @@ class Branches:
 
     def __init__(self, graph: CompiledStateGraph[Any, Any, Any, Any], mirror: ThreadMirror | None = None) -> None:
         if graph.checkpointer in (None, False, True):
-            raise BranchError("branches need a graph compiled with a checkpointer "
-                              "(graph.builder.make_graph(checkpointer=...))")
+            raise BranchError(
+                "branches need a graph compiled with a checkpointer (graph.builder.make_graph(checkpointer=...))"
+            )
         self.graph = graph
         self.mirror = mirror
 
@@ -305,10 +341,14 @@ class Branches:
         if conn is None:
             return None
         await saver.setup()  # type: ignore[union-attr]
-        async with saver.lock, conn.execute(  # type: ignore[union-attr]
-            "SELECT checkpoint_id, parent_checkpoint_id, metadata FROM checkpoints "
-            "WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id", (thread_id,)
-        ) as cur:
+        async with (
+            saver.lock,  # type: ignore[union-attr]
+            conn.execute(
+                "SELECT checkpoint_id, parent_checkpoint_id, metadata FROM checkpoints "
+                "WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id",
+                (thread_id,),
+            ) as cur,
+        ):
             rows = await cur.fetchall()
         out: dict[str, tuple[str | None, dict[str, Any], str]] = {}
         for cid, parent, meta in rows:
@@ -330,10 +370,14 @@ class Branches:
         if conn is None:
             raise BranchError("listing threads needs the SQLite checkpointer (graph.checkpoints)")
         await saver.setup()  # type: ignore[union-attr]
-        async with saver.lock, conn.execute(  # type: ignore[union-attr]
-            "SELECT thread_id, COUNT(*), MAX(checkpoint_id) FROM checkpoints WHERE checkpoint_ns = '' "
-            "GROUP BY thread_id ORDER BY MAX(checkpoint_id) DESC LIMIT ?", (max(1, limit),)
-        ) as cur:
+        async with (
+            saver.lock,  # type: ignore[union-attr]
+            conn.execute(
+                "SELECT thread_id, COUNT(*), MAX(checkpoint_id) FROM checkpoints WHERE checkpoint_ns = '' "
+                "GROUP BY thread_id ORDER BY MAX(checkpoint_id) DESC LIMIT ?",
+                (max(1, limit),),
+            ) as cur,
+        ):
             rows = await cur.fetchall()
         out: list[ThreadSummary] = []
         for thread_id, count, _last in rows:
@@ -343,8 +387,16 @@ class Branches:
                 out.append(ThreadSummary(thread_id, int(count), None, "", "", f"{type(exc).__name__}: {exc}"[:200]))
                 continue
             values = snap.values or {}
-            out.append(ThreadSummary(thread_id, int(count), snap.created_at, str(values.get("goal") or ""),
-                                     str(values.get("stop_reason") or ""), ""))
+            out.append(
+                ThreadSummary(
+                    thread_id,
+                    int(count),
+                    snap.created_at,
+                    str(values.get("goal") or ""),
+                    str(values.get("stop_reason") or ""),
+                    "",
+                )
+            )
         return out
 
     async def branch_tree(self, thread_id: str) -> BranchTree:
@@ -382,8 +434,10 @@ class Branches:
             raise BranchError(f"checkpoint {short_id(cid)} cannot be read ({node.error}); {what} to another one")
         if node.source == "input":
             if not node.parent_id:
-                raise BranchError(f"{short_id(cid)} is the thread's first input: there is no state before it "
-                                  "to go back to; start a new thread instead")
+                raise BranchError(
+                    f"{short_id(cid)} is the thread's first input: there is no state before it "
+                    "to go back to; start a new thread instead"
+                )
             return node.parent_id
         return cid
 
@@ -399,8 +453,9 @@ class Branches:
         head = new_config["configurable"]["checkpoint_id"]
         if self.mirror is not None:
             state = await self.graph.aget_state(new_config)
-            await self.mirror.append_turn(thread_id, list(state.values.get("messages") or []),
-                                          checkpoint_id=head, op=op)
+            await self.mirror.append_turn(
+                thread_id, list(state.values.get("messages") or []), checkpoint_id=head, op=op
+            )
         return BranchOp(thread_id, op, base, head, new_config, mechanism)
 
     async def rollback(self, thread_id: str, checkpoint_id: str) -> BranchOp:
@@ -414,8 +469,10 @@ class Branches:
         tree = await self.branch_tree(thread_id)
         base = self._base(tree, checkpoint_id, "roll back")
         if tree.active is None or not tree.is_ancestor(base, tree.active):
-            raise BranchError(f"{short_id(base)} is not on the active branch of {thread_id!r}: "
-                              "use `switch` to another head or `fork` from it")
+            raise BranchError(
+                f"{short_id(base)} is not on the active branch of {thread_id!r}: "
+                "use `switch` to another head or `fork` from it"
+            )
         if base == tree.active:
             return BranchOp(thread_id, "rollback", base, base, self.config(thread_id, base), "none")
         return await self._move_head(thread_id, base, "rollback")
@@ -429,8 +486,11 @@ class Branches:
         if cid == tree.active:
             return BranchOp(thread_id, "switch", cid, cid, self.config(thread_id, cid), "none")
         if cid not in tree.heads:
-            raise BranchError(f"{short_id(cid)} is not a branch head (heads: "
-                              + ", ".join(short_id(h) for h in tree.heads) + "); use rollback or fork")
+            raise BranchError(
+                f"{short_id(cid)} is not a branch head (heads: "
+                + ", ".join(short_id(h) for h in tree.heads)
+                + "); use rollback or fork"
+            )
         if not tree.nodes[cid].readable:
             raise BranchError(f"head {short_id(cid)} cannot be read ({tree.nodes[cid].error})")
         return await self._move_head(thread_id, cid, "switch")
@@ -462,8 +522,15 @@ class Branches:
         head gives the thread-only config: continuing there is an ordinary turn)."""
         return await self.resume_config(thread_id, await self.fork_base(thread_id, checkpoint_id))
 
-    async def fork(self, thread_id: str, checkpoint_id: str, new_input: str | dict[str, Any] | None,
-                   *, context: Any = None, config: RunnableConfig | None = None) -> dict[str, Any]:
+    async def fork(
+        self,
+        thread_id: str,
+        checkpoint_id: str,
+        new_input: str | dict[str, Any] | None,
+        *,
+        context: Any = None,
+        config: RunnableConfig | None = None,
+    ) -> dict[str, Any]:
         """Continue from the earlier checkpoint ``checkpoint_id`` with ``new_input`` (a user
         message text, or a graph input dict; None resumes its pending tasks) as a new branch.
 
@@ -478,7 +545,10 @@ class Branches:
         out = await self.graph.ainvoke(new_input, cast(RunnableConfig, run_config), context=context)
         if self.mirror is not None:
             state = await self.graph.aget_state(self.config(thread_id))
-            await self.mirror.append_turn(thread_id, list(state.values.get("messages") or []),
-                                          checkpoint_id=state.config["configurable"]["checkpoint_id"], op="fork")
+            await self.mirror.append_turn(
+                thread_id,
+                list(state.values.get("messages") or []),
+                checkpoint_id=state.config["configurable"]["checkpoint_id"],
+                op="fork",
+            )
         return out
-

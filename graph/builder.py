@@ -63,7 +63,9 @@ builder.add_conditional_edges("evaluate_progress", route_progress)
 builder.add_edge("write_memory", END)
 
 
-def make_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph[State, Context, InputState, State]:
+def make_graph(
+    checkpointer: BaseCheckpointSaver | None = None,
+) -> CompiledStateGraph[State, Context, InputState, State]:
     """Compile the agent graph, optionally with a checkpointer (the CLI passes SQLite)."""
     return builder.compile(checkpointer=checkpointer, name="hermes")
 

@@ -97,8 +97,14 @@ class HermesSqliteSaver(AsyncSqliteSaver):
     ``aprune``. ``builder``: the ``StateGraph`` whose state a rebuilt checkpoint holds (default:
     the agent graph). ``recoveries``: the reports of the rebuilds this saver did, oldest first."""
 
-    def __init__(self, conn: aiosqlite.Connection, *, mirror_dir: str | Path | None = None,
-                 builder: StateGraph[Any, Any, Any, Any] | None = None, serde: Any = None) -> None:
+    def __init__(
+        self,
+        conn: aiosqlite.Connection,
+        *,
+        mirror_dir: str | Path | None = None,
+        builder: StateGraph[Any, Any, Any, Any] | None = None,
+        serde: Any = None,
+    ) -> None:
         super().__init__(conn, serde=serde)
         self.mirror = ThreadMirror(mirror_dir) if mirror_dir is not None else None
         self.builder = builder if builder is not None else agent_builder
@@ -109,10 +115,14 @@ class HermesSqliteSaver(AsyncSqliteSaver):
 
     async def _newest_id(self, thread_id: str, checkpoint_ns: str = "") -> str | None:
         await self.setup()
-        async with self.lock, self.conn.execute(
-            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
-            "ORDER BY checkpoint_id DESC LIMIT 1", (thread_id, checkpoint_ns)
-        ) as cur:
+        async with (
+            self.lock,
+            self.conn.execute(
+                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+                "ORDER BY checkpoint_id DESC LIMIT 1",
+                (thread_id, checkpoint_ns),
+            ) as cur,
+        ):
             row = await cur.fetchone()
         return row[0] if row else None
 
@@ -128,10 +138,15 @@ class HermesSqliteSaver(AsyncSqliteSaver):
             if self.mirror is None or not is_data_error(exc) or not await self._asks_for_head(config):
                 raise
             return await self._recover(config, exc)
-        if found is None and self.mirror is not None and self._head_config(config) and \
-                (await self.mirror.read(str(config["configurable"]["thread_id"]))).messages:
-            return await self._recover(config, FileNotFoundError(
-                "the checkpoint database has no record of this thread"))
+        if (
+            found is None
+            and self.mirror is not None
+            and self._head_config(config)
+            and (await self.mirror.read(str(config["configurable"]["thread_id"]))).messages
+        ):
+            return await self._recover(
+                config, FileNotFoundError("the checkpoint database has no record of this thread")
+            )
         return found
 
     @staticmethod
@@ -161,8 +176,14 @@ class HermesSqliteSaver(AsyncSqliteSaver):
                     raise
             try:
                 report = await rebuild_from_mirror(
-                    self, self.builder, self.mirror, thread_id, error,
-                    notice_in_state=True, read_head=super().aget_tuple)
+                    self,
+                    self.builder,
+                    self.mirror,
+                    thread_id,
+                    error,
+                    notice_in_state=True,
+                    read_head=super().aget_tuple,
+                )
             except RecoveryError:
                 if isinstance(error, FileNotFoundError):
                     return None  # nothing to rebuild: simply a new thread
@@ -171,14 +192,20 @@ class HermesSqliteSaver(AsyncSqliteSaver):
         log.warning("%s", report.notice())
         return await super().aget_tuple(head)
 
-    async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
-                    before: RunnableConfig | None = None, limit: int | None = None,
-                    ) -> AsyncIterator[CheckpointTuple]:
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
         """``AsyncSqliteSaver.alist``; with a mirror, a checkpoint that cannot be deserialised
         is left out (logged) instead of ending the listing with an error."""
         # an async generator (typed as an iterator): closed below
-        listing = cast(AsyncGenerator[CheckpointTuple, None],
-                       super().alist(config, filter=filter, before=before, limit=limit))
+        listing = cast(
+            AsyncGenerator[CheckpointTuple, None], super().alist(config, filter=filter, before=before, limit=limit)
+        )
         yielded: set[str] = set()
         try:
             while True:
@@ -198,10 +225,13 @@ class HermesSqliteSaver(AsyncSqliteSaver):
             await listing.aclose()  # releases the saver's lock (a consumer may stop early)
         # slow path: the ids in order, then each checkpoint on its own
         where, params = search_where(config, filter, before)
-        async with self.lock, self.conn.execute(
-            f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints {where} ORDER BY checkpoint_id DESC",
-            params,
-        ) as cur:
+        async with (
+            self.lock,
+            self.conn.execute(
+                f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints {where} ORDER BY checkpoint_id DESC",
+                params,
+            ) as cur,
+        ):
             rows = await cur.fetchall()
         count = len(yielded)
         for thread_id, ns, cid in rows:
@@ -217,8 +247,13 @@ class HermesSqliteSaver(AsyncSqliteSaver):
             except Exception as exc:
                 if not is_data_error(exc):
                     raise
-                log.warning("checkpoint %s of thread %r cannot be read (%s: %s); left out of the listing",
-                            cid, thread_id, type(exc).__name__, str(exc)[:120])
+                log.warning(
+                    "checkpoint %s of thread %r cannot be read (%s: %s); left out of the listing",
+                    cid,
+                    thread_id,
+                    type(exc).__name__,
+                    str(exc)[:120],
+                )
                 continue
             if found is not None:
                 count += 1
@@ -251,7 +286,9 @@ class HermesSqliteSaver(AsyncSqliteSaver):
         async with self.lock:
             await self.conn.execute(
                 "DELETE FROM writes WHERE (thread_id, checkpoint_ns, checkpoint_id) IN "
-                f"(SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints WHERE {match})", ids)
+                f"(SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints WHERE {match})",
+                ids,
+            )
             await self.conn.execute(f"DELETE FROM checkpoints WHERE {match}", ids)
             await self.conn.commit()
 
@@ -265,22 +302,29 @@ class HermesSqliteSaver(AsyncSqliteSaver):
         if strategy != "keep_latest":
             raise ValueError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete_all'")
         await self.setup()
-        keep = ("SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) FROM checkpoints "
-                "WHERE thread_id = ? GROUP BY thread_id, checkpoint_ns")
+        keep = (
+            "SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) FROM checkpoints "
+            "WHERE thread_id = ? GROUP BY thread_id, checkpoint_ns"
+        )
         async with self.lock:
             for tid in thread_ids:
                 tid = str(tid)
                 for table in ("writes", "checkpoints"):
                     await self.conn.execute(
                         f"DELETE FROM {table} WHERE thread_id = ? AND "
-                        f"(thread_id, checkpoint_ns, checkpoint_id) NOT IN ({keep})", (tid, tid))
+                        f"(thread_id, checkpoint_ns, checkpoint_id) NOT IN ({keep})",
+                        (tid, tid),
+                    )
             await self.conn.commit()
 
 
 @asynccontextmanager
-async def open_checkpointer(path: str | Path, *, mirror_dir: str | Path | None = None,
-                            builder: StateGraph[Any, Any, Any, Any] | None = None,
-                            ) -> AsyncIterator[HermesSqliteSaver]:
+async def open_checkpointer(
+    path: str | Path,
+    *,
+    mirror_dir: str | Path | None = None,
+    builder: StateGraph[Any, Any, Any, Any] | None = None,
+) -> AsyncIterator[HermesSqliteSaver]:
     """``async with open_checkpointer(path) as saver:`` a :class:`HermesSqliteSaver` on the
     SQLite file ``path`` (created if missing) with busy timeout, WAL and ``synchronous=NORMAL``;
     the connection is closed at the end. ``mirror_dir`` (a data directory): recovery from its
@@ -306,5 +350,12 @@ async def server_checkpointer() -> AsyncIterator[HermesSqliteSaver]:
         yield saver
 
 
-__all__ = ["BUSY_TIMEOUT_S", "CHECKPOINTS_FILE", "HermesSqliteSaver", "checkpoints_file", "connect",
-           "open_checkpointer", "server_checkpointer"]
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "CHECKPOINTS_FILE",
+    "HermesSqliteSaver",
+    "checkpoints_file",
+    "connect",
+    "open_checkpointer",
+    "server_checkpointer",
+]

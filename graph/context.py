@@ -46,8 +46,9 @@ class SettingsError(ValueError):
 class Context(BaseSettings):
     """Runtime settings of the agent graph (see the module docstring)."""
 
-    model_config = SettingsConfigDict(env_prefix="HERMES_", extra="ignore", frozen=True,
-                                      validate_default=False, allow_inf_nan=False)
+    model_config = SettingsConfigDict(
+        env_prefix="HERMES_", extra="ignore", frozen=True, validate_default=False, allow_inf_nan=False
+    )
 
     model: str = Field(
         default="embedded",
@@ -70,39 +71,50 @@ class Context(BaseSettings):
         default=384, ge=16, le=32_768, description="Upper bound on tokens the model generates per call."
     )
     token_budget: int = Field(
-        default=3000, ge=256, le=1_000_000,
+        default=3000,
+        ge=256,
+        le=1_000_000,
         description="Prompt token budget for assemble_context (approximate count, no tokenizer download).",
     )
     max_tool_rounds: int = Field(
-        default=8, ge=1, le=100,
+        default=8,
+        ge=1,
+        le=100,
         description="Cap on tool rounds per goal; evaluate_progress stops the loop with an explicit "
         "reason when it is reached.",
     )
     max_repeated_calls: int = Field(
-        default=2, ge=1, le=20,
+        default=2,
+        ge=1,
+        le=20,
         description="How many times the same tool call (name and arguments) may be made for one "
         "goal before the loop stops.",
     )
     max_tools: int = Field(
-        default=0, ge=0, le=128,
+        default=0,
+        ge=0,
+        le=128,
         description="Offer at most this many tools per model call, the most relevant to the goal and "
         "progress note (BM25 over name and description). 0 = all tools, except for the embedded "
         "model, which gets 2 (measured: the 135M model picks far better among 2 tools than among 6; "
         "see evals/probe_tool_calls.py).",
     )
     tool_timeout_s: float = Field(
-        default=ORDINARY_TIMEOUT_S, gt=0, le=3600,
+        default=ORDINARY_TIMEOUT_S,
+        gt=0,
+        le=3600,
         description="Timeout of every ordinary tool (builtin and MCP), seconds (seed: 10 s). "
         "Overridden per tool by `tool_timeouts` and per MCP server by its config's timeout.",
     )
     heavy_tool_timeout_s: float = Field(
-        default=HEAVY_TIMEOUT_S, gt=0, le=3600,
+        default=HEAVY_TIMEOUT_S,
+        gt=0,
+        le=3600,
         description="Timeout of heavy builtin tools (e.g. report generation), seconds (seed: 30 s).",
     )
     tool_timeouts: dict[str, Annotated[float, Field(gt=0, le=3600)]] = Field(
         default_factory=dict,
-        description='Per-tool timeouts in seconds, e.g. {"my_heavy_tool": 60} '
-        '(env HERMES_TOOL_TIMEOUTS as JSON).',
+        description='Per-tool timeouts in seconds, e.g. {"my_heavy_tool": 60} (env HERMES_TOOL_TIMEOUTS as JSON).',
     )
     tool_executor: Literal["subprocess", "container", "remote"] = Field(
         default="subprocess",
@@ -138,8 +150,7 @@ class Context(BaseSettings):
     )
     data_dir: str = Field(
         default=".hermes",
-        description="Directory for reports, reminders, team chat, memory, the idempotency ledger "
-        "and checkpoints.",
+        description="Directory for reports, reminders, team chat, memory, the idempotency ledger and checkpoints.",
     )
     mcp_config: str = Field(
         default="",
@@ -157,8 +168,10 @@ class Context(BaseSettings):
         description="Episodic memory backend (env HERMES_EPISODIC): 'embedded' (LanceDB in "
         "<data_dir>/episodic.lance, no server) or 'weaviate' (a Weaviate server at `weaviate_url`).",
     )
-    weaviate_url: str = Field(default="http://localhost:8080",
-                              description="Weaviate REST URL (with episodic='weaviate'); gRPC on `weaviate_grpc_port`.")
+    weaviate_url: str = Field(
+        default="http://localhost:8080",
+        description="Weaviate REST URL (with episodic='weaviate'); gRPC on `weaviate_grpc_port`.",
+    )
     weaviate_grpc_port: int = Field(default=50051, ge=1, le=65535, description="Weaviate gRPC port.")
     weaviate_api_key_env: str = Field(
         default="WEAVIATE_API_KEY",
@@ -170,20 +183,27 @@ class Context(BaseSettings):
         "(tests only), or a model name served by `embeddings_base_url` (OpenAI-compatible).",
     )
     embeddings_base_url: str = Field(default="", description="OpenAI-compatible endpoint of the embeddings model.")
-    embeddings_dim: int = Field(default=0, ge=0, le=8192,
-                                description="Output size of the endpoint's embeddings model (0: 1536).")
+    embeddings_dim: int = Field(
+        default=0, ge=0, le=8192, description="Output size of the endpoint's embeddings model (0: 1536)."
+    )
     working_ttl_s: float = Field(
-        default=1800.0, gt=0, le=7 * 86400,
+        default=1800.0,
+        gt=0,
+        le=7 * 86400,
         description="Lifetime of working-memory items (this session's one-off instructions), seconds.",
     )
-    episodic_ttl_days: int = Field(default=30, ge=1, le=3650,
-                                   description="Validity of episodic memories, days (seed: 30).")
-    semantic_ttl_days: int = Field(default=180, ge=1, le=3650,
-                                   description="Validity of semantic facts not confirmed again, days (seed: 180).")
-    memory_min_confidence: float = Field(default=0.6, ge=0.0, le=1.0,
-                                         description="Confidence a memory needs to be written and recalled.")
-    memory_tokens: int = Field(default=400, ge=0, le=8000,
-                               description="Token budget of the memory block in the prompt (approximate).")
+    episodic_ttl_days: int = Field(
+        default=30, ge=1, le=3650, description="Validity of episodic memories, days (seed: 30)."
+    )
+    semantic_ttl_days: int = Field(
+        default=180, ge=1, le=3650, description="Validity of semantic facts not confirmed again, days (seed: 180)."
+    )
+    memory_min_confidence: float = Field(
+        default=0.6, ge=0.0, le=1.0, description="Confidence a memory needs to be written and recalled."
+    )
+    memory_tokens: int = Field(
+        default=400, ge=0, le=8000, description="Token budget of the memory block in the prompt (approximate)."
+    )
 
     def __init__(self, **values: Any) -> None:
         try:
@@ -192,8 +212,9 @@ class Context(BaseSettings):
             raise SettingsError(_explain(exc, values)) from None
         except _SourceError as exc:  # e.g. a JSON-valued variable that is not JSON
             field = str(exc).split('"')[1] if '"' in str(exc) else "?"
-            raise SettingsError(f"invalid setting HERMES_{field.upper()}: {exc.__cause__ or exc}; give a JSON "
-                                "value or unset it") from None
+            raise SettingsError(
+                f"invalid setting HERMES_{field.upper()}: {exc.__cause__ or exc}; give a JSON value or unset it"
+            ) from None
 
     @staticmethod
     def secret(name: str) -> str:
@@ -216,8 +237,11 @@ class MachineSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="HERMES_", extra="ignore", frozen=True)
 
     models_dir: str = Field(default="", description="HERMES_MODELS_DIR: folder of assembled embedded models.")
-    cache_home: str = Field(default="", validation_alias="XDG_CACHE_HOME",
-                            description="XDG_CACHE_HOME: models go to <it>/hermes/models without HERMES_MODELS_DIR.")
+    cache_home: str = Field(
+        default="",
+        validation_alias="XDG_CACHE_HOME",
+        description="XDG_CACHE_HOME: models go to <it>/hermes/models without HERMES_MODELS_DIR.",
+    )
     debug: str = Field(default="", description="HERMES_DEBUG: non-empty = tracebacks instead of one-line errors.")
     embedded_threads: str = Field(default="", description="HERMES_EMBEDDED_THREADS: llama.cpp generation threads.")
     embedded_batch_threads: str = Field(default="", description="HERMES_EMBEDDED_BATCH_THREADS: prompt threads.")
@@ -225,14 +249,20 @@ class MachineSettings(BaseSettings):
     embedded_batch: str = Field(default="", description="HERMES_EMBEDDED_BATCH: logical batch, tokens.")
     embedded_ubatch: str = Field(default="", description="HERMES_EMBEDDED_UBATCH: physical batch, tokens.")
     embedded_cache_reuse: str = Field(default="", description="HERMES_EMBEDDED_CACHE_REUSE: KV reuse chunk, tokens.")
-    auth_tokens: str = Field(default="", description="HERMES_AUTH_TOKENS: the server's bearer tokens, JSON "
-                             "{token: user_id} or the path of a JSON file with it; empty = local mode "
-                             "(no auth; graph.auth).")
+    auth_tokens: str = Field(
+        default="",
+        description="HERMES_AUTH_TOKENS: the server's bearer tokens, JSON "
+        "{token: user_id} or the path of a JSON file with it; empty = local mode "
+        "(no auth; graph.auth).",
+    )
 
     def embedded_overrides(self) -> dict[str, str]:
         """The ``HERMES_EMBEDDED_*`` variables that are set: ``{variable name: value}``."""
-        return {f"HERMES_{name.upper()}": value for name, value in self.model_dump().items()
-                if name.startswith("embedded_") and value}
+        return {
+            f"HERMES_{name.upper()}": value
+            for name, value in self.model_dump().items()
+            if name.startswith("embedded_") and value
+        }
 
 
 def _hashable(value: Any) -> Any:
@@ -249,5 +279,8 @@ def _explain(exc: ValidationError, given: dict[str, Any]) -> str:
         name = str(error["loc"][0]) if error["loc"] else "?"
         where = f"{name}={given[name]!r}" if name in given else f"HERMES_{name.upper()}={error.get('input')!r}"
         problems.append(f"{where}: {error['msg']}")
-    return ("invalid setting " + "; ".join(problems)
-            + ". Unset it or give an allowed value (see `hermes --help` or graph/context.py).")
+    return (
+        "invalid setting "
+        + "; ".join(problems)
+        + ". Unset it or give an allowed value (see `hermes --help` or graph/context.py)."
+    )

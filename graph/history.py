@@ -35,7 +35,9 @@ def _calls(message: AnyMessage) -> list[tuple[str | None, str]]:
     """``(call id, tool name)`` of the calls an AI message makes (valid and invalid ones)."""
     if not isinstance(message, AIMessage):
         return []
-    return [(call.get("id"), call.get("name") or "unknown") for call in [*message.tool_calls, *message.invalid_tool_calls]]
+    return [
+        (call.get("id"), call.get("name") or "unknown") for call in [*message.tool_calls, *message.invalid_tool_calls]
+    ]
 
 
 def message_groups(messages: list[AnyMessage]) -> list[Group]:

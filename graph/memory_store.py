@@ -66,8 +66,13 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _event_item(user: str, event: EpisodicEvent, score: float | None = None) -> SearchItem:
-    value = {"kind": event.kind, "text": event.text, "confidence": event.confidence, "evidence": event.evidence,
-             "metadata": event.metadata}
+    value = {
+        "kind": event.kind,
+        "text": event.text,
+        "confidence": event.confidence,
+        "evidence": event.evidence,
+        "metadata": event.metadata,
+    }
     return SearchItem((MEMORY_NAMESPACE, user, "episodic"), event.id, value, event.created_at, event.created_at, score)
 
 
@@ -80,7 +85,7 @@ def _matches(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
     path = tuple(condition.path)
     if len(path) > len(namespace):
         return False
-    part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path):]
+    part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path) :]
     return all(p == "*" or p == n for p, n in zip(path, part))
 
 
@@ -166,7 +171,9 @@ class HermesMemoryStore(BaseStore):
         for who in users:
             if layer in (None, "episodic"):
                 if op.query:
-                    found += [_event_item(who, h.event, h.score) for h in await mem.episodic.search(who, op.query, k=want)]
+                    found += [
+                        _event_item(who, h.event, h.score) for h in await mem.episodic.search(who, op.query, k=want)
+                    ]
                 else:
                     found += [_event_item(who, e) for e in await mem.episodic.list(who, limit=want)]
             if layer in (None, "semantic"):
@@ -174,14 +181,15 @@ class HermesMemoryStore(BaseStore):
                     facts = await mem.semantic.search(who, op.query, want)
                     found += [_fact_item(who, f, f.confidence) for f in facts]
                 else:
-                    found += [_fact_item(who, f) for f in await mem.semantic.facts(who, statuses=_ALL_STATUSES,
-                                                                                 limit=want)]
+                    found += [
+                        _fact_item(who, f) for f in await mem.semantic.facts(who, statuses=_ALL_STATUSES, limit=want)
+                    ]
         found = _filtered(found, op.filter)
         if op.query:
             found.sort(key=lambda i: i.score or 0.0, reverse=True)
         else:
             found.sort(key=lambda i: i.updated_at, reverse=True)
-        return found[op.offset: op.offset + op.limit]
+        return found[op.offset : op.offset + op.limit]
 
     async def _put(self, op: PutOp) -> None:
         user, layer = self._parts(op.namespace)
@@ -192,12 +200,19 @@ class HermesMemoryStore(BaseStore):
             await mem.forget(user, f"{layer}:{op.key}")
             return
         if layer == "semantic":
-            raise ValueError("semantic facts are derived from episodes (write policy, consolidate graph): "
-                             "put an episodic note, or delete the fact")
+            raise ValueError(
+                "semantic facts are derived from episodes (write policy, consolidate graph): "
+                "put an episodic note, or delete the fact"
+            )
         value = dict(op.value)
-        event = EpisodicEvent(id=op.key, user_id=user, kind=value.get("kind", "note"), text=str(value.get("text", "")),
-                              confidence=float(value.get("confidence", 1.0)),
-                              metadata={**(value.get("metadata") or {}), "source": "store_api"})
+        event = EpisodicEvent(
+            id=op.key,
+            user_id=user,
+            kind=value.get("kind", "note"),
+            text=str(value.get("text", "")),
+            confidence=float(value.get("confidence", 1.0)),
+            metadata={**(value.get("metadata") or {}), "source": "store_api"},
+        )
         await mem.episodic.add_many([event])
 
     async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
@@ -208,7 +223,7 @@ class HermesMemoryStore(BaseStore):
         if op.max_depth is not None:
             names = [n[: op.max_depth] for n in names]
         unique = sorted(set(names))
-        return unique[op.offset: op.offset + op.limit]
+        return unique[op.offset : op.offset + op.limit]
 
 
 def server_store() -> HermesMemoryStore:

@@ -102,10 +102,14 @@ def record_to_message(record: dict[str, Any]) -> AnyMessage:
     if record.get("additional_kwargs"):
         kwargs["additional_kwargs"] = dict(record["additional_kwargs"])
     if role == "tool":
-        return ToolMessage(tool_call_id=record.get("tool_call_id") or "", status=record.get("status") or "success", **kwargs)
+        return ToolMessage(
+            tool_call_id=record.get("tool_call_id") or "", status=record.get("status") or "success", **kwargs
+        )
     if role == "ai":
-        calls = [{"type": "tool_call", "id": c["id"], "name": c["name"], "args": c.get("args") or {}}
-                 for c in record.get("tool_calls") or []]
+        calls = [
+            {"type": "tool_call", "id": c["id"], "name": c["name"], "args": c.get("args") or {}}
+            for c in record.get("tool_calls") or []
+        ]
         return AIMessage(tool_calls=calls, invalid_tool_calls=list(record.get("invalid_tool_calls") or []), **kwargs)
     return _ROLES.get(role, HumanMessage)(**kwargs)
 
@@ -267,11 +271,21 @@ class ThreadMirror:
             # nothing new on the same branch (e.g. the node hook, then run_turn): only name the
             # checkpoint if this call knows it and the last head record does not
             last_head = view.heads[-1] if view.heads else {}
-            if (not records and view.tail == prev and op == "turn"
-                    and (checkpoint_id is None or last_head.get("checkpoint_id") == checkpoint_id)):
+            if (
+                not records
+                and view.tail == prev
+                and op == "turn"
+                and (checkpoint_id is None or last_head.get("checkpoint_id") == checkpoint_id)
+            ):
                 return 0
-            head = {"kind": "head", "ts": _now(), "last": prev, "count": sum(1 for m in messages if m.id),
-                    "checkpoint_id": checkpoint_id, "op": op}
+            head = {
+                "kind": "head",
+                "ts": _now(),
+                "last": prev,
+                "count": sum(1 for m in messages if m.id),
+                "checkpoint_id": checkpoint_id,
+                "op": op,
+            }
             await asyncio.to_thread(self._append_sync, path, [*records, head])
             await asyncio.to_thread(self._load_sync, path)
             return len(records)
@@ -290,7 +304,9 @@ class ThreadMirror:
             missing_ids=missing,
             torn_lines=view.torn_lines,
             heads=len(view.heads),
-            last_checkpoint_id=next((h.get("checkpoint_id") for h in reversed(view.heads) if h.get("checkpoint_id")), None),
+            last_checkpoint_id=next(
+                (h.get("checkpoint_id") for h in reversed(view.heads) if h.get("checkpoint_id")), None
+            ),
         )
 
 
@@ -311,8 +327,9 @@ class MirroredThread:
     last_checkpoint_id: str | None
 
 
-async def append_turn(data_dir: str | Path, thread_id: str, messages: list[BaseMessage],
-                      checkpoint_id: str | None = None) -> int:
+async def append_turn(
+    data_dir: str | Path, thread_id: str, messages: list[BaseMessage], checkpoint_id: str | None = None
+) -> int:
     """Hook for graph nodes (``nodes/write_memory.py``): mirror the thread's full message list
     after the turn. ``messages`` must be the list as it will stand in the checkpoint, every
     message with its ``id`` (give a message the node adds an id before returning it). Same

@@ -299,5 +299,6 @@ async def load_chat_model(context: Context) -> BaseChatModel:
         )
     api_key = context.secret(context.api_key_env) or "sk-no-key-needed"
     # provider given explicitly: the name goes to the endpoint as it is ("qwen2.5:0.5b" stays whole)
-    return init_chat_model(context.model, model_provider="openai", base_url=context.base_url,
-                           api_key=SecretStr(api_key), **common)
+    return init_chat_model(
+        context.model, model_provider="openai", base_url=context.base_url, api_key=SecretStr(api_key), **common
+    )

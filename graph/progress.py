@@ -90,8 +90,12 @@ def later_side_effects(goal: str, messages: list[AnyMessage], specs: Iterable[To
     clauses = requested_clauses(goal)
 
     def position(spec: ToolSpec) -> int:
-        starts = [goal.find(c) + (m.start() if (m := p.search(c)) else 0)
-                  for c in clauses for p in spec.request_patterns() if p.search(c)]
+        starts = [
+            goal.find(c) + (m.start() if (m := p.search(c)) else 0)
+            for c in clauses
+            for p in spec.request_patterns()
+            if p.search(c)
+        ]
         return min(starts, default=len(goal))
 
     pending = sorted((position(s), s.name) for s in specs if s.side_effect and s.name in missing)

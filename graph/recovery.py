@@ -100,8 +100,11 @@ class RecoveryReport:
 
     def notice(self) -> str:
         """The message for the user (several lines)."""
-        head = (f"checkpoint {self.unreadable_checkpoint} of thread {self.thread_id!r}"
-                if self.unreadable_checkpoint else f"the latest checkpoint of thread {self.thread_id!r}")
+        head = (
+            f"checkpoint {self.unreadable_checkpoint} of thread {self.thread_id!r}"
+            if self.unreadable_checkpoint
+            else f"the latest checkpoint of thread {self.thread_id!r}"
+        )
         lines = [
             f"Recovered: {head} could not be read ({self.error}).",
             f"The conversation was rebuilt from the plain-text mirror {self.mirror_path}: "
@@ -110,8 +113,10 @@ class RecoveryReport:
             + " on the same thread.",
         ]
         if self.filled_results or self.dropped_orphans:
-            lines.append(f"Tool-call pairing repaired: {len(self.filled_results)} missing result(s) marked "
-                         f"as lost, {len(self.dropped_orphans)} orphan result(s) dropped.")
+            lines.append(
+                f"Tool-call pairing repaired: {len(self.filled_results)} missing result(s) marked "
+                f"as lost, {len(self.dropped_orphans)} orphan result(s) dropped."
+            )
         lines.append("Lost: " + "; ".join(self.lost) + ".")
         return "\n".join(lines)
 
@@ -156,7 +161,9 @@ def check_shape(saved: CheckpointTuple) -> CheckpointTuple:
     return saved
 
 
-async def probe(graph: CompiledStateGraph[Any, Any, Any, Any], thread_id: str) -> tuple[StateSnapshot | None, BaseException | None]:
+async def probe(
+    graph: CompiledStateGraph[Any, Any, Any, Any], thread_id: str
+) -> tuple[StateSnapshot | None, BaseException | None]:
     """``(snapshot, None)`` if the thread's active head loads, ``(None, error)`` if it fails
     with a data error (see :func:`is_data_error`); other errors propagate."""
     try:
@@ -172,17 +179,27 @@ async def _head_id(saver: Any, thread_id: str) -> str | None:
     conn = getattr(saver, "conn", None)
     if conn is None:
         return None
-    async with saver.lock, conn.execute(
-        "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
-        "ORDER BY checkpoint_id DESC LIMIT 1", (thread_id,)
-    ) as cur:
+    async with (
+        saver.lock,
+        conn.execute(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
+            "ORDER BY checkpoint_id DESC LIMIT 1",
+            (thread_id,),
+        ) as cur,
+    ):
         row = await cur.fetchone()
     return row[0] if row else None
 
 
 async def rebuild_from_mirror(
-    saver: BaseCheckpointSaver, builder: StateGraph[Any, Any, Any, Any], mirror: ThreadMirror, thread_id: str,
-    error: BaseException | None = None, *, as_node: str = "write_memory", notice_in_state: bool = False,
+    saver: BaseCheckpointSaver,
+    builder: StateGraph[Any, Any, Any, Any],
+    mirror: ThreadMirror,
+    thread_id: str,
+    error: BaseException | None = None,
+    *,
+    as_node: str = "write_memory",
+    notice_in_state: bool = False,
     read_head: Callable[[RunnableConfig], Awaitable[CheckpointTuple | None]] | None = None,
 ) -> RecoveryReport:
     """The rebuild itself, at the saver level (no compiled graph needed, so a saver can call it
@@ -217,13 +234,20 @@ async def rebuild_from_mirror(
     if mirrored.missing_ids:
         lost.append(f"messages before {mirrored.missing_ids[0]} (the mirror's chain is cut there)")
     if bad_head and mirrored.last_checkpoint_id and mirrored.last_checkpoint_id != bad_head:
-        lost.append(f"possibly the last steps: the mirror was last written at checkpoint "
-                    f"{mirrored.last_checkpoint_id}, not at the lost one")
+        lost.append(
+            f"possibly the last steps: the mirror was last written at checkpoint "
+            f"{mirrored.last_checkpoint_id}, not at the lost one"
+        )
     report = RecoveryReport(
-        thread_id=thread_id, unreadable_checkpoint=bad_head,
+        thread_id=thread_id,
+        unreadable_checkpoint=bad_head,
         error=f"{type(error).__name__}: {str(error)[:160]}" if error else "unknown error",
-        new_checkpoint_id="", restored=len(messages), mirror_path=str(mirrored.path),
-        filled_results=filled, dropped_orphans=dropped, lost=lost,
+        new_checkpoint_id="",
+        restored=len(messages),
+        mirror_path=str(mirrored.path),
+        filled_results=filled,
+        dropped_orphans=dropped,
+        lost=lost,
     )
     state_messages = list(messages)
     if notice_in_state:
@@ -235,36 +259,63 @@ async def rebuild_from_mirror(
     )
     saved = await scratch.checkpointer.aget_tuple(scratch_config)  # type: ignore[union-attr]
     assert saved is not None
-    metadata: dict[str, Any] = {**saved.metadata, "hermes_op": "recovered", "hermes_recovered_from": bad_head or "",
-                "hermes_mirror": str(mirrored.path), "hermes_notice": report.notice()}
+    metadata: dict[str, Any] = {
+        **saved.metadata,
+        "hermes_op": "recovered",
+        "hermes_recovered_from": bad_head or "",
+        "hermes_mirror": str(mirrored.path),
+        "hermes_notice": report.notice(),
+    }
     new_config = await saver.aput(
         {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
-        saved.checkpoint, cast(CheckpointMetadata, metadata), saved.checkpoint["channel_versions"],
+        saved.checkpoint,
+        cast(CheckpointMetadata, metadata),
+        saved.checkpoint["channel_versions"],
     )
     report.new_checkpoint_id = new_config["configurable"]["checkpoint_id"]
     check = await (read_head or saver.aget_tuple)({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
     head = check.config["configurable"]["checkpoint_id"] if check else None
     if check is None or head != report.new_checkpoint_id:
-        raise RecoveryError(f"the recovered checkpoint {report.new_checkpoint_id} is not the thread's head "
-                            f"({head}); the clock may have gone back")
-    await mirror.append_turn(thread_id, list(check.checkpoint["channel_values"].get("messages") or []),
-                             checkpoint_id=report.new_checkpoint_id, op="recovered")
+        raise RecoveryError(
+            f"the recovered checkpoint {report.new_checkpoint_id} is not the thread's head "
+            f"({head}); the clock may have gone back"
+        )
+    await mirror.append_turn(
+        thread_id,
+        list(check.checkpoint["channel_values"].get("messages") or []),
+        checkpoint_id=report.new_checkpoint_id,
+        op="recovered",
+    )
     return report
 
 
-async def recover_thread(graph: CompiledStateGraph[Any, Any, Any, Any], mirror: ThreadMirror, thread_id: str,
-                         error: BaseException | None = None, *, as_node: str = "write_memory") -> RecoveryReport:
+async def recover_thread(
+    graph: CompiledStateGraph[Any, Any, Any, Any],
+    mirror: ThreadMirror,
+    thread_id: str,
+    error: BaseException | None = None,
+    *,
+    as_node: str = "write_memory",
+) -> RecoveryReport:
     """Rebuild ``thread_id`` of the checkpointed ``graph`` from its mirror as a new root
     checkpoint on the same thread (see the module docstring and :func:`rebuild_from_mirror`).
     ``error``: the failure that triggered it (for the report); ``as_node``: the node the
     restored state is written as (a node whose edges end the turn).
 
     Raises :class:`RecoveryError` if the mirror has no messages for the thread."""
-    return await rebuild_from_mirror(graph.checkpointer, graph.builder, mirror, thread_id, error,  # type: ignore[arg-type]
-                                     as_node=as_node)
+    return await rebuild_from_mirror(
+        graph.checkpointer,  # type: ignore[arg-type]
+        graph.builder,
+        mirror,
+        thread_id,
+        error,
+        as_node=as_node,
+    )
 
 
-async def ensure_readable(graph: CompiledStateGraph[Any, Any, Any, Any], mirror: ThreadMirror, thread_id: str) -> RecoveryReport | None:
+async def ensure_readable(
+    graph: CompiledStateGraph[Any, Any, Any, Any], mirror: ThreadMirror, thread_id: str
+) -> RecoveryReport | None:
     """The ``run_turn`` hook: None if the thread's head loads (or the thread is new); else — an
     unreadable head, or no checkpoint at all while a mirror exists (the checkpoint file was
     replaced) — the thread is rebuilt from the mirror and the :class:`RecoveryReport` is returned. Raises

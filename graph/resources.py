@@ -50,8 +50,18 @@ log = logging.getLogger(__name__)
 
 #: Every setting the toolbox is built from: a run whose context changes one of them (Studio,
 #: a per-run ``context``) gets a toolbox of its own.
-TOOLBOX_SETTINGS = ("data_dir", "mcp_config", "database", "tool_timeout_s", "heavy_tool_timeout_s",
-                    "tool_timeouts", "tool_executor", "remote_url", "remote_token_env", "container_image")
+TOOLBOX_SETTINGS = (
+    "data_dir",
+    "mcp_config",
+    "database",
+    "tool_timeout_s",
+    "heavy_tool_timeout_s",
+    "tool_timeouts",
+    "tool_executor",
+    "remote_url",
+    "remote_token_env",
+    "container_image",
+)
 
 
 def _key(context: Context) -> tuple:
@@ -102,9 +112,22 @@ def set_toolbox(context: Context, toolbox: Toolbox) -> None:
 
 
 #: Every setting the memory service is built from.
-MEMORY_SETTINGS = ("data_dir", "episodic", "weaviate_url", "weaviate_grpc_port", "weaviate_api_key_env",
-                   "embeddings", "embeddings_base_url", "api_key_env", "embeddings_dim", "working_ttl_s",
-                   "episodic_ttl_days", "semantic_ttl_days", "memory_min_confidence", "memory_tokens")
+MEMORY_SETTINGS = (
+    "data_dir",
+    "episodic",
+    "weaviate_url",
+    "weaviate_grpc_port",
+    "weaviate_api_key_env",
+    "embeddings",
+    "embeddings_base_url",
+    "api_key_env",
+    "embeddings_dim",
+    "working_ttl_s",
+    "episodic_ttl_days",
+    "semantic_ttl_days",
+    "memory_min_confidence",
+    "memory_tokens",
+)
 
 
 def get_memory(context: Context) -> MemoryService:
@@ -114,23 +137,36 @@ def get_memory(context: Context) -> MemoryService:
     if key not in _memories:
         from memory.embeddings import make_embedder  # noqa: PLC0415
 
-        embedder = make_embedder(context.embeddings, base_url=context.embeddings_base_url,
-                                 api_key=context.secret(context.api_key_env), dim=context.embeddings_dim)
+        embedder = make_embedder(
+            context.embeddings,
+            base_url=context.embeddings_base_url,
+            api_key=context.secret(context.api_key_env),
+            dim=context.embeddings_dim,
+        )
         store: EpisodicStore
         if context.episodic == "weaviate":
             from memory.episodic.weaviate import WeaviateEpisodicStore  # noqa: PLC0415
 
             store = WeaviateEpisodicStore.from_url(
-                context.weaviate_url, grpc_port=context.weaviate_grpc_port, embedder=embedder,
-                api_key=context.secret(context.weaviate_api_key_env) or None, ttl_days=context.episodic_ttl_days)
+                context.weaviate_url,
+                grpc_port=context.weaviate_grpc_port,
+                embedder=embedder,
+                api_key=context.secret(context.weaviate_api_key_env) or None,
+                ttl_days=context.episodic_ttl_days,
+            )
         else:
             from memory.episodic.lance import LanceEpisodicStore  # noqa: PLC0415
 
             store = LanceEpisodicStore.in_dir(Path(context.data_dir), embedder, ttl_days=context.episodic_ttl_days)
         _memories[key] = MemoryService(
-            Path(context.data_dir), episodic=store, working_ttl_seconds=context.working_ttl_s,
-            episodic_ttl_days=context.episodic_ttl_days, semantic_ttl_days=context.semantic_ttl_days,
-            min_confidence=context.memory_min_confidence, memory_tokens=context.memory_tokens)
+            Path(context.data_dir),
+            episodic=store,
+            working_ttl_seconds=context.working_ttl_s,
+            episodic_ttl_days=context.episodic_ttl_days,
+            semantic_ttl_days=context.semantic_ttl_days,
+            min_confidence=context.memory_min_confidence,
+            memory_tokens=context.memory_tokens,
+        )
     return _memories[key]
 
 

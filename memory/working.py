@@ -76,12 +76,19 @@ class SessionMemories:
     "end"; its sessions expire instead). ``ttl_seconds``: lifetime of each item.
     """
 
-    def __init__(self, ttl_seconds: float = DEFAULT_TTL_SECONDS, *, session_ttl_seconds: float | None = None,
-                 max_sessions: int = 10_000, timer: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        ttl_seconds: float = DEFAULT_TTL_SECONDS,
+        *,
+        session_ttl_seconds: float | None = None,
+        max_sessions: int = 10_000,
+        timer: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.ttl_seconds = ttl_seconds
         self._timer = timer
         self._sessions: TTLCache[str, WorkingMemory] = TTLCache(
-            maxsize=max_sessions, ttl=session_ttl_seconds or ttl_seconds, timer=timer)
+            maxsize=max_sessions, ttl=session_ttl_seconds or ttl_seconds, timer=timer
+        )
 
     def get(self, thread_id: str) -> WorkingMemory:
         """The working memory of ``thread_id`` (its idle clock restarts)."""

@@ -33,8 +33,9 @@ from graph.window import MAX_ARCHIVE_LINES, archive_lines, kept_chars, select_wi
 
 #: The result given to a call left without one when the conversation went on without running it
 #: (a fork or rollback to a checkpoint between a model call and its dispatch, then a new message).
-NOT_RUN = ("not run: the conversation continued from an earlier checkpoint before this call was "
-           "dispatched; it had no effect")
+NOT_RUN = (
+    "not run: the conversation continued from an earlier checkpoint before this call was dispatched; it had no effect"
+)
 
 SYSTEM_PROMPT = (
     "You are Hermes, an agent that does work with tools. Use a tool when the task needs data or "
@@ -43,7 +44,9 @@ SYSTEM_PROMPT = (
 
 
 def build_system_prompt(
-    memories: list[str], archive: list[str] | None = None, migrations: list[str] | None = None,
+    memories: list[str],
+    archive: list[str] | None = None,
+    migrations: list[str] | None = None,
     today: date | None = None,
 ) -> str:
     """System turn in the seed §6.2 order: instructions (with ``today``'s date, so relative
@@ -76,9 +79,12 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
         thread_id = run_thread_id() or NO_THREAD
         try:
             memories = await get_memory(context).recall(
-                context.user_id, goal, k=3,
+                context.user_id,
+                goal,
+                k=3,
                 # this session's memories count only if they came from the active branch
-                thread_id=thread_id, visible_origins={m.id for m in state.messages if m.id},
+                thread_id=thread_id,
+                visible_origins={m.id for m in state.messages if m.id},
             )
         except Exception:  # memory must never block the answer (DESIGN §4)
             memories = []
@@ -115,10 +121,11 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
             memory_context=memories,
             references=[f"memory:{i}" for i in range(len(memories))],
         )
-    stale = {mid for change in registry.schema_changes if change.mark_history
-             for mid in change.invalid_calls(messages)}
+    stale = {mid for change in registry.schema_changes if change.mark_history for mid in change.invalid_calls(messages)}
     system_prompt = build_system_prompt(
-        memories, update.get("archive_summary", state.archive_summary), registry.migration_notes,
+        memories,
+        update.get("archive_summary", state.archive_summary),
+        registry.migration_notes,
         today=datetime.now().astimezone().date(),  # the user's local date
     )
     window = select_window(

@@ -109,8 +109,10 @@ def endpoint_problem(context: Context, exc: Exception) -> str:
     """A message naming the endpoint, what went wrong and what to do next."""
     if is_embedded(context):
         log = f"{context.data_dir}/embedded-llm.log"
-        return (f"the embedded llama.cpp server stopped answering twice ({type(exc).__name__}: {exc}); "
-                f"see {log}, then rerun with the same --thread to resume from the last checkpoint")
+        return (
+            f"the embedded llama.cpp server stopped answering twice ({type(exc).__name__}: {exc}); "
+            f"see {log}, then rerun with the same --thread to resume from the last checkpoint"
+        )
     where = context.base_url
     if isinstance(exc, openai.AuthenticationError):
         hint = f"the endpoint refused the API key: set {context.api_key_env}"
@@ -128,7 +130,8 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     model = await get_model(context)
     # small bundled models pick far better among few tools (measured: evals/README.md)
     max_tools = context.max_tools or (
-        (embedded_model(context).max_tools or EMBEDDED_MAX_TOOLS) if is_embedded(context) else 0)
+        (embedded_model(context).max_tools or EMBEDDED_MAX_TOOLS) if is_embedded(context) else 0
+    )
     specs = toolbox.registry.specs()
     blocked = set(state.blocked_tools) | unrequested_side_effects(state.goal, specs)
     blocked |= later_side_effects(state.goal, state.messages, specs)  # steps in request order
@@ -140,7 +143,10 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             reads = {s.name for s in specs if not s.side_effect}
             blocked |= set(toolbox.registry.names()) - set(missing) - reads
     tools = offered_tools(
-        toolbox.registry, f"{state.goal}\n{state.progress_note}", blocked, max_tools,
+        toolbox.registry,
+        f"{state.goal}\n{state.progress_note}",
+        blocked,
+        max_tools,
         must_call=state.must_call_tool,
     )
     bound = _bind(model, tools, state.must_call_tool)

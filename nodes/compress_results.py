@@ -36,10 +36,12 @@ async def model_summary(context: Context, goal: str, text: str) -> str | None:
     """A short summary of ``text`` for ``goal`` by the configured model; None if it fails."""
     try:
         model = await get_model(context)
-        reply = await model.ainvoke([
-            SystemMessage(f"Summarise the tool output for this goal in at most 3 sentences: {goal}"),
-            HumanMessage(text[:SUMMARY_INPUT_CHARS]),
-        ])
+        reply = await model.ainvoke(
+            [
+                SystemMessage(f"Summarise the tool output for this goal in at most 3 sentences: {goal}"),
+                HumanMessage(text[:SUMMARY_INPUT_CHARS]),
+            ]
+        )
     except Exception:  # the rule summary stands; the envelope notes are unaffected
         return None
     content = reply.content if isinstance(reply.content, str) else ""
@@ -88,8 +90,14 @@ async def compress_results(state: State, runtime: Runtime[Context]) -> dict[str,
             )
             content = json.dumps(envelope, ensure_ascii=False, default=str)
         except Exception as exc:  # a result that breaks the pipeline must not break the run
-            content = json.dumps({"status": "error", "summary": f"{result['name']}: result could not be processed",
-                                  "error": f"{type(exc).__name__}: {str(exc)[:300]}", "handle": _handle(result.get("payload_path"), context.data_dir)})
+            content = json.dumps(
+                {
+                    "status": "error",
+                    "summary": f"{result['name']}: result could not be processed",
+                    "error": f"{type(exc).__name__}: {str(exc)[:300]}",
+                    "handle": _handle(result.get("payload_path"), context.data_dir),
+                }
+            )
             result = {**result, "status": "error"}
         messages.append(
             ToolMessage(

@@ -32,10 +32,10 @@ log = logging.getLogger(__name__)
 BATCH = 20
 PROMPT = (
     "Extract lasting facts about the user and the people, groups and things they mention from these "
-    "memory records. Answer with JSON only: a list of objects {\"record\": <record number>, \"subject\": "
-    "\"user\" or a name, \"predicate\": snake_case (use prefers_format, prefers_answer_length, "
-    "prefers_language, reports_to, works_at, lives_in, member_of, leads when they fit), \"object\": value, "
-    "\"object_is_entity\": true if the object is a person/group/place, \"confidence\": 0..1}. "
+    'memory records. Answer with JSON only: a list of objects {"record": <record number>, "subject": '
+    '"user" or a name, "predicate": snake_case (use prefers_format, prefers_answer_length, '
+    'prefers_language, reports_to, works_at, lives_in, member_of, leads when they fit), "object": value, '
+    '"object_is_entity": true if the object is a person/group/place, "confidence": 0..1}. '
     "Only facts the records state or clearly imply; [] if none."
 )
 
@@ -53,10 +53,15 @@ def parse_facts(text: str, count: int) -> dict[int, list[FactCandidate]]:
         if not 0 <= index < count:
             continue
         predicate = re.sub(r"[^a-z0-9_]", "_", str(item["predicate"]).strip().lower())
-        out.setdefault(index, []).append(FactCandidate(
-            str(item["subject"]).strip(), predicate, str(item["object"]).strip(),
-            object_is_entity=bool(item.get("object_is_entity")),
-            confidence=min(0.9, max(0.0, float(item.get("confidence", 0.7))))))
+        out.setdefault(index, []).append(
+            FactCandidate(
+                str(item["subject"]).strip(),
+                predicate,
+                str(item["object"]).strip(),
+                object_is_entity=bool(item.get("object_is_entity")),
+                confidence=min(0.9, max(0.0, float(item.get("confidence", 0.7)))),
+            )
+        )
     return out
 
 
@@ -64,7 +69,7 @@ async def model_candidates(context: Context, events: list[EpisodicEvent]) -> dic
     model = await get_model(context)
     out: dict[str, list[FactCandidate]] = {}
     for start in range(0, len(events), BATCH):
-        chunk = events[start:start + BATCH]
+        chunk = events[start : start + BATCH]
         records = "\n".join(f"{i + 1}. [{e.kind}] {e.text}" for i, e in enumerate(chunk))
         reply = await model.ainvoke([SystemMessage(PROMPT), HumanMessage(records)])
         for index, facts in parse_facts(str(reply.content), len(chunk)).items():

@@ -66,7 +66,8 @@ async def consolidate_maintain(state: ConsolidateState, runtime: Runtime[Context
             await ledger.aclose()
     now_s = run_clock(state.now).timestamp() if state.now else time.time()
     counts["payloads_pruned"] = await asyncio.to_thread(
-        prune_payloads, data_dir / "payloads", state.payload_retention_days * 86400.0, now_s)
+        prune_payloads, data_dir / "payloads", state.payload_retention_days * 86400.0, now_s
+    )
     optimize = getattr(memory.episodic, "optimize", None)
     if optimize is not None:
         try:

@@ -23,5 +23,8 @@ async def consolidate_scan(state: ConsolidateState, runtime: Runtime[Context]) -
     now = run_clock(state.now)
     since = now - dt.timedelta(minutes=state.lookback_minutes)
     events = await get_memory(context).recent_episodes(since, MAX_SCAN)
-    return {"now": now.isoformat(), "episodes": [e.model_dump(mode="json") for e in events],
-            "counts": {"scanned": len(events)}}
+    return {
+        "now": now.isoformat(),
+        "episodes": [e.model_dump(mode="json") for e in events],
+        "counts": {"scanned": len(events)},
+    }

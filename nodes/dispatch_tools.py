@@ -240,7 +240,8 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
                 "status": outcome.status,
                 "error_kind": outcome.error_kind,
                 "error": outcome.error + (f" (after {attempts} attempts)" if attempts > 1 else "")
-                if outcome.error else None,
+                if outcome.error
+                else None,
                 "payload_path": str(path),
                 "latency_s": round(outcome.latency_s, 4),
                 "attempts": attempts,

@@ -90,16 +90,28 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
 
     # 0. a side effect whose outcome is unknown: stop, never guess
     round_ids = {c["id"] for c in round_calls}
-    unknown = sorted({m.name or "?" for m in work if isinstance(m, ToolMessage) and m.tool_call_id in round_ids
-                      and m.additional_kwargs.get("error_kind") == "outcome_unknown"})
+    unknown = sorted(
+        {
+            m.name or "?"
+            for m in work
+            if isinstance(m, ToolMessage)
+            and m.tool_call_id in round_ids
+            and m.additional_kwargs.get("error_kind") == "outcome_unknown"
+        }
+    )
     if unknown:
         update["stop_reason"] = (
             f"the outcome of {', '.join(unknown)} is unknown (it timed out or lost its connection after the "
-            "request was sent, so it was not run again); check it before asking for it again")
+            "request was sent, so it was not run again); check it before asking for it again"
+        )
         return update
     # a setting keeps a tool from running (no database, say): no call can fix it, so stop and say it
     for m in work:
-        if isinstance(m, ToolMessage) and m.tool_call_id in round_ids and m.additional_kwargs.get("error_kind") == "configuration":
+        if (
+            isinstance(m, ToolMessage)
+            and m.tool_call_id in round_ids
+            and m.additional_kwargs.get("error_kind") == "configuration"
+        ):
             try:
                 error = str(json.loads(str(m.content)).get("error") or "")
             except (TypeError, ValueError, AttributeError):
@@ -134,11 +146,18 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     progressed = (distance < previous) if required else not all_failed
     # a round of new, successful reads (a schema, a query) gathers what the steps need: it
     # neither counts as a stall nor narrows the offer; a repeated read does (rule 1's counts)
-    reading = (last_ai is not None and bool(required) and not progressed and bool(round_results)
-               and not answered_early
-               and all(m.status != "error" for m in round_results)
-               and all((s := registry.get(c["name"])) is not None and not s.side_effect
-                       and seen.get(call_signature(c), 0) == 1 for c in last_ai.tool_calls))
+    reading = (
+        last_ai is not None
+        and bool(required)
+        and not progressed
+        and bool(round_results)
+        and not answered_early
+        and all(m.status != "error" for m in round_results)
+        and all(
+            (s := registry.get(c["name"])) is not None and not s.side_effect and seen.get(call_signature(c), 0) == 1
+            for c in last_ai.tool_calls
+        )
+    )
     if progressed and not answered_early:
         stalled = 0
     else:
@@ -153,9 +172,15 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     # models); the read puts what the fix needs (a schema, the data) into the history.
     reads = {s.name for s in specs if not s.side_effect} - blocked
     looked_up = any(isinstance(m, ToolMessage) and m.status != "error" and m.name in reads for m in work)
-    look_first = (all_failed and not progressed and bool(missing) and bool(reads) and not looked_up
-                  and not answered_early
-                  and any(m.additional_kwargs.get("error_kind") == "tool_error" for m in round_results))
+    look_first = (
+        all_failed
+        and not progressed
+        and bool(missing)
+        and bool(reads)
+        and not looked_up
+        and not answered_early
+        and any(m.additional_kwargs.get("error_kind") == "tool_error" for m in round_results)
+    )
 
     answers = [m for m in work if isinstance(m, AIMessage) and not (m.tool_calls or m.invalid_tool_calls)]
     if answered_early and len(answers) >= 2:
@@ -163,20 +188,22 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
         update["stop_reason"] = f"the model answered without doing these steps: {', '.join(missing)}"
         return update
     if stalled >= MAX_STALLED_ROUNDS:
-        update["stop_reason"] = (
-            f"no progress: {stalled} rounds in a row did not bring the goal closer"
-            + (f" (still missing: {', '.join(missing)})" if missing else "")
+        update["stop_reason"] = f"no progress: {stalled} rounds in a row did not bring the goal closer" + (
+            f" (still missing: {', '.join(missing)})" if missing else ""
         )
         return update
     if required and distance == 0:
         blocked |= set(registry.names())
         note = (
-            "Every step of the task is done: " + "; ".join(_result_summaries(work, required))
+            "Every step of the task is done: "
+            + "; ".join(_result_summaries(work, required))
             + ". Now tell the user in one or two sentences what was done."
         )
     elif answered_early:
         blocked |= set(registry.names()) - set(missing)
-        note = f"You answered, but these steps of the task are not done yet: {', '.join(missing)}. Call {missing[0]} now."
+        note = (
+            f"You answered, but these steps of the task are not done yet: {', '.join(missing)}. Call {missing[0]} now."
+        )
     elif reading:
         note = f"Progress: steps still to do: {', '.join(missing)}."
     elif look_first:

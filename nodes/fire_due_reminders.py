@@ -88,24 +88,39 @@ async def _task_via_server(due: Due, context: Context) -> dict[str, Any]:
     client = get_client()  # no url: this same server, through its ASGI app
     thread_id = server_thread_id(due.thread_id or "")
     try:
-        await client.threads.create(thread_id=thread_id, if_exists="do_nothing",
-                                    metadata={"hermes_thread": due.thread_id})
+        await client.threads.create(
+            thread_id=thread_id, if_exists="do_nothing", metadata={"hermes_thread": due.thread_id}
+        )
         for run in await client.runs.list(thread_id, limit=100):
             if (run.get("metadata") or {}).get(RUN_METADATA_KEY) == due.request_id:
-                return {"ok": True, "run_id": run["run_id"], "thread_id": thread_id, "replayed": True,
-                        "detail": f"agent run {run['run_id']} for this period already exists on thread "
-                                  f"{thread_id} ({due.thread_id})"}
+                return {
+                    "ok": True,
+                    "run_id": run["run_id"],
+                    "thread_id": thread_id,
+                    "replayed": True,
+                    "detail": f"agent run {run['run_id']} for this period already exists on thread "
+                    f"{thread_id} ({due.thread_id})",
+                }
         task_input: dict[str, Any] = {
-            "messages": [{"type": "human", "content": _task_input(due), "id": due.request_id}]}
+            "messages": [{"type": "human", "content": _task_input(due), "id": due.request_id}]
+        }
         run = await client.runs.create(
-            thread_id, "agent",
+            thread_id,
+            "agent",
             input=task_input,
-            context=context.model_dump(), metadata={RUN_METADATA_KEY: due.request_id},
-            multitask_strategy="enqueue")
+            context=context.model_dump(),
+            metadata={RUN_METADATA_KEY: due.request_id},
+            multitask_strategy="enqueue",
+        )
     finally:
         await client.aclose()
-    return {"ok": True, "run_id": run["run_id"], "thread_id": thread_id, "replayed": False,
-            "detail": f"agent run {run['run_id']} queued on thread {thread_id} ({due.thread_id})"}
+    return {
+        "ok": True,
+        "run_id": run["run_id"],
+        "thread_id": thread_id,
+        "replayed": False,
+        "detail": f"agent run {run['run_id']} queued on thread {thread_id} ({due.thread_id})",
+    }
 
 
 async def _task_in_process(due: Due, context: Context, run_task: TaskRunner) -> dict[str, Any]:
@@ -113,9 +128,14 @@ async def _task_in_process(due: Due, context: Context, run_task: TaskRunner) -> 
     last = next((m for m in reversed(values.get("messages") or []) if isinstance(m, AIMessage)), None)
     answer = str(last.content) if last else ""
     waiting = bool(values.get("__interrupt__"))
-    return {"ok": True, "thread_id": due.thread_id, "answer": answer[:2000], "waiting_for_answer": waiting,
-            "detail": f"turn ran on thread {due.thread_id}"
-                      + (" and is waiting for an answer (hermes resume)" if waiting else f": {answer[:160]}")}
+    return {
+        "ok": True,
+        "thread_id": due.thread_id,
+        "answer": answer[:2000],
+        "waiting_for_answer": waiting,
+        "detail": f"turn ran on thread {due.thread_id}"
+        + (" and is waiting for an answer (hermes resume)" if waiting else f": {answer[:160]}"),
+    }
 
 
 async def fire_action(due: Due, context: Context, run_task: TaskRunner) -> dict[str, Any]:

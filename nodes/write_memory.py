@@ -135,8 +135,12 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
     # serialises appends per thread; resources.drain_background waits for it at exit)
     run_in_background(_mirror(context.data_dir, thread_id, [*state.messages, *messages]), name=f"mirror:{thread_id}")
     # the turn is over: per-turn steering state is cleared (Studio shows a clean workbench)
-    update: dict[str, Any] = {"metrics": {"turns": 1, "memory_writes": written},
-                              "blocked_tools": [], "must_call_tool": False, "progress_note": ""}
+    update: dict[str, Any] = {
+        "metrics": {"turns": 1, "memory_writes": written},
+        "blocked_tools": [],
+        "must_call_tool": False,
+        "progress_note": "",
+    }
     if messages:  # an empty write would still re-serialise the whole message channel
         update["messages"] = messages
     if stop_reason != state.stop_reason:

@@ -30,6 +30,7 @@ class DatabaseSettingError(DatabaseError, ConfigurationError):
 
 # -- the setting ----------------------------------------------------------------------------------
 
+
 def _redact(url: str) -> str:
     """``postgresql://user:secret@host/db`` → ``postgresql://***@host/db``."""
     return re.sub(r"^([A-Za-z][A-Za-z0-9+.\-]*://)[^@/]*@", r"\1***@", url)
@@ -44,8 +45,10 @@ def _file_part(setting: str) -> str:
         if rest.startswith("//"):  # file://host/path: the host is ignored
             rest = "/" + rest[2:].partition("/")[2]
         if rest in ("", "/", ":memory:"):
-            raise DatabaseSettingError(f"{SETTING_NAME} is {s!r}: that names no database file. Set "
-                                f"{ENV_DATABASE} to an SQLite file path or sqlite:///path/to/file.db")
+            raise DatabaseSettingError(
+                f"{SETTING_NAME} is {s!r}: that names no database file. Set "
+                f"{ENV_DATABASE} to an SQLite file path or sqlite:///path/to/file.db"
+            )
         return rest
     m = _URL_RE.match(s)
     if m:
@@ -54,17 +57,21 @@ def _file_part(setting: str) -> str:
             engine = scheme.split("+")[0]
             raise DatabaseSettingError(
                 f"{SETTING_NAME} is {_redact(s)!r}, a {engine} URL: only SQLite is supported. Set "
-                f"{ENV_DATABASE} to an SQLite file path or sqlite:///path/to/file.db")
+                f"{ENV_DATABASE} to an SQLite file path or sqlite:///path/to/file.db"
+            )
         rest = unquote(m.group(2).split("?", 1)[0])
         if not rest.startswith("/") or rest in ("/", "/:memory:"):
             raise DatabaseSettingError(
                 f"{SETTING_NAME} is {s!r}: that is an in-memory SQLite database (or names no "
                 f"file), which holds no data. Set {ENV_DATABASE} to an SQLite file path or "
-                "sqlite:///path/to/file.db")
+                "sqlite:///path/to/file.db"
+            )
         return rest[1:]  # sqlite:///rel.db → rel.db; sqlite:////abs.db → /abs.db
     if s == ":memory:":
-        raise DatabaseSettingError(f"{SETTING_NAME} is ':memory:', an in-memory database, which holds no "
-                            f"data. Set {ENV_DATABASE} to an SQLite file path")
+        raise DatabaseSettingError(
+            f"{SETTING_NAME} is ':memory:', an in-memory database, which holds no "
+            f"data. Set {ENV_DATABASE} to an SQLite file path"
+        )
     return s
 
 

@@ -41,7 +41,6 @@ class ConfigurationError(ValueError):
     cannot help."""
 
 
-
 class ToolTransportError(ToolError):
     """The channel to an MCP server failed: it died, never answered, or the pipe broke (K8).
 

@@ -151,8 +151,12 @@ def _locked(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
 
 
-@tenacity.retry(retry=tenacity.retry_if_exception(_locked), stop=tenacity.stop_after_attempt(OPEN_ATTEMPTS),
-                wait=tenacity.wait_fixed(OPEN_PAUSE_S), reraise=True)
+@tenacity.retry(
+    retry=tenacity.retry_if_exception(_locked),
+    stop=tenacity.stop_after_attempt(OPEN_ATTEMPTS),
+    wait=tenacity.wait_fixed(OPEN_PAUSE_S),
+    reraise=True,
+)
 def _prepare(con: sqlite3.Connection, schema: str, *, wal: bool) -> None:
     """Journal settings and schema of a new connection; retried while the file is locked."""
     if wal:
@@ -195,12 +199,18 @@ class IdempotencyLedger:
         return cls(Path(data_dir) / LEDGER_FILE, **kw)
 
     # -- the one public operation ----------------------------------------------------------------
-    async def run_once(self, tool: str, request_id: str, fn: Callable[[], Awaitable[Record]], *,
-                       keep: Callable[[Record], bool] = lambda r: True,
-                       uncertain: Callable[[Record], bool] = lambda r: False,
-                       lost: Callable[[str], Record] | None = None,
-                       retry_safe: bool = False,
-                       fingerprint: str | None = None) -> tuple[Record, bool]:
+    async def run_once(
+        self,
+        tool: str,
+        request_id: str,
+        fn: Callable[[], Awaitable[Record]],
+        *,
+        keep: Callable[[Record], bool] = lambda r: True,
+        uncertain: Callable[[Record], bool] = lambda r: False,
+        lost: Callable[[str], Record] | None = None,
+        retry_safe: bool = False,
+        fingerprint: str | None = None,
+    ) -> tuple[Record, bool]:
         """Run ``fn()`` at most once per ``(tool, request_id)``; returns ``(record, replayed)``.
 
         ``fn`` returns a JSON-able dict. ``keep(record)`` true → stored as done. Else
@@ -223,8 +233,9 @@ class IdempotencyLedger:
         fut: asyncio.Future[Record] = loop.create_future()
         self._inflight[key] = fut
         try:
-            record, replayed = await self._claim_and_run(key, fn, keep, uncertain,
-                                                         lost if not retry_safe else None, fingerprint)
+            record, replayed = await self._claim_and_run(
+                key, fn, keep, uncertain, lost if not retry_safe else None, fingerprint
+            )
             fut.set_result(record)
             return record, replayed
         except BaseException as exc:  # cancellation or LedgerBusy: waiters see it too
@@ -235,16 +246,23 @@ class IdempotencyLedger:
             if self._inflight.get(key) is fut:
                 del self._inflight[key]
 
-    async def _claim_and_run(self, key: tuple[str, str], fn: Callable[[], Awaitable[Record]],
-                             keep: Callable[[Record], bool], uncertain: Callable[[Record], bool],
-                             lost: Callable[[str], Record] | None,
-                             fingerprint: str | None) -> tuple[Record, bool]:
+    async def _claim_and_run(
+        self,
+        key: tuple[str, str],
+        fn: Callable[[], Awaitable[Record]],
+        keep: Callable[[Record], bool],
+        uncertain: Callable[[Record], bool],
+        lost: Callable[[str], Record] | None,
+        fingerprint: str | None,
+    ) -> tuple[Record, bool]:
         # while another live process runs the request, wait (POLL_FIRST_S doubling to POLL_MAX_S)
         # up to wait_s; then its LedgerBusy is raised
         waiting = tenacity.AsyncRetrying(
-            retry=tenacity.retry_if_exception_type(LedgerBusy), reraise=True,
+            retry=tenacity.retry_if_exception_type(LedgerBusy),
+            reraise=True,
             wait=tenacity.wait_exponential(multiplier=POLL_FIRST_S, max=POLL_MAX_S),
-            stop=tenacity.stop_after_delay(self.wait_s))
+            stop=tenacity.stop_after_delay(self.wait_s),
+        )
         replay: Record | None = await waiting(self._try_claim, key, lost, fingerprint)
         if replay is not None:
             return replay, True
@@ -258,15 +276,19 @@ class IdempotencyLedger:
                 await asyncio.shield(self._db.call(_release, key, self.owner))
             raise
         if keep(record) or uncertain(record):
-            await asyncio.shield(self._db.call(_finish, key, self.owner, json.dumps(record, default=str),
-                                               "done" if keep(record) else "unknown"))
+            await asyncio.shield(
+                self._db.call(
+                    _finish, key, self.owner, json.dumps(record, default=str), "done" if keep(record) else "unknown"
+                )
+            )
             self._remember(key, record)
         else:
             await asyncio.shield(self._db.call(_release, key, self.owner))
         return record, False
 
-    async def _try_claim(self, key: tuple[str, str], lost: Callable[[str], Record] | None,
-                         fingerprint: str | None) -> Record | None:
+    async def _try_claim(
+        self, key: tuple[str, str], lost: Callable[[str], Record] | None, fingerprint: str | None
+    ) -> Record | None:
         """One claim attempt: None when this ledger now holds the claim (run the call), else the
         record to replay. Raises :class:`LedgerBusy` while another live owner runs the request."""
         state, value = await self._db.call(_claim, key, self.owner, fingerprint)
@@ -329,45 +351,57 @@ class IdempotencyLedger:
 
 # -- SQL, run on the ledger thread ----------------------------------------------------------------
 
+
 def _claim(con: sqlite3.Connection, key: tuple[str, str], owner: str, fingerprint: str | None):
     cur = con.execute(
         "INSERT OR IGNORE INTO tool_requests (tool, request_id, state, owner, fingerprint, created) "
-        "VALUES (?, ?, 'running', ?, ?, ?)", (*key, owner, fingerprint, time.time()))
+        "VALUES (?, ?, 'running', ?, ?, ?)",
+        (*key, owner, fingerprint, time.time()),
+    )
     if cur.rowcount == 1:
         return "claimed", None
-    row = con.execute("SELECT state, owner, record, created, fingerprint FROM tool_requests "
-                      "WHERE tool = ? AND request_id = ?", key).fetchone()
+    row = con.execute(
+        "SELECT state, owner, record, created, fingerprint FROM tool_requests WHERE tool = ? AND request_id = ?", key
+    ).fetchone()
     if row is None:  # released between our insert and select: try again
         return _claim(con, key, owner, fingerprint)
     state, other, record, created, stored_fp = row
     if state in ("done", "unknown"):
         if fingerprint and stored_fp and fingerprint != stored_fp:
-            log.warning("ledger: %s request %r repeated with different arguments; replaying the first",
-                        key[0], key[1])
+            log.warning("ledger: %s request %r repeated with different arguments; replaying the first", key[0], key[1])
         return state, json.loads(record)
     return "running", (other, created)
 
 
 def _mark_unknown(con: sqlite3.Connection, key: tuple[str, str], owner: str, record: str) -> bool:
-    cur = con.execute("UPDATE tool_requests SET state = 'unknown', record = ?, finished = ? WHERE tool = ? "
-                      "AND request_id = ? AND state = 'running' AND owner = ?", (record, time.time(), *key, owner))
+    cur = con.execute(
+        "UPDATE tool_requests SET state = 'unknown', record = ?, finished = ? WHERE tool = ? "
+        "AND request_id = ? AND state = 'running' AND owner = ?",
+        (record, time.time(), *key, owner),
+    )
     return cur.rowcount == 1
 
 
 def _take_over(con: sqlite3.Connection, key: tuple[str, str], old: str, new: str) -> bool:
-    cur = con.execute("UPDATE tool_requests SET owner = ?, created = ? WHERE tool = ? AND request_id = ? "
-                      "AND state = 'running' AND owner = ?", (new, time.time(), *key, old))
+    cur = con.execute(
+        "UPDATE tool_requests SET owner = ?, created = ? WHERE tool = ? AND request_id = ? "
+        "AND state = 'running' AND owner = ?",
+        (new, time.time(), *key, old),
+    )
     return cur.rowcount == 1
 
 
 def _finish(con: sqlite3.Connection, key: tuple[str, str], owner: str, record: str, state: str = "done") -> None:
-    con.execute("UPDATE tool_requests SET state = ?, record = ?, finished = ? "
-                "WHERE tool = ? AND request_id = ? AND owner = ?", (state, record, time.time(), *key, owner))
+    con.execute(
+        "UPDATE tool_requests SET state = ?, record = ?, finished = ? WHERE tool = ? AND request_id = ? AND owner = ?",
+        (state, record, time.time(), *key, owner),
+    )
 
 
 def _release(con: sqlite3.Connection, key: tuple[str, str], owner: str) -> None:
-    con.execute("DELETE FROM tool_requests WHERE tool = ? AND request_id = ? AND owner = ? AND state = 'running'",
-                (*key, owner))
+    con.execute(
+        "DELETE FROM tool_requests WHERE tool = ? AND request_id = ? AND owner = ? AND state = 'running'", (*key, owner)
+    )
 
 
 def _expire(con: sqlite3.Connection, tool: str) -> int:
@@ -375,8 +409,9 @@ def _expire(con: sqlite3.Connection, tool: str) -> int:
 
 
 def _get(con: sqlite3.Connection, key: tuple[str, str]) -> Record | None:
-    row = con.execute("SELECT record FROM tool_requests WHERE tool = ? AND request_id = ? AND state IN ('done', 'unknown')",
-                      key).fetchone()
+    row = con.execute(
+        "SELECT record FROM tool_requests WHERE tool = ? AND request_id = ? AND state IN ('done', 'unknown')", key
+    ).fetchone()
     return json.loads(row[0]) if row else None
 
 

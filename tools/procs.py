@@ -57,7 +57,9 @@ def find_by_env_marker(key: str, value: str) -> list[psutil.Process]:
     return found
 
 
-def terminate(procs: Iterable[psutil.Process], grace_s: float = KILL_GRACE_S, *, pgids: Iterable[int] = ()) -> list[int]:
+def terminate(
+    procs: Iterable[psutil.Process], grace_s: float = KILL_GRACE_S, *, pgids: Iterable[int] = ()
+) -> list[int]:
     """SIGTERM every process (and process group in ``pgids``), wait ``grace_s`` seconds,
     SIGKILL the survivors. Returns the pids signalled."""
     procs = [p for p in procs if p.pid != os.getpid()]

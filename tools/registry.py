@@ -36,8 +36,16 @@ from tools.spec import NAME_RE, ToolSpec, lint
 log = logging.getLogger(__name__)
 
 Runner = Callable[[dict[str, Any], str], Awaitable[Any]]
-ErrorKind = Literal["invalid_arguments", "unknown_tool", "not_offered", "tool_error", "timeout", "transport",
-                    "outcome_unknown", "configuration"]
+ErrorKind = Literal[
+    "invalid_arguments",
+    "unknown_tool",
+    "not_offered",
+    "tool_error",
+    "timeout",
+    "transport",
+    "outcome_unknown",
+    "configuration",
+]
 
 #: Seconds the registry waits beyond ``spec.timeout_s`` so that a runner enforcing the limit
 #: itself (the subprocess executor: SIGTERM, 1 s grace, SIGKILL) reports first.
@@ -183,8 +191,14 @@ class ToolRegistry:
         start = time.perf_counter()
 
         def fail(kind: ErrorKind, message: str) -> ToolOutcome:
-            return ToolOutcome(status="error", error=message, error_kind=kind, tool=name,
-                               request_id=request_id, latency_s=time.perf_counter() - start)
+            return ToolOutcome(
+                status="error",
+                error=message,
+                error_kind=kind,
+                tool=name,
+                request_id=request_id,
+                latency_s=time.perf_counter() - start,
+            )
 
         spec = self._specs.get(name)
         if spec is None:
@@ -198,25 +212,40 @@ class ToolRegistry:
 
         if not spec.side_effect:
             return await self._run(spec, parsed, request_id, start)
+
         async def run_recorded() -> dict[str, Any]:
             return (await self._run(spec, parsed, request_id, start)).model_dump()
 
         def lost(reason: str) -> dict[str, Any]:
-            return ToolOutcome(status="error", error_kind="outcome_unknown", tool=name, request_id=request_id,
-                               error=_unknown_message(spec, reason)).model_dump()
+            return ToolOutcome(
+                status="error",
+                error_kind="outcome_unknown",
+                tool=name,
+                request_id=request_id,
+                error=_unknown_message(spec, reason),
+            ).model_dump()
 
         try:
             record, replayed = await self.ledger.run_once(
-                name, request_id, run_recorded, keep=lambda r: r.get("status") == "ok",
-                uncertain=lambda r: r.get("error_kind") == "outcome_unknown", lost=lost,
-                retry_safe=spec.retry_safe, fingerprint=_fingerprint(parsed))
+                name,
+                request_id,
+                run_recorded,
+                keep=lambda r: r.get("status") == "ok",
+                uncertain=lambda r: r.get("error_kind") == "outcome_unknown",
+                lost=lost,
+                retry_safe=spec.retry_safe,
+                fingerprint=_fingerprint(parsed),
+            )
         except LedgerBusy as exc:
             return fail("tool_error", str(exc))
         except sqlite3.DatabaseError as exc:  # fail closed: without the ledger no side effect runs
             where = self.ledger.path or "the in-memory ledger"
-            return fail("tool_error", f"{name} was not run: the idempotency ledger {where} cannot be used ({exc}), "
-                        "so exactly-once cannot be guaranteed. Move the file aside to continue (it forgets "
-                        "which requests already ran).")
+            return fail(
+                "tool_error",
+                f"{name} was not run: the idempotency ledger {where} cannot be used ({exc}), "
+                "so exactly-once cannot be guaranteed. Move the file aside to continue (it forgets "
+                "which requests already ran).",
+            )
         outcome = ToolOutcome.model_validate(record)
         if replayed:
             outcome = outcome.model_copy(update={"replayed": True, "latency_s": time.perf_counter() - start})
@@ -237,8 +266,11 @@ class ToolRegistry:
             return out(status="error", error_kind="timeout", error=f"{spec.name} {what}")
         except ToolTransportError as exc:
             if getattr(exc, "sent", True) and not spec.retry_safe:
-                return out(status="error", error_kind="outcome_unknown",
-                           error=_unknown_message(spec, f"lost its connection ({exc})"))
+                return out(
+                    status="error",
+                    error_kind="outcome_unknown",
+                    error=_unknown_message(spec, f"lost its connection ({exc})"),
+                )
             return out(status="error", error_kind="transport", error=str(exc))
         except ToolFailed as exc:
             kind: ErrorKind = "configuration" if exc.kind == "configuration" else "tool_error"
@@ -251,9 +283,11 @@ class ToolRegistry:
 
 
 def _unknown_message(spec: ToolSpec, what: str) -> str:
-    return (f"outcome unknown: {spec.name} {what}. It may or may not have taken effect, so it will not "
-            f"be run again automatically (that could repeat a side effect). Tell the user the outcome is "
-            f"unknown and let them check ({spec.source}) before asking for it again.")
+    return (
+        f"outcome unknown: {spec.name} {what}. It may or may not have taken effect, so it will not "
+        f"be run again automatically (that could repeat a side effect). Tell the user the outcome is "
+        f"unknown and let them check ({spec.source}) before asking for it again."
+    )
 
 
 def _fingerprint(args: dict[str, Any]) -> str:

@@ -53,8 +53,15 @@ class ServerSettings(BaseSettings):
     container_image: str = "python:3.11-slim"  #: image of the container backend's docker/podman
 
 
-def build_app(executor: Any, ledger: IdempotencyLedger, *, allow: tuple[str, ...], token: str | None = None,
-              fault_503: int = 0, fault_after_run: int = 0):
+def build_app(
+    executor: Any,
+    ledger: IdempotencyLedger,
+    *,
+    allow: tuple[str, ...],
+    token: str | None = None,
+    fault_503: int = 0,
+    fault_after_run: int = 0,
+):
     """The Starlette app (importable for in-process use)."""
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -131,15 +138,22 @@ def main(argv: list[str] | None = None) -> int:
     if opts.backend == "container":
         from tools.executors.container import ContainerExecutor
 
-        executor: Any = ContainerExecutor(data_dir, extra_paths=tuple(opts.extra_path), database=settings.database,
-                                          image=settings.container_image)
+        executor: Any = ContainerExecutor(
+            data_dir, extra_paths=tuple(opts.extra_path), database=settings.database, image=settings.container_image
+        )
     else:
-        executor = SubprocessExecutor(data_dir, extra_paths=tuple(opts.extra_path), confine=True,
-                                      database=settings.database)
+        executor = SubprocessExecutor(
+            data_dir, extra_paths=tuple(opts.extra_path), confine=True, database=settings.database
+        )
     ledger = IdempotencyLedger(data_dir / SERVER_LEDGER_FILE)
-    app = build_app(executor, ledger, allow=tuple(opts.allow or ["tools.builtin."]),
-                    token=settings.remote_token or None, fault_503=opts.fault_503,
-                    fault_after_run=opts.fault_after_run)
+    app = build_app(
+        executor,
+        ledger,
+        allow=tuple(opts.allow or ["tools.builtin."]),
+        token=settings.remote_token or None,
+        fault_503=opts.fault_503,
+        fault_after_run=opts.fault_after_run,
+    )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((opts.host, opts.port))

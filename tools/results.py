@@ -178,7 +178,8 @@ def compress(
     envelope: dict[str, Any] = {
         "status": status,
         "summary": (f"{tool}: {summary}" if summary else summarise(tool, value, total))
-        if status == "ok" else f"{tool} failed: {error}",
+        if status == "ok"
+        else f"{tool} failed: {error}",
         "data": data,
     }
     if notes:

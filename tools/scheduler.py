@@ -91,8 +91,7 @@ class Due:
     attempt: int = 1
 
     def describe(self) -> str:
-        what = (f"tool {self.action['tool']}" if self.action["kind"] == "tool"
-                else f"task on thread {self.thread_id}")
+        what = f"tool {self.action['tool']}" if self.action["kind"] == "tool" else f"task on thread {self.thread_id}"
         return f"reminder {self.reminder_id} ({self.text[:60]}) for {self.period}: {what}"
 
 
@@ -108,8 +107,13 @@ class Firing:
     result: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self.due), "status": self.status, "detail": self.detail,
-                "will_retry": self.will_retry, "result": self.result}
+        return {
+            **asdict(self.due),
+            "status": self.status,
+            "detail": self.detail,
+            "will_retry": self.will_retry,
+            "result": self.result,
+        }
 
 
 def _stale(claimed_at: str, owner: str, now: dt.datetime) -> bool:
@@ -153,10 +157,17 @@ def _due(reminder: dict[str, Any], y: int, m: int, skipped: list[str], attempt: 
     thread = (action.get("thread_id") or f"{THREAD_PREFIX}{reminder['id']}") if action["kind"] == "task" else None
     period = period_of(y, m)
     return Due(
-        reminder_id=reminder["id"], text=reminder["text"], period=period,
+        reminder_id=reminder["id"],
+        text=reminder["text"],
+        period=period,
         scheduled_for=scheduled_at(reminder["day_of_month"], reminder["time"], y, m).isoformat(timespec="minutes"),
-        action=action, thread_id=thread, request_id=request_id_for(reminder["id"], period),
-        skipped_periods=skipped, adjustment=adjustment_for(reminder["day_of_month"], y, m), attempt=attempt)
+        action=action,
+        thread_id=thread,
+        request_id=request_id_for(reminder["id"], period),
+        skipped_periods=skipped,
+        adjustment=adjustment_for(reminder["day_of_month"], y, m),
+        attempt=attempt,
+    )
 
 
 def stored_reminders(data_dir: Path | str) -> list[dict[str, Any]]:
@@ -175,11 +186,16 @@ def due_reminders(data_dir: Path | str, now: dt.datetime) -> list[Due]:
     now = local_now(now)
     con = open_reminders_db(data_dir)
     try:
-        reminders = [row_to_reminder(r) for r in con.execute(
-            f"SELECT {', '.join(_COLUMNS)} FROM reminders ORDER BY id")]
-        open_firings = {(r[0], r[1]): r for r in con.execute(
-            "SELECT reminder_id, period, state, owner, claimed_at, attempts, skipped FROM firings "
-            "WHERE state IN ('claimed', 'retry')")}
+        reminders = [
+            row_to_reminder(r) for r in con.execute(f"SELECT {', '.join(_COLUMNS)} FROM reminders ORDER BY id")
+        ]
+        open_firings = {
+            (r[0], r[1]): r
+            for r in con.execute(
+                "SELECT reminder_id, period, state, owner, claimed_at, attempts, skipped FROM firings "
+                "WHERE state IN ('claimed', 'retry')"
+            )
+        }
     finally:
         con.close()
     out: list[Due] = []
@@ -204,8 +220,15 @@ def due_reminders(data_dir: Path | str, now: dt.datetime) -> list[Due]:
     return out
 
 
-def mark_fired(data_dir: Path | str, reminder_id: int, period: str, *, now: dt.datetime | None = None,
-               owner: str | None = None, skipped: list[str] | None = None) -> bool:
+def mark_fired(
+    data_dir: Path | str,
+    reminder_id: int,
+    period: str,
+    *,
+    now: dt.datetime | None = None,
+    owner: str | None = None,
+    skipped: list[str] | None = None,
+) -> bool:
     """Claim the firing of ``reminder_id`` for ``period``, atomically; True when this caller
     won and must fire it now (then :func:`record_outcome`), False when the period is already
     fired, being fired by a live runner, or older than the reminder's last fired period.
@@ -218,34 +241,46 @@ def mark_fired(data_dir: Path | str, reminder_id: int, period: str, *, now: dt.d
     try:
         con.execute("BEGIN IMMEDIATE")
         try:
-            row = con.execute("SELECT day_of_month, time, last_fired_period FROM reminders WHERE id = ?",
-                              (reminder_id,)).fetchone()
+            row = con.execute(
+                "SELECT day_of_month, time, last_fired_period FROM reminders WHERE id = ?", (reminder_id,)
+            ).fetchone()
             if row is None:
                 con.execute("ROLLBACK")
                 return False
             day, time, last = row
-            firing = con.execute("SELECT state, owner, claimed_at FROM firings WHERE reminder_id = ? AND period = ?",
-                                 (reminder_id, period)).fetchone()
+            firing = con.execute(
+                "SELECT state, owner, claimed_at FROM firings WHERE reminder_id = ? AND period = ?",
+                (reminder_id, period),
+            ).fetchone()
             won = False
             if firing is None:
                 if last is None or period > last:
-                    con.execute("INSERT INTO firings (reminder_id, period, state, owner, request_id, attempts, "
-                                "claimed_at, skipped) VALUES (?, ?, 'claimed', ?, ?, 1, ?, ?)",
-                                (reminder_id, period, owner, rid, stamp, json.dumps(skipped or [])))
+                    con.execute(
+                        "INSERT INTO firings (reminder_id, period, state, owner, request_id, attempts, "
+                        "claimed_at, skipped) VALUES (?, ?, 'claimed', ?, ?, 1, ?, ?)",
+                        (reminder_id, period, owner, rid, stamp, json.dumps(skipped or [])),
+                    )
                     # an unfinished older period is superseded by this one
-                    con.execute("UPDATE firings SET state = 'failed', finished_at = ?, detail = "
-                                "COALESCE(detail, '') || ' (superseded by ' || ? || ')' WHERE reminder_id = ? "
-                                "AND period < ? AND state IN ('claimed', 'retry')", (stamp, period, reminder_id, period))
+                    con.execute(
+                        "UPDATE firings SET state = 'failed', finished_at = ?, detail = "
+                        "COALESCE(detail, '') || ' (superseded by ' || ? || ')' WHERE reminder_id = ? "
+                        "AND period < ? AND state IN ('claimed', 'retry')",
+                        (stamp, period, reminder_id, period),
+                    )
                     won = True
             elif firing[0] == "retry" or (firing[0] == "claimed" and _stale(firing[2], firing[1], now)):
-                con.execute("UPDATE firings SET state = 'claimed', owner = ?, attempts = attempts + 1, "
-                            "claimed_at = ? WHERE reminder_id = ? AND period = ?", (owner, stamp, reminder_id, period))
+                con.execute(
+                    "UPDATE firings SET state = 'claimed', owner = ?, attempts = attempts + 1, "
+                    "claimed_at = ? WHERE reminder_id = ? AND period = ?",
+                    (owner, stamp, reminder_id, period),
+                )
                 won = True
             if won:
                 nxt = scheduled_at(day, time, *month_add(*parse_period(period), 1))
-                con.execute("UPDATE reminders SET last_fired_period = ?, last_fired_at = ?, next_run = ? "
-                            "WHERE id = ?", (max(period, last or period), stamp,
-                                             nxt.isoformat(timespec="minutes"), reminder_id))
+                con.execute(
+                    "UPDATE reminders SET last_fired_period = ?, last_fired_at = ?, next_run = ? WHERE id = ?",
+                    (max(period, last or period), stamp, nxt.isoformat(timespec="minutes"), reminder_id),
+                )
             con.execute("COMMIT")
             return won
         except BaseException:
@@ -256,8 +291,9 @@ def mark_fired(data_dir: Path | str, reminder_id: int, period: str, *, now: dt.d
         con.close()
 
 
-def record_outcome(data_dir: Path | str, reminder_id: int, period: str, *, ok: bool, detail: str = "",
-                   now: dt.datetime | None = None) -> bool:
+def record_outcome(
+    data_dir: Path | str, reminder_id: int, period: str, *, ok: bool, detail: str = "", now: dt.datetime | None = None
+) -> bool:
     """Finish a claimed firing: ``done`` when ``ok``; otherwise ``retry`` (due again at the next
     check) or, after ``MAX_ATTEMPTS``, ``failed``. Returns True when it will be retried."""
     stamp = local_now(now).isoformat(timespec="seconds")
@@ -265,12 +301,15 @@ def record_outcome(data_dir: Path | str, reminder_id: int, period: str, *, ok: b
     try:
         con.execute("BEGIN IMMEDIATE")
         try:
-            row = con.execute("SELECT attempts FROM firings WHERE reminder_id = ? AND period = ?",
-                              (reminder_id, period)).fetchone()
+            row = con.execute(
+                "SELECT attempts FROM firings WHERE reminder_id = ? AND period = ?", (reminder_id, period)
+            ).fetchone()
             retry = (not ok) and row is not None and row[0] < MAX_ATTEMPTS
             state = "done" if ok else ("retry" if retry else "failed")
-            con.execute("UPDATE firings SET state = ?, finished_at = ?, detail = ? WHERE reminder_id = ? "
-                        "AND period = ?", (state, stamp, detail[:2000], reminder_id, period))
+            con.execute(
+                "UPDATE firings SET state = ?, finished_at = ?, detail = ? WHERE reminder_id = ? AND period = ?",
+                (state, stamp, detail[:2000], reminder_id, period),
+            )
             con.execute("COMMIT")
             return retry
         except BaseException:
@@ -286,14 +325,29 @@ def firing_history(data_dir: Path | str, reminder_id: int | None = None) -> list
     finished_at, detail, skipped."""
     con = open_reminders_db(data_dir)
     try:
-        sql = ("SELECT reminder_id, period, state, attempts, claimed_at, finished_at, detail, skipped, request_id "
-               "FROM firings")
-        rows = con.execute(sql + (" WHERE reminder_id = ?" if reminder_id is not None else "")
-                           + " ORDER BY claimed_at DESC, reminder_id",
-                           (() if reminder_id is None else (reminder_id,))).fetchall()
+        sql = (
+            "SELECT reminder_id, period, state, attempts, claimed_at, finished_at, detail, skipped, request_id "
+            "FROM firings"
+        )
+        rows = con.execute(
+            sql
+            + (" WHERE reminder_id = ?" if reminder_id is not None else "")
+            + " ORDER BY claimed_at DESC, reminder_id",
+            (() if reminder_id is None else (reminder_id,)),
+        ).fetchall()
     finally:
         con.close()
-    keys = ("reminder_id", "period", "state", "attempts", "claimed_at", "finished_at", "detail", "skipped", "request_id")
+    keys = (
+        "reminder_id",
+        "period",
+        "state",
+        "attempts",
+        "claimed_at",
+        "finished_at",
+        "detail",
+        "skipped",
+        "request_id",
+    )
     return [{**dict(zip(keys, r)), "skipped": json.loads(r[7] or "[]")} for r in rows]
 
 
@@ -308,12 +362,21 @@ async def call_tool_action(registry: Any, due: Due) -> dict[str, Any]:
     tool = due.action["tool"]
     outcome = await registry.call(tool, due.action.get("args") or {}, request_id=due.request_id)
     if outcome.status != "ok":
-        return {"ok": False, "detail": f"tool {tool} failed ({outcome.error_kind}): {outcome.error}",
-                "tool": tool, "replayed": False, "content": None}
+        return {
+            "ok": False,
+            "detail": f"tool {tool} failed ({outcome.error_kind}): {outcome.error}",
+            "tool": tool,
+            "replayed": False,
+            "content": None,
+        }
     text = json.dumps(outcome.content, ensure_ascii=False, default=str)
-    return {"ok": True, "tool": tool, "replayed": outcome.replayed,
-            "detail": f"tool {tool} called" + (" (replayed: already done for this period)" if outcome.replayed else ""),
-            "content": outcome.content if len(text) <= 2000 else cut_text(text, 2000)}
+    return {
+        "ok": True,
+        "tool": tool,
+        "replayed": outcome.replayed,
+        "detail": f"tool {tool} called" + (" (replayed: already done for this period)" if outcome.replayed else ""),
+        "content": outcome.content if len(text) <= 2000 else cut_text(text, 2000),
+    }
 
 
 async def fire_due(data_dir: Path | str, now: dt.datetime, fire: FireFn, *, owner: str | None = None) -> list[Firing]:
@@ -325,8 +388,9 @@ async def fire_due(data_dir: Path | str, now: dt.datetime, fire: FireFn, *, owne
     owner = owner or new_owner()
     out: list[Firing] = []
     for due in await asyncio.to_thread(due_reminders, data_dir, now):
-        won = await asyncio.to_thread(mark_fired, data_dir, due.reminder_id, due.period, now=now, owner=owner,
-                                      skipped=due.skipped_periods)
+        won = await asyncio.to_thread(
+            mark_fired, data_dir, due.reminder_id, due.period, now=now, owner=owner, skipped=due.skipped_periods
+        )
         if not won:
             out.append(Firing(due, "skipped", "already fired (or being fired) by another runner"))
             continue
@@ -334,13 +398,17 @@ async def fire_due(data_dir: Path | str, now: dt.datetime, fire: FireFn, *, owne
             result = dict(await fire(due) or {})
             ok, detail = bool(result.pop("ok", True)), str(result.pop("detail", ""))
         except asyncio.CancelledError:
-            await asyncio.shield(asyncio.to_thread(record_outcome, data_dir, due.reminder_id, due.period,
-                                                   ok=False, detail="cancelled", now=now))
+            await asyncio.shield(
+                asyncio.to_thread(
+                    record_outcome, data_dir, due.reminder_id, due.period, ok=False, detail="cancelled", now=now
+                )
+            )
             raise
         except Exception as exc:  # noqa: BLE001 - reported in the Firing, retried at the next check
             result, ok, detail = {}, False, f"{type(exc).__name__}: {exc}"
-        retry = await asyncio.to_thread(record_outcome, data_dir, due.reminder_id, due.period, ok=ok,
-                                        detail=detail, now=now)
+        retry = await asyncio.to_thread(
+            record_outcome, data_dir, due.reminder_id, due.period, ok=ok, detail=detail, now=now
+        )
         out.append(Firing(due, "fired" if ok else "failed", detail, will_retry=retry, result=result))
     return out
 

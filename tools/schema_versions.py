@@ -47,8 +47,15 @@ from tools.idempotency import SqliteThread
 SCHEMA_FILE = "tool_schemas.db"
 
 #: Change classes, least to most severe.
-KINDS = ("none", "optional_added", "constraints_changed", "required_added", "field_removed",
-         "field_renamed", "type_changed")
+KINDS = (
+    "none",
+    "optional_added",
+    "constraints_changed",
+    "required_added",
+    "field_removed",
+    "field_renamed",
+    "type_changed",
+)
 _EXPIRE = {"constraints_changed", "required_added", "field_removed", "field_renamed", "type_changed"}
 _NOTE = {"required_added", "field_removed", "field_renamed", "type_changed"}
 
@@ -149,9 +156,11 @@ class SchemaChange:
             parts.append(f"field '{name}' is now {new_t} (was {old_t})")
         for name in self.added_optional:
             parts.append(f"new optional field '{name}'")
-        return (f"Tool '{self.tool}' changed its parameters (version {self.old_version[:8]} → "
-                f"{self.new_version[:8]}): " + "; ".join(parts) + ". Earlier calls of "
-                f"'{self.tool}' in this conversation used the old form: do not copy their arguments.")
+        return (
+            f"Tool '{self.tool}' changed its parameters (version {self.old_version[:8]} → "
+            f"{self.new_version[:8]}): " + "; ".join(parts) + ". Earlier calls of "
+            f"'{self.tool}' in this conversation used the old form: do not copy their arguments."
+        )
 
     def invalid_calls(self, messages: Sequence[Any]) -> list[str]:
         """Ids of the AIMessages in ``messages`` whose calls of this tool are no longer valid."""
@@ -309,10 +318,18 @@ class SchemaStore:
         self.known = {tool: json.loads(params) for tool, params in rows}
         return self.known
 
-    def record_nowait(self, tool: str, parameters: dict[str, Any], change: SchemaChange | None = None) -> concurrent.futures.Future:
+    def record_nowait(
+        self, tool: str, parameters: dict[str, Any], change: SchemaChange | None = None
+    ) -> concurrent.futures.Future:
         self.known[tool] = copy.deepcopy(parameters)
-        self._last = self._db.submit(_record, tool, canonical(parameters), schema_hash(parameters),
-                                     change.kind if change else None, change.migration_note if change else None)
+        self._last = self._db.submit(
+            _record,
+            tool,
+            canonical(parameters),
+            schema_hash(parameters),
+            change.kind if change else None,
+            change.migration_note if change else None,
+        )
         return self._last
 
     async def flush(self) -> None:
@@ -320,8 +337,11 @@ class SchemaStore:
 
     async def versions(self, tool: str) -> list[tuple[int, str, str | None]]:
         """``[(version, hash, kind)]`` of ``tool``, oldest first."""
-        return await self._db.call(lambda con: con.execute(
-            "SELECT version, hash, kind FROM tool_schema_history WHERE tool = ? ORDER BY version", (tool,)).fetchall())
+        return await self._db.call(
+            lambda con: con.execute(
+                "SELECT version, hash, kind FROM tool_schema_history WHERE tool = ? ORDER BY version", (tool,)
+            ).fetchall()
+        )
 
     def close(self) -> None:
         self._db.close()
@@ -333,10 +353,15 @@ def _record(con: sqlite3.Connection, tool: str, params: str, digest: str, kind: 
         return
     version = (row[0] + 1) if row else 1
     now = time.time()
-    con.execute("INSERT OR REPLACE INTO tool_schemas (tool, version, hash, parameters, updated) VALUES (?, ?, ?, ?, ?)",
-                (tool, version, digest, params, now))
-    con.execute("INSERT OR REPLACE INTO tool_schema_history (tool, version, hash, parameters, kind, note, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", (tool, version, digest, params, kind, note, now))
+    con.execute(
+        "INSERT OR REPLACE INTO tool_schemas (tool, version, hash, parameters, updated) VALUES (?, ?, ?, ?, ?)",
+        (tool, version, digest, params, now),
+    )
+    con.execute(
+        "INSERT OR REPLACE INTO tool_schema_history (tool, version, hash, parameters, kind, note, created) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (tool, version, digest, params, kind, note, now),
+    )
 
 
 __all__ = ["KINDS", "SCHEMA_FILE", "SchemaChange", "SchemaStore", "classify", "invalid_calls", "schema_hash"]

@@ -156,8 +156,19 @@ def lint(spec: ToolSpec) -> list[str]:
 
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
-_SUBSCHEMA_SINGLE = ("items", "additionalProperties", "not", "if", "then", "else", "contains",
-                     "propertyNames", "unevaluatedProperties", "unevaluatedItems", "additionalItems")
+_SUBSCHEMA_SINGLE = (
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "additionalItems",
+)
 #: Keywords dropped everywhere: metadata some providers reject and nothing here needs.
 _DROPPED = ("$schema", "$id", "$comment", "$anchor", "$dynamicAnchor")
 #: Bound on ``$ref`` expansion (a schema that keeps growing is refused, not expanded forever).
@@ -238,8 +249,9 @@ def _inline(node: Any, root: dict[str, Any], stack: tuple[str, ...], counter: li
         if ref in stack:
             raise SchemaNormalizationError(f"$ref cycle: {' -> '.join((*stack, ref))}")
         target = _inline(copy.deepcopy(_pointer(root, ref)), root, (*stack, ref), counter)
-        siblings = {k: _inline(v, root, stack, counter) for k, v in node.items()
-                    if k not in ("$ref", "$defs", "definitions")}
+        siblings = {
+            k: _inline(v, root, stack, counter) for k, v in node.items() if k not in ("$ref", "$defs", "definitions")
+        }
         if not isinstance(target, dict):
             raise SchemaNormalizationError(f"$ref {ref!r} does not point to a schema")
         target = {k: v for k, v in target.items() if k not in ("$defs", "definitions")}
@@ -248,8 +260,14 @@ def _inline(node: Any, root: dict[str, Any], stack: tuple[str, ...], counter: li
         if all(k in ("description", "title", "default", "examples") for k in siblings):
             return {**target, **siblings}
         return {"allOf": [target, siblings]}
-    return {k: (v if k in ("$defs", "definitions", "enum", "const", "default", "examples")
-                else _inline(v, root, stack, counter)) for k, v in node.items()}
+    return {
+        k: (
+            v
+            if k in ("$defs", "definitions", "enum", "const", "default", "examples")
+            else _inline(v, root, stack, counter)
+        )
+        for k, v in node.items()
+    }
 
 
 def _is_object(schema: dict[str, Any]) -> bool:
@@ -259,10 +277,30 @@ def _is_object(schema: dict[str, Any]) -> bool:
 
 #: Keywords that apply to one JSON type (moved into that type's branch when a union is split).
 _TYPE_KEYWORDS = {
-    "object": ("properties", "required", "additionalProperties", "patternProperties", "propertyNames",
-               "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "unevaluatedProperties"),
-    "array": ("items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains", "minContains",
-              "maxContains", "unevaluatedItems", "additionalItems"),
+    "object": (
+        "properties",
+        "required",
+        "additionalProperties",
+        "patternProperties",
+        "propertyNames",
+        "minProperties",
+        "maxProperties",
+        "dependentRequired",
+        "dependentSchemas",
+        "unevaluatedProperties",
+    ),
+    "array": (
+        "items",
+        "prefixItems",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "contains",
+        "minContains",
+        "maxContains",
+        "unevaluatedItems",
+        "additionalItems",
+    ),
     "string": ("minLength", "maxLength", "pattern", "format", "contentEncoding", "contentMediaType"),
     "number": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
 }
@@ -294,8 +332,10 @@ def _light(schema: Any) -> Any:
         schema.pop(key, None)
     if _is_object(schema) and not isinstance(schema.get("properties"), dict):
         schema["properties"] = {}
-    return {k: (_light(v) if isinstance(v, (dict, list)) and k not in ("enum", "const", "default", "examples")
-                else v) for k, v in schema.items()}
+    return {
+        k: (_light(v) if isinstance(v, (dict, list)) and k not in ("enum", "const", "default", "examples") else v)
+        for k, v in schema.items()
+    }
 
 
 def _normalize(schema: Any) -> Any:
@@ -327,8 +367,7 @@ def _normalize(schema: Any) -> Any:
     for key in _SUBSCHEMA_MAPS:
         sub = schema.get(key)
         if isinstance(sub, dict):
-            schema[key] = {k: (_light(v) if key in ("$defs", "definitions") else _normalize(v))
-                           for k, v in sub.items()}
+            schema[key] = {k: (_light(v) if key in ("$defs", "definitions") else _normalize(v)) for k, v in sub.items()}
     for key in _SUBSCHEMA_LISTS:
         sub = schema.get(key)
         if isinstance(sub, list):

@@ -106,12 +106,21 @@ class Toolbox:
         self._closed = False
 
     @classmethod
-    async def open(cls, data_dir: Path, mcp_config: Path | None = None, timeout_s: float = 10.0, *,
-                   startup_timeout_s: float | None = None, executor: str | Executor | None = None,
-                   remote_url: str | None = None, remote_token: str | None = None,
-                   container_image: str | None = None,
-                   database: str | None = None, heavy_timeout_s: float = HEAVY_TIMEOUT_S,
-                   tool_timeouts: dict[str, float] | None = None) -> Toolbox:
+    async def open(
+        cls,
+        data_dir: Path,
+        mcp_config: Path | None = None,
+        timeout_s: float = 10.0,
+        *,
+        startup_timeout_s: float | None = None,
+        executor: str | Executor | None = None,
+        remote_url: str | None = None,
+        remote_token: str | None = None,
+        container_image: str | None = None,
+        database: str | None = None,
+        heavy_timeout_s: float = HEAVY_TIMEOUT_S,
+        tool_timeouts: dict[str, float] | None = None,
+    ) -> Toolbox:
         """Create dirs, register builtin tools, start the MCP servers of ``mcp_config``
         (``{"mcpServers": {...}}`` JSON, merged with the bundled team-chat server: an entry named ``team_chat`` replaces it, ``"enabled": false`` leaves a server out) and register
         their tools.
@@ -144,16 +153,33 @@ class Toolbox:
         # All file-system work (resolve, mkdir, database path, config read, sandbox probe,
         # SQLite loads) off the event loop.
         data_dir, servers, chosen, ledger, schemas, location = await asyncio.to_thread(
-            _prepare, Path(data_dir), mcp_config, executor, remote_url, database,
-            {"token": remote_token} if remote_token else {}, {"image": container_image} if container_image else {})
+            _prepare,
+            Path(data_dir),
+            mcp_config,
+            executor,
+            remote_url,
+            database,
+            {"token": remote_token} if remote_token else {},
+            {"image": container_image} if container_image else {},
+        )
         registry = ToolRegistry(ledger=ledger, schema_store=schemas)
         tool_timeouts = tool_timeouts or {}
         # the user's schema in the SQL tools' descriptions (read-only, in a thread)
         schema = await asyncio.to_thread(schema_summary, location) if location else ""
-        register_builtin_tools(registry, chosen, ordinary_s=timeout_s, heavy_s=heavy_timeout_s,
-                               overrides=tool_timeouts, database_schema=schema)
-        client = MCPClient(servers, startup_timeout_s=startup_timeout_s or max(timeout_s, STARTUP_TIMEOUT_S),
-                           media_dir=data_dir / MEDIA_DIR, data_dir=data_dir)
+        register_builtin_tools(
+            registry,
+            chosen,
+            ordinary_s=timeout_s,
+            heavy_s=heavy_timeout_s,
+            overrides=tool_timeouts,
+            database_schema=schema,
+        )
+        client = MCPClient(
+            servers,
+            startup_timeout_s=startup_timeout_s or max(timeout_s, STARTUP_TIMEOUT_S),
+            media_dir=data_dir / MEDIA_DIR,
+            data_dir=data_dir,
+        )
         tb = cls(data_dir, registry, chosen, client)
         tb.database = location
         tb._mcp_timeouts = (timeout_s, tool_timeouts)
@@ -168,13 +194,15 @@ class Toolbox:
             raise
         return tb
 
-    def _register_server(self, server: MCPServer, timeout_s: float,
-                         tool_timeouts: dict[str, float] | None = None) -> None:
+    def _register_server(
+        self, server: MCPServer, timeout_s: float, tool_timeouts: dict[str, float] | None = None
+    ) -> None:
         """Register the tools of one started server (see :meth:`_register_servers`)."""
         self._register_servers([server], timeout_s, tool_timeouts)
 
-    def _register_servers(self, servers: list[MCPServer], timeout_s: float,
-                          tool_timeouts: dict[str, float] | None = None) -> None:
+    def _register_servers(
+        self, servers: list[MCPServer], timeout_s: float, tool_timeouts: dict[str, float] | None = None
+    ) -> None:
         """Register the tools of started servers, in config order. ``timeout_s``: the toolbox
         answer timeout, used when neither the server entry (``timeoutSeconds``) nor the tool's
         override sets one; ``tool_timeouts`` (the ``tool_timeouts`` setting, by registered name)
@@ -196,7 +224,8 @@ class Toolbox:
                 if key not in by_name:
                     self.problems[f"{server.name}:tools.{key}"] = (
                         f"MCP server '{server.name}': config 'tools.{key}' names a tool the server does not "
-                        f"list ({', '.join(sorted(server.tools)) or 'none'}); override ignored")
+                        f"list ({', '.join(sorted(server.tools)) or 'none'}); override ignored"
+                    )
                     continue
                 overrides[by_name[key]] = override
             for tool in server.tools.values():
@@ -206,8 +235,12 @@ class Toolbox:
         for members in groups.values():
             self._register_logical(members, timeout_s, tool_timeouts)
 
-    def _register_logical(self, members: list[tuple[MCPServer, MCPTool, ToolOverride]], timeout_s: float,
-                          tool_timeouts: dict[str, float] | None) -> None:
+    def _register_logical(
+        self,
+        members: list[tuple[MCPServer, MCPTool, ToolOverride]],
+        timeout_s: float,
+        tool_timeouts: dict[str, float] | None,
+    ) -> None:
         server, tool, override = members[0]
         base = snake_name(tool.name)
         candidates = [base, f"{snake_name(server.name)}__{base}"[:64]]
@@ -221,8 +254,9 @@ class Toolbox:
         replicas = []
         for srv, t, ov in members:
             answer = (tool_timeouts or {}).get(name) or ov.timeout_s or srv.settings.timeout_s or timeout_s
-            hard = max(answer, ov.max_timeout_s or getattr(srv.settings, "max_timeout_s", None)
-                       or max(answer, HEAVY_TIMEOUT_S))
+            hard = max(
+                answer, ov.max_timeout_s or getattr(srv.settings, "max_timeout_s", None) or max(answer, HEAVY_TIMEOUT_S)
+            )
             replicas.append(Replica(srv, t.name, answer, hard))
         meta = self._tool_metadata(server, tool, override, replicas[0].timeout_s)
         # the registry's limit is the hard one: a call that keeps reporting progress may run that
@@ -230,8 +264,7 @@ class Toolbox:
         meta["timeout_s"] = max(r.max_timeout_s for r in replicas)
         where = server.name if len(members) == 1 else "+".join(dict.fromkeys(m[0].name for m in members))
         description = tool.description or f"MCP tool {tool.name} of server {server.name}"
-        spec = ToolSpec(name=name, description=description, parameters=tool.input_schema,
-                        source=f"mcp:{where}", **meta)
+        spec = ToolSpec(name=name, description=description, parameters=tool.input_schema, source=f"mcp:{where}", **meta)
         try:
             self.registry.register(spec, _mcp_runner(replicas, spec), strict=False)
         except ToolDefinitionError as exc:
@@ -251,8 +284,11 @@ class Toolbox:
             self.registry.unregister(name)
         self._mcp_names.clear()
         self.mcp_replicas.clear()
-        self.problems = {k: v for k, v in self.problems.items() if k not in self.mcp.servers
-                         and k.split(":", 1)[0] not in self.mcp.servers}
+        self.problems = {
+            k: v
+            for k, v in self.problems.items()
+            if k not in self.mcp.servers and k.split(":", 1)[0] not in self.mcp.servers
+        }
         timeout_s, tool_timeouts = self._mcp_timeouts
         self._register_servers(self.mcp.ready(), timeout_s, tool_timeouts)
         for srv in self.mcp.servers.values():
@@ -264,8 +300,9 @@ class Toolbox:
         """Every MCP server's pool, score and circuit breaker (``hermes mcp list``, metrics)."""
         return self.mcp.status() if self.mcp is not None else []
 
-    def _tool_metadata(self, server: MCPServer, tool: MCPTool, override: ToolOverride,
-                       timeout_s: float) -> dict[str, Any]:
+    def _tool_metadata(
+        self, server: MCPServer, tool: MCPTool, override: ToolOverride, timeout_s: float
+    ) -> dict[str, Any]:
         """ToolSpec metadata of one MCP tool: the user's override, else the server's
         annotations and ``_meta``, else the defaults (see the module docstring)."""
         side_effect = override.side_effect if override.side_effect is not None else not tool.read_only
@@ -287,8 +324,13 @@ class Toolbox:
         if bad:
             self.problems[f"{server.name}:{tool.name}:_meta"] = "ignored: " + "; ".join(bad)
             log.warning("MCP tool %s of %s: ignored metadata: %s", tool.name, server.name, "; ".join(bad))
-        return {"side_effect": side_effect, "idempotent": idempotent, "requested_by": requested_by or (),
-                "artifact_field": artifact, "timeout_s": override.timeout_s or timeout_s}
+        return {
+            "side_effect": side_effect,
+            "idempotent": idempotent,
+            "requested_by": requested_by or (),
+            "artifact_field": artifact,
+            "timeout_s": override.timeout_s or timeout_s,
+        }
 
     async def aclose(self) -> None:
         """Shut down every MCP session (no orphan processes) and the executor. Idempotent."""
@@ -317,9 +359,14 @@ def _mcp_runner(replicas: list[Replica], spec: ToolSpec):
         rep = replicas[0]
 
         async def run_one(args: dict[str, Any], request_id: str) -> Any:
-            return await rep.server.call_tool(rep.tool, args, timeout_s=rep.timeout_s,
-                                              max_timeout_s=rep.max_timeout_s, request_id=request_id,
-                                              retry_safe=spec.retry_safe)
+            return await rep.server.call_tool(
+                rep.tool,
+                args,
+                timeout_s=rep.timeout_s,
+                max_timeout_s=rep.max_timeout_s,
+                request_id=request_id,
+                retry_safe=spec.retry_safe,
+            )
 
         return run_one
 
@@ -329,10 +376,15 @@ def _mcp_runner(replicas: list[Replica], spec: ToolSpec):
     return run
 
 
-def _prepare(data_dir: Path, mcp_config: Path | None, executor: str | Executor | None = None,
-             remote_url: str | None = None, database: str | None = None,
-             remote_kw: dict[str, Any] | None = None, container_kw: dict[str, Any] | None = None,
-             ) -> tuple[Path, dict[str, dict[str, Any]], Executor, IdempotencyLedger, SchemaStore, str]:
+def _prepare(
+    data_dir: Path,
+    mcp_config: Path | None,
+    executor: str | Executor | None = None,
+    remote_url: str | None = None,
+    database: str | None = None,
+    remote_kw: dict[str, Any] | None = None,
+    container_kw: dict[str, Any] | None = None,
+) -> tuple[Path, dict[str, dict[str, Any]], Executor, IdempotencyLedger, SchemaStore, str]:
     """Blocking part of :meth:`Toolbox.open` (run in a thread). Never creates the database."""
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -345,8 +397,11 @@ def _prepare(data_dir: Path, mcp_config: Path | None, executor: str | Executor |
     servers = {TEAM_CHAT_SERVER: team_chat_entry(data_dir)}
     if mcp_config is not None:
         servers.update(load_config(mcp_config))
-    servers = {name: entry for name, entry in servers.items()
-               if not (isinstance(entry, dict) and entry.get("enabled") is False)}
+    servers = {
+        name: entry
+        for name, entry in servers.items()
+        if not (isinstance(entry, dict) and entry.get("enabled") is False)
+    }
     chosen: Executor
     if executor is None or isinstance(executor, str):
         kind = executor or "subprocess"

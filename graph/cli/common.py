@@ -131,18 +131,24 @@ def damaged_database_message(data_dir: Path | None, exc: BaseException) -> str:
     costs (the checkpoints are rebuilt from the mirror; the ledger forgets which requests ran)."""
     bad = damaged_files(data_dir) if data_dir is not None and data_dir.is_dir() else []
     if not bad:
-        return (f"a database file could not be used ({exc}); no damaged file was found in "
-                f"{data_dir or 'the data dir'}: rerun with HERMES_DEBUG=1 for a traceback.")
+        return (
+            f"a database file could not be used ({exc}); no damaged file was found in "
+            f"{data_dir or 'the data dir'}: rerun with HERMES_DEBUG=1 for a traceback."
+        )
     stamp = time.strftime("%Y%m%d-%H%M%S")
     advice = []
     for path in bad:
         aside = f"{path}.broken-{stamp}"
         if path.name == "checkpoints.sqlite":
-            advice.append(f"the checkpoint database {path} is damaged: move it aside (mv {path} {aside}) and "
-                          "rerun with the same --thread; the session is rebuilt from its plain-text mirror")
+            advice.append(
+                f"the checkpoint database {path} is damaged: move it aside (mv {path} {aside}) and "
+                "rerun with the same --thread; the session is rebuilt from its plain-text mirror"
+            )
         elif path.name == "idempotency.db":
-            advice.append(f"the idempotency ledger {path} is damaged: side-effect tools are refused until it is "
-                          f"moved aside (mv {path} {aside}); moving it forgets which requests already ran")
+            advice.append(
+                f"the idempotency ledger {path} is damaged: side-effect tools are refused until it is "
+                f"moved aside (mv {path} {aside}); moving it forgets which requests already ran"
+            )
         else:
             advice.append(f"{path} is damaged: move it aside (mv {path} {aside}); what it held is lost")
     return f"cannot use a data file ({exc}): " + "; ".join(advice) + "."

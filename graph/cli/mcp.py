@@ -31,8 +31,9 @@ from graph.cli.common import DATA_DIR_OPT, MCP_OPT, app, context_or_exit, guarde
 from graph.cli.render import console
 from graph.resources import open_toolbox
 
-mcp_app = typer.Typer(help="MCP servers: pools, scores, circuit breakers, tools; call one, test all.",
-                      no_args_is_help=True)
+mcp_app = typer.Typer(
+    help="MCP servers: pools, scores, circuit breakers, tools; call one, test all.", no_args_is_help=True
+)
 app.add_typer(mcp_app, name="mcp")
 JSON_OPT = typer.Option(False, "--json", help="Print JSON instead of a table.")
 
@@ -69,8 +70,18 @@ def mcp_list(data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT, json_out: 
         if json_out:
             print(json.dumps(status, indent=2, default=str))
             return 0
-        table = Table("server", "state", "transport", "pool live/min/max", "score", "latency ema s", "success",
-                      "calls", "breaker", "tools")
+        table = Table(
+            "server",
+            "state",
+            "transport",
+            "pool live/min/max",
+            "score",
+            "latency ema s",
+            "success",
+            "calls",
+            "breaker",
+            "tools",
+        )
         for s in status:
             pool = s.get("pool") or {}
             br = s.get("breaker") or {}
@@ -79,10 +90,18 @@ def mcp_list(data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT, json_out: 
                 breaker += f" ({br['trips']} trips)"
             if br.get("next_probe_in_s") is not None:
                 breaker += f", probe in {br['next_probe_in_s']:.1f} s"
-            table.add_row(s["name"], s.get("state", ""), s.get("transport", ""),
-                          f"{pool.get('live', '')}/{pool.get('min', '')}/{pool.get('max', '')}" if pool else "",
-                          _fmt(s.get("score")), _fmt(s.get("latency_ema_s"), 4), _fmt(s.get("success")),
-                          _fmt(s.get("calls")), breaker, _fmt(s.get("tools")))
+            table.add_row(
+                s["name"],
+                s.get("state", ""),
+                s.get("transport", ""),
+                f"{pool.get('live', '')}/{pool.get('min', '')}/{pool.get('max', '')}" if pool else "",
+                _fmt(s.get("score")),
+                _fmt(s.get("latency_ema_s"), 4),
+                _fmt(s.get("success")),
+                _fmt(s.get("calls")),
+                breaker,
+                _fmt(s.get("tools")),
+            )
         console.print(table)
         for where, problem in tb.problems.items():
             console.print(f"[yellow]left out[/yellow] {where}: {problem}")
@@ -99,17 +118,29 @@ def mcp_tools(server: str, data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_O
         if server not in tb.mcp.servers:
             console.print(f"[red]error:[/red] no MCP server {server!r}; configured: {', '.join(tb.mcp.servers)}")
             return 1
-        table = Table("registered name", "server's name", "side effect", "idempotent", "answer / hard s",
-                      "replicas", "description")
+        table = Table(
+            "registered name",
+            "server's name",
+            "side effect",
+            "idempotent",
+            "answer / hard s",
+            "replicas",
+            "description",
+        )
         for name, replicas in sorted(tb.mcp_replicas.items()):
             mine = [r for r in replicas if r.server.name == server]
             if not mine:
                 continue
             spec = tb.registry.get(name)
-            table.add_row(name, mine[0].tool, "yes" if spec.side_effect else "", "yes" if spec.idempotent else "",
-                          f"{mine[0].timeout_s:g} / {mine[0].max_timeout_s:g}",
-                          ", ".join(r.server.name for r in replicas) if len(replicas) > 1 else "",
-                          spec.description[:70] + ("…" if len(spec.description) > 70 else ""))
+            table.add_row(
+                name,
+                mine[0].tool,
+                "yes" if spec.side_effect else "",
+                "yes" if spec.idempotent else "",
+                f"{mine[0].timeout_s:g} / {mine[0].max_timeout_s:g}",
+                ", ".join(r.server.name for r in replicas) if len(replicas) > 1 else "",
+                spec.description[:70] + ("…" if len(spec.description) > 70 else ""),
+            )
         console.print(table)
         for name, reason in tb.mcp.servers[server].skipped.items():
             console.print(f"[yellow]skipped[/yellow] {name}: {reason}")
@@ -119,15 +150,20 @@ def mcp_tools(server: str, data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_O
 
 
 @mcp_app.command("call")
-def mcp_call(server: str, tool: str, args_json: str = typer.Argument("{}", help="Arguments, a JSON object."),
-             data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT,
-             timeout: float = typer.Option(None, help="Answer timeout, seconds (default: the server's).")) -> None:
+def mcp_call(
+    server: str,
+    tool: str,
+    args_json: str = typer.Argument("{}", help="Arguments, a JSON object."),
+    data_dir: str = DATA_DIR_OPT,
+    mcp_config: str = MCP_OPT,
+    timeout: float = typer.Option(None, help="Answer timeout, seconds (default: the server's)."),
+) -> None:
     """One tools/call of TOOL on SERVER (its name there), straight to the server; prints the result."""
     try:
         args = json.loads(args_json)
         assert isinstance(args, dict)
     except (json.JSONDecodeError, AssertionError):
-        console.print("[red]error:[/red] ARGS_JSON must be a JSON object, e.g. '{\"channel\": \"x\"}'")
+        console.print('[red]error:[/red] ARGS_JSON must be a JSON object, e.g. \'{"channel": "x"}\'')
         raise typer.Exit(1) from None
 
     async def call(tb: Any) -> int:
@@ -141,8 +177,9 @@ def mcp_call(server: str, tool: str, args_json: str = typer.Argument("{}", help=
             console.print(f"[dim]progress {value:g}{f'/{total:g}' if total else ''} {message or ''}[/dim]")
 
         t0 = time.perf_counter()
-        result = await srv.call_tool(tool, args, timeout_s=answer, max_timeout_s=max(answer, 30.0),
-                                     on_progress=progress)
+        result = await srv.call_tool(
+            tool, args, timeout_s=answer, max_timeout_s=max(answer, 30.0), on_progress=progress
+        )
         print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
         console.print(f"[dim]{(time.perf_counter() - t0) * 1000:.1f} ms[/dim]")
         return 0
@@ -165,23 +202,41 @@ def mcp_test(data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT, json_out: 
                     t0 = time.perf_counter()
                     ok = await session.ping(5.0)
                     ping_ms = (time.perf_counter() - t0) * 1000
-            rows.append({"server": name, "ok": ok, "transport": srv.transport, "protocol": srv.protocol_version,
-                         "server_info": srv.server_info, "capabilities": sorted(srv.capabilities),
-                         "tools": len(srv.tools), "handshake_ms": None if srv.handshake_s is None
-                         else round(srv.handshake_s * 1000, 1), "ping_ms": None if ping_ms is None
-                         else round(ping_ms, 1), "error": None if ok else srv.error})
+            rows.append(
+                {
+                    "server": name,
+                    "ok": ok,
+                    "transport": srv.transport,
+                    "protocol": srv.protocol_version,
+                    "server_info": srv.server_info,
+                    "capabilities": sorted(srv.capabilities),
+                    "tools": len(srv.tools),
+                    "handshake_ms": None if srv.handshake_s is None else round(srv.handshake_s * 1000, 1),
+                    "ping_ms": None if ping_ms is None else round(ping_ms, 1),
+                    "error": None if ok else srv.error,
+                }
+            )
         for name, reason in tb.mcp.failed.items():
             if name not in tb.mcp.servers:
                 rows.append({"server": name, "ok": False, "error": reason})
         if json_out:
             print(json.dumps(rows, indent=2, default=str))
         else:
-            table = Table("server", "ok", "transport", "protocol", "capabilities", "tools", "handshake ms",
-                          "ping ms", "error")
+            table = Table(
+                "server", "ok", "transport", "protocol", "capabilities", "tools", "handshake ms", "ping ms", "error"
+            )
             for r in rows:
-                table.add_row(r["server"], "yes" if r["ok"] else "[red]no[/red]", r.get("transport") or "",
-                              r.get("protocol") or "", ", ".join(r.get("capabilities") or []), _fmt(r.get("tools")),
-                              _fmt(r.get("handshake_ms"), 1), _fmt(r.get("ping_ms"), 1), (r.get("error") or "")[:60])
+                table.add_row(
+                    r["server"],
+                    "yes" if r["ok"] else "[red]no[/red]",
+                    r.get("transport") or "",
+                    r.get("protocol") or "",
+                    ", ".join(r.get("capabilities") or []),
+                    _fmt(r.get("tools")),
+                    _fmt(r.get("handshake_ms"), 1),
+                    _fmt(r.get("ping_ms"), 1),
+                    (r.get("error") or "")[:60],
+                )
             console.print(table)
         return 0 if all(r["ok"] for r in rows) else 1
 
@@ -189,8 +244,12 @@ def mcp_test(data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT, json_out: 
 
 
 @mcp_app.command("auth")
-def mcp_auth(server: str, data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT,
-             timeout: float = typer.Option(300.0, help="Seconds to wait for the authorisation, in all.")) -> None:
+def mcp_auth(
+    server: str,
+    data_dir: str = DATA_DIR_OPT,
+    mcp_config: str = MCP_OPT,
+    timeout: float = typer.Option(300.0, help="Seconds to wait for the authorisation, in all."),
+) -> None:
     """Authorise Hermes with SERVER (OAuth 2.1, browser flow); tokens stored for later runs."""
     from tools.mcp.auth import token_path
     from tools.mcp.client import MCPServer
@@ -210,8 +269,9 @@ def mcp_auth(server: str, data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OP
         raise typer.Exit(1)
 
     async def go() -> int:
-        srv = MCPServer(server, {**entry, "pool": {"min": 1, "max": 1}}, startup_timeout_s=timeout,
-                        data_dir=Path(context.data_dir))
+        srv = MCPServer(
+            server, {**entry, "pool": {"min": 1, "max": 1}}, startup_timeout_s=timeout, data_dir=Path(context.data_dir)
+        )
         try:
             await srv.start()
         except Exception as exc:  # noqa: BLE001 - reported, exit 1
@@ -219,8 +279,10 @@ def mcp_auth(server: str, data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OP
             return 1
         finally:
             await srv.aclose()
-        console.print(f"[green]authorised[/green] {server}: {len(srv.tools)} tools; tokens in "
-                      f"{token_path(Path(context.data_dir), server)}")
+        console.print(
+            f"[green]authorised[/green] {server}: {len(srv.tools)} tools; tokens in "
+            f"{token_path(Path(context.data_dir), server)}"
+        )
         return 0
 
     raise typer.Exit(run_sync(go()))

@@ -73,13 +73,24 @@ def memory_list(
 
     async def go() -> None:
         mem = get_memory(context)
-        events = [] if layer == "semantic" else await mem.episodic.list(
-            context.user_id, kinds=kind or None, limit=limit, include_expired=include_old)
+        events = (
+            []
+            if layer == "semantic"
+            else await mem.episodic.list(context.user_id, kinds=kind or None, limit=limit, include_expired=include_old)
+        )
         statuses = ("confirmed", "pending", "superseded", "archived") if include_old else ("confirmed", "pending")
         facts = [] if layer == "episodic" else await mem.semantic.facts(context.user_id, statuses=statuses, limit=limit)
         if json_out:
-            print(json.dumps({"user_id": context.user_id, "episodic": [_event_json(e) for e in events],
-                              "semantic": [_fact_json(f) for f in facts]}, ensure_ascii=False))
+            print(
+                json.dumps(
+                    {
+                        "user_id": context.user_id,
+                        "episodic": [_event_json(e) for e in events],
+                        "semantic": [_fact_json(f) for f in facts],
+                    },
+                    ensure_ascii=False,
+                )
+            )
             return
         if not events and not facts:
             console.print(f"nothing remembered for user {context.user_id!r} in {context.data_dir}")
@@ -87,11 +98,21 @@ def memory_list(
         table = Table("ref", "kind / status", "date", "conf.", "memory")
         table.columns[0].no_wrap = True
         for f in facts:
-            table.add_row(f"semantic:{f.id[:8]}", f.status, f.valid_from.date().isoformat(),
-                          f"{f.confidence:.2f}", escape(f.statement))
+            table.add_row(
+                f"semantic:{f.id[:8]}",
+                f.status,
+                f.valid_from.date().isoformat(),
+                f"{f.confidence:.2f}",
+                escape(f.statement),
+            )
         for e in events:
-            table.add_row(f"episodic:{e.id[:8]}", e.kind, e.created_at.date().isoformat(),
-                          f"{e.confidence:.2f}", escape(e.text[:200]))
+            table.add_row(
+                f"episodic:{e.id[:8]}",
+                e.kind,
+                e.created_at.date().isoformat(),
+                f"{e.confidence:.2f}",
+                escape(e.text[:200]),
+            )
         console.print(table)
 
     _run(go, context, json_out)
@@ -120,9 +141,18 @@ def memory_search(
         hits = await mem.episodic.search(context.user_id, query, k, kinds=kind or None, mode=search_mode)
         facts = await mem.semantic.search(context.user_id, query, k)
         if json_out:
-            print(json.dumps({"episodic": [{**_event_json(h.event), "score": h.score, "relevance": h.relevance,
-                                            "decay": h.decay} for h in hits],
-                              "semantic": [_fact_json(f) for f in facts]}, ensure_ascii=False))
+            print(
+                json.dumps(
+                    {
+                        "episodic": [
+                            {**_event_json(h.event), "score": h.score, "relevance": h.relevance, "decay": h.decay}
+                            for h in hits
+                        ],
+                        "semantic": [_fact_json(f) for f in facts],
+                    },
+                    ensure_ascii=False,
+                )
+            )
             return
         if not hits and not facts:
             console.print("no memory matches" + ("" if has_searchable(query) else " (nothing searchable in the query)"))
@@ -130,7 +160,9 @@ def memory_search(
         for f in facts:
             console.print(f"semantic:{f.id[:8]}  {format_fact(f)}", highlight=False, markup=False)
         for h in hits:
-            console.print(f"episodic:{h.event.id[:8]}  score {h.score:.3f}  {format_episode(h)}", highlight=False, markup=False)
+            console.print(
+                f"episodic:{h.event.id[:8]}  score {h.score:.3f}  {format_episode(h)}", highlight=False, markup=False
+            )
 
     _run(go, context, json_out)
 
@@ -143,18 +175,29 @@ async def _resolve(mem, user_id: str, ref: str) -> tuple[str, Any]:
         event = await mem.episodic.get(user_id, ident)
         if event is not None:
             return "episodic", event
-        found += [("episodic", e) for e in await mem.episodic.list(user_id, limit=100_000, include_expired=True)
-                  if e.id.startswith(ident)]
+        found += [
+            ("episodic", e)
+            for e in await mem.episodic.list(user_id, limit=100_000, include_expired=True)
+            if e.id.startswith(ident)
+        ]
     if layer in ("", "semantic"):
         fact = await mem.semantic.get(user_id, ident)
         if fact is not None:
             return "semantic", fact
-        found += [("semantic", f) for f in await mem.semantic.facts(
-            user_id, statuses=("confirmed", "pending", "superseded", "archived"), limit=100_000) if f.id.startswith(ident)]
+        found += [
+            ("semantic", f)
+            for f in await mem.semantic.facts(
+                user_id, statuses=("confirmed", "pending", "superseded", "archived"), limit=100_000
+            )
+            if f.id.startswith(ident)
+        ]
     if len(found) == 1:
         return found[0]
-    raise LookupError(f"no memory {ref!r} of user {user_id!r}" if not found else
-                      f"{ref!r} is ambiguous ({len(found)} memories): give more of the id")
+    raise LookupError(
+        f"no memory {ref!r} of user {user_id!r}"
+        if not found
+        else f"{ref!r} is ambiguous ({len(found)} memories): give more of the id"
+    )
 
 
 @memory_app.command("show")
@@ -176,12 +219,15 @@ def memory_show(
             raise typer.Exit(1) from None
         data = _event_json(record) if layer == "episodic" else _fact_json(record)
         if layer == "semantic":
-            data["evidence_episodes"] = [_event_json(e) for i in record.sources
-                                         if (e := await mem.episodic.get(context.user_id, i)) is not None]
+            data["evidence_episodes"] = [
+                _event_json(e) for i in record.sources if (e := await mem.episodic.get(context.user_id, i)) is not None
+            ]
         if json_out:
             print(json.dumps(data, ensure_ascii=False))
             return
-        console.print(format_episode(record) if layer == "episodic" else format_fact(record), highlight=False, markup=False)
+        console.print(
+            format_episode(record) if layer == "episodic" else format_fact(record), highlight=False, markup=False
+        )
         for key, value in data.items():
             if key != "evidence_episodes":
                 console.print(f"  {key}: {value}", highlight=False, markup=False)
@@ -253,7 +299,9 @@ def memory_consolidate(
                 print(json.dumps({"now": out["now"], "extractor": out["extractor"], "counts": out["counts"]}))
             else:
                 counts = ", ".join(f"{k} {v}" for k, v in sorted(out["counts"].items()))
-                console.print(f"consolidated at {out['now']} ({out['extractor']}): {counts}", highlight=False, markup=False)
+                console.print(
+                    f"consolidated at {out['now']} ({out['extractor']}): {counts}", highlight=False, markup=False
+                )
             if not interval or (times and done >= times):
                 return
             await asyncio.sleep(interval)

@@ -93,8 +93,12 @@ class ConsoleObserver:
         amount = f"{event.get('progress', 0):g}" + (f"/{total:g}" if isinstance(total, int | float) else "")
         message = f" {event['message']}" if event.get("message") else ""
         # the server's message is its text, not rich markup
-        console.print(f"  ⋯ {event.get('server')}/{event.get('tool')} {amount}{message}",
-                      style="dim", highlight=False, markup=False)
+        console.print(
+            f"  ⋯ {event.get('server')}/{event.get('tool')} {amount}{message}",
+            style="dim",
+            highlight=False,
+            markup=False,
+        )
 
     def on_recovery(self, report: RecoveryReport) -> None:
         print_recovery(report, self.quiet)

@@ -270,10 +270,15 @@ def session_list(
             return
         table = Table("thread", "checkpoints", "updated (UTC)", "goal", "stop reason")
         for t in threads:
-            table.add_row(t.thread_id, str(t.checkpoints), (t.updated_at or "—")[:19],
-                          preview_markup(t.goal[:60] or "—"),
-                          f"[red]unreadable: {preview_markup(t.error[:60])}[/red]" if t.error
-                          else preview_markup(t.stop_reason[:50] or "—"))
+            table.add_row(
+                t.thread_id,
+                str(t.checkpoints),
+                (t.updated_at or "—")[:19],
+                preview_markup(t.goal[:60] or "—"),
+                f"[red]unreadable: {preview_markup(t.error[:60])}[/red]"
+                if t.error
+                else preview_markup(t.stop_reason[:50] or "—"),
+            )
         console.print(table)
 
     run_command(go)

@@ -162,8 +162,16 @@ def fuse(
         # A min-max floor of 0 would make the weakest candidate worthless: keep it tiny but > 0.
         relevance = max(relevance, 1e-3)
         weight = time_decay(event.created_at, now, half_life_days)
-        hits.append(ScoredEvent(event=event, relevance=relevance, decay=weight, score=relevance * weight,
-                                keyword=kw.get(i), vector=vec.get(i)))
+        hits.append(
+            ScoredEvent(
+                event=event,
+                relevance=relevance,
+                decay=weight,
+                score=relevance * weight,
+                keyword=kw.get(i),
+                vector=vec.get(i),
+            )
+        )
     hits.sort(key=lambda h: (h.score, h.event.created_at), reverse=True)
     return hits[:k]
 

@@ -93,12 +93,22 @@ def dedupe_key(user_id: str, text: str) -> str:
 def _schema(dim: int):
     import pyarrow as pa  # noqa: PLC0415
 
-    return pa.schema([
-        ("id", pa.string()), ("user_id", pa.string()), ("kind", pa.string()), ("text", pa.string()),
-        ("kw", pa.string()), ("dedupe", pa.string()), ("created_us", pa.int64()), ("expired_us", pa.int64()),
-        ("confidence", pa.float64()), ("evidence", pa.string()), ("metadata", pa.string()),
-        ("vector", pa.list_(pa.float32(), dim)),
-    ])
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("user_id", pa.string()),
+            ("kind", pa.string()),
+            ("text", pa.string()),
+            ("kw", pa.string()),
+            ("dedupe", pa.string()),
+            ("created_us", pa.int64()),
+            ("expired_us", pa.int64()),
+            ("confidence", pa.float64()),
+            ("evidence", pa.string()),
+            ("metadata", pa.string()),
+            ("vector", pa.list_(pa.float32(), dim)),
+        ]
+    )
 
 
 _COLUMNS = ["id", "user_id", "kind", "text", "created_us", "expired_us", "confidence", "evidence", "metadata"]
@@ -106,8 +116,13 @@ _COLUMNS = ["id", "user_id", "kind", "text", "created_us", "expired_us", "confid
 
 def _row_to_event(row: dict[str, Any]) -> EpisodicEvent:
     return EpisodicEvent(
-        id=row["id"], user_id=row["user_id"], kind=row["kind"], text=row["text"],
-        created_at=from_us(row["created_us"]), confidence=row["confidence"], evidence=row["evidence"],
+        id=row["id"],
+        user_id=row["user_id"],
+        kind=row["kind"],
+        text=row["text"],
+        created_at=from_us(row["created_us"]),
+        confidence=row["confidence"],
+        evidence=row["evidence"],
         metadata=json.loads(row["metadata"] or "{}"),
     )
 
@@ -196,9 +211,17 @@ class LanceEpisodicStore:
         indices = {i.name for i in await table.list_indices()}
         if "kw_idx" not in indices:
             try:
-                await table.create_index("kw", config=FTS(base_tokenizer="whitespace", lower_case=True, stem=True,
-                                                          remove_stop_words=False, ascii_folding=True,
-                                                          max_token_length=None))
+                await table.create_index(
+                    "kw",
+                    config=FTS(
+                        base_tokenizer="whitespace",
+                        lower_case=True,
+                        stem=True,
+                        remove_stop_words=False,
+                        ascii_folding=True,
+                        max_token_length=None,
+                    ),
+                )
             except Exception as exc:  # noqa: BLE001 - another process created it first
                 if "kw_idx" not in {i.name for i in await table.list_indices()}:
                     raise
@@ -246,9 +269,17 @@ class LanceEpisodicStore:
             vectors = await self.embedder.embed_passages([e.text for e in fresh.values()])
             rows = [
                 {
-                    "id": e.id, "user_id": e.user_id, "kind": e.kind, "text": e.text, "kw": keyword_text(e.text),
-                    "dedupe": key, "created_us": to_us(e.created_at), "expired_us": 0, "confidence": e.confidence,
-                    "evidence": e.evidence, "metadata": json.dumps(e.metadata, ensure_ascii=False, default=str),
+                    "id": e.id,
+                    "user_id": e.user_id,
+                    "kind": e.kind,
+                    "text": e.text,
+                    "kw": keyword_text(e.text),
+                    "dedupe": key,
+                    "created_us": to_us(e.created_at),
+                    "expired_us": 0,
+                    "confidence": e.confidence,
+                    "evidence": e.evidence,
+                    "metadata": json.dumps(e.metadata, ensure_ascii=False, default=str),
                     "vector": vector,
                 }
                 for (key, e), vector in zip(fresh.items(), vectors)
@@ -270,8 +301,9 @@ class LanceEpisodicStore:
         except Exception:  # noqa: BLE001 - an optimisation; a concurrent optimize may conflict
             log.warning("episodic store: optimize failed (will retry later)", exc_info=True)
 
-    async def optimize(self, *, cleanup_older_than: timedelta | None = None,
-                       build_vector_index: bool = True) -> dict[str, Any]:
+    async def optimize(
+        self, *, cleanup_older_than: timedelta | None = None, build_vector_index: bool = True
+    ) -> dict[str, Any]:
         """Compact fragments, fold new rows into the indexes, and (``build_vector_index``)
         build the vector index once the table has ``vector_index_min_rows`` rows.
         ``cleanup_older_than``: also delete old table versions (data of forgotten rows leaves
@@ -296,8 +328,9 @@ class LanceEpisodicStore:
         n = await table.count_rows(where)
         if n:
             # the dedupe key is freed: the same text may be remembered again later
-            await table.update(where=where, updates_sql={"expired_us": str(to_us(now)),
-                                                         "dedupe": "concat('expired:', id)"})
+            await table.update(
+                where=where, updates_sql={"expired_us": str(to_us(now)), "dedupe": "concat('expired:', id)"}
+            )
             self._commits += 1
         return n
 
@@ -350,15 +383,24 @@ class LanceEpisodicStore:
 
             # MatchQuery is a pydantic model whose defaults mypy does not see (lancedb typing gap)
             match = MatchQuery(" ".join(terms), "kw")  # type: ignore[call-arg]
-            rows = await (table.query().nearest_to_text(match)
-                          .where(where).select([*_COLUMNS, "_score"]).limit(limit).to_list())
+            rows = await (
+                table.query().nearest_to_text(match).where(where).select([*_COLUMNS, "_score"]).limit(limit).to_list()
+            )
             return self._rows(rows, lambda r: float(r["_score"]))
 
         async def vector_half() -> dict[str, tuple[EpisodicEvent, float]]:
             [vector] = await self.embedder.embed_queries([query])
-            q = (table.query().nearest_to(vector).distance_type("cosine").nprobes(self.nprobes)
-                 .ef(max(self.ef, limit * self.refine_factor)).refine_factor(self.refine_factor)
-                 .where(where).select([*_COLUMNS, "_distance"]).limit(limit))
+            q = (
+                table.query()
+                .nearest_to(vector)
+                .distance_type("cosine")
+                .nprobes(self.nprobes)
+                .ef(max(self.ef, limit * self.refine_factor))
+                .refine_factor(self.refine_factor)
+                .where(where)
+                .select([*_COLUMNS, "_distance"])
+                .limit(limit)
+            )
             return self._rows(await q.to_list(), lambda r: 1.0 - float(r["_distance"]))
 
         keyword: dict = {}
@@ -369,8 +411,15 @@ class LanceEpisodicStore:
             vector = await vector_half()
         else:
             keyword, vector = await asyncio.gather(keyword_half(), vector_half())
-        return fuse(keyword, vector, alpha=self.alpha, now=now, half_life_days=self.half_life_days, k=k,
-                    min_similarity=similarity_floor(self.embedder, query) if mode == "hybrid" else None)
+        return fuse(
+            keyword,
+            vector,
+            alpha=self.alpha,
+            now=now,
+            half_life_days=self.half_life_days,
+            k=k,
+            min_similarity=similarity_floor(self.embedder, query) if mode == "hybrid" else None,
+        )
 
     @staticmethod
     def _rows(rows, score) -> dict[str, tuple[EpisodicEvent, float]]:
@@ -384,8 +433,13 @@ class LanceEpisodicStore:
 
     async def get(self, user_id: str, event_id: str) -> EpisodicEvent | None:
         table = await self._table()
-        rows = await (table.query().where(f"user_id = {sql_str(user_id)} AND id = {sql_str(event_id)}")
-                      .select(_COLUMNS).limit(1).to_list())
+        rows = await (
+            table.query()
+            .where(f"user_id = {sql_str(user_id)} AND id = {sql_str(event_id)}")
+            .select(_COLUMNS)
+            .limit(1)
+            .to_list()
+        )
         return _row_to_event(rows[0]) if rows else None
 
     async def list(
@@ -410,8 +464,7 @@ class LanceEpisodicStore:
 
     async def recent(self, since: datetime, limit: int = 1000) -> builtins.list[EpisodicEvent]:
         table = await self._table()
-        rows = await (table.query().where(f"expired_us = 0 AND created_us >= {to_us(since)}").select(_COLUMNS)
-                      .to_list())
+        rows = await table.query().where(f"expired_us = 0 AND created_us >= {to_us(since)}").select(_COLUMNS).to_list()
         rows.sort(key=lambda r: r["created_us"], reverse=True)
         return [event for event, _ in self._rows(rows[:limit], lambda r: 0.0).values()]
 

@@ -100,16 +100,26 @@ def collection_properties() -> list[Property]:
     ``kw`` (pre-tokenized keyword text) is the one BM25 property, WHITESPACE-tokenized."""
 
     def exact(name: str) -> Property:
-        return Property(name=name, data_type=DataType.TEXT, tokenization=Tokenization.FIELD,
-                        index_searchable=False, index_filterable=True)
+        return Property(
+            name=name,
+            data_type=DataType.TEXT,
+            tokenization=Tokenization.FIELD,
+            index_searchable=False,
+            index_filterable=True,
+        )
 
     return [
         exact("event_id"),
         exact("user_id"),
         exact("kind"),
         Property(name="text", data_type=DataType.TEXT, index_searchable=False, index_filterable=False),
-        Property(name="kw", data_type=DataType.TEXT, tokenization=Tokenization.WHITESPACE,
-                 index_searchable=True, index_filterable=False),
+        Property(
+            name="kw",
+            data_type=DataType.TEXT,
+            tokenization=Tokenization.WHITESPACE,
+            index_searchable=True,
+            index_filterable=False,
+        ),
         exact("content_hash"),
         Property(name="created_at", data_type=DataType.DATE, index_range_filters=True),
         Property(name="confidence", data_type=DataType.NUMBER),
@@ -157,8 +167,12 @@ def properties_to_event(props: Mapping[str, Any]) -> EpisodicEvent:
     )
 
 
-def build_filters(user_id: str, kinds: Sequence[str] | None = None, not_before: datetime | None = None,
-                  not_after: datetime | None = None):
+def build_filters(
+    user_id: str,
+    kinds: Sequence[str] | None = None,
+    not_before: datetime | None = None,
+    not_after: datetime | None = None,
+):
     """``user_id == user_id`` AND (``kind`` in ``kinds``) AND ``created_at`` within the range."""
     f = Filter.by_property("user_id").equal(user_id)
     if kinds:
@@ -206,13 +220,18 @@ class WeaviateEpisodicStore:
         self._collection = None
 
     @classmethod
-    def from_url(cls, url: str = DEFAULT_URL, *, grpc_port: int = DEFAULT_GRPC_PORT, api_key: str | None = None,
-                 **kwargs) -> WeaviateEpisodicStore:
+    def from_url(
+        cls, url: str = DEFAULT_URL, *, grpc_port: int = DEFAULT_GRPC_PORT, api_key: str | None = None, **kwargs
+    ) -> WeaviateEpisodicStore:
         """A store whose client targets ``url`` (not connected until first use)."""
         p = parse_weaviate_url(url, grpc_port)
         client = weaviate.use_async_with_custom(
-            http_host=p.http_host, http_port=p.http_port, http_secure=p.http_secure,
-            grpc_host=p.grpc_host, grpc_port=p.grpc_port, grpc_secure=p.grpc_secure,
+            http_host=p.http_host,
+            http_port=p.http_port,
+            http_secure=p.http_secure,
+            grpc_host=p.grpc_host,
+            grpc_port=p.grpc_port,
+            grpc_secure=p.grpc_secure,
             auth_credentials=Auth.api_key(api_key) if api_key else None,
             skip_init_checks=False,
         )
@@ -250,8 +269,9 @@ class WeaviateEpisodicStore:
     async def _stored_ids(self, coll, uuids: Sequence[str]) -> dict[str, str]:
         if not uuids:
             return {}
-        result = await coll.query.fetch_objects(filters=Filter.by_id().contains_any(list(uuids)), limit=len(uuids),
-                                                return_properties=["event_id"])
+        result = await coll.query.fetch_objects(
+            filters=Filter.by_id().contains_any(list(uuids)), limit=len(uuids), return_properties=["event_id"]
+        )
         return {str(o.uuid): str(o.properties.get("event_id") or o.uuid) for o in result.objects}
 
     async def add_many(self, events: Sequence[EpisodicEvent]) -> list[str]:
@@ -269,10 +289,15 @@ class WeaviateEpisodicStore:
             if uid not in stored and uid not in fresh:
                 fresh[uid] = event
         if fresh:
-            vectors = (await self.embedder.embed_passages([e.text for e in fresh.values()])
-                       if self.embedder else [None] * len(fresh))
-            objects = [DataObject(properties=event_to_properties(e), uuid=uid, vector=v)
-                       for (uid, e), v in zip(fresh.items(), vectors)]
+            vectors = (
+                await self.embedder.embed_passages([e.text for e in fresh.values()])
+                if self.embedder
+                else [None] * len(fresh)
+            )
+            objects = [
+                DataObject(properties=event_to_properties(e), uuid=uid, vector=v)
+                for (uid, e), v in zip(fresh.items(), vectors)
+            ]
             try:
                 result = await coll.data.insert_many(objects)
                 errors = {i: str(err.message) for i, err in result.errors.items()}
@@ -316,33 +341,58 @@ class WeaviateEpisodicStore:
             mode = "keyword"
         vector = None if mode == "keyword" or embedder is None else (await embedder.embed_queries([query]))[0]
         if mode == "keyword":
-            result = await coll.query.bm25(query=" ".join(terms), query_properties=["kw"], filters=filters, limit=limit,
-                                           return_metadata=MetadataQuery(score=True))
+            result = await coll.query.bm25(
+                query=" ".join(terms),
+                query_properties=["kw"],
+                filters=filters,
+                limit=limit,
+                return_metadata=MetadataQuery(score=True),
+            )
         elif mode == "vector":
-            result = await coll.query.near_vector(near_vector=vector, filters=filters, limit=limit,
-                                                  return_metadata=MetadataQuery(distance=True))
+            result = await coll.query.near_vector(
+                near_vector=vector, filters=filters, limit=limit, return_metadata=MetadataQuery(distance=True)
+            )
         else:
             assert embedder is not None  # without one the mode is keyword
             result = await coll.query.hybrid(
-                query=" ".join(terms), alpha=self.alpha, vector=vector, query_properties=["kw"],
-                fusion_type=HybridFusion.RELATIVE_SCORE, max_vector_distance=1.0 - similarity_floor(embedder, query),
-                filters=filters, limit=limit, return_metadata=MetadataQuery(score=True))
+                query=" ".join(terms),
+                alpha=self.alpha,
+                vector=vector,
+                query_properties=["kw"],
+                fusion_type=HybridFusion.RELATIVE_SCORE,
+                max_vector_distance=1.0 - similarity_floor(embedder, query),
+                filters=filters,
+                limit=limit,
+                return_metadata=MetadataQuery(score=True),
+            )
         return rank_objects(result.objects, now, self.half_life_days, k)
 
     async def get(self, user_id: str, event_id: str) -> EpisodicEvent | None:
         coll = await self._coll()
         result = await coll.query.fetch_objects(
             filters=Filter.by_property("user_id").equal(user_id) & Filter.by_property("event_id").equal(event_id),
-            limit=1)
+            limit=1,
+        )
         return properties_to_event(result.objects[0].properties) if result.objects else None
 
-    async def list(self, user_id: str, *, kinds: Sequence[str] | None = None, since: datetime | None = None,
-                   until: datetime | None = None, limit: int = 50, include_expired: bool = False) -> list[EpisodicEvent]:
+    async def list(
+        self,
+        user_id: str,
+        *,
+        kinds: Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 50,
+        include_expired: bool = False,
+    ) -> list[EpisodicEvent]:
         if limit <= 0 or (kinds is not None and not kinds):
             return []
         coll = await self._coll()
-        result = await coll.query.fetch_objects(filters=build_filters(user_id, kinds, since, until), limit=limit,
-                                                sort=Sort.by_property("created_at", ascending=False))
+        result = await coll.query.fetch_objects(
+            filters=build_filters(user_id, kinds, since, until),
+            limit=limit,
+            sort=Sort.by_property("created_at", ascending=False),
+        )
         out = []
         for obj in result.objects:
             try:
@@ -353,8 +403,11 @@ class WeaviateEpisodicStore:
 
     async def recent(self, since: datetime, limit: int = 1000) -> builtins.list[EpisodicEvent]:
         coll = await self._coll()
-        result = await coll.query.fetch_objects(filters=Filter.by_property("created_at").greater_or_equal(since),
-                                                limit=limit, sort=Sort.by_property("created_at", ascending=False))
+        result = await coll.query.fetch_objects(
+            filters=Filter.by_property("created_at").greater_or_equal(since),
+            limit=limit,
+            sort=Sort.by_property("created_at", ascending=False),
+        )
         out = []
         for obj in result.objects:
             try:
@@ -366,7 +419,8 @@ class WeaviateEpisodicStore:
     async def forget(self, user_id: str, event_id: str) -> bool:
         coll = await self._coll()
         result = await coll.data.delete_many(
-            where=Filter.by_property("user_id").equal(user_id) & Filter.by_property("event_id").equal(event_id))
+            where=Filter.by_property("user_id").equal(user_id) & Filter.by_property("event_id").equal(event_id)
+        )
         return int(result.successful) > 0
 
     async def expire(self, older_than_days: int = DEFAULT_TTL_DAYS, now: datetime | None = None) -> int:
@@ -374,7 +428,8 @@ class WeaviateEpisodicStore:
         now = now or utcnow()
         coll = await self._coll()
         result = await coll.data.delete_many(
-            where=Filter.by_property("created_at").less_than(now - timedelta(days=older_than_days)))
+            where=Filter.by_property("created_at").less_than(now - timedelta(days=older_than_days))
+        )
         return int(result.successful)
 
     async def count(self, user_id: str | None = None, *, include_expired: bool = False) -> int:

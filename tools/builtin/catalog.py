@@ -35,9 +35,12 @@ DESCRIBE_DATABASE = ToolSpec(
     side_effect=False,
     result_schema={
         "type": "object",
-        "properties": {"database": {"type": "string"}, "table_count": {"type": "integer"},
-                       "tables": {"type": "array", "items": {"type": "object"}},
-                       "notes": {"type": "array", "items": {"type": "string"}}},
+        "properties": {
+            "database": {"type": "string"},
+            "table_count": {"type": "integer"},
+            "tables": {"type": "array", "items": {"type": "object"}},
+            "notes": {"type": "array", "items": {"type": "string"}},
+        },
         "required": ["database", "tables"],
     },
 )
@@ -58,8 +61,14 @@ QUERY_DATABASE = ToolSpec(
     ),
     parameters={
         "type": "object",
-        "properties": {"sql": {"type": "string", "minLength": 1, "maxLength": 4000,
-                               "description": "A single SQLite SELECT (or WITH ... SELECT) statement."}},
+        "properties": {
+            "sql": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 4000,
+                "description": "A single SQLite SELECT (or WITH ... SELECT) statement.",
+            }
+        },
         "required": ["sql"],
         "additionalProperties": False,
     },
@@ -67,11 +76,15 @@ QUERY_DATABASE = ToolSpec(
     side_effect=False,
     result_schema={
         "type": "object",
-        "properties": {"columns": {"type": "array", "items": {"type": "string"}},
-                       "rows": {"type": "array", "items": {"type": "array"}},
-                       "row_count": {"type": "integer"}, "truncated": {"type": "boolean"},
-                       "row_count_exact": {"type": "boolean"}, "note": {"type": "string"},
-                       "data_range": {"type": "array", "items": {"type": "object"}}},
+        "properties": {
+            "columns": {"type": "array", "items": {"type": "string"}},
+            "rows": {"type": "array", "items": {"type": "array"}},
+            "row_count": {"type": "integer"},
+            "truncated": {"type": "boolean"},
+            "row_count_exact": {"type": "boolean"},
+            "note": {"type": "string"},
+            "data_range": {"type": "array", "items": {"type": "object"}},
+        },
         "required": ["columns", "rows", "row_count"],
     },
 )
@@ -96,27 +109,49 @@ GENERATE_REPORT = ToolSpec(
     parameters={
         "type": "object",
         "properties": {
-            "title": {"type": "string", "minLength": 1, "maxLength": 200,
-                      "description": "Report title naming the subject and period, e.g. 'Sales report <YYYY-MM>'; also names the file."},
+            "title": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 200,
+                "description": "Report title naming the subject and period, e.g. 'Sales report <YYYY-MM>'; also names the file.",
+            },
             "queries": {
-                "type": "array", "minItems": 1, "maxItems": 8,
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 8,
                 "description": "The report's figures: one read-only SELECT per item.",
                 "items": {
                     "type": "object",
                     "properties": {
-                        "label": {"type": "string", "minLength": 1, "maxLength": 120,
-                                  "description": "Section heading, e.g. 'Revenue by region'."},
-                        "sql": {"type": "string", "minLength": 1, "maxLength": 4000,
-                                "description": "A single SQLite SELECT statement."},
+                        "label": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 120,
+                            "description": "Section heading, e.g. 'Revenue by region'.",
+                        },
+                        "sql": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 4000,
+                            "description": "A single SQLite SELECT statement.",
+                        },
                     },
                     "required": ["label", "sql"],
                     "additionalProperties": False,
                 },
             },
-            "period": {"type": "string", "maxLength": 100, "default": "",
-                       "description": "The period the report covers, as YYYY-MM or YYYY-MM-DD..YYYY-MM-DD."},
-            "notes": {"type": "string", "maxLength": 2000, "default": "",
-                      "description": "Text placed under the title (context, caveats)."},
+            "period": {
+                "type": "string",
+                "maxLength": 100,
+                "default": "",
+                "description": "The period the report covers, as YYYY-MM or YYYY-MM-DD..YYYY-MM-DD.",
+            },
+            "notes": {
+                "type": "string",
+                "maxLength": 2000,
+                "default": "",
+                "description": "Text placed under the title (context, caveats).",
+            },
         },
         "required": ["title", "queries"],
         "additionalProperties": False,
@@ -131,9 +166,13 @@ GENERATE_REPORT = ToolSpec(
     artifact_field="path",
     result_schema={
         "type": "object",
-        "properties": {"path": {"type": "string"}, "version": {"type": "integer"},
-                       "title": {"type": "string"}, "period": {"type": "string"},
-                       "queries": {"type": "array", "items": {"type": "object"}}},
+        "properties": {
+            "path": {"type": "string"},
+            "version": {"type": "integer"},
+            "title": {"type": "string"},
+            "period": {"type": "string"},
+            "queries": {"type": "array", "items": {"type": "object"}},
+        },
         "required": ["path", "version", "queries"],
     },
 )
@@ -156,8 +195,12 @@ SCHEDULE_REMINDER = ToolSpec(
     parameters={
         "type": "object",
         "properties": {
-            "text": {"type": "string", "minLength": 1, "maxLength": 500,
-                     "description": "What to remind the user about."},
+            "text": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 500,
+                "description": "What to remind the user about.",
+            },
             "day_of_month": {"type": "integer", "minimum": 1, "maximum": 31, "default": 1},
             "time": {"type": "string", "pattern": r"^([01]\d|2[0-3]):[0-5]\d$", "default": "09:00"},
             "recurrence": {"type": "string", "enum": ["monthly"], "default": "monthly"},
@@ -166,12 +209,22 @@ SCHEDULE_REMINDER = ToolSpec(
                 "description": "What firing does. Omit it to run the text as a task for the agent.",
                 "properties": {
                     "kind": {"type": "string", "enum": ["task", "tool"]},
-                    "task": {"type": "string", "minLength": 1, "maxLength": 2000,
-                             "description": "kind=task: the request the agent runs when it fires."},
-                    "thread_id": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$",
-                                  "description": "kind=task: the session to run it in (default reminder-<id>)."},
-                    "tool": {"type": "string", "pattern": r"^[a-z][a-z0-9_]{2,63}$",
-                             "description": "kind=tool: the tool to call."},
+                    "task": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 2000,
+                        "description": "kind=task: the request the agent runs when it fires.",
+                    },
+                    "thread_id": {
+                        "type": "string",
+                        "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$",
+                        "description": "kind=task: the session to run it in (default reminder-<id>).",
+                    },
+                    "tool": {
+                        "type": "string",
+                        "pattern": r"^[a-z][a-z0-9_]{2,63}$",
+                        "description": "kind=tool: the tool to call.",
+                    },
                     "args": {"type": "object", "description": "kind=tool: the tool's arguments."},
                 },
                 "required": ["kind"],
@@ -212,8 +265,12 @@ READ_RESULT = ToolSpec(
     parameters={
         "type": "object",
         "properties": {
-            "handle": {"type": "string", "pattern": "^payloads/", "maxLength": 300,
-                       "description": "The handle from a truncated result."},
+            "handle": {
+                "type": "string",
+                "pattern": "^payloads/",
+                "maxLength": 300,
+                "description": "The handle from a truncated result.",
+            },
             "offset": {"type": "integer", "minimum": 0, "default": 0},
             "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 20},
         },
@@ -246,9 +303,15 @@ def executor_runner(executor: Executor, entrypoint: str, timeout_s: float):
 SQL_TOOLS = ("query_database", "generate_report")
 
 
-def register_builtin_tools(registry: ToolRegistry, executor: Executor, *, ordinary_s: float = ORDINARY_TIMEOUT_S,
-                           heavy_s: float = HEAVY_TIMEOUT_S, overrides: dict[str, float] | None = None,
-                           database_schema: str = "") -> list[str]:
+def register_builtin_tools(
+    registry: ToolRegistry,
+    executor: Executor,
+    *,
+    ordinary_s: float = ORDINARY_TIMEOUT_S,
+    heavy_s: float = HEAVY_TIMEOUT_S,
+    overrides: dict[str, float] | None = None,
+    database_schema: str = "",
+) -> list[str]:
     """Register every builtin tool; return their names. Raises DuplicateToolError on clash.
 
     Timeouts (seconds, seed §2.2): a tool declared heavy (``HEAVY_TIMEOUT_S``) gets ``heavy_s``,

@@ -38,8 +38,10 @@ from tools.database_setting import (  # noqa: F401  (the setting's helpers, re-e
     database_read_paths,
 )
 
-NOT_CONFIGURED = ("no database configured: set HERMES_DATABASE (or the run context's `database` field) to "
-                  "your SQLite file; `bash scripts/demo.sh` uses a generated demo database")
+NOT_CONFIGURED = (
+    "no database configured: set HERMES_DATABASE (or the run context's `database` field) to "
+    "your SQLite file; `bash scripts/demo.sh` uses a generated demo database"
+)
 
 #: Rows returned by query_database at most; ``row_count`` still gives the full count.
 MAX_ROWS = 500
@@ -59,7 +61,8 @@ DATE_SAMPLE = 20
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _ISO_DATE_RE = re.compile(
     r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
-    r"([ T]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$")
+    r"([ T]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$"
+)
 _DATE_TYPE_RE = re.compile(r"DATE|TIMESTAMP", re.IGNORECASE)
 _NUMERIC_TYPE_RE = re.compile(r"INT|REAL|FLOA|DOUB|NUM|DEC|BOOL|BLOB", re.IGNORECASE)
 _AGGREGATE_RE = re.compile(r"\b(count|sum|total|avg|min|max|group_concat)\s*\(", re.IGNORECASE)
@@ -92,29 +95,35 @@ def database_file(database: str | None) -> Path:
     if not path.exists():
         raise DatabaseSettingError(
             f"the database {shown} does not exist. Set {SETTING_NAME} to an existing SQLite "
-            "file; nothing was created there")
+            "file; nothing was created there"
+        )
     if path.is_dir():
         raise DatabaseSettingError(
-            f"the database {shown} is a directory, not an SQLite file. Set {SETTING_NAME} to "
-            "the database file itself")
+            f"the database {shown} is a directory, not an SQLite file. Set {SETTING_NAME} to the database file itself"
+        )
     try:
         with open(path, "rb") as fh:
             head = fh.read(len(_SQLITE_MAGIC))
     except OSError as exc:
-        raise DatabaseSettingError(f"the database {shown} cannot be read ({exc.strerror or exc}); check "
-                            f"its permissions or set {SETTING_NAME} to another file") from None
+        raise DatabaseSettingError(
+            f"the database {shown} cannot be read ({exc.strerror or exc}); check "
+            f"its permissions or set {SETTING_NAME} to another file"
+        ) from None
     if head != _SQLITE_MAGIC:
         what = "an empty file" if not head else "not an SQLite database"
         raise DatabaseSettingError(
             f"the database {shown} is {what}. Only SQLite files are supported: set "
-            f"{SETTING_NAME} to an SQLite database file")
+            f"{SETTING_NAME} to an SQLite database file"
+        )
     return path
 
 
 # -- read-only connections ----------------------------------------------------------------------
 
 _ALLOWED_ACTIONS = {
-    sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
     getattr(sqlite3, "SQLITE_RECURSIVE", 33),
 }
 #: Pragmas describe_database reads (schema introspection only; never one that sets a value).
@@ -157,18 +166,21 @@ def connect_readonly(path: Path, *, schema: bool = False) -> sqlite3.Connection:
             raise DatabaseError(
                 f"the database {path} is in WAL mode with pending changes in {wal.name} and cannot "
                 f"be opened read-only here ({first}); checkpoint it (e.g. sqlite3 {path} "
-                "'PRAGMA wal_checkpoint') or make its directory readable") from None
+                "'PRAGMA wal_checkpoint') or make its directory readable"
+            ) from None
         try:
             con = _open(path, immutable=True)
         except sqlite3.DatabaseError as exc:
-            raise DatabaseSettingError(f"the database {path} cannot be opened as SQLite ({exc}); set "
-                                f"{SETTING_NAME} to a valid SQLite file") from None
+            raise DatabaseSettingError(
+                f"the database {path} cannot be opened as SQLite ({exc}); set {SETTING_NAME} to a valid SQLite file"
+            ) from None
     con.execute("PRAGMA query_only=ON")
     con.set_authorizer(_schema_authorizer if schema else _authorizer)
     return con
 
 
 # -- checking a statement -------------------------------------------------------------------------
+
 
 def _split_sql(sql: str) -> tuple[list[str], list[str]]:
     """``(statements, code)``: the source of each ``;``-separated statement and the same with
@@ -187,7 +199,7 @@ def _split_sql(sql: str) -> tuple[list[str], list[str]]:
                 end = sql.find(closers[ch], end + 2)
             if end == -1:
                 raise DatabaseError("the SQL has an unterminated string or quoted name")
-            code.append(sql[i:end + 1])
+            code.append(sql[i : end + 1])
             i = end + 1
         elif sql.startswith("--", i):
             end = sql.find("\n", i)
@@ -230,11 +242,13 @@ def check_select(sql: str) -> str:
     if first not in ("SELECT", "WITH", "VALUES"):
         raise DatabaseError(
             f"only a single read-only SELECT (or WITH ... SELECT) statement is allowed, got "
-            f"{first or codes[0].strip()[:20]!r}; this tool cannot write, ATTACH or run PRAGMA")
+            f"{first or codes[0].strip()[:20]!r}; this tool cannot write, ATTACH or run PRAGMA"
+        )
     return statements[0].strip()
 
 
 # -- running a query ------------------------------------------------------------------------------
+
 
 class _Deadline:
     """A progress handler that interrupts the statement once ``seconds`` have passed."""
@@ -268,9 +282,12 @@ def _cell(value: Any) -> Any:
 
 
 def _table_names(con: sqlite3.Connection) -> list[str]:
-    return [r[0] for r in con.execute(
-        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
-        "ORDER BY name")]
+    return [
+        r[0]
+        for r in con.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name"
+        )
+    ]
 
 
 def schema_summary(database: str, limit: int = 1200) -> str:
@@ -307,8 +324,9 @@ def _schema_hint(con: sqlite3.Connection, sql: str, only_named: bool, limit: int
 def _sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "") -> DatabaseError:
     text = str(exc)
     if "not authorized" in text or "readonly" in text or "read-only" in text:
-        return DatabaseError(f"statement refused: the database is read-only here ({text}); only "
-                             "SELECT queries run, nothing was written")
+        return DatabaseError(
+            f"statement refused: the database is read-only here ({text}); only SELECT queries run, nothing was written"
+        )
     m = re.match(r"no such (table|column|function): (.+)", text)
     if m:
         what, name = m.groups()
@@ -316,15 +334,18 @@ def _sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "") -> Da
             return DatabaseError(f"unknown SQL function {name!r} (SQLite dialect): {text}")
         hint = _schema_hint(con, sql, only_named=what == "column")
         hint = f" Tables and columns here: {hint}." if hint else ""
-        return DatabaseError(f"unknown {what} {name!r}: the database has no such {what}.{hint} "
-                             "Call describe_database to see its tables and columns, then fix the SQL")
+        return DatabaseError(
+            f"unknown {what} {name!r}: the database has no such {what}.{hint} "
+            "Call describe_database to see its tables and columns, then fix the SQL"
+        )
     if "ambiguous column" in text:
         return DatabaseError(f"{text}: qualify the column with its table (see describe_database)")
     return DatabaseError(f"SQL error: {text}")
 
 
-def run_select(con: sqlite3.Connection, body: str, *, max_rows: int = MAX_ROWS,
-               time_limit_s: float | None = None) -> dict[str, Any]:
+def run_select(
+    con: sqlite3.Connection, body: str, *, max_rows: int = MAX_ROWS, time_limit_s: float | None = None
+) -> dict[str, Any]:
     """Run the checked statement ``body`` on ``con``. Returns ``{columns, rows (<= max_rows,
     cells bounded), row_count, truncated}``; when the rows beyond ``max_rows`` could not all be
     counted in time, ``row_count`` is a lower bound and ``row_count_exact`` is False. Raises
@@ -339,7 +360,8 @@ def run_select(con: sqlite3.Connection, body: str, *, max_rows: int = MAX_ROWS,
             if deadline.hit:
                 raise DatabaseError(
                     f"query stopped after {limit:g} s (time limit): it scans or generates too much. "
-                    "Narrow it with WHERE, aggregate with GROUP BY, or add LIMIT") from None
+                    "Narrow it with WHERE, aggregate with GROUP BY, or add LIMIT"
+                ) from None
             raise _sql_error(exc, con, body) from None
         extra, exact = 0, True
         if len(rows) == max_rows:
@@ -350,12 +372,18 @@ def run_select(con: sqlite3.Connection, body: str, *, max_rows: int = MAX_ROWS,
                 if not deadline.hit:
                     raise _sql_error(exc, con, body) from None
                 exact = False
-    out: dict[str, Any] = {"columns": columns, "rows": rows, "row_count": len(rows) + extra,
-                           "truncated": extra > 0 or not exact}
+    out: dict[str, Any] = {
+        "columns": columns,
+        "rows": rows,
+        "row_count": len(rows) + extra,
+        "truncated": extra > 0 or not exact,
+    }
     if not exact:
         out["row_count_exact"] = False
-        out["note"] = (f"more than {out['row_count']} rows; counting stopped at the {limit:g} s time "
-                       "limit. Aggregate or filter the query to get totals")
+        out["note"] = (
+            f"more than {out['row_count']} rows; counting stopped at the {limit:g} s time "
+            "limit. Aggregate or filter the query to get totals"
+        )
     return out
 
 
@@ -374,6 +402,7 @@ def is_empty_result(result: dict[str, Any], sql: str) -> bool:
 
 
 # -- dates ------------------------------------------------------------------------------------------
+
 
 def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
@@ -403,8 +432,10 @@ def date_kind(con: sqlite3.Connection, table: str, column: str, declared: str) -
     declared_date = bool(_DATE_TYPE_RE.search(declared or ""))
     if not declared_date and declared and _NUMERIC_TYPE_RE.search(declared):
         return None
-    sample = [r[0] for r in con.execute(
-        f"SELECT {_q(column)} FROM {_q(table)} WHERE {_q(column)} IS NOT NULL LIMIT {DATE_SAMPLE}")]
+    sample = [
+        r[0]
+        for r in con.execute(f"SELECT {_q(column)} FROM {_q(table)} WHERE {_q(column)} IS NOT NULL LIMIT {DATE_SAMPLE}")
+    ]
     if not sample:
         return "text" if declared_date else None
     if all(isinstance(v, str) and _ISO_DATE_RE.match(v.strip()) for v in sample):
@@ -414,8 +445,9 @@ def date_kind(con: sqlite3.Connection, table: str, column: str, declared: str) -
     return None
 
 
-def date_range(con: sqlite3.Connection, table: str, column: str, kind: str,
-               today: dt.date | None = None) -> dict[str, Any]:
+def date_range(
+    con: sqlite3.Connection, table: str, column: str, kind: str, today: dt.date | None = None
+) -> dict[str, Any]:
     """``{min, max, latest_month, latest_full_month}`` of a date-like column: first and last
     day with data, the month of the last one, and the latest calendar month with data that has
     ended before ``today`` (None when there is none)."""
@@ -431,11 +463,13 @@ def date_range(con: sqlite3.Connection, table: str, column: str, kind: str,
         if epoch:
             first = dt.datetime.strptime(current + "-01", "%Y-%m-%d").replace(tzinfo=dt.UTC).timestamp()
             scale = 1000 if hi is not None and abs(float(hi)) > 1e11 else 1
-            before = con.execute(f"SELECT MAX({col}) FROM {tab} WHERE {filt} AND {col} < ?",
-                                 (first * scale,)).fetchone()[0]
+            before = con.execute(
+                f"SELECT MAX({col}) FROM {tab} WHERE {filt} AND {col} < ?", (first * scale,)
+            ).fetchone()[0]
         else:
-            before = con.execute(f"SELECT MAX({col}) FROM {tab} WHERE {filt} AND {col} < ?",
-                                 (current + "-01",)).fetchone()[0]
+            before = con.execute(
+                f"SELECT MAX({col}) FROM {tab} WHERE {filt} AND {col} < ?", (current + "-01",)
+            ).fetchone()[0]
         full = _month(before, epoch)
     return {"min": _day(lo, epoch), "max": _day(hi, epoch), "latest_month": latest, "latest_full_month": full}
 
@@ -467,7 +501,9 @@ def date_columns_in(con: sqlite3.Connection, sql: str, limit: int = 4) -> list[d
     return found
 
 
-def no_data_note(con: sqlite3.Connection, sql: str, why: str = "it returned no rows") -> tuple[str, list[dict[str, Any]]]:
+def no_data_note(
+    con: sqlite3.Connection, sql: str, why: str = "it returned no rows"
+) -> tuple[str, list[dict[str, Any]]]:
     """The note for a result without data: says so (``why``), and for each date-like column the
     SQL names, the dates present and the latest full month with data. ``con`` must allow the
     schema pragmas. Returns ``(note, ranges)``."""
@@ -489,16 +525,24 @@ def no_data_note(con: sqlite3.Connection, sql: str, why: str = "it returned no r
             text += f" (the latest month with any data is {r['latest_month']}, not finished yet)"
         parts.append(text)
     if parts:
-        note += " " + "; ".join(parts) + ". Use a period with data, or tell the user there is no data for the period asked; never invent figures."
+        note += (
+            " "
+            + "; ".join(parts)
+            + ". Use a period with data, or tell the user there is no data for the period asked; never invent figures."
+        )
     else:
-        note += " Tell the user there is no data for it (check the filters with describe_database); never invent figures."
+        note += (
+            " Tell the user there is no data for it (check the filters with describe_database); never invent figures."
+        )
     return note, ranges
 
 
 # -- the tools ------------------------------------------------------------------------------------
 
-def execute_query(con: sqlite3.Connection, sql: str, *, max_rows: int = MAX_ROWS,
-                  time_limit_s: float | None = None) -> dict[str, Any]:
+
+def execute_query(
+    con: sqlite3.Connection, sql: str, *, max_rows: int = MAX_ROWS, time_limit_s: float | None = None
+) -> dict[str, Any]:
     """check_select + run_select on an open connection (``schema=True``), plus ``note`` and
     ``data_range`` when the result holds no data. Shared by query_database and generate_report."""
     body = check_select(sql)
@@ -552,12 +596,15 @@ def describe_database(*, database: str = "") -> dict[str, Any]:
             try:
                 entries = con.execute(
                     "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view') "
-                    "AND name NOT LIKE 'sqlite_%' ORDER BY type = 'view', name").fetchall()
+                    "AND name NOT LIKE 'sqlite_%' ORDER BY type = 'view', name"
+                ).fetchall()
             except sqlite3.Error as exc:
                 raise DatabaseError(f"cannot read the schema of {path}: {exc}") from None
             if len(entries) > MAX_TABLES:
-                notes.append(f"{len(entries)} tables and views; the first {MAX_TABLES} are described "
-                             "(query sqlite_master for the rest)")
+                notes.append(
+                    f"{len(entries)} tables and views; the first {MAX_TABLES} are described "
+                    "(query sqlite_master for the rest)"
+                )
             tables = []
             for name, kind in entries[:MAX_TABLES]:
                 tables.append(_describe_table(con, name, kind, deadline, notes))
@@ -571,15 +618,19 @@ def describe_database(*, database: str = "") -> dict[str, Any]:
     return out
 
 
-def _describe_table(con: sqlite3.Connection, name: str, kind: str, deadline: _Deadline,
-                    notes: list[str]) -> dict[str, Any]:
+def _describe_table(
+    con: sqlite3.Connection, name: str, kind: str, deadline: _Deadline, notes: list[str]
+) -> dict[str, Any]:
     table: dict[str, Any] = {"name": name}
     if kind == "view":
         table["type"] = "view"
     try:
         cols = _columns(con, name)
-        fks = {} if kind == "view" else {
-            r[3]: f"{r[2]}.{r[4]}" if r[4] else r[2] for r in con.execute(f"PRAGMA foreign_key_list({_q(name)})")}
+        fks = (
+            {}
+            if kind == "view"
+            else {r[3]: f"{r[2]}.{r[4]}" if r[4] else r[2] for r in con.execute(f"PRAGMA foreign_key_list({_q(name)})")}
+        )
     except sqlite3.Error as exc:
         table["error"] = f"cannot read its columns: {exc}"
         return table

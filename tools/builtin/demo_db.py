@@ -55,15 +55,37 @@ CREATE INDEX idx_items_order ON order_items(order_id);
 REGIONS = ["North", "South", "East", "West", "Central"]
 SEGMENTS = ["enterprise", "smb", "consumer"]
 PRODUCTS = [
-    ("Laptop Pro 14", "hardware", 1299.00), ("Laptop Air 13", "hardware", 999.00),
-    ("4K Monitor 27", "hardware", 379.00), ("Docking Station", "accessories", 189.00),
-    ("Wireless Keyboard", "accessories", 59.90), ("Ergonomic Mouse", "accessories", 39.90),
-    ("Noise-Cancelling Headset", "accessories", 149.00), ("Office Suite Licence", "software", 129.00),
-    ("Antivirus Annual", "software", 49.00), ("Cloud Backup 1TB", "services", 99.00),
-    ("On-site Support Day", "services", 650.00), ("Webcam HD", "accessories", 79.00),
+    ("Laptop Pro 14", "hardware", 1299.00),
+    ("Laptop Air 13", "hardware", 999.00),
+    ("4K Monitor 27", "hardware", 379.00),
+    ("Docking Station", "accessories", 189.00),
+    ("Wireless Keyboard", "accessories", 59.90),
+    ("Ergonomic Mouse", "accessories", 39.90),
+    ("Noise-Cancelling Headset", "accessories", 149.00),
+    ("Office Suite Licence", "software", 129.00),
+    ("Antivirus Annual", "software", 49.00),
+    ("Cloud Backup 1TB", "services", 99.00),
+    ("On-site Support Day", "services", 650.00),
+    ("Webcam HD", "accessories", 79.00),
 ]
-FIRST = ["Acme", "Globex", "Initech", "Umbrella", "Hooli", "Vandelay", "Stark", "Wayne", "Wonka",
-         "Tyrell", "Cyberdyne", "Soylent", "Aperture", "Gringotts", "Oceanic", "Monarch"]
+FIRST = [
+    "Acme",
+    "Globex",
+    "Initech",
+    "Umbrella",
+    "Hooli",
+    "Vandelay",
+    "Stark",
+    "Wayne",
+    "Wonka",
+    "Tyrell",
+    "Cyberdyne",
+    "Soylent",
+    "Aperture",
+    "Gringotts",
+    "Oceanic",
+    "Monarch",
+]
 LAST = ["Ltd", "GmbH", "Inc", "Partners", "Group", "Labs", "Trading", "Holdings"]
 MONTH_RE = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
 
@@ -103,8 +125,9 @@ def generate_sales_db(path: Path | str, months: int = 6, end_month: str | None =
     try:
         con.executescript(SCHEMA_SQL)
         con.executemany("INSERT INTO regions VALUES (?, ?)", list(enumerate(REGIONS, 1)))
-        con.executemany("INSERT INTO products VALUES (?, ?, ?, ?)",
-                        [(i, n, c, p) for i, (n, c, p) in enumerate(PRODUCTS, 1)])
+        con.executemany(
+            "INSERT INTO products VALUES (?, ?, ?, ?)", [(i, n, c, p) for i, (n, c, p) in enumerate(PRODUCTS, 1)]
+        )
         customers = []
         for cid in range(1, 61):
             name = f"{rng.choice(FIRST)} {rng.choice(LAST)} {cid:02d}"
@@ -120,16 +143,17 @@ def generate_sales_db(path: Path | str, months: int = 6, end_month: str | None =
             for _ in range(n_orders):
                 order_id += 1
                 day = rng.randint(1, ndays)
-                con.execute("INSERT INTO orders VALUES (?, ?, ?)",
-                            (order_id, rng.randint(1, len(customers)), f"{month}-{day:02d}"))
+                con.execute(
+                    "INSERT INTO orders VALUES (?, ?, ?)",
+                    (order_id, rng.randint(1, len(customers)), f"{month}-{day:02d}"),
+                )
                 for pid in rng.sample(range(1, len(PRODUCTS) + 1), rng.randint(1, 4)):
                     item_id += 1
                     qty = rng.choice([1, 1, 1, 2, 2, 3, 5])
                     price = PRODUCTS[pid - 1][2]
                     if rng.random() < 0.15:  # occasional discount
                         price = round(price * 0.9, 2)
-                    con.execute("INSERT INTO order_items VALUES (?, ?, ?, ?, ?)",
-                                (item_id, order_id, pid, qty, price))
+                    con.execute("INSERT INTO order_items VALUES (?, ?, ?, ?, ?)", (item_id, order_id, pid, qty, price))
         con.commit()
     finally:
         con.close()
@@ -149,8 +173,14 @@ CREATE TABLE invoice_lines (line_id INTEGER PRIMARY KEY,
 CREATE INDEX idx_invoices_issued ON invoices(issued_on);
 """
 COUNTRIES = ["DE", "FR", "NL", "SE", "PL", "IT", "ES"]
-SKUS = [("CONSULT-H", 12000), ("LICENSE-Y", 89000), ("SUPPORT-M", 15000), ("TRAINING-D", 95000),
-        ("HOSTING-M", 4900), ("AUDIT", 250000)]
+SKUS = [
+    ("CONSULT-H", 12000),
+    ("LICENSE-Y", 89000),
+    ("SUPPORT-M", 15000),
+    ("TRAINING-D", 95000),
+    ("HOSTING-M", 4900),
+    ("AUDIT", 250000),
+]
 VAT_RATE = 0.2
 
 
@@ -186,20 +216,36 @@ def generate_invoices_db(path: Path | str, years: int = 3, end_month: str | None
             ndays = calendar.monthrange(y, m)[1]
             for _ in range(rng.randint(25, 60)):
                 inv_no += 1
-                issued = dt.datetime(y, m, rng.randint(1, ndays), rng.randint(8, 18), rng.randint(0, 59), rng.randint(0, 59))
+                issued = dt.datetime(
+                    y, m, rng.randint(1, ndays), rng.randint(8, 18), rng.randint(0, 59), rng.randint(0, 59)
+                )
                 net = 0
                 for _ in range(rng.randint(1, 3)):
                     line_id += 1
                     sku, price = rng.choice(SKUS)
                     qty = rng.randint(1, 6)
                     net += qty * price
-                    con.execute("INSERT INTO invoice_lines VALUES (?, ?, ?, ?, ?)", (line_id, inv_no, sku, qty, qty * price))
+                    con.execute(
+                        "INSERT INTO invoice_lines VALUES (?, ?, ?, ?, ?)", (line_id, inv_no, sku, qty, qty * price)
+                    )
                 status = rng.choices(["paid", "open", "void"], [0.8, 0.15, 0.05])[0]
-                paid_at = ((issued + dt.timedelta(days=rng.randint(3, 40))).isoformat(timespec="seconds")
-                           if status == "paid" else None)
-                con.execute("INSERT INTO invoices VALUES (?, ?, ?, ?, ?, ?, ?)",
-                            (inv_no, issued.strftime("%Y-%m-%d %H:%M:%S"), rng.choice(clients)[0], net,
-                             round(net * VAT_RATE), status, paid_at))
+                paid_at = (
+                    (issued + dt.timedelta(days=rng.randint(3, 40))).isoformat(timespec="seconds")
+                    if status == "paid"
+                    else None
+                )
+                con.execute(
+                    "INSERT INTO invoices VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        inv_no,
+                        issued.strftime("%Y-%m-%d %H:%M:%S"),
+                        rng.choice(clients)[0],
+                        net,
+                        round(net * VAT_RATE),
+                        status,
+                        paid_at,
+                    ),
+                )
         con.commit()
     finally:
         con.close()
@@ -220,8 +266,10 @@ def generate_cli(argv: list[str] | None = None) -> int:
     """``python -m tools.builtin.demo_db PATH [--invoices]``: create the demo DB at PATH if missing."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m tools.builtin.demo_db",
-                                     description="Create a generated demo database at PATH when it is missing.")
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.builtin.demo_db",
+        description="Create a generated demo database at PATH when it is missing.",
+    )
     parser.add_argument("path", type=Path)
     parser.add_argument("--invoices", action="store_true", help="the invoicing schema instead of the sales one")
     opts = parser.parse_args(argv)

@@ -41,13 +41,23 @@ def read_result(handle: str, offset: int = 0, limit: int = 20, *, data_dir: Path
     data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
     if isinstance(data, str):
         pages = max(1, -(-len(data) // TEXT_PAGE_CHARS))
-        return {"handle": handle, "page": offset, "pages": pages, "total_chars": len(data),
-                "text": data[offset * TEXT_PAGE_CHARS:(offset + 1) * TEXT_PAGE_CHARS]}
+        return {
+            "handle": handle,
+            "page": offset,
+            "pages": pages,
+            "total_chars": len(data),
+            "text": data[offset * TEXT_PAGE_CHARS : (offset + 1) * TEXT_PAGE_CHARS],
+        }
     key, items = _largest_list(data)
     if items is None:
         return {"handle": handle, "data": data}
-    out: dict[str, Any] = {"handle": handle, "offset": offset, "limit": limit, "total": len(items),
-                           "items": items[offset:offset + limit]}
+    out: dict[str, Any] = {
+        "handle": handle,
+        "offset": offset,
+        "limit": limit,
+        "total": len(items),
+        "items": items[offset : offset + limit],
+    }
     if key is not None:
         out["field"] = key
         out.update({k: v for k, v in data.items() if not isinstance(v, (list, dict))})

@@ -43,8 +43,18 @@ RECURRENCES = ("monthly",)
 ACTION_KINDS = ("task", "tool")
 MAX_TASK_CHARS = 2000
 DB_FILE = "reminders.db"
-_COLUMNS = ("id", "text", "day_of_month", "time", "recurrence", "created_at", "next_run",
-            "action", "last_fired_period", "last_fired_at")
+_COLUMNS = (
+    "id",
+    "text",
+    "day_of_month",
+    "time",
+    "recurrence",
+    "created_at",
+    "next_run",
+    "action",
+    "last_fired_period",
+    "last_fired_at",
+)
 _ADDED_COLUMNS = {"action": "TEXT", "last_fired_period": "TEXT", "last_fired_at": "TEXT"}
 
 SCHEMA = """
@@ -90,6 +100,7 @@ def open_reminders_db(data_dir: Path | str) -> sqlite3.Connection:
 
 # -- periods ------------------------------------------------------------------------------------
 
+
 def local_now(now: dt.datetime | None = None) -> dt.datetime:
     """``now`` as an aware datetime in the machine's local time zone (naive = local time);
     the real clock when None. The only place the real clock is read."""
@@ -122,8 +133,10 @@ def adjustment_for(day_of_month: int, year: int, month: int) -> str | None:
     last = calendar.monthrange(year, month)[1]
     if day_of_month <= last:
         return None
-    return (f"day {day_of_month} does not exist in {calendar.month_name[month]} {year} "
-            f"({last} days): it runs on {year:04d}-{month:02d}-{last:02d}, the month's last day")
+    return (
+        f"day {day_of_month} does not exist in {calendar.month_name[month]} {year} "
+        f"({last} days): it runs on {year:04d}-{month:02d}-{last:02d}, the month's last day"
+    )
 
 
 def next_monthly_run(day_of_month: int, time: str, now: dt.datetime) -> dt.datetime:
@@ -142,6 +155,7 @@ def next_monthly_run(day_of_month: int, time: str, now: dt.datetime) -> dt.datet
 
 # -- validation ---------------------------------------------------------------------------------
 
+
 def normalize_action(action: Any, text: str) -> dict[str, Any]:
     """A checked action dict (see module doc); None → ``{"kind": "task", "task": text}``.
     Raises ValueError naming what is wrong."""
@@ -151,7 +165,7 @@ def normalize_action(action: Any, text: str) -> dict[str, Any]:
         try:
             action = json.loads(action)
         except json.JSONDecodeError:
-            raise ValueError("action must be an object like {\"kind\": \"task\", \"task\": \"...\"}") from None
+            raise ValueError('action must be an object like {"kind": "task", "task": "..."}') from None
     if not isinstance(action, dict):
         raise ValueError(f"action must be an object, got {type(action).__name__}")
     kind = action.get("kind", "task")
@@ -200,15 +214,24 @@ def row_to_reminder(row: tuple) -> dict[str, Any]:
 def _general_adjustment(day_of_month: int) -> str | None:
     if day_of_month <= 28:
         return None
-    return (f"day {day_of_month} does not exist in every month: in shorter months the reminder "
-            "runs on the month's last day")
+    return (
+        f"day {day_of_month} does not exist in every month: in shorter months the reminder runs on the month's last day"
+    )
 
 
 # -- the tools ----------------------------------------------------------------------------------
 
-def schedule_reminder(text: str, day_of_month: int = 1, time: str = "09:00", recurrence: str = "monthly",
-                      action: dict[str, Any] | None = None, *, data_dir: Path,
-                      now: dt.datetime | None = None) -> dict[str, Any]:
+
+def schedule_reminder(
+    text: str,
+    day_of_month: int = 1,
+    time: str = "09:00",
+    recurrence: str = "monthly",
+    action: dict[str, Any] | None = None,
+    *,
+    data_dir: Path,
+    now: dt.datetime | None = None,
+) -> dict[str, Any]:
     """Persist a recurring reminder; return it as ``{"id", "text", "day_of_month", "time",
     "recurrence", "created_at", "next_run", "action", "last_fired_period", "last_fired_at",
     "adjustment", "already_existed"}``.
@@ -242,26 +265,39 @@ def schedule_reminder(text: str, day_of_month: int = 1, time: str = "09:00", rec
         con.execute("BEGIN IMMEDIATE")  # the duplicate check and the insert are one step
         try:
             same = " ".join(text.lower().split())
-            for row in con.execute(f"SELECT {', '.join(_COLUMNS)} FROM reminders WHERE day_of_month = ? "
-                                   "AND time = ? AND recurrence = ?", (day_of_month, time, recurrence)):
+            for row in con.execute(
+                f"SELECT {', '.join(_COLUMNS)} FROM reminders WHERE day_of_month = ? AND time = ? AND recurrence = ?",
+                (day_of_month, time, recurrence),
+            ):
                 if " ".join(str(row[1]).lower().split()) == same:
                     con.execute("COMMIT")
                     existing = {**row_to_reminder(row), "already_existed": True}
                     try:  # the adjustment of the existing reminder's own next run
                         ran = dt.datetime.fromisoformat(existing["next_run"])
-                        existing["adjustment"] = (adjustment_for(day_of_month, ran.year, ran.month)
-                                                  or _general_adjustment(day_of_month))
+                        existing["adjustment"] = adjustment_for(
+                            day_of_month, ran.year, ran.month
+                        ) or _general_adjustment(day_of_month)
                     except ValueError:
                         existing["adjustment"] = _general_adjustment(day_of_month)
                     if not default_action and existing["action"] != checked:
-                        existing["note"] = ("a reminder with this text, day and time already exists; its "
-                                            "action was kept (the requested one was not applied)")
+                        existing["note"] = (
+                            "a reminder with this text, day and time already exists; its "
+                            "action was kept (the requested one was not applied)"
+                        )
                     return existing
             cur = con.execute(
                 "INSERT INTO reminders (text, day_of_month, time, recurrence, created_at, next_run, action) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (text, day_of_month, time, recurrence, now.isoformat(timespec="seconds"),
-                 nxt.isoformat(timespec="minutes"), None if default_action else json.dumps(checked)))
+                (
+                    text,
+                    day_of_month,
+                    time,
+                    recurrence,
+                    now.isoformat(timespec="seconds"),
+                    nxt.isoformat(timespec="minutes"),
+                    None if default_action else json.dumps(checked),
+                ),
+            )
             rid = cur.lastrowid
             con.execute("COMMIT")
         except BaseException:

@@ -45,18 +45,21 @@ def slugify(title: str) -> str:
 
 def _check_queries(queries: Any) -> list[dict[str, str]]:
     if not isinstance(queries, list) or not 1 <= len(queries) <= MAX_QUERIES:
-        raise DatabaseError(f"queries must be a list of 1-{MAX_QUERIES} items {{label, sql}}, "
-                            f"got {type(queries).__name__} of {len(queries) if isinstance(queries, list) else '?'}")
+        raise DatabaseError(
+            f"queries must be a list of 1-{MAX_QUERIES} items {{label, sql}}, "
+            f"got {type(queries).__name__} of {len(queries) if isinstance(queries, list) else '?'}"
+        )
     out = []
     for i, q in enumerate(queries, 1):
         if not isinstance(q, dict) or not isinstance(q.get("label"), str) or not isinstance(q.get("sql"), str):
-            raise DatabaseError(f"query {i} must be an object {{\"label\": str, \"sql\": str}}")
+            raise DatabaseError(f'query {i} must be an object {{"label": str, "sql": str}}')
         label, sql = q["label"].strip(), q["sql"].strip()
         if not label or not sql:
             raise DatabaseError(f"query {i} needs a non-empty label and sql")
         if len(label) > MAX_LABEL_CHARS or len(sql) > MAX_SQL_CHARS:
-            raise DatabaseError(f"query {i}: label at most {MAX_LABEL_CHARS} and sql at most "
-                                f"{MAX_SQL_CHARS} characters")
+            raise DatabaseError(
+                f"query {i}: label at most {MAX_LABEL_CHARS} and sql at most {MAX_SQL_CHARS} characters"
+            )
         out.append({"label": label, "sql": sql})
     return out
 
@@ -75,10 +78,13 @@ def _fmt(value: Any) -> str:
 def _table(columns: list[str], rows: list[list[Any]]) -> list[str]:
     if not columns:
         return ["(the query returned no columns)"]
-    numeric = [bool(rows) and all(isinstance(r[i], (int, float)) or r[i] is None for r in rows)
-               for i in range(len(columns))]
-    lines = ["| " + " | ".join(_fmt(c) for c in columns) + " |",
-             "|" + "|".join("---:" if numeric[i] else "---" for i in range(len(columns))) + "|"]
+    numeric = [
+        bool(rows) and all(isinstance(r[i], (int, float)) or r[i] is None for r in rows) for i in range(len(columns))
+    ]
+    lines = [
+        "| " + " | ".join(_fmt(c) for c in columns) + " |",
+        "|" + "|".join("---:" if numeric[i] else "---" for i in range(len(columns))) + "|",
+    ]
     lines += ["| " + " | ".join(_fmt(v) for v in r) + " |" for r in rows]
     return lines
 
@@ -98,8 +104,9 @@ def _write_new(out_dir: Path, slug: str, text: str) -> tuple[Path, int]:
     raise DatabaseError(f"{MAX_VERSIONS} versions of reports/{slug}.md exist already; choose another title")
 
 
-def generate_report(title: str, queries: list[dict[str, str]], period: str = "", notes: str = "", *,
-                    database: str = "", data_dir: Path) -> dict[str, Any]:
+def generate_report(
+    title: str, queries: list[dict[str, str]], period: str = "", notes: str = "", *, database: str = "", data_dir: Path
+) -> dict[str, Any]:
     """Run each of ``queries`` (1-8 ``{"label", "sql"}``, single read-only SELECTs, through the
     same code as query_database) on the configured database and write the Markdown report
     ``data_dir/reports/<slug of title>.md`` (``-v2``, ``-v3`` … when that exists).
@@ -125,10 +132,14 @@ def generate_report(title: str, queries: list[dict[str, str]], period: str = "",
         for i, q in enumerate(checked, 1):
             left = deadline - time.monotonic()
             if left <= 0.5:
-                raise DatabaseError(f"the report's queries took over {budget:g} s together; "
-                                    f"stopped before query {i} ({q['label']!r}): simplify them")
+                raise DatabaseError(
+                    f"the report's queries took over {budget:g} s together; "
+                    f"stopped before query {i} ({q['label']!r}): simplify them"
+                )
             try:
-                res = execute_query(con, q["sql"], max_rows=REPORT_ROWS, time_limit_s=min(time_limit(QUERY_TIME_LIMIT_S), left))
+                res = execute_query(
+                    con, q["sql"], max_rows=REPORT_ROWS, time_limit_s=min(time_limit(QUERY_TIME_LIMIT_S), left)
+                )
             except DatabaseError as exc:
                 raise DatabaseError(f"query {i} ({q['label']!r}) failed, nothing was written: {exc}") from None
             results.append({**q, **res})
@@ -138,8 +149,14 @@ def generate_report(title: str, queries: list[dict[str, str]], period: str = "",
         notes_seen = list(dict.fromkeys(r["note"] for r in results))
         raise DatabaseError("no report written: none of the queries found data. " + " ".join(notes_seen))
 
-    lines = [f"# {title}", "", f"Period: **{period}**" if period else "Period: not stated", "",
-             f"Source: `{path.name}` (read-only), generated {dt.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}".rstrip(), ""]
+    lines = [
+        f"# {title}",
+        "",
+        f"Period: **{period}**" if period else "Period: not stated",
+        "",
+        f"Source: `{path.name}` (read-only), generated {dt.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}".rstrip(),
+        "",
+    ]
     if notes:
         lines += ["## Notes", "", notes, ""]
     for r in results:
@@ -154,15 +171,22 @@ def generate_report(title: str, queries: list[dict[str, str]], period: str = "",
         lines += ["```sql", r["sql"], "```", ""]
     lines += ["## Figures in this report rest on these queries", ""]
     for i, r in enumerate(results, 1):
-        lines.append(f"{i}. {_fmt(r['label'])} ({r['row_count']} row{'s' if r['row_count'] != 1 else ''}): "
-                     f"`{' '.join(r['sql'].split())}`")
+        lines.append(
+            f"{i}. {_fmt(r['label'])} ({r['row_count']} row{'s' if r['row_count'] != 1 else ''}): "
+            f"`{' '.join(r['sql'].split())}`"
+        )
     lines.append("")
     out_path, version = _write_new(Path(data_dir) / "reports", slugify(title), "\n".join(lines))
 
     summary = []
     for r in results:
-        item = {"label": r["label"], "sql": r["sql"], "columns": r["columns"], "rows": r["rows"],
-                "row_count": r["row_count"]}
+        item = {
+            "label": r["label"],
+            "sql": r["sql"],
+            "columns": r["columns"],
+            "rows": r["rows"],
+            "row_count": r["row_count"],
+        }
         if r.get("note"):
             item["note"] = r["note"]
         summary.append(item)

@@ -25,12 +25,14 @@ def __getattr__(name: str) -> Any:
         return Executor
     raise AttributeError(name)
 
+
 #: Backend names accepted by :func:`make_executor` (and ``Toolbox.open(executor=...)``).
 BACKENDS = ("subprocess", "container", "remote")
 
 
-def make_executor(kind: str, data_dir: Path, *, remote_url: str | None = None, database: str | None = None,
-                  **kw: Any) -> Executor:
+def make_executor(
+    kind: str, data_dir: Path, *, remote_url: str | None = None, database: str | None = None, **kw: Any
+) -> Executor:
     """A new executor of backend ``kind`` working in ``data_dir``. ``remote`` needs
     ``remote_url``. ``container`` raises
     :class:`~tools.executors.container.SandboxUnavailable` when no sandbox works. ``database``:
@@ -53,8 +55,9 @@ def make_executor(kind: str, data_dir: Path, *, remote_url: str | None = None, d
         from tools.executors.remote import RemoteExecutor
 
         if not remote_url:
-            raise ValueError("the remote executor needs remote_url (HERMES_REMOTE_URL or the run "
-                             "context's `remote_url` field)")
+            raise ValueError(
+                "the remote executor needs remote_url (HERMES_REMOTE_URL or the run context's `remote_url` field)"
+            )
         return RemoteExecutor(remote_url, **kw)
     raise ValueError(f"executor must be one of {BACKENDS}, got {kind!r}")
 

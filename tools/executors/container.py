@@ -57,9 +57,30 @@ class Sandbox:
 def _probe_bwrap(path: str) -> str | None:
     """None when bwrap can build the sandbox we use; else why not."""
     probe = Path(tempfile.gettempdir())  # the directory a run's TMPDIR is made in
-    argv = [path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-            "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--bind", str(probe), str(probe), "--", "/bin/sh", "-c", "exit 0"]
+    argv = [
+        path,
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--bind",
+        str(probe),
+        str(probe),
+        "--",
+        "/bin/sh",
+        "-c",
+        "exit 0",
+    ]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -72,15 +93,17 @@ def _probe_bwrap(path: str) -> str | None:
 def _probe_engine(path: str, image: str) -> str | None:
     """None when the engine's daemon answers and ``image`` is present locally; else why not."""
     try:
-        info = subprocess.run([path, "info", "--format", "{{.ServerVersion}}"], capture_output=True,
-                              text=True, timeout=_PROBE_TIMEOUT_S)
+        info = subprocess.run(
+            [path, "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"engine did not answer ({type(exc).__name__}: {exc})"
     if info.returncode != 0:
         return "engine did not answer: " + ((info.stderr or info.stdout).strip().splitlines() or ["?"])[-1][:300]
     try:
-        img = subprocess.run([path, "image", "inspect", image], capture_output=True, text=True,
-                             timeout=_PROBE_TIMEOUT_S)
+        img = subprocess.run(
+            [path, "image", "inspect", image], capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"image check failed ({exc})"
     if img.returncode != 0:
@@ -117,7 +140,8 @@ def detect_sandbox(engine: str = "auto", image: str = DEFAULT_IMAGE) -> Sandbox:
             tried.append(f"{name} ({path}): {why}")
         raise SandboxUnavailable(
             "no container sandbox works on this machine, so the container executor cannot run "
-            "tools (it never falls back to a local process). Tried: " + "; ".join(tried))
+            "tools (it never falls back to a local process). Tried: " + "; ".join(tried)
+        )
 
 
 class ContainerExecutor(SubprocessExecutor):
@@ -135,8 +159,16 @@ class ContainerExecutor(SubprocessExecutor):
 
     kind = "container"
 
-    def __init__(self, data_dir: Path, *, engine: str = "auto", image: str = DEFAULT_IMAGE,
-                 network: bool = False, sandbox: Sandbox | None = None, **kw: Any) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        engine: str = "auto",
+        image: str = DEFAULT_IMAGE,
+        network: bool = False,
+        sandbox: Sandbox | None = None,
+        **kw: Any,
+    ) -> None:
         kw["confine"] = True
         super().__init__(data_dir, network=network, **kw)
         self.image = image
@@ -162,22 +194,45 @@ class ContainerExecutor(SubprocessExecutor):
     def _command(self, ctx: RunContext) -> list[str]:
         python = [sys.executable, *WORKER_ARGV]
         if self.sandbox.engine == "bwrap":
-            argv = [self.sandbox.path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                    "--tmpfs", "/tmp"]
+            argv = [self.sandbox.path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
             for p in self._readable_binds(ctx):  # visible again if they live under /tmp
                 argv += ["--ro-bind", p, p]
             exe_dir = str(Path(sys.executable).parent)
             if exe_dir.startswith("/tmp/"):
                 argv += ["--ro-bind", exe_dir, exe_dir]
-            argv += ["--bind", str(self.data_dir), str(self.data_dir), "--chdir", str(self.data_dir),
-                     "--unshare-all", *(["--share-net"] if self.network else []),
-                     "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--", *python]
+            argv += [
+                "--bind",
+                str(self.data_dir),
+                str(self.data_dir),
+                "--chdir",
+                str(self.data_dir),
+                "--unshare-all",
+                *(["--share-net"] if self.network else []),
+                "--die-with-parent",
+                "--new-session",
+                "--cap-drop",
+                "ALL",
+                "--",
+                *python,
+            ]
         else:
             name = f"hermes-tool-{uuid.uuid4().hex[:12]}"
             ctx.extra["container"] = name
-            argv = [self.sandbox.path, "run", "--rm", "-i", "--name", name, "--read-only",
-                    "--tmpfs", "/tmp", "--workdir", str(self.data_dir),
-                    "-v", f"{self.data_dir}:{self.data_dir}:rw"]
+            argv = [
+                self.sandbox.path,
+                "run",
+                "--rm",
+                "-i",
+                "--name",
+                name,
+                "--read-only",
+                "--tmpfs",
+                "/tmp",
+                "--workdir",
+                str(self.data_dir),
+                "-v",
+                f"{self.data_dir}:{self.data_dir}:rw",
+            ]
             for p in self._readable_binds(ctx):
                 argv += ["-v", f"{p}:{p}:ro"]
             if not self.network:

@@ -57,15 +57,16 @@ class RemoteExecutor:
 
     kind = "remote"
 
-    def __init__(self, url: str, *, retries: int = 3, connect_timeout_s: float = 5.0,
-                 token: str | None = None) -> None:
+    def __init__(self, url: str, *, retries: int = 3, connect_timeout_s: float = 5.0, token: str | None = None) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"remote executor URL must be http(s)://..., got {url!r}")
         self.url = url.rstrip("/")
         self.retries = max(1, retries)
         self.connect_timeout_s = connect_timeout_s
         self.token = token
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+            weakref.WeakKeyDictionary()
+        )
         self.attempts = 0  # total HTTP attempts (observability, tests)
 
     async def _client(self) -> httpx.AsyncClient:
@@ -77,12 +78,18 @@ class RemoteExecutor:
             self._clients[loop] = client
         return client
 
-    async def run(self, entrypoint: str, args: dict[str, Any], *, timeout_s: float, request_id: str,
-                  tool: str | None = None) -> Any:
+    async def run(
+        self, entrypoint: str, args: dict[str, Any], *, timeout_s: float, request_id: str, tool: str | None = None
+    ) -> Any:
         """Run ``entrypoint(**args)`` on the endpoint; see :class:`~tools.executors.base.Executor`."""
         client = await self._client()
-        body = {"request_id": request_id, "tool": tool or entrypoint.rpartition(":")[2],
-                "entrypoint": entrypoint, "arguments": args, "timeout_s": timeout_s}
+        body = {
+            "request_id": request_id,
+            "tool": tool or entrypoint.rpartition(":")[2],
+            "entrypoint": entrypoint,
+            "arguments": args,
+            "timeout_s": timeout_s,
+        }
         deadline = time.monotonic() + timeout_s + TIMEOUT_MARGIN_S
 
         tries = [0]
@@ -108,8 +115,9 @@ class RemoteExecutor:
             if resp.status_code in _RETRY_STATUS:
                 raise _Retryable(f"HTTP {resp.status_code}: {resp.text[:300]}")
             if resp.status_code != 200:
-                raise ToolFailed(f"remote endpoint {self.url} refused {entrypoint}: HTTP {resp.status_code} "
-                                 f"{resp.text[:300]}")
+                raise ToolFailed(
+                    f"remote endpoint {self.url} refused {entrypoint}: HTTP {resp.status_code} {resp.text[:300]}"
+                )
             try:
                 reply = resp.json()
             except ValueError as exc:
@@ -129,8 +137,7 @@ class RemoteExecutor:
         except _Retryable as exc:
             if remaining() <= 0.1:
                 raise ToolTimeout(f"{entrypoint} on {self.url} exceeded {timeout_s:g} s ({exc})") from exc
-            raise ToolFailed(f"remote endpoint {self.url} failed {tries[0]} time(s) for "
-                             f"{entrypoint}: {exc}") from exc
+            raise ToolFailed(f"remote endpoint {self.url} failed {tries[0]} time(s) for {entrypoint}: {exc}") from exc
         if reply.get("ok"):
             return reply.get("result")
         error_type = reply.get("error_type", "Error")

@@ -49,8 +49,7 @@ from tools.executors import worker as _worker  # noqa: F401  (writes its .pyc: w
 from tools.procs import kill_process_tree, signal_group
 
 #: Environment variable names matching this are never passed to a tool process.
-SECRET_ENV_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|PRIVATE|COOKIE",
-                           re.IGNORECASE)
+SECRET_ENV_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|PRIVATE|COOKIE", re.IGNORECASE)
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _STDERR_TAIL = 2000
 #: Bytes kept of a worker's stdout / stderr (a larger result is a tool error).
@@ -133,7 +132,7 @@ def _sweep_stale_cgroups(parent: Path) -> None:
     """Remove empty cgroups left by executors of processes that no longer exist."""
     for d in parent.glob(f"{_CGROUP_PREFIX}*"):
         try:
-            owner = int(d.name[len(_CGROUP_PREFIX):].split("-")[0])
+            owner = int(d.name[len(_CGROUP_PREFIX) :].split("-")[0])
             if not psutil.pid_exists(owner):
                 d.rmdir()
         except (ValueError, OSError):
@@ -216,6 +215,7 @@ def _kill(pid: int, sig: int) -> None:
 
 # -- the executor -------------------------------------------------------------------------------
 
+
 @dataclass
 class RunContext:
     """Per-run resources: private temp dir and (when available) a pids cgroup."""
@@ -250,10 +250,22 @@ class SubprocessExecutor:
 
     kind = "subprocess"
 
-    def __init__(self, data_dir: Path, *, memory_mb: int | None = 1024, extra_paths: tuple[str, ...] = (),
-                 open_files: int = 256, max_procs: int = 64, file_mb: int = 1024, confine: bool = True,
-                 network: bool = True, extra_read: tuple[str, ...] = (), env_allow: tuple[str, ...] = (),
-                 grace_s: float = TERM_GRACE_S, database: str | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        memory_mb: int | None = 1024,
+        extra_paths: tuple[str, ...] = (),
+        open_files: int = 256,
+        max_procs: int = 64,
+        file_mb: int = 1024,
+        confine: bool = True,
+        network: bool = True,
+        extra_read: tuple[str, ...] = (),
+        env_allow: tuple[str, ...] = (),
+        grace_s: float = TERM_GRACE_S,
+        database: str | None = None,
+    ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.memory_mb = memory_mb
         self.extra_paths = tuple(str(p) for p in extra_paths)
@@ -310,19 +322,32 @@ class SubprocessExecutor:
         ctx = await asyncio.to_thread(self._setup)
         pid: int | None = None
         try:
-            payload = json.dumps({
-                "entrypoint": entrypoint,
-                "args": args,
-                "request_id": request_id,
-                "limits": {"memory_mb": self.memory_mb, "cpu_s": max(1, int(timeout_s + 0.999)),
-                           "open_files": self.open_files, "procs": self.max_procs, "file_mb": self.file_mb},
-                "confine": ({"workdir": str(self.data_dir), "tmpdir": self._worker_tmpdir(ctx),
-                             "read": list(self.extra_paths + self.extra_read + ctx.extra["database_read"]),
-                             "network": self.network}
-                            if self.confine else None),
-                "database": self.database,
-                **self._payload_extra(ctx),
-            }).encode()
+            payload = json.dumps(
+                {
+                    "entrypoint": entrypoint,
+                    "args": args,
+                    "request_id": request_id,
+                    "limits": {
+                        "memory_mb": self.memory_mb,
+                        "cpu_s": max(1, int(timeout_s + 0.999)),
+                        "open_files": self.open_files,
+                        "procs": self.max_procs,
+                        "file_mb": self.file_mb,
+                    },
+                    "confine": (
+                        {
+                            "workdir": str(self.data_dir),
+                            "tmpdir": self._worker_tmpdir(ctx),
+                            "read": list(self.extra_paths + self.extra_read + ctx.extra["database_read"]),
+                            "network": self.network,
+                        }
+                        if self.confine
+                        else None
+                    ),
+                    "database": self.database,
+                    **self._payload_extra(ctx),
+                }
+            ).encode()
             env = scrubbed_env(self.extra_paths, allow=self.env_allow)
             env["TMPDIR"] = self._worker_tmpdir(ctx)
             proc = await asyncio.create_subprocess_exec(
@@ -347,10 +372,13 @@ class SubprocessExecutor:
             # Always: the whole group goes (timeout, cancellation, or strays left after success).
             await asyncio.shield(asyncio.to_thread(self._teardown, ctx, pid))
 
-    async def _communicate(self, proc: asyncio.subprocess.Process, payload: bytes, entrypoint: str,
-                           timeout_s: float, ctx: RunContext) -> Any:
-        readers = [asyncio.ensure_future(_read_all(proc.stdout, _MAX_OUTPUT)),
-                   asyncio.ensure_future(_read_all(proc.stderr, _MAX_OUTPUT))]
+    async def _communicate(
+        self, proc: asyncio.subprocess.Process, payload: bytes, entrypoint: str, timeout_s: float, ctx: RunContext
+    ) -> Any:
+        readers = [
+            asyncio.ensure_future(_read_all(proc.stdout, _MAX_OUTPUT)),
+            asyncio.ensure_future(_read_all(proc.stderr, _MAX_OUTPUT)),
+        ]
         timed_out = False
         try:
             try:
@@ -403,8 +431,10 @@ class SubprocessExecutor:
                     pass
             raise ToolFailed(f"{entrypoint} {how} without a result" + (f"; stderr: {tail}" if tail else ""))
         if not reply.get("ok"):
-            raise ToolFailed(f"{reply.get('error_type', 'Error')}: {reply.get('error', '')}",
-                             kind=reply.get("error_kind") or "tool_error")
+            raise ToolFailed(
+                f"{reply.get('error_type', 'Error')}: {reply.get('error', '')}",
+                kind=reply.get("error_kind") or "tool_error",
+            )
         return reply.get("result")
 
     @staticmethod

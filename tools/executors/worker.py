@@ -40,18 +40,43 @@ import sys
 #: System files a Python tool commonly needs to read (dynamic loader, time zone, name service,
 #: TLS roots). Whole system trees (/usr, /lib...) are readable; /etc is not, apart from these.
 SYSTEM_READ = (
-    "/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin",
-    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/timezone",
-    "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/hosts", "/etc/host.conf",
-    "/etc/resolv.conf", "/etc/gai.conf", "/etc/protocols", "/etc/services", "/etc/mime.types",
-    "/etc/ssl", "/etc/ca-certificates", "/etc/os-release", "/etc/alternatives",
-    "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random",
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/libx32",
+    "/bin",
+    "/sbin",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    "/etc/protocols",
+    "/etc/services",
+    "/etc/mime.types",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/os-release",
+    "/etc/alternatives",
+    "/dev/null",
+    "/dev/zero",
+    "/dev/urandom",
+    "/dev/random",
 )
 #: Writable device files (besides the working directory and the private temp directory).
 DEVICE_WRITE = ("/dev/null",)
 
 
 # -- resource limits ------------------------------------------------------------------------------
+
 
 def _apply_limits(limits: dict) -> None:
     try:
@@ -88,6 +113,7 @@ def _apply_limits(limits: dict) -> None:
 
 # -- file-system confinement --------------------------------------------------------------------
 
+
 def _real(path: str) -> str:
     return os.path.realpath(path)
 
@@ -112,9 +138,21 @@ def _roots(confine: dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 #: audit event → index of its path argument; these change the file system.
 _WRITE_EVENTS = {
-    "os.remove": 0, "os.rmdir": 0, "os.mkdir": 0, "os.rename": 0, "os.link": 0, "os.symlink": 1,
-    "os.truncate": 0, "os.chmod": 0, "os.chown": 0, "os.utime": 0, "os.mkfifo": 0, "os.mknod": 0,
-    "shutil.rmtree": 0, "shutil.copyfile": 1, "shutil.move": 1,
+    "os.remove": 0,
+    "os.rmdir": 0,
+    "os.mkdir": 0,
+    "os.rename": 0,
+    "os.link": 0,
+    "os.symlink": 1,
+    "os.truncate": 0,
+    "os.chmod": 0,
+    "os.chown": 0,
+    "os.utime": 0,
+    "os.mkfifo": 0,
+    "os.mknod": 0,
+    "shutil.rmtree": 0,
+    "shutil.copyfile": 1,
+    "shutil.move": 1,
 }
 _MOVE_EVENTS = {"os.rename": 1, "os.link": 1, "shutil.move": 0}
 _READ_EVENTS = {"os.listdir": 0, "os.scandir": 0, "os.chdir": 0}
@@ -146,7 +184,8 @@ def _install_audit_hook(workdir: str, write_roots: tuple[str, ...], read_roots: 
             if event == "open":
                 path, mode, flags = (*args, None, None)[:3]
                 write = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-                    isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
+                    isinstance(flags, int) and bool(flags & _WRITE_FLAGS)
+                )
                 check(path, write, "writing" if write else "reading")
             elif event in _WRITE_EVENTS:
                 check(args[_WRITE_EVENTS[event]], True, event)
@@ -163,8 +202,22 @@ def _install_audit_hook(workdir: str, write_roots: tuple[str, ...], read_roots: 
 
 # Landlock (Linux >= 5.13): unprivileged, inherited by every child, cannot be undone.
 _LL_FS = {  # access right → first ABI version that knows it
-    1 << 0: 1, 1 << 1: 1, 1 << 2: 1, 1 << 3: 1, 1 << 4: 1, 1 << 5: 1, 1 << 6: 1, 1 << 7: 1,
-    1 << 8: 1, 1 << 9: 1, 1 << 10: 1, 1 << 11: 1, 1 << 12: 1, 1 << 13: 2, 1 << 14: 3, 1 << 15: 5,
+    1 << 0: 1,
+    1 << 1: 1,
+    1 << 2: 1,
+    1 << 3: 1,
+    1 << 4: 1,
+    1 << 5: 1,
+    1 << 6: 1,
+    1 << 7: 1,
+    1 << 8: 1,
+    1 << 9: 1,
+    1 << 10: 1,
+    1 << 11: 1,
+    1 << 12: 1,
+    1 << 13: 2,
+    1 << 14: 3,
+    1 << 15: 5,
 }
 _LL_EXECUTE, _LL_WRITE_FILE, _LL_READ_FILE, _LL_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 _LL_TRUNCATE, _LL_IOCTL_DEV = 1 << 14, 1 << 15
@@ -306,15 +359,18 @@ def main() -> int:
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a JSON error
         import traceback
 
-        line = json.dumps({
-            "ok": False,
-            "error_type": type(exc).__name__,
-            # tools.errors.ConfigurationError, by name: the worker imports nothing it need not
-            "error_kind": "configuration" if any(c.__name__ == "ConfigurationError" for c in type(exc).__mro__)
-            else "tool_error",
-            "error": str(exc),
-            "traceback": traceback.format_exc(limit=5),
-        })
+        line = json.dumps(
+            {
+                "ok": False,
+                "error_type": type(exc).__name__,
+                # tools.errors.ConfigurationError, by name: the worker imports nothing it need not
+                "error_kind": "configuration"
+                if any(c.__name__ == "ConfigurationError" for c in type(exc).__mro__)
+                else "tool_error",
+                "error": str(exc),
+                "traceback": traceback.format_exc(limit=5),
+            }
+        )
     real_stdout.write(line + "\n")
     real_stdout.flush()
     return 0

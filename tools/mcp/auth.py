@@ -154,10 +154,15 @@ class LoopbackRedirect:
                 target = line.split(" ")[1] if " " in line else "/"
                 query = parse_qs(urlparse(target).query)
                 ok = "code" in query
-                body = ("Hermes: authorised, you can close this tab." if ok
-                        else f"Hermes: authorisation failed ({query.get('error', ['?'])[0]}).")
-                writer.write(f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
-                             f"Connection: close\r\n\r\n{body}".encode())
+                body = (
+                    "Hermes: authorised, you can close this tab."
+                    if ok
+                    else f"Hermes: authorisation failed ({query.get('error', ['?'])[0]})."
+                )
+                writer.write(
+                    f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
+                    f"Connection: close\r\n\r\n{body}".encode()
+                )
                 await writer.drain()
                 if self._future is not None and not self._future.done():
                     if ok:
@@ -169,8 +174,12 @@ class LoopbackRedirect:
                 writer.close()
 
         self._listener = await asyncio.start_server(handle, url.hostname, url.port or 80)
-        log.warning("MCP server %s needs authorisation: open %s in a browser (waiting on %s)",
-                    self.server, authorization_url, self.redirect_uri)
+        log.warning(
+            "MCP server %s needs authorisation: open %s in a browser (waiting on %s)",
+            self.server,
+            authorization_url,
+            self.redirect_uri,
+        )
 
     async def callback(self) -> tuple[str, str | None]:
         assert self._future is not None
@@ -199,29 +208,57 @@ def oauth_provider(server: str, url: str, cfg: dict[str, Any], data_dir: Path | 
         )
 
         if client_id and cfg.get("privateKeyPem"):  # private_key_jwt client authentication
-            jwt = SignedJWTParameters(issuer=client_id, subject=client_id, signing_key=cfg["privateKeyPem"],
-                                      signing_algorithm=cfg.get("signingAlgorithm", "ES256"))
-            return PrivateKeyJWTOAuthProvider(server_url=url, storage=storage, client_id=client_id,
-                                              assertion_provider=jwt.create_assertion_provider(), scopes=scopes)
+            jwt = SignedJWTParameters(
+                issuer=client_id,
+                subject=client_id,
+                signing_key=cfg["privateKeyPem"],
+                signing_algorithm=cfg.get("signingAlgorithm", "ES256"),
+            )
+            return PrivateKeyJWTOAuthProvider(
+                server_url=url,
+                storage=storage,
+                client_id=client_id,
+                assertion_provider=jwt.create_assertion_provider(),
+                scopes=scopes,
+            )
         if not (client_id and secret):
             raise ValueError(f"MCP server '{server}': auth.grant client_credentials needs clientId and clientSecret")
-        return ClientCredentialsOAuthProvider(server_url=url, storage=storage, client_id=client_id,
-                                              client_secret=secret, scopes=scopes,
-                                              token_endpoint_auth_method=cfg.get("tokenEndpointAuthMethod",
-                                                                                 "client_secret_basic"))
+        return ClientCredentialsOAuthProvider(
+            server_url=url,
+            storage=storage,
+            client_id=client_id,
+            client_secret=secret,
+            scopes=scopes,
+            token_endpoint_auth_method=cfg.get("tokenEndpointAuthMethod", "client_secret_basic"),
+        )
     redirect_uri = cfg.get("redirectUri") or DEFAULT_REDIRECT
     flow = HeadlessRedirect() if cfg.get("mode") == "headless" else LoopbackRedirect(server, redirect_uri)
     # the SDK's pydantic models check the name against the methods they accept
     method: Any = cfg.get("tokenEndpointAuthMethod") or ("client_secret_basic" if secret else "none")
-    metadata = OAuthClientMetadata(client_name="Hermes Agent", redirect_uris=[AnyUrl(redirect_uri)],
-                                   grant_types=["authorization_code", "refresh_token"], response_types=["code"],
-                                   scope=scopes, token_endpoint_auth_method=method if not client_id else None)
-    provider = OAuthClientProvider(server_url=url, client_metadata=metadata, storage=storage,
-                                   redirect_handler=flow.redirect, callback_handler=flow.callback,
-                                   client_metadata_url=cfg.get("clientMetadataUrl"))
+    metadata = OAuthClientMetadata(
+        client_name="Hermes Agent",
+        redirect_uris=[AnyUrl(redirect_uri)],
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        scope=scopes,
+        token_endpoint_auth_method=method if not client_id else None,
+    )
+    provider = OAuthClientProvider(
+        server_url=url,
+        client_metadata=metadata,
+        storage=storage,
+        redirect_handler=flow.redirect,
+        callback_handler=flow.callback,
+        client_metadata_url=cfg.get("clientMetadataUrl"),
+    )
     if client_id:  # pre-registered: no dynamic registration
         storage.preset = OAuthClientInformationFull(
-            client_id=client_id, client_secret=secret, redirect_uris=[AnyUrl(redirect_uri)],
-            token_endpoint_auth_method=method, grant_types=["authorization_code", "refresh_token"],
-            response_types=["code"], scope=scopes)
+            client_id=client_id,
+            client_secret=secret,
+            redirect_uris=[AnyUrl(redirect_uri)],
+            token_endpoint_auth_method=method,
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            scope=scopes,
+        )
     return provider

@@ -141,9 +141,14 @@ def tools_from_listing(server: str, listed: list[types.Tool]) -> tuple[dict[str,
             continue
         annotations = t.annotations.model_dump(exclude_none=True) if t.annotations is not None else {}
         output = t.outputSchema if isinstance(t.outputSchema, dict) else None
-        tools[t.name] = MCPTool(name=t.name, description=" ".join((t.description or "").split()),
-                                input_schema=schema, annotations=annotations, meta=dict(t.meta or {}),
-                                output_schema=output)
+        tools[t.name] = MCPTool(
+            name=t.name,
+            description=" ".join((t.description or "").split()),
+            input_schema=schema,
+            annotations=annotations,
+            meta=dict(t.meta or {}),
+            output_schema=output,
+        )
     return tools, skipped
 
 
@@ -164,8 +169,15 @@ class MCPServer:
     Raises MCPConfigError (a ValueError naming the server and field) for a bad entry.
     """
 
-    def __init__(self, name: str, entry: dict[str, Any], *, startup_timeout_s: float = STARTUP_TIMEOUT_S,
-                 media_dir: Path | None = None, data_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        entry: dict[str, Any],
+        *,
+        startup_timeout_s: float = STARTUP_TIMEOUT_S,
+        media_dir: Path | None = None,
+        data_dir: Path | None = None,
+    ) -> None:
         self.name = name
         self.startup_timeout_s = startup_timeout_s
         self.connection = to_connection(name, entry)
@@ -183,8 +195,11 @@ class MCPServer:
         self.tools: dict[str, MCPTool] = {}
         self.skipped: dict[str, str] = {}
         self.score = Score()
-        self.breaker = Breaker(failures=self.settings.breaker_failures, cooldown_s=self.settings.breaker_cooldown_s,
-                               max_cooldown_s=self.settings.breaker_max_cooldown_s)
+        self.breaker = Breaker(
+            failures=self.settings.breaker_failures,
+            cooldown_s=self.settings.breaker_cooldown_s,
+            max_cooldown_s=self.settings.breaker_max_cooldown_s,
+        )
         #: Sessions opened to replace ones that died (no cap).
         self.reconnects = 0
         self.handshake_s: float | None = None
@@ -209,15 +224,30 @@ class MCPServer:
     def status(self) -> dict[str, Any]:
         """Pool, score and breaker of this server (for ``hermes mcp list`` and state metrics)."""
         live = [s for s in self.sessions if s.alive]
-        return {"name": self.name, "transport": self.transport, "state": self.state, "error": self.error,
-                "protocol_version": self.protocol_version, "server_info": self.server_info,
-                "capabilities": sorted(self.capabilities), "tools": len(self.tools),
-                "skipped_tools": sorted(self.skipped), "replica_group": self.settings.replica_group,
-                "pool": {"min": self.settings.pool_min, "max": self.settings.pool_max, "live": len(live),
-                         "opening": len(self._opening), "busy": sum(1 for s in live if s.inflight),
-                         "inflight": sum(s.inflight for s in live)},
-                "reconnects": self.reconnects, "handshake_s": self.handshake_s,
-                **self.score.as_dict(), "breaker": self.breaker.as_dict()}
+        return {
+            "name": self.name,
+            "transport": self.transport,
+            "state": self.state,
+            "error": self.error,
+            "protocol_version": self.protocol_version,
+            "server_info": self.server_info,
+            "capabilities": sorted(self.capabilities),
+            "tools": len(self.tools),
+            "skipped_tools": sorted(self.skipped),
+            "replica_group": self.settings.replica_group,
+            "pool": {
+                "min": self.settings.pool_min,
+                "max": self.settings.pool_max,
+                "live": len(live),
+                "opening": len(self._opening),
+                "busy": sum(1 for s in live if s.inflight),
+                "inflight": sum(s.inflight for s in live),
+            },
+            "reconnects": self.reconnects,
+            "handshake_s": self.handshake_s,
+            **self.score.as_dict(),
+            "breaker": self.breaker.as_dict(),
+        }
 
     def metrics(self) -> dict[str, Any]:
         """The compact part of :meth:`status` kept in the graph state's ``metrics["mcp_servers"]``
@@ -225,10 +255,18 @@ class MCPServer:
         None before the first call), "success" (0..1), "calls", "failures", "breaker" (closed |
         open | half_open), "breaker_trips", "live_sessions"}``."""
         score = self.score.as_dict()
-        return {"name": self.name, "state": self.state, "score": score["score"],
-                "latency_ema_s": score["latency_ema_s"], "success": score["success"], "calls": score["calls"],
-                "failures": score["failures"], "breaker": self.breaker.state, "breaker_trips": self.breaker.trips,
-                "live_sessions": sum(1 for s in self.sessions if s.alive)}
+        return {
+            "name": self.name,
+            "state": self.state,
+            "score": score["score"],
+            "latency_ema_s": score["latency_ema_s"],
+            "success": score["success"],
+            "calls": score["calls"],
+            "failures": score["failures"],
+            "breaker": self.breaker.state,
+            "breaker_trips": self.breaker.trips,
+            "live_sessions": sum(1 for s in self.sessions if s.alive),
+        }
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -254,8 +292,11 @@ class MCPServer:
         self.error = reason.split(": ", 1)[1] if reason.startswith(f"MCP server '{self.name}': ") else reason
         self.breaker.trip(self.error)
         self._schedule_probe()
-        raise errors[0] if errors and isinstance(errors[0], ToolTransportError) else ToolTransportError(
-            self.name, self.error, sent=False)
+        raise (
+            errors[0]
+            if errors and isinstance(errors[0], ToolTransportError)
+            else ToolTransportError(self.name, self.error, sent=False)
+        )
 
     def _track(self, task: asyncio.Task[Any]) -> asyncio.Task[Any]:
         self._tasks.add(task)
@@ -279,9 +320,15 @@ class MCPServer:
         if self._closing:
             raise ToolTransportError(self.name, "closing", sent=False)
         self._index += 1
-        session = MCPSession(self.name, self._connection(), startup_timeout_s=self.startup_timeout_s,
-                             server_marker=self.marker, index=self._index, elicitation=self.settings.elicitation,
-                             on_notification=self._on_notification)
+        session = MCPSession(
+            self.name,
+            self._connection(),
+            startup_timeout_s=self.startup_timeout_s,
+            server_marker=self.marker,
+            index=self._index,
+            elicitation=self.settings.elicitation,
+            on_notification=self._on_notification,
+        )
         self._opening.add(session)
         try:
             hs = await session.start()
@@ -311,8 +358,9 @@ class MCPServer:
 
     def _set_tools(self, listed: list[types.Tool]) -> None:
         tools, skipped = tools_from_listing(self.name, listed)
-        changed = self.tools_version == 0 or ({n: t.signature() for n, t in tools.items()}
-                                              != {n: t.signature() for n, t in self.tools.items()})
+        changed = self.tools_version == 0 or (
+            {n: t.signature() for n, t in tools.items()} != {n: t.signature() for n, t in self.tools.items()}
+        )
         self.tools, self.skipped = tools, skipped
         if not changed:
             return
@@ -327,9 +375,13 @@ class MCPServer:
 
     def _failure(self, reason: str) -> None:
         if self.breaker.failure(reason):
-            log.warning("MCP server %s parked by its circuit breaker after %d failures in a row (%s); "
-                        "probing again in %.1f s", self.name, self.breaker.consecutive, reason,
-                        self.breaker.current_cooldown_s)
+            log.warning(
+                "MCP server %s parked by its circuit breaker after %d failures in a row (%s); probing again in %.1f s",
+                self.name,
+                self.breaker.consecutive,
+                reason,
+                self.breaker.current_cooldown_s,
+            )
             self.state, self.error = "parked", reason
             self._schedule_probe()
         elif not any(s.alive for s in self.sessions):
@@ -351,8 +403,9 @@ class MCPServer:
             try:
                 await self._open()
             except ToolTransportError as exc:
-                log.info("MCP server %s: probe failed (%s); next in %.1f s", self.name, exc,
-                         self.breaker.current_cooldown_s)
+                log.info(
+                    "MCP server %s: probe failed (%s); next in %.1f s", self.name, exc, self.breaker.current_cooldown_s
+                )
                 continue
             log.info("MCP server %s is back (probe succeeded)", self.name)
             if first and self.on_tools_changed is not None:  # it never started before: register
@@ -391,7 +444,7 @@ class MCPServer:
         now = time.monotonic()
         idle = [s for s in self.sessions if s.alive and s.inflight == 0 and now - s.last_used > IDLE_CLOSE_S]
         extra = len([s for s in self.sessions if s.alive]) - self.settings.pool_min
-        for s in idle[:max(0, extra)]:
+        for s in idle[: max(0, extra)]:
             self.sessions.remove(s)
             self._track(asyncio.ensure_future(s.close()))
 
@@ -400,13 +453,18 @@ class MCPServer:
         (``sent=False``) when the server is parked or no session can be opened."""
         self._prune()
         if self.breaker.parked:
-            raise ToolTransportError(self.name, f"parked by its circuit breaker after {self.breaker.consecutive} "
-                                                f"failures in a row ({self.breaker.last_error}); next probe in "
-                                                f"{self.breaker.probe_due_in():.1f} s", sent=False)
+            raise ToolTransportError(
+                self.name,
+                f"parked by its circuit breaker after {self.breaker.consecutive} "
+                f"failures in a row ({self.breaker.last_error}); next probe in "
+                f"{self.breaker.probe_due_in():.1f} s",
+                sent=False,
+            )
         live = [s for s in self.sessions if s.alive]
         if not live and self._refills:  # a replacement is already opening: use it, not another one
-            await asyncio.wait(set(self._refills), timeout=self.startup_timeout_s + 3,
-                               return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                set(self._refills), timeout=self.startup_timeout_s + 3, return_when=asyncio.FIRST_COMPLETED
+            )
             live = [s for s in self.sessions if s.alive]
         idle = [s for s in live if s.inflight == 0]
         if idle:
@@ -470,8 +528,12 @@ class MCPServer:
         """SIGTERM / grace / SIGKILL every process still carrying the server's marker. Blocking."""
         procs = find_by_env_marker(MARKER_ENV, self.marker)
         if procs:
-            log.warning("MCP server %s left %d process(es) after shutdown; killing %s",
-                        self.name, len(procs), [p.pid for p in procs])
+            log.warning(
+                "MCP server %s left %d process(es) after shutdown; killing %s",
+                self.name,
+                len(procs),
+                [p.pid for p in procs],
+            )
         return terminate(procs, grace_s)
 
     # -- notifications -----------------------------------------------------------------------
@@ -497,9 +559,18 @@ class MCPServer:
         self._set_tools(listed)
 
     # -- calls -------------------------------------------------------------------------------
-    async def call_tool(self, tool: str, args: dict[str, Any], *, timeout_s: float,
-                        max_timeout_s: float | None = None, request_id: str = "", retry_safe: bool = False,
-                        local_retry: bool = True, on_progress: ProgressFn | None = None) -> Any:
+    async def call_tool(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        timeout_s: float,
+        max_timeout_s: float | None = None,
+        request_id: str = "",
+        retry_safe: bool = False,
+        local_retry: bool = True,
+        on_progress: ProgressFn | None = None,
+    ) -> Any:
         """``tools/call`` on a pooled session; returns the result as JSON/text
         (:func:`tools.mcp.results.result_to_json`).
 
@@ -519,9 +590,20 @@ class MCPServer:
         terminated; ``sent=True`` when it may have run).
         """
         if self._loop is not None and self._loop is not asyncio.get_running_loop():
-            return await _on_loop(self.name, self._loop, self.call_tool(
-                tool, args, timeout_s=timeout_s, max_timeout_s=max_timeout_s, request_id=request_id,
-                retry_safe=retry_safe, local_retry=local_retry, on_progress=on_progress))
+            return await _on_loop(
+                self.name,
+                self._loop,
+                self.call_tool(
+                    tool,
+                    args,
+                    timeout_s=timeout_s,
+                    max_timeout_s=max_timeout_s,
+                    request_id=request_id,
+                    retry_safe=retry_safe,
+                    local_retry=local_retry,
+                    on_progress=on_progress,
+                ),
+            )
         if self._closing or self._loop is None:
             raise ToolTransportError(self.name, f"not connected ({self.error or self.state})", sent=False)
         mcp_tool = self.tools.get(tool)
@@ -543,16 +625,29 @@ class MCPServer:
                     raise ToolFailed(f"MCP server '{self.name}' has no tool {tool!r}")
             t0 = time.perf_counter()
             try:
-                raw = await session.call(tool, args, answer_timeout_s=timeout_s, hard_timeout_s=max_timeout_s,
-                                         request_id=request_id, on_progress=reporter)
+                raw = await session.call(
+                    tool,
+                    args,
+                    answer_timeout_s=timeout_s,
+                    hard_timeout_s=max_timeout_s,
+                    request_id=request_id,
+                    on_progress=reporter,
+                )
             except ToolTransportError as exc:
                 self.score.update(time.perf_counter() - t0, False)
                 self._failure(str(exc))
                 self._retire(session)
-                if attempt < MAX_ATTEMPTS and not self.breaker.parked and (
-                        not exc.sent or (retry_safe and local_retry)):
-                    log.info("MCP server %s: retrying %s on a fresh session (%s)", self.name, tool,
-                             "not run" if not exc.sent else "retry-safe tool")
+                if (
+                    attempt < MAX_ATTEMPTS
+                    and not self.breaker.parked
+                    and (not exc.sent or (retry_safe and local_retry))
+                ):
+                    log.info(
+                        "MCP server %s: retrying %s on a fresh session (%s)",
+                        self.name,
+                        tool,
+                        "not run" if not exc.sent else "retry-safe tool",
+                    )
                     continue
                 raise
             except ToolTimeout:
@@ -566,8 +661,9 @@ class MCPServer:
             self.breaker.success()
             if self.state == "failed":
                 self.state, self.error = "ready", None
-            if self.media_dir is not None and any(getattr(b, "type", "") in ("image", "audio", "resource")
-                                                  for b in raw.content or []):
+            if self.media_dir is not None and any(
+                getattr(b, "type", "") in ("image", "audio", "resource") for b in raw.content or []
+            ):
                 return await asyncio.to_thread(result_to_json, raw, mcp_tool.output_validator, self.media_dir)
             return result_to_json(raw, mcp_tool.output_validator, None)
 
@@ -576,10 +672,26 @@ class MCPServer:
 
         def report(progress: float, total: float | None, message: str | None) -> None:
             self.progress[tool] = (progress, total, message)
-            log.info("MCP server %s: %s progress %g%s%s", self.name, tool, progress,
-                     f"/{total:g}" if total else "", f" ({message})" if message else "")
-            emit(sink, ProgressEvent(type="mcp_progress", server=self.name, tool=tool, request_id=request_id,
-                                     progress=progress, total=total, message=message))
+            log.info(
+                "MCP server %s: %s progress %g%s%s",
+                self.name,
+                tool,
+                progress,
+                f"/{total:g}" if total else "",
+                f" ({message})" if message else "",
+            )
+            emit(
+                sink,
+                ProgressEvent(
+                    type="mcp_progress",
+                    server=self.name,
+                    tool=tool,
+                    request_id=request_id,
+                    progress=progress,
+                    total=total,
+                    message=message,
+                ),
+            )
 
         return report
 
@@ -608,8 +720,7 @@ def ranked(replicas: list[Replica]) -> list[Replica]:
     return sorted(replicas, key=lambda r: (order.get(r.server.state, 2), -r.server.score.value))
 
 
-async def call_replicas(replicas: list[Replica], args: dict[str, Any], *, request_id: str,
-                        retry_safe: bool) -> Any:
+async def call_replicas(replicas: list[Replica], args: dict[str, Any], *, request_id: str, retry_safe: bool) -> Any:
     """Call a logical tool: the best-scored healthy replica first; a crash or a timeout moves on
     to the next one — only when that is safe: the request never ran there (``sent=False``), or
     the tool is ``retry_safe``. A side-effect call that may have run is never sent elsewhere
@@ -620,9 +731,15 @@ async def call_replicas(replicas: list[Replica], args: dict[str, Any], *, reques
     for i, rep in enumerate(order):
         last = i == len(order) - 1
         try:
-            return await rep.server.call_tool(rep.tool, args, timeout_s=rep.timeout_s,
-                                              max_timeout_s=rep.max_timeout_s, request_id=request_id,
-                                              retry_safe=retry_safe, local_retry=last)
+            return await rep.server.call_tool(
+                rep.tool,
+                args,
+                timeout_s=rep.timeout_s,
+                max_timeout_s=rep.max_timeout_s,
+                request_id=request_id,
+                retry_safe=retry_safe,
+                local_retry=last,
+            )
         except ToolTransportError as exc:
             if exc.sent and not retry_safe:
                 raise
@@ -635,8 +752,13 @@ async def call_replicas(replicas: list[Replica], args: dict[str, Any], *, reques
                 break
             errors.append((rep.server.name, exc))
         if not last:
-            log.info("MCP tool %s: %s failed (%s); failing over to %s", rep.tool, rep.server.name,
-                     errors[-1][1], order[i + 1].server.name)
+            log.info(
+                "MCP tool %s: %s failed (%s); failing over to %s",
+                rep.tool,
+                rep.server.name,
+                errors[-1][1],
+                order[i + 1].server.name,
+            )
     if len(errors) == 1:
         raise errors[0][1]
     names = "+".join(r.server.name for r in order)
@@ -651,14 +773,21 @@ class MCPClient:
     """All configured MCP servers: ``{name: MCPServer}``. ``start()`` starts them concurrently;
     a server that fails is recorded in :attr:`failed` (name → reason) and the others work."""
 
-    def __init__(self, servers: dict[str, dict[str, Any]], *, startup_timeout_s: float = STARTUP_TIMEOUT_S,
-                 media_dir: Path | None = None, data_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        servers: dict[str, dict[str, Any]],
+        *,
+        startup_timeout_s: float = STARTUP_TIMEOUT_S,
+        media_dir: Path | None = None,
+        data_dir: Path | None = None,
+    ) -> None:
         self.servers: dict[str, MCPServer] = {}
         self.failed: dict[str, str] = {}
         for name, entry in servers.items():
             try:
-                self.servers[name] = MCPServer(name, entry, startup_timeout_s=startup_timeout_s,
-                                               media_dir=media_dir, data_dir=data_dir)
+                self.servers[name] = MCPServer(
+                    name, entry, startup_timeout_s=startup_timeout_s, media_dir=media_dir, data_dir=data_dir
+                )
             except ValueError as exc:
                 self.failed[name] = str(exc)
 

@@ -88,9 +88,12 @@ def to_connection(name: str, entry: dict[str, Any]) -> dict[str, Any]:
         env = entry.get("env")
         if not isinstance(args, list) or (env is not None and not isinstance(env, dict)):
             raise MCPConfigError(f"MCP server '{name}': args must be a list and env an object")
-        conn: dict[str, Any] = {"transport": "stdio", "command": str(entry["command"]),
-                                "args": [str(a) for a in args],
-                                "env": {str(k): str(v) for k, v in (env or {}).items()}}
+        conn: dict[str, Any] = {
+            "transport": "stdio",
+            "command": str(entry["command"]),
+            "args": [str(a) for a in args],
+            "env": {str(k): str(v) for k, v in (env or {}).items()},
+        }
         if entry.get("cwd"):
             conn["cwd"] = str(entry["cwd"])
         return conn
@@ -150,12 +153,20 @@ class ServerSettings:
 
 
 #: ``_meta`` keys of an MCP tool that carry Hermes metadata (set by the server).
-META_REQUESTED_BY = "hermes/requested_by"      # list of regular expressions (ToolSpec.requested_by)
+META_REQUESTED_BY = "hermes/requested_by"  # list of regular expressions (ToolSpec.requested_by)
 META_ARTIFACT_FIELD = "hermes/artifact_field"  # result field naming what the call produced
 
 #: Keys of a ``tools.<name>`` override (``timeoutSeconds`` is accepted for ``timeout_s``).
-TOOL_OVERRIDE_KEYS = ("side_effect", "idempotent", "requested_by", "artifact_field", "timeout_s", "timeoutSeconds",
-                      "max_timeout_s", "maxTimeoutSeconds")
+TOOL_OVERRIDE_KEYS = (
+    "side_effect",
+    "idempotent",
+    "requested_by",
+    "artifact_field",
+    "timeout_s",
+    "timeoutSeconds",
+    "max_timeout_s",
+    "maxTimeoutSeconds",
+)
 
 
 def server_settings(name: str, entry: dict[str, Any]) -> ServerSettings:
@@ -165,14 +176,20 @@ def server_settings(name: str, entry: dict[str, Any]) -> ServerSettings:
         raise MCPConfigError(f"MCP server '{name}': entry must be an object")
     where = f"MCP server '{name}'"
     timeout = _timeout(where, entry)
-    common = dict(timeout_s=timeout, max_timeout_s=_timeout(where, entry, keys=_MAX_KEYS), **_pool(where, entry),
-                  **_breaker(where, entry), **_misc(where, entry))
+    common = dict(
+        timeout_s=timeout,
+        max_timeout_s=_timeout(where, entry, keys=_MAX_KEYS),
+        **_pool(where, entry),
+        **_breaker(where, entry),
+        **_misc(where, entry),
+    )
     tools_cfg = entry.get("tools")
     if tools_cfg is None:
         return ServerSettings(**common)
     if not isinstance(tools_cfg, dict):
-        raise MCPConfigError(f"{where}: 'tools' must be an object {{tool name: {{...}}}}, "
-                             f"got {type(tools_cfg).__name__}")
+        raise MCPConfigError(
+            f"{where}: 'tools' must be an object {{tool name: {{...}}}}, got {type(tools_cfg).__name__}"
+        )
     tools: dict[str, ToolOverride] = {}
     for tool, cfg in tools_cfg.items():
         field_ = f"tools.{tool}"
@@ -180,8 +197,7 @@ def server_settings(name: str, entry: dict[str, Any]) -> ServerSettings:
             raise MCPConfigError(f"{where}: '{field_}' must be an object, got {type(cfg).__name__}")
         unknown = sorted(set(cfg) - set(TOOL_OVERRIDE_KEYS))
         if unknown:
-            raise MCPConfigError(f"{where}: '{field_}' has unknown key(s) {unknown}; "
-                                 f"known: {list(TOOL_OVERRIDE_KEYS)}")
+            raise MCPConfigError(f"{where}: '{field_}' has unknown key(s) {unknown}; known: {list(TOOL_OVERRIDE_KEYS)}")
         for flag in ("side_effect", "idempotent"):
             if flag in cfg and not isinstance(cfg[flag], bool):
                 raise MCPConfigError(f"{where}: '{field_}.{flag}' must be true or false, got {cfg[flag]!r}")
@@ -191,10 +207,14 @@ def server_settings(name: str, entry: dict[str, Any]) -> ServerSettings:
         artifact = cfg.get("artifact_field")
         if artifact is not None and not (isinstance(artifact, str) and artifact.strip()):
             raise MCPConfigError(f"{where}: '{field_}.artifact_field' must be a non-empty string, got {artifact!r}")
-        tools[str(tool)] = ToolOverride(side_effect=cfg.get("side_effect"), idempotent=cfg.get("idempotent"),
-                                        requested_by=requested, artifact_field=artifact,
-                                        timeout_s=_timeout(where, cfg, prefix=f"{field_}."),
-                                        max_timeout_s=_timeout(where, cfg, prefix=f"{field_}.", keys=_MAX_KEYS))
+        tools[str(tool)] = ToolOverride(
+            side_effect=cfg.get("side_effect"),
+            idempotent=cfg.get("idempotent"),
+            requested_by=requested,
+            artifact_field=artifact,
+            timeout_s=_timeout(where, cfg, prefix=f"{field_}."),
+            max_timeout_s=_timeout(where, cfg, prefix=f"{field_}.", keys=_MAX_KEYS),
+        )
     return ServerSettings(tools=tools, **common)
 
 
@@ -212,7 +232,7 @@ def _pool(where: str, entry: dict[str, Any]) -> dict[str, Any]:
     if pool is None:
         return {}
     if not isinstance(pool, dict) or set(pool) - {"min", "max"}:
-        raise MCPConfigError(f"{where}: 'pool' must be an object {{\"min\": n, \"max\": m}}, got {pool!r}")
+        raise MCPConfigError(f'{where}: \'pool\' must be an object {{"min": n, "max": m}}, got {pool!r}')
     low = _int(where, "pool.min", pool.get("min", min(POOL_MIN, pool.get("max", POOL_MIN))), 1, 100)
     high = _int(where, "pool.max", pool.get("max", max(POOL_MAX, low)), 1, 100)
     if high < low:
@@ -243,8 +263,9 @@ def _misc(where: str, entry: dict[str, Any]) -> dict[str, Any]:
     group = entry.get("replicaGroup", entry.get("replica_group"))
     if group is not None:
         if not (isinstance(group, str) and SERVER_NAME_RE.match(group)):
-            raise MCPConfigError(f"{where}: 'replicaGroup' must be a name matching {SERVER_NAME_RE.pattern}, "
-                                 f"got {group!r}")
+            raise MCPConfigError(
+                f"{where}: 'replicaGroup' must be a name matching {SERVER_NAME_RE.pattern}, got {group!r}"
+            )
         out["replica_group"] = group
     mode = entry.get("elicitation")
     if mode is not None:
@@ -256,7 +277,7 @@ def _misc(where: str, entry: dict[str, Any]) -> dict[str, Any]:
         if "url" not in entry:
             raise MCPConfigError(f"{where}: 'auth' is for HTTP servers (an entry with 'url')")
         if not isinstance(auth, dict) or auth.get("type", "oauth") != "oauth":
-            raise MCPConfigError(f"{where}: 'auth' must be an object {{\"type\": \"oauth\", ...}}, got {auth!r}")
+            raise MCPConfigError(f'{where}: \'auth\' must be an object {{"type": "oauth", ...}}, got {auth!r}')
         scopes = auth.get("scopes")
         if scopes is not None and not (isinstance(scopes, list) and all(isinstance(x, str) for x in scopes)):
             raise MCPConfigError(f"{where}: 'auth.scopes' must be a list of strings, got {scopes!r}")
@@ -277,15 +298,17 @@ def check_patterns(where: str, value: Any) -> list[str]:
     return list(value)
 
 
-def _timeout(where: str, cfg: dict[str, Any], prefix: str = "",
-             keys: tuple[str, ...] = ("timeoutSeconds", "timeout_s")) -> float | None:
+def _timeout(
+    where: str, cfg: dict[str, Any], prefix: str = "", keys: tuple[str, ...] = ("timeoutSeconds", "timeout_s")
+) -> float | None:
     given = {k: cfg[k] for k in keys if k in cfg}
     if not given:
         return None
     if len(given) == 2 and len({repr(v) for v in given.values()}) == 2:
         a, b = keys
-        raise MCPConfigError(f"{where}: '{prefix}{a}' and '{prefix}{b}' disagree "
-                             f"({given[a]!r} vs {given[b]!r}); give one")
+        raise MCPConfigError(
+            f"{where}: '{prefix}{a}' and '{prefix}{b}' disagree ({given[a]!r} vs {given[b]!r}); give one"
+        )
     key, value = next(iter(given.items()))
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise MCPConfigError(f"{where}: '{prefix}{key}' must be a number of seconds > 0, got {value!r}")
@@ -298,8 +321,10 @@ def team_chat_entry(data_dir: Path) -> dict[str, Any]:
     return {
         "command": sys.executable,
         "args": ["-m", "tools.mcp.servers.team_chat"],
-        "env": {"HERMES_TEAM_CHAT_DB": str(Path(data_dir).resolve() / "team_chat.db"),
-                "PYTHONPATH": str(_PROJECT_ROOT)},
+        "env": {
+            "HERMES_TEAM_CHAT_DB": str(Path(data_dir).resolve() / "team_chat.db"),
+            "PYTHONPATH": str(_PROJECT_ROOT),
+        },
         "cwd": str(Path(data_dir).resolve()),
         # a local SQLite-backed server answering in milliseconds: one warm process is enough
         "pool": {"min": 1, "max": 4},

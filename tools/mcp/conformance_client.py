@@ -53,12 +53,20 @@ class ConformanceSettings(BaseSettings):
 
 def entry_for(url: str, scenario: str, context: dict[str, Any]) -> dict[str, Any]:
     """The ``mcpServers`` entry Hermes would use for this scenario's server."""
-    entry: dict[str, Any] = {"url": url, "transport": "streamable_http", "pool": {"min": 1, "max": 1},
-                             "timeoutSeconds": 20, "elicitation": "defaults"}
+    entry: dict[str, Any] = {
+        "url": url,
+        "transport": "streamable_http",
+        "pool": {"min": 1, "max": 1},
+        "timeoutSeconds": 20,
+        "elicitation": "defaults",
+    }
     if scenario.startswith("auth/"):
-        auth: dict[str, Any] = {"type": "oauth", "mode": "headless",
-                                "redirectUri": "http://localhost:3000/callback",
-                                "clientMetadataUrl": "https://conformance-test.local/client-metadata.json"}
+        auth: dict[str, Any] = {
+            "type": "oauth",
+            "mode": "headless",
+            "redirectUri": "http://localhost:3000/callback",
+            "clientMetadataUrl": "https://conformance-test.local/client-metadata.json",
+        }
         if context.get("client_id"):
             auth["clientId"] = context["client_id"]
         if context.get("client_secret"):
@@ -76,8 +84,12 @@ async def run(url: str, scenario: str, context: dict[str, Any]) -> int:
     server = MCPServer("conformance", entry_for(url, scenario, context), startup_timeout_s=25.0)
     try:
         await server.start()
-        log.info("initialized: protocol %s, capabilities %s, %d tools", server.protocol_version,
-                 sorted(server.capabilities), len(server.tools))
+        log.info(
+            "initialized: protocol %s, capabilities %s, %d tools",
+            server.protocol_version,
+            sorted(server.capabilities),
+            len(server.tools),
+        )
         call = CALLS.get(scenario)
         if call is None and scenario.startswith("auth/") and server.tools:
             call = (next(iter(server.tools)), {})
@@ -100,8 +112,9 @@ async def run(url: str, scenario: str, context: dict[str, Any]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
-        print("usage: python -m tools.mcp.conformance_client URL (scenario in MCP_CONFORMANCE_SCENARIO)",
-              file=sys.stderr)
+        print(
+            "usage: python -m tools.mcp.conformance_client URL (scenario in MCP_CONFORMANCE_SCENARIO)", file=sys.stderr
+        )
         return 2
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     settings = ConformanceSettings()

@@ -38,8 +38,9 @@ class PeersSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="HERMES_", extra="ignore", frozen=True)
 
-    mcp_peers_dir: str = Field(default="", description="HERMES_MCP_PEERS_DIR: the peers' folder "
-                                                       "(default <project>/.venv/mcp-peers).")
+    mcp_peers_dir: str = Field(
+        default="", description="HERMES_MCP_PEERS_DIR: the peers' folder (default <project>/.venv/mcp-peers)."
+    )
 
 
 def home(folder: str | Path | None = None) -> Path:
@@ -84,8 +85,13 @@ def _stamp() -> str:
 
 def installed() -> bool:
     stamp = home() / ".installed"
-    return bool(stamp.exists() and stamp.read_text() == _stamp() and node().exists() and time_cmd()[0]
-                and Path(time_cmd()[0]).exists())
+    return bool(
+        stamp.exists()
+        and stamp.read_text() == _stamp()
+        and node().exists()
+        and time_cmd()[0]
+        and Path(time_cmd()[0]).exists()
+    )
 
 
 def ensure(quiet: bool = True) -> Path:
@@ -111,7 +117,9 @@ def ensure(quiet: bool = True) -> Path:
 def _run(cmd: list[str], quiet: bool) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd[:3])} ... failed ({proc.returncode}): {(proc.stderr or proc.stdout)[-2000:]}")
+        raise RuntimeError(
+            f"{' '.join(cmd[:3])} ... failed ({proc.returncode}): {(proc.stderr or proc.stdout)[-2000:]}"
+        )
     if not quiet and proc.stdout.strip():
         print(proc.stdout.strip()[-500:])
 

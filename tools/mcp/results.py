@@ -61,8 +61,9 @@ def output_validator(schema: dict[str, Any] | None, where: str = "an MCP tool") 
         return None
 
 
-def result_to_json(result: types.CallToolResult, output_schema: dict[str, Any] | Validator | None = None,
-                   media_dir: Path | None = None) -> Any:
+def result_to_json(
+    result: types.CallToolResult, output_schema: dict[str, Any] | Validator | None = None, media_dir: Path | None = None
+) -> Any:
     """A ``CallToolResult`` → JSON-able value (module docstring). Raises ToolFailed for an
     ``isError`` result or structured content that breaks the tool's ``output_schema`` (a schema
     dict, compiled on each call, or a validator from :func:`output_validator`, compiled once).
@@ -113,8 +114,13 @@ def block_to_json(b: Any, media_dir: Path | None = None) -> Any:
     if kind in ("image", "audio"):
         return _media(kind, b.data, b.mimeType, media_dir)
     if kind == "resource_link":
-        out = {"type": "resource_link", "uri": str(b.uri), "name": b.name, "mime_type": b.mimeType,
-               "description": b.description}
+        out = {
+            "type": "resource_link",
+            "uri": str(b.uri),
+            "name": b.name,
+            "mime_type": b.mimeType,
+            "description": b.description,
+        }
         return {k: v for k, v in out.items() if v is not None}
     if kind == "resource":
         res = b.resource
@@ -147,9 +153,11 @@ def _media(kind: str, data: str, mime: str | None, media_dir: Path | None) -> di
     if handle:
         out["handle"] = handle
     what = {"image": "an image", "audio": "an audio clip"}.get(kind, "a binary resource")
-    out["description"] = (f"{what} ({mime}, {len(raw)} bytes)"
-                          + (f", saved at {handle}" if handle else ", not saved")
-                          + "; its content is not shown to a model that cannot read it")
+    out["description"] = (
+        f"{what} ({mime}, {len(raw)} bytes)"
+        + (f", saved at {handle}" if handle else ", not saved")
+        + "; its content is not shown to a model that cannot read it"
+    )
     return out
 
 
@@ -191,14 +199,16 @@ def image_blocks(value: Any, *, max_bytes: int = MAX_IMAGE_BYTES) -> list[dict[s
         except OSError as exc:
             log.info("MCP image %s not passed to the model: %s", handle, exc)
             continue
-        block = create_image_block(base64=base64.b64encode(data).decode("ascii"),
-                                   mime_type=str(p.get("mime_type") or "image/png"))
+        block = create_image_block(
+            base64=base64.b64encode(data).decode("ascii"), mime_type=str(p.get("mime_type") or "image/png")
+        )
         out.append(dict(block))
     return out
 
 
-def model_content(text: str, value: Any, *, accepts_images: bool,
-                  max_bytes: int = MAX_IMAGE_BYTES) -> str | list[str | dict[str, Any]]:
+def model_content(
+    text: str, value: Any, *, accepts_images: bool, max_bytes: int = MAX_IMAGE_BYTES
+) -> str | list[str | dict[str, Any]]:
     """What a tool message carries for a model: ``text`` (the result's bounded envelope) alone
     when the model does not accept images or the result has none — the placeholders in it say
     what each image is and where (``handle``); otherwise ``[{"type": "text", "text": text},
@@ -223,8 +233,13 @@ def content_to_json(content: Any, artifact: Any = None) -> Any:
         elif isinstance(b, str):
             out.append(_maybe_json(b))
         elif isinstance(b, dict):
-            out.append({k: (f"<{len(v)} base64 chars>" if k in ("base64", "data", "blob") else v)
-                        for k, v in b.items() if k != "id"})
+            out.append(
+                {
+                    k: (f"<{len(v)} base64 chars>" if k in ("base64", "data", "blob") else v)
+                    for k, v in b.items()
+                    if k != "id"
+                }
+            )
         else:
             out.append(str(b))
     if not out and isinstance(artifact, dict) and artifact.get("structured_content") is not None:
@@ -232,7 +247,7 @@ def content_to_json(content: Any, artifact: Any = None) -> Any:
     return out[0] if len(out) == 1 else out
 
 
-_JSON_SCALAR = re.compile(r'^(-?\d+(\.\d+)?([eE][+-]?\d+)?|true|false|null)$')
+_JSON_SCALAR = re.compile(r"^(-?\d+(\.\d+)?([eE][+-]?\d+)?|true|false|null)$")
 
 
 def _maybe_json(text: str) -> Any:

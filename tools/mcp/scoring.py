@@ -44,8 +44,9 @@ class Score:
     def update(self, latency_s: float, ok: bool) -> None:
         """Fold one call in (seconds; ok = the server answered)."""
         latency_s = max(0.0, float(latency_s))
-        self.latency_ema = latency_s if self.latency_ema is None else (
-            LATENCY_KEEP * self.latency_ema + LATENCY_NEW * latency_s)
+        self.latency_ema = (
+            latency_s if self.latency_ema is None else (LATENCY_KEEP * self.latency_ema + LATENCY_NEW * latency_s)
+        )
         self.success = SUCCESS_KEEP * self.success + SUCCESS_NEW * (1.0 if ok else 0.0)
         self.calls += 1
         self.failures += 0 if ok else 1
@@ -55,9 +56,13 @@ class Score:
         return score_of(self.latency_ema, self.success)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"score": round(self.value, 4), "latency_ema_s": None if self.latency_ema is None
-                else round(self.latency_ema, 6), "success": round(self.success, 4), "calls": self.calls,
-                "failures": self.failures}
+        return {
+            "score": round(self.value, 4),
+            "latency_ema_s": None if self.latency_ema is None else round(self.latency_ema, 6),
+            "success": round(self.success, 4),
+            "calls": self.calls,
+            "failures": self.failures,
+        }
 
 
 @dataclass
@@ -96,8 +101,9 @@ class Breaker:
         return False
 
     def _open(self) -> None:
-        self.current_cooldown_s = (self.cooldown_s if not self.current_cooldown_s
-                                   else min(self.max_cooldown_s, self.current_cooldown_s * 2))
+        self.current_cooldown_s = (
+            self.cooldown_s if not self.current_cooldown_s else min(self.max_cooldown_s, self.current_cooldown_s * 2)
+        )
         self.state, self.opened_at = "open", self.clock()
         self.trips += 1
 
@@ -119,7 +125,11 @@ class Breaker:
         return max(0.0, self.opened_at + self.current_cooldown_s - self.clock())
 
     def as_dict(self) -> dict[str, Any]:
-        return {"state": self.state, "consecutive_failures": self.consecutive, "trips": self.trips,
-                "cooldown_s": self.current_cooldown_s or None,
-                "next_probe_in_s": round(self.probe_due_in(), 3) if self.state == "open" else None,
-                "last_error": self.last_error}
+        return {
+            "state": self.state,
+            "consecutive_failures": self.consecutive,
+            "trips": self.trips,
+            "cooldown_s": self.current_cooldown_s or None,
+            "next_probe_in_s": round(self.probe_due_in(), 3) if self.state == "open" else None,
+            "last_error": self.last_error,
+        }

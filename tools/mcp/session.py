@@ -59,8 +59,13 @@ SESSION_MARKER_ENV = "HERMES_MCP_SESSION_ID"
 CLIENT_INFO = types.Implementation(name="hermes-agent", version="0.1.0")
 
 _TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
-    anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream,
-    ConnectionError, BrokenPipeError, EOFError, OSError,
+    anyio.ClosedResourceError,
+    anyio.BrokenResourceError,
+    anyio.EndOfStream,
+    ConnectionError,
+    BrokenPipeError,
+    EOFError,
+    OSError,
 )
 try:  # httpx errors of the HTTP/SSE transports
     import httpx
@@ -108,9 +113,17 @@ class MCPSession:
     requested schema's defaults).
     """
 
-    def __init__(self, server: str, connection: dict[str, Any], *, startup_timeout_s: float,
-                 server_marker: str = "", index: int = 0, elicitation: str = "decline",
-                 on_notification: Callable[[MCPSession, Any], Awaitable[None] | None] | None = None) -> None:
+    def __init__(
+        self,
+        server: str,
+        connection: dict[str, Any],
+        *,
+        startup_timeout_s: float,
+        server_marker: str = "",
+        index: int = 0,
+        elicitation: str = "decline",
+        on_notification: Callable[[MCPSession, Any], Awaitable[None] | None] | None = None,
+    ) -> None:
         self.server = server
         self.index = index
         self.startup_timeout_s = startup_timeout_s
@@ -147,8 +160,7 @@ class MCPSession:
     # -- lifecycle -------------------------------------------------------------------------
     @property
     def alive(self) -> bool:
-        return (self.state == "ready" and self._session is not None and self._task is not None
-                and not self._task.done())
+        return self.state == "ready" and self._session is not None and self._task is not None and not self._task.done()
 
     async def start(self) -> Handshake:
         """Open the session; return the handshake. Raises ToolTransportError (``sent=False``)
@@ -180,8 +192,10 @@ class MCPSession:
                         protocol_version=str(getattr(init, "protocolVersion", "") or "") or None,
                         capabilities=caps.model_dump(exclude_none=True) if caps is not None else {},
                         server_info=info.model_dump(exclude_none=True) if info is not None else {},
-                        instructions=getattr(init, "instructions", None), tools=listed,
-                        seconds=time.perf_counter() - started)
+                        instructions=getattr(init, "instructions", None),
+                        tools=listed,
+                        seconds=time.perf_counter() - started,
+                    )
                     self._session, self.state = session, "ready"
                     ready.set_result(self.handshake)
                     await self._stop.wait()
@@ -194,7 +208,8 @@ class MCPSession:
                 self.error = ("failed to start: " if self.state == "new" else "connection lost: ") + reason
                 self.state = "failed"
                 (log.info if isinstance(exc, asyncio.CancelledError) else log.warning)(
-                    "MCP server %s (session %d) %s", self.server, self.index, self.error)
+                    "MCP server %s (session %d) %s", self.server, self.index, self.error
+                )
             if not ready.done():
                 ready.set_exception(ToolTransportError(self.server, self.error or reason, sent=False))
                 ready.exception()
@@ -237,8 +252,13 @@ class MCPSession:
         """SIGTERM / grace / SIGKILL every process still carrying this session's marker. Blocking."""
         procs = find_by_env_marker(SESSION_MARKER_ENV, self.marker)
         if procs:
-            log.info("MCP server %s (session %d) left %d process(es); killing %s", self.server, self.index,
-                     len(procs), [p.pid for p in procs])
+            log.info(
+                "MCP server %s (session %d) left %d process(es); killing %s",
+                self.server,
+                self.index,
+                len(procs),
+                [p.pid for p in procs],
+            )
         return terminate(procs)
 
     def mark_failed(self, reason: str) -> None:
@@ -280,16 +300,24 @@ class MCPSession:
     async def _send_cancelled(self, session: Any, flight: _Flight, reason: str) -> bool:
         if flight.request_id is None:
             return False  # the request was never built, so never sent
-        note = types.ClientNotification(types.CancelledNotification(
-            params=types.CancelledNotificationParams(requestId=flight.request_id, reason=reason)))
+        note = types.ClientNotification(
+            types.CancelledNotification(
+                params=types.CancelledNotificationParams(requestId=flight.request_id, reason=reason)
+            )
+        )
         try:
             await asyncio.wait_for(session.send_notification(note), CANCEL_NOTIFY_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - the channel may be gone; nothing else to do
-            log.info("MCP server %s: could not send notifications/cancelled for request %s: %s",
-                     self.server, flight.request_id, describe(exc) or "timeout")
+            log.info(
+                "MCP server %s: could not send notifications/cancelled for request %s: %s",
+                self.server,
+                flight.request_id,
+                describe(exc) or "timeout",
+            )
             return False
-        log.info("MCP server %s: sent notifications/cancelled for request %s (%s)",
-                 self.server, flight.request_id, reason)
+        log.info(
+            "MCP server %s: sent notifications/cancelled for request %s (%s)", self.server, flight.request_id, reason
+        )
         return True
 
     def _cancel_in_background(self, session: Any, flight: _Flight, reason: str) -> None:
@@ -303,9 +331,16 @@ class MCPSession:
         self.mark_failed(f"connection lost: {reason}")
         return ToolTransportError(self.server, reason, sent=sent)
 
-    async def call(self, tool: str, args: dict[str, Any], *, answer_timeout_s: float,
-                   hard_timeout_s: float | None = None, request_id: str = "",
-                   on_progress: ProgressFn | None = None) -> types.CallToolResult:
+    async def call(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        answer_timeout_s: float,
+        hard_timeout_s: float | None = None,
+        request_id: str = "",
+        on_progress: ProgressFn | None = None,
+    ) -> types.CallToolResult:
         """``tools/call``; returns the raw ``CallToolResult`` (``isError`` results included).
 
         The request is awaited in the caller's task (no task per call): one ``asyncio.timeout``
@@ -371,12 +406,20 @@ class MCPSession:
                     raise self._lost(f"{tool} failed in transport: {describe(exc)}") from None
                 if ended:  # the session task ended first
                     if _never_connected(self.fatal):  # the HTTP request found no server to connect to
-                        raise self._lost(f"{tool} could not be sent: the server refused the connection "
-                                         f"({self.error or 'session ended'})", sent=False) from None
+                        raise self._lost(
+                            f"{tool} could not be sent: the server refused the connection "
+                            f"({self.error or 'session ended'})",
+                            sent=False,
+                        ) from None
                     raise self._lost(f"connection lost during {tool} ({self.error or 'session ended'})") from None
                 over_hard = loop.time() >= start + hard
-                return await self._timed_out(session, flight, tool, hard if over_hard else answer_timeout_s,
-                                             over_hard and hard > answer_timeout_s)
+                return await self._timed_out(
+                    session,
+                    flight,
+                    tool,
+                    hard if over_hard else answer_timeout_s,
+                    over_hard and hard > answer_timeout_s,
+                )
             except asyncio.CancelledError:  # the caller gave up: tell the server
                 self._cancel_in_background(session, flight, "the client cancelled the call")
                 raise
@@ -386,8 +429,10 @@ class MCPSession:
                 if exc.error.code == CONNECTION_CLOSED:
                     raise self._lost(f"connection closed during {tool}") from None
                 if exc.error.message == SESSION_TERMINATED:
-                    raise self._lost(f"{tool}: session terminated by the server (restarted or expired); "
-                                     "the request was not run", sent=False) from None
+                    raise self._lost(
+                        f"{tool}: session terminated by the server (restarted or expired); the request was not run",
+                        sent=False,
+                    ) from None
                 if exc.error.code == REQUEST_TIMEOUT_CODE:  # a session read timeout of the SDK
                     return await self._timed_out(session, flight, tool, answer_timeout_s, False)
                 raise ToolFailed(f"MCP error {exc.error.code}: {exc.error.message}") from None
@@ -402,21 +447,29 @@ class MCPSession:
         what = "its hard limit of" if hard else "no answer within"
         notified = await self._send_cancelled(session, flight, f"timed out after {limit_s:g} s")
         if not await self.ping():
-            raise ToolTransportError(self.server, f"no answer to {tool} within {limit_s:g} s and no answer "
-                                                  f"to ping: server considered dead")
-        last = f"; last progress {flight.progress[0]:g}" + (f"/{flight.progress[1]:g}" if flight.progress[1] else "") \
-            if flight.progress else ""
-        raise ToolTimeout(f"{tool} on MCP server '{self.server}' gave {what} {limit_s:g} s{last} "
-                          f"({'cancellation sent' if notified else 'cancellation could not be sent'})")
+            raise ToolTransportError(
+                self.server, f"no answer to {tool} within {limit_s:g} s and no answer to ping: server considered dead"
+            )
+        last = (
+            f"; last progress {flight.progress[0]:g}" + (f"/{flight.progress[1]:g}" if flight.progress[1] else "")
+            if flight.progress
+            else ""
+        )
+        raise ToolTimeout(
+            f"{tool} on MCP server '{self.server}' gave {what} {limit_s:g} s{last} "
+            f"({'cancellation sent' if notified else 'cancellation could not be sent'})"
+        )
 
 
-async def _send_call(session: Any, tool: str, args: dict[str, Any], request_id: str, flight: _Flight,
-                     progress: Any) -> types.CallToolResult:
+async def _send_call(
+    session: Any, tool: str, args: dict[str, Any], request_id: str, flight: _Flight, progress: Any
+) -> types.CallToolResult:
     """Send one ``tools/call`` and return its ``CallToolResult``; records the JSON-RPC id in
     ``flight``. Raises _NotSent when the request could not be handed to the transport."""
     meta = types.RequestParams.Meta(**{REQUEST_ID_META: request_id}) if request_id else None
-    request = types.ClientRequest(types.CallToolRequest(
-        params=types.CallToolRequestParams(name=tool, arguments=args, _meta=meta)))
+    request = types.ClientRequest(
+        types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=args, _meta=meta))
+    )
     # BaseSession.send_request takes ``_request_id`` as this request's id before its first
     # await; read here with no await in between, it is exactly that id (and the progress token).
     flight.request_id = getattr(session, "_request_id", None)

@@ -76,10 +76,14 @@ POST_REQUESTED_BY = [
 ]
 
 
-@mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False,
-                                      openWorldHint=False),
-          meta={"hermes/requested_by": POST_REQUESTED_BY})
-def post_message(channel: Channel, text: Annotated[str, Field(min_length=1, max_length=MAX_TEXT, description="The message (Markdown).")]) -> dict[str, Any]:
+@mcp.tool(
+    annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False),
+    meta={"hermes/requested_by": POST_REQUESTED_BY},
+)
+def post_message(
+    channel: Channel,
+    text: Annotated[str, Field(min_length=1, max_length=MAX_TEXT, description="The message (Markdown).")],
+) -> dict[str, Any]:
     """Post a message to a team chat channel (e.g. the project group 'sales-team'), visible to
     everyone in it. Use it to share a finished report or an announcement; Markdown is kept as
     is. Returns {id, channel, text, created_at}. Empty text or an invalid channel name is an
@@ -93,16 +97,20 @@ def post_message(channel: Channel, text: Annotated[str, Field(min_length=1, max_
     con = _db()
     try:
         with con:
-            mid = con.execute("INSERT INTO messages (channel, text, created_at) VALUES (?, ?, ?)",
-                              (channel, text, now)).lastrowid
+            mid = con.execute(
+                "INSERT INTO messages (channel, text, created_at) VALUES (?, ?, ?)", (channel, text, now)
+            ).lastrowid
     finally:
         con.close()
     return {"id": mid, "channel": channel, "text": text, "created_at": now}
 
 
-@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True,
-                                      openWorldHint=False))
-def list_messages(channel: Channel, limit: Annotated[int, Field(ge=1, le=200, description="How many recent messages, 1-200.")] = 20) -> dict[str, Any]:
+@mcp.tool(
+    annotations=ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+)
+def list_messages(
+    channel: Channel, limit: Annotated[int, Field(ge=1, le=200, description="How many recent messages, 1-200.")] = 20
+) -> dict[str, Any]:
     """List the most recent messages of a team chat channel, newest last:
     {channel, messages: [{id, text, created_at}], count}. limit is 1-200 (default 20).
     Read-only; use post_message to send."""
@@ -111,8 +119,10 @@ def list_messages(channel: Channel, limit: Annotated[int, Field(ge=1, le=200, de
         raise ValueError(f"limit must be 1-200, got {limit}")
     con = _db()
     try:
-        rows = con.execute("SELECT id, text, created_at FROM messages WHERE channel = ? "
-                           "ORDER BY id DESC LIMIT ?", (channel, int(limit))).fetchall()
+        rows = con.execute(
+            "SELECT id, text, created_at FROM messages WHERE channel = ? ORDER BY id DESC LIMIT ?",
+            (channel, int(limit)),
+        ).fetchall()
     finally:
         con.close()
     msgs = [{"id": i, "text": t, "created_at": c} for i, t, c in reversed(rows)]
