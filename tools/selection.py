@@ -9,12 +9,22 @@ tool's name (weighted ×3: names are the strongest signal) and description, with
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
 from collections.abc import Sequence
 
 import bm25s
+from tqdm import tqdm
 
 from tools.spec import ToolSpec
+
+# bm25s builds a tqdm bar (disabled) on every index; tqdm's first bar in a process creates a
+# multiprocessing lock, which writes to the resource tracker: a blocking call that
+# `langgraph dev` refuses inside the event loop (BlockingError). A thread lock is all tqdm
+# needs here (no bars cross processes).
+tqdm.set_lock(threading.RLock())
+logging.getLogger("bm25s").setLevel(logging.WARNING)  # "Building index from tokens" per call
 
 _WORD = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]")
 NAME_WEIGHT = 3
