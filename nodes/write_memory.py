@@ -30,6 +30,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from graph.context import NO_THREAD, Context, run_thread_id
+from graph.failures import Recovery, recovery_for
 from graph.mirror import append_turn
 from graph.progress import artifacts, current_goal_messages, required_steps
 from graph.resources import get_memory, get_toolbox, run_in_background
@@ -46,19 +47,26 @@ async def _mirror(data_dir: str, thread_id: str, messages: list) -> None:
         log.warning("plain-text mirror not written for thread %r", thread_id, exc_info=True)
 
 
-def stop_notice(reason: str, done: list[str], artifacts: list[str], answer: str = "") -> str:
+def stop_notice(
+    reason: str, done: list[str], artifacts: list[str], answer: str = "", model_can_fix: bool = True
+) -> str:
     """The user-facing text of an early stop; ``answer`` is the model's own last answer, kept;
-    ``artifacts`` are what the goal's calls produced (paths, URLs, ids)."""
+    ``artifacts`` are what the goal's calls produced (paths, URLs, ids). ``model_can_fix``
+    False (a missing setting, an effect whose outcome is unknown: ``graph.failures``
+    TELL_USER kinds) — the reason says what to do, and no rephrasing or stronger model helps."""
     lines = [f"Stopped before finishing: {reason}."]
     if answer:
         lines.append(f"The model's answer was: {answer.strip()[:800]}")
     lines.append("Done so far: " + (", ".join(done) if done else "no tool step succeeded") + ".")
     if artifacts:
         lines.append(f"Produced: {', '.join(artifacts)}.")
-    lines.append(
-        "Next: rephrase the task or give the missing detail, or point Hermes at a stronger "
-        "model (HERMES_BASE_URL / --base-url)."
-    )
+    if model_can_fix:
+        lines.append(
+            "Next: rephrase the task or give the missing detail, or point Hermes at a stronger "
+            "model (HERMES_BASE_URL / --base-url)."
+        )
+    else:
+        lines.append("Next: do what the reason above says, then ask again; another model or wording cannot fix it.")
     return " ".join(lines)
 
 
@@ -103,7 +111,8 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
     if not stop_reason and not said.strip():
         stop_reason = "the model gave no answer"
     if stop_reason:
-        answer = stop_notice(stop_reason, done, state.artifacts, said)
+        tell_user = any(recovery_for(m.additional_kwargs.get("error_kind")) is Recovery.TELL_USER for m in results)
+        answer = stop_notice(stop_reason, done, state.artifacts, said, model_can_fix=not tell_user)
         # an id: the mirror chains messages by id
         messages.append(AIMessage(content=answer, name="hermes", id=f"stop-{uuid.uuid4().hex[:12]}"))
     else:
