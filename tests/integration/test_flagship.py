@@ -25,9 +25,13 @@ pytestmark = pytest.mark.slow
 
 
 def team_chat_processes() -> list[psutil.Process]:
+    """This test process's team-chat servers (other runs on the machine have their own)."""
     found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmd = " ".join(proc.info["cmdline"] or [])
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            cmd = " ".join(proc.cmdline())
+        except psutil.Error:  # exited meanwhile
+            continue
         if "tools.mcp.servers.team_chat" in cmd:
             found.append(proc)
     return found
