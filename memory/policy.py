@@ -30,6 +30,8 @@ SEMANTIC_TTL_DAYS: int = 180
 PREFERENCE_CONFIDENCE: float = 0.9
 #: A tool that failed and then succeeded on retry, observed by the runtime.
 TOOL_RECOVERY_CONFIDENCE: float = 0.9
+#: The user's own words asking Hermes to remember a fact ("please remember: the code is X").
+NOTE_CONFIDENCE: float = 0.9
 
 # --- preference detection ------------------------------------------------------------------
 
@@ -92,6 +94,38 @@ def detect_preferences(text: str) -> list[str]:
         if _QUESTION_END.search(sentence) and not _POLITE_REQUEST.search(sentence):
             continue
         if any(p.search(sentence) for p in _PREFERENCE_PATTERNS) and sentence not in found:
+            found.append(sentence)
+    return found
+
+
+# --- explicit notes: "remember that ..." -----------------------------------------------------
+
+_NOTE_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"^(?:please\s+|pls\s+)?(?:remember|note|keep\s+in\s+mind|bear\s+in\s+mind)\b(?!\s+when\b)",
+        r"\b(?:please|pls|can\s+you|could\s+you)\s+(?:remember|note|keep\s+in\s+mind)\b(?!\s+when\b)",
+        r"\bfor\s+the\s+record\b|\bfyi\b|\bmake\s+a\s+note\b|\bdon'?t\s+forget\s+that\b",
+        r"(?:请|帮我)?记住|记一下|别忘了",
+        r"覚えて(?:おいて|ください)|メモして",
+    )
+)
+
+
+def detect_notes(text: str) -> list[str]:
+    """Return the sentences of ``text`` in which the user asks Hermes to remember a fact
+    ("Please remember: the project code is K-42", "note that the office moved", 请记住…,
+    覚えておいて…) — an explicit write request (seed §4.2 "the user states it explicitly"), kept
+    as a ``note`` memory in the user's own words. Skipped: questions about memory ("do you
+    remember ...?", "remember when ...") and one-off instructions (working memory, seed §4.1).
+
+    Shape: ``str -> list[str]``; never raises; ``[]`` when nothing is found.
+    """
+    found: list[str] = []
+    for sentence in split_sentences(text):
+        if _ONE_OFF.search(sentence) or (_QUESTION_END.search(sentence) and not _POLITE_REQUEST.search(sentence)):
+            continue
+        if any(p.search(sentence) for p in _NOTE_PATTERNS) and sentence not in found:
             found.append(sentence)
     return found
 

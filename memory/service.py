@@ -110,6 +110,16 @@ def build_turn_events(
                 metadata=meta,
             )
         )
+    for sentence in policy.detect_notes(goal):
+        events.append(
+            EpisodicEvent(
+                user_id=user_id,
+                kind="note",
+                text=f"user note: {sentence}",
+                confidence=policy.NOTE_CONFIDENCE,
+                metadata=meta,
+            )
+        )
     for tool in dict.fromkeys(failed_then_succeeded or []):
         events.append(
             EpisodicEvent(
