@@ -28,6 +28,12 @@ def preview_markup(text: str) -> str:
     return escape(text)
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` on one line, at most ``limit`` characters, ``…`` when cut."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def describe_update(node: str, update: dict[str, Any] | None) -> str:
     """One progress line for a node's state update."""
     update = update or {}
@@ -40,14 +46,14 @@ def describe_update(node: str, update: dict[str, Any] | None) -> str:
     if node == "call_model":
         msg = (update.get("messages") or [None])[-1]
         if isinstance(msg, AIMessage) and (msg.tool_calls or msg.invalid_tool_calls):
-            calls = [f"{c['name']}({json.dumps(c['args'], ensure_ascii=False)[:80]})" for c in msg.tool_calls]
+            calls = [f"{c['name']}({clip(json.dumps(c['args'], ensure_ascii=False), 80)})" for c in msg.tool_calls]
             calls += [f"{c.get('name')}(<invalid JSON>)" for c in msg.invalid_tool_calls]
             return "model asks for " + ", ".join(calls)
         text = msg.content if isinstance(msg, AIMessage) else ""
-        return "model answers: " + (str(text)[:100].replace("\n", " ") or "(empty)")
+        return "model answers: " + (clip(str(text), 100) or "(empty)")
     if node == "dispatch_tools":
         parts = [
-            f"{r['name']}: {r['status']}" + (f" ({r['error'][:80]})" if r.get("error") else "")
+            f"{r['name']}: {r['status']}" + (f" ({clip(r['error'], 200)})" if r.get("error") else "")
             for r in update.get("pending_results") or []
         ]
         return "; ".join(parts) or "no calls"

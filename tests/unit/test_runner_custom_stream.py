@@ -63,3 +63,15 @@ def test_the_terminal_prints_progress_as_text_not_markup():
                                     "progress": 3, "total": 10, "message": "copying [bold]x[/bold]"})
         ConsoleObserver().on_event({"type": "something_else"})
     assert out.get().strip() == "⋯ jobs/long_job 3/10 copying [bold]x[/bold]"
+
+
+def test_progress_lines_cut_long_text_with_an_ellipsis_and_keep_the_error_cause():
+    from graph.cli.render import describe_update
+
+    error = ("DatabaseError: query 1 ('Revenue by region') failed, nothing was written: unknown column "
+             "'region_id': the database has no such column. Tables and columns here: orders(order_id)")
+    line = describe_update("dispatch_tools", {"pending_results": [
+        {"name": "generate_report", "status": "error", "error": error}]})
+    assert "unknown column 'region_id'" in line
+    long_answer = describe_update("call_model", {"messages": [AIMessage("word " * 100)]})
+    assert long_answer.endswith("…") and len(long_answer) < 130
