@@ -21,6 +21,7 @@ Pure functions; no I/O.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -59,6 +60,15 @@ def goal_message_id(messages: list[AnyMessage]) -> str:
         if isinstance(message, HumanMessage):
             return str(message.id or "")
     return ""
+
+
+def request_id(thread_id: str, goal_id: str, name: str, args: Any) -> str:
+    """Idempotency key of a request (seed §2.2): thread, the goal's message id and a hash of the
+    tool name and canonical arguments (keys sorted, compact JSON). The model's call id is not
+    part of it: the same request under a new call id, on a fork, after a timeout or a restart
+    is recognised; a different request (other arguments, another goal) is not."""
+    body = json.dumps([name, args], sort_keys=True, default=str, ensure_ascii=True, separators=(",", ":"))
+    return f"{thread_id}:{goal_id}:{hashlib.sha256(body.encode()).hexdigest()[:24]}"
 
 
 def call_signature(call: Mapping[str, Any]) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from langchain_core.messages import HumanMessage, RemoveMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
@@ -26,7 +26,7 @@ from langgraph.runtime import Runtime
 from graph.context import NO_THREAD, Context, run_thread_id
 from graph.history import close_unanswered
 from graph.intent import tag_intent
-from graph.progress import required_steps
+from graph.progress import request_id, required_steps
 from graph.resources import get_memory, get_toolbox
 from graph.state import State
 from graph.window import MAX_ARCHIVE_LINES, archive_lines, kept_chars, select_window
@@ -41,6 +41,47 @@ SYSTEM_PROMPT = (
     "You are Hermes, an agent that does work with tools. Use a tool when the task needs data or "
     "an action; answer directly when you already have what you need. Never invent tool results."
 )
+
+
+DISPATCHED_UNKNOWN = (
+    "outcome unknown: this call was sent before the run stopped (the process ended mid-call) and may have "
+    "taken effect; tell the user to check it before it is repeated"
+)
+DISPATCHED_DONE = (
+    "not run on this branch, but the same request already completed (on another branch or in a run that "
+    "stopped; the idempotency ledger holds its result): its effect exists, do not repeat it"
+)
+
+
+async def mark_dispatched(history: list[Any], closed: set[str], registry: Any, thread_id: str) -> list[Any]:
+    """``history`` with each closed side-effect call that the idempotency ledger shows was
+    dispatched (claimed: "running" or "unknown" → outcome unknown, error kind "outcome_unknown";
+    "done" → it completed, on another branch or before the run stopped) answered as such instead of
+    a bare "not run" — the ledger, not the checkpoint,
+    knows whether a call left the process (DESIGN §2.4)."""
+    calls: dict[str, tuple[str, Any, str]] = {}
+    goal = ""
+    for m in history:
+        if isinstance(m, HumanMessage):
+            goal = str(m.id or "")
+        elif isinstance(m, AIMessage):
+            calls.update({str(c["id"]): (c["name"], c["args"], goal) for c in m.tool_calls if c.get("id") in closed})
+    out: list[Any] = []
+    for m in history:
+        if isinstance(m, ToolMessage) and m.tool_call_id in calls and m.id == f"closed-{m.tool_call_id}":
+            name, args, goal_id = calls[m.tool_call_id]
+            spec = registry.get(name)
+            state = None
+            if spec is not None and spec.side_effect:
+                state = await registry.ledger.state(name, request_id(thread_id, goal_id, name, args))
+            if state == "done":
+                m = m.model_copy(update={"content": DISPATCHED_DONE})
+            elif state is not None:
+                m = m.model_copy(
+                    update={"content": DISPATCHED_UNKNOWN, "additional_kwargs": {"error_kind": "outcome_unknown"}}
+                )
+        out.append(m)
+    return out
 
 
 def build_system_prompt(
@@ -95,6 +136,8 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
         tagged = last.model_copy(update={"additional_kwargs": {**last.additional_kwargs, "intent": intent}})
         history, closed, _ = close_unanswered(state.messages[:-1], NOT_RUN)
         if closed:
+            # a closed call the ledger saw was dispatched (a run killed mid-call): say so
+            history = await mark_dispatched(history, {c for c, _ in closed}, registry, thread_id or NO_THREAD)
             # calls left pending by a fork/rollback: rewrite the history so each gets a result
             # before the new request (add_messages can only append, hence remove-all + re-add)
             new_messages: list[Any] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *history, tagged]

@@ -47,14 +47,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolCall
+from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 from tenacity import AsyncRetrying, RetryCallState, retry_if_result, stop_after_attempt, wait_exponential
 
 from graph.context import NO_THREAD, Context, run_thread_id
 from graph.failures import MAX_RETRIES, RETRY_BACKOFF_S, Recovery, recovery_for
-from graph.progress import goal_message_id
+from graph.progress import call_signature, goal_message_id, request_id
 from graph.resources import get_toolbox
 from graph.state import State
 from tools.mcp.progress import ProgressEvent, ProgressSink, progress_to
@@ -77,13 +77,43 @@ def payload_name(call_id: str) -> str:
     return f"{readable}-{hashlib.sha256(call_id.encode('utf-8', 'replace')).hexdigest()[:10]}.json"
 
 
-def request_id(thread_id: str, goal_id: str, name: str, args: Any) -> str:
-    """Idempotency key of a request (seed §2.2): thread, the goal's message id and a hash of the
-    tool name and canonical arguments (keys sorted, compact JSON). The model's call id is not
-    part of it: the same request under a new call id, on a fork, after a timeout or a restart
-    is recognised; a different request (other arguments, another goal) is not."""
-    body = json.dumps([name, args], sort_keys=True, default=str, ensure_ascii=True, separators=(",", ":"))
-    return f"{thread_id}:{goal_id}:{hashlib.sha256(body.encode()).hexdigest()[:24]}"
+def earlier_unknown_outcomes(messages: list[Any], goal_id: str) -> set[str]:
+    """Call signatures (``graph.progress.call_signature``) whose result, under an earlier goal
+    than ``goal_id``, is "outcome unknown": a side effect sent before a run stopped (a timeout,
+    a lost connection, a process killed mid-call) that may have taken effect. Under the new goal
+    the same call has a new request id, so the ledger would run it again: it is confirmed first."""
+    calls: dict[str, str] = {}
+    goal, found = "", set()
+    for m in messages:
+        if isinstance(m, HumanMessage):
+            goal = str(m.id or "")
+        elif isinstance(m, AIMessage):
+            calls.update({str(c["id"]): call_signature(c) for c in m.tool_calls if c.get("id")})
+        elif (
+            isinstance(m, ToolMessage)
+            and goal != goal_id
+            and m.tool_call_id in calls
+            and m.additional_kwargs.get("error_kind") == "outcome_unknown"
+        ):
+            found.add(calls[m.tool_call_id])
+    return found
+
+
+def confirm_repeat(signature: str) -> dict[str, Any]:
+    """Interrupt payload asking whether to run again a side effect that may already have run."""
+    return {
+        "type": "confirm_repeat",
+        "call": signature,
+        "question": f"{signature[:300]} may already have run: an earlier run stopped after sending it, so its "
+        "outcome is unknown. Check it. Run it again? (yes/no)",
+    }
+
+
+def is_yes(answer: Any) -> bool:
+    """A resume value that confirms: True, or "yes"/"y"/"ok"/"sure"/"是"/"はい" (any case)."""
+    if isinstance(answer, bool):
+        return answer
+    return str(answer or "").strip().lower().rstrip(".!") in {"yes", "y", "ok", "sure", "run it", "是", "好", "はい"}
 
 
 def missing_arguments(registry: ToolRegistry, name: str, args: dict[str, Any]) -> list[str]:
@@ -175,8 +205,11 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
     offered = set(state.offered_tools)
     refused = [c for c in last.tool_calls if c["name"] not in offered]
 
-    # Missing data: ask before anything runs (interrupt() re-runs this node on resume).
+    # Missing data, or a side effect that may already have run: ask before anything runs
+    # (interrupt() re-runs this node on resume and returns the answer).
     calls: list[ToolCall] = []
+    declined: list[ToolCall] = []
+    uncertain = earlier_unknown_outcomes(state.messages, goal_id)
     for call in last.tool_calls:
         if call["name"] not in offered:
             continue
@@ -184,6 +217,12 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
         missing = missing_arguments(registry, call["name"], args) if context.ask_user_for_missing else []
         if missing:
             args = fill(args, missing, interrupt(ask_for(call["name"], missing, registry)))
+        spec = registry.get(call["name"])
+        sig = call_signature({**call, "args": args})
+        if spec is not None and spec.side_effect and not spec.idempotent and sig in uncertain:
+            if not is_yes(interrupt(confirm_repeat(sig))):
+                declined.append({**call, "args": args})
+                continue
         calls.append({**call, "args": args})
 
     results: list[dict[str, Any]] = []
@@ -200,6 +239,21 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
                 "error_kind": "invalid_arguments",
                 "error": f"arguments were not valid JSON ({bad.get('error') or 'parse error'}): "
                 f"{str(bad.get('args'))[:300]}. Send the call again with a JSON object.",
+                "payload_path": None,
+                "latency_s": 0.0,
+                "attempts": 0,
+            }
+        )
+    for call in declined:
+        errors += 1
+        results.append(
+            {
+                "tool_call_id": call["id"],
+                "name": call["name"],
+                "status": "error",
+                "error_kind": "outcome_unknown",
+                "error": f"not run: {call_signature(call)[:200]} may already have run before an earlier run "
+                "stopped, and the user did not confirm running it again",
                 "payload_path": None,
                 "latency_s": 0.0,
                 "attempts": 0,

@@ -333,6 +333,12 @@ class IdempotencyLedger:
         """The recorded result of ``(tool, request_id)``, or None."""
         return await self._db.call(_get, (tool, request_id))
 
+    async def state(self, tool: str, request_id: str) -> str | None:
+        """The ledger state of ``(tool, request_id)``: "running" (claimed, maybe by a process
+        that died mid-call), "done", "unknown" (sent, outcome unknown), or None (never claimed:
+        it never reached the tool)."""
+        return await self._db.call(_state, (tool, request_id))
+
     async def count(self, tool: str | None = None) -> int:
         """Number of done records (of ``tool``)."""
         return await self._db.call(_count, tool)
@@ -413,6 +419,11 @@ def _get(con: sqlite3.Connection, key: tuple[str, str]) -> Record | None:
         "SELECT record FROM tool_requests WHERE tool = ? AND request_id = ? AND state IN ('done', 'unknown')", key
     ).fetchone()
     return json.loads(row[0]) if row else None
+
+
+def _state(con: sqlite3.Connection, key: tuple[str, str]) -> str | None:
+    row = con.execute("SELECT state FROM tool_requests WHERE tool = ? AND request_id = ?", key).fetchone()
+    return str(row[0]) if row else None
 
 
 def _count(con: sqlite3.Connection, tool: str | None) -> int:

@@ -195,6 +195,7 @@ async def test_a_fork_before_a_pending_call_leaves_a_valid_history(scripted):
     assert unanswered_calls(out["messages"]) == []
     closed = next(m for m in out["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "pending")
     assert closed.status == "error" and "not run" in closed.content
+    assert "already completed" in closed.content  # the post exists (ran on the first branch): never "no effect"
     # the closing result sits right after its call, before the new request
     index = {m.id: i for i, m in enumerate(out["messages"])}
     human = next(m for m in out["messages"] if isinstance(m, HumanMessage) and "just say hi" in m.content)
