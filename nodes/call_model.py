@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import openai
+import pydantic
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.runtime import Runtime
@@ -169,6 +170,24 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             raise ModelUnavailableError(endpoint_problem(context, again)) from again
     except (openai.AuthenticationError, openai.NotFoundError) as exc:
         raise ModelUnavailableError(endpoint_problem(context, exc)) from exc
+    except pydantic.ValidationError as exc:
+        if "tool_calls" not in str(exc):
+            raise
+        # arguments that are valid JSON but not an object ([1, 2], "x", 42): the client library
+        # cannot even build the message. Case K3's sibling: an invalid call the model is told
+        # about (dispatch_tools answers it with an error result), never a crashed run.
+        reply = AIMessage(
+            content="",
+            invalid_tool_calls=[
+                {
+                    "type": "invalid_tool_call",
+                    "name": None,
+                    "args": None,
+                    "id": f"call_{uuid.uuid4().hex[:12]}",
+                    "error": "the tool call's arguments were not a JSON object (send a JSON object of the tool's parameters)",
+                }
+            ],
+        )
     if not isinstance(reply, AIMessage):
         reply = AIMessage(content=str(reply.content))
     reply = with_unique_call_ids(reply)
