@@ -47,11 +47,15 @@ MEMORY_NAMESPACE = "memories"
 
 def load_tokens(setting: str) -> dict[str, str]:
     """``HERMES_AUTH_TOKENS`` → ``{token: user_id}`` (inline JSON or a file path). ``{}`` when
-    empty. Raises ``ValueError`` naming the setting when it is neither."""
+    unset (local mode). Raises ``ValueError`` naming the setting when it is neither, when it is
+    set but holds no token (an emptied table must not open the server), or when a token is not
+    printable ASCII (an HTTP header cannot carry it, so that user could never log in)."""
     text = (setting or "").strip()
-    if not text:
+    if not (setting or ""):
         return {}
-    if not text.startswith("{"):
+    if not text:
+        raise ValueError("HERMES_AUTH_TOKENS is set but blank: give {token: user id} or unset it for local mode")
+    if not text.startswith(("{", "[")):
         try:
             text = Path(text).expanduser().read_text(encoding="utf-8")
         except OSError as exc:
@@ -64,6 +68,14 @@ def load_tokens(setting: str) -> dict[str, str]:
         isinstance(k, str) and isinstance(v, str) and k and v for k, v in table.items()
     ):
         raise ValueError('HERMES_AUTH_TOKENS: expected a JSON object {"<token>": "<user id>", ...}')
+    if not table:
+        raise ValueError("HERMES_AUTH_TOKENS holds no token: add {token: user id} entries, or unset it for local mode")
+    bad = [k for k in table if not (k.isascii() and k.isprintable() and " " not in k)]
+    if bad:
+        raise ValueError(
+            f"HERMES_AUTH_TOKENS: {len(bad)} token(s) are not printable ASCII without spaces; "
+            "HTTP Authorization headers cannot carry them"
+        )
     return table
 
 
