@@ -208,12 +208,44 @@ def run_sync(main: Coroutine[Any, Any, int], thread_id: str = "") -> int:
 
 
 def require_db(data_dir: Path) -> Path:
-    """The checkpoint file of ``data_dir``, or exit 1 when there is none."""
+    """The checkpoint file of ``data_dir``, or exit 1 when there is none or it cannot be read as
+    one (damaged, not SQLite, a directory, no ``checkpoints`` table) — checked read-only first,
+    so the read-only commands neither fail with a traceback nor write to a damaged file."""
     path = checkpoints_file(data_dir)
     if not path.exists():
         console.print(f"[red]error:[/red] no checkpoints at {path} (wrong --data-dir, or no run yet)")
         raise typer.Exit(1)
+    problem = checkpoint_file_problem(path)
+    if problem:
+        aside = f"{path}.broken-{time.strftime('%Y%m%d-%H%M%S')}"
+        console.print(
+            f"[red]error:[/red] the checkpoint file cannot be read ({problem}); nothing was changed. Move it "
+            f"aside (mv {path} {aside}) and rerun `hermes run --thread THREAD ...`: each thread is rebuilt "
+            f"from its plain-text mirror in {data_dir / 'mirror'}.",
+            highlight=False,
+        )
+        raise typer.Exit(1)
     return path
+
+
+def checkpoint_file_problem(path: Path) -> str:
+    """Why ``path`` is not a readable checkpoint file ("" when it is), opened read-only."""
+    if path.is_dir():
+        return f"{path} is a directory"
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            if con.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+                return f"{path} fails its integrity check"
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            columns = {r[1] for r in con.execute("PRAGMA table_info(checkpoints)")}
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        return f"{path}: {exc}"
+    if not {"checkpoints", "writes"} <= tables or not {"thread_id", "checkpoint_id", "checkpoint"} <= columns:
+        return f"{path} has no checkpoint tables (missing: {', '.join(sorted({'checkpoints', 'writes'} - tables)) or 'columns'})"
+    return ""
 
 
 def run_command(coro_factory: Callable[[], Awaitable[Any]]) -> None:
