@@ -23,6 +23,10 @@ from tools.builtin.demo_db import generate_sales_db
 TASK = "Summarise last month's sales into an analysis report, post it to the project group, and remind me every month."
 pytestmark = pytest.mark.slow
 
+#: The flagship request asks for these side effects; the read-only tools it may use to do them.
+SIDE_EFFECTS = {"generate_report", "post_message", "schedule_reminder"}
+READS = {"describe_database", "query_database", "list_messages", "list_reminders", "read_result"}
+
 
 def team_chat_processes() -> list[psutil.Process]:
     """This test process's team-chat servers (other runs on the machine have their own)."""
@@ -105,9 +109,13 @@ async def test_flagship_with_a_scripted_model_through_real_mcp_and_sqlite(tmp_pa
     assert any(m.tool_call_id == "r1" and '"revenue"' in m.content for m in tool_results)
 
 
+@pytest.mark.timeout(900)
 async def test_flagship_on_the_real_embedded_model(tmp_path: Path):
-    """Smoke test on real inference: the pipeline runs, every tool result reaches the model on
-    a later call, and the run ends with a report or an explicit stop reason."""
+    """The pipeline on real inference, whatever the model decides: every tool result reaches the
+    model on a later call; a goal with known steps acts first; no side effect the request did
+    not ask for runs, and none runs twice; a report that exists is on disk; the run ends with a
+    report or an explicit stop reason. How often the model completes the task is measured by
+    ``python -m evals tasks`` (pass^k), not asserted here."""
     recorder = PromptRecorder()
     context = Context(data_dir=str(tmp_path), max_tool_rounds=6, database=demo_database(tmp_path))
     try:
@@ -147,3 +155,8 @@ async def test_flagship_on_the_real_embedded_model(tmp_path: Path):
     for result in results[:-1] if summary["stop_reason"] else results:
         assert result.tool_call_id in seen_ids, f"tool result {result.name} never reached the model"
     assert model_calls_after == len(recorder.prompts)
+
+    # side effects: only those the request asks for, each at most once (exactly-once, §2.4)
+    effects = [m.name for m in results if m.status != "error" and m.name in SIDE_EFFECTS]
+    assert len(effects) == len(set(effects)), f"a side effect ran twice: {effects}"
+    assert set(summary["tools_called"]) <= SIDE_EFFECTS | READS, summary["tools_called"]
