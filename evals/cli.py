@@ -21,7 +21,7 @@ def eval_command(
                                             "name served at --base-url.")] = "embedded",
     base_url: Annotated[str, typer.Option(help="OpenAI-compatible endpoint (…/v1).")] = "",
     api_key_env: Annotated[str, typer.Option(help="Environment variable holding the endpoint's key.")] = "OPENAI_API_KEY",
-    limit: Annotated[int | None, typer.Option(help="At most N cases per category (default: all).")] = None,
+    limit: Annotated[int | None, typer.Option(help="At most N cases per category (default: all).", min=1)] = None,
     k: Annotated[int, typer.Option(help="Runs per case (pass^k).", min=1)] = 1,
     seed: Annotated[int, typer.Option(help="Seed of sampling and generated data.")] = 0,
     sample: Annotated[bool, typer.Option(help="The small fixed sample CI runs.")] = False,
@@ -35,8 +35,10 @@ def eval_command(
                      k=k, seed=seed, sample=sample, out=out or default_out(suite))
     try:
         report = asyncio.run(run_suite(cfg))
-    except (FileNotFoundError, ConnectionError, RuntimeError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
+    except (OSError, ConnectionError, RuntimeError, ValueError, KeyError) as exc:
+        # missing or malformed data, an unwritable --out, an unreachable endpoint: one line
+        what = f"{type(exc).__name__}: {exc}" if isinstance(exc, KeyError | OSError) else str(exc)
+        typer.echo(f"error: {what}", err=True)
         raise typer.Exit(1) from exc
     typer.echo(f"report: {report.out / 'report.md'}")
     for name, value in report.summary.items():

@@ -39,6 +39,9 @@ from memory.policy import TurnEvidence
 
 log = logging.getLogger(__name__)
 
+#: Error kinds of calls that never reached the tool: no "failed, then succeeded on retry".
+NEVER_RAN = frozenset({"not_offered", "unknown_tool", "invalid_arguments"})
+
 
 async def _mirror(data_dir: str, thread_id: str, messages: list) -> None:
     try:
@@ -102,7 +105,12 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
     work = current_goal_messages(state.messages)
     results = [m for m in work if isinstance(m, ToolMessage)]
     done = sorted({m.name for m in results if m.status != "error" and m.name})
-    failed = {m.name for m in results if m.status == "error" and m.name}
+    # failed in the tool itself (not a refused, unknown or malformed call that never ran)
+    failed = {
+        m.name
+        for m in results
+        if m.status == "error" and m.name and m.additional_kwargs.get("error_kind") not in NEVER_RAN
+    }
     messages: list[AIMessage] = []
     answer = ""
     last = state.messages[-1] if state.messages else None
