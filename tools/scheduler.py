@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -52,6 +53,8 @@ from tools.builtin.reminders import (
 )
 from tools.idempotency import new_owner, owner_alive
 from tools.results import cut_text
+
+log = logging.getLogger(__name__)
 
 #: Attempts per period before a failing action is given up (state ``failed``).
 MAX_ATTEMPTS = 3
@@ -202,22 +205,38 @@ def due_reminders(data_dir: Path | str, now: dt.datetime) -> list[Due]:
     for reminder in reminders:
         if reminder["recurrence"] != "monthly":
             continue  # only monthly exists; a future kind is not guessed at
-        latest = _latest_period(reminder, now)
-        first = _first_period(reminder)
-        last = reminder["last_fired_period"]
-        if latest < first:
-            continue  # its first run is still ahead
-        if last is None or period_of(*latest) > last:
-            start = max(first, month_add(*parse_period(last), 1)) if last else first
-            out.append(_due(reminder, *latest, _periods_between(start, latest)))
+        if reminder.get("damaged"):
+            log.warning("reminder %s not fired: %s", reminder["id"], reminder["damaged"])
             continue
-        pending = open_firings.get((reminder["id"], last))
-        if pending is None:
-            continue  # this period is done (or given up)
-        _, period, state, owner, claimed_at, attempts, skipped = pending
-        if state == "retry" or _stale(claimed_at, owner, now):
-            out.append(_due(reminder, *parse_period(period), json.loads(skipped or "[]"), attempt=attempts + 1))
+        try:
+            due = _due_of(reminder, open_firings, now)
+        except (ValueError, TypeError, KeyError) as exc:  # one corrupt row must not stop the others
+            log.warning(
+                "reminder %s not fired: its record cannot be read (%s: %s)", reminder["id"], type(exc).__name__, exc
+            )
+            continue
+        if due is not None:
+            out.append(due)
     return out
+
+
+def _due_of(reminder: dict[str, Any], open_firings: dict[tuple[Any, Any], Any], now: dt.datetime) -> Due | None:
+    """The firing of ``reminder`` due at ``now``, if any (see :func:`due_reminders`)."""
+    latest = _latest_period(reminder, now)
+    first = _first_period(reminder)
+    last = reminder["last_fired_period"]
+    if latest < first:
+        return None  # its first run is still ahead
+    if last is None or period_of(*latest) > last:
+        start = max(first, month_add(*parse_period(last), 1)) if last else first
+        return _due(reminder, *latest, _periods_between(start, latest))
+    pending = open_firings.get((reminder["id"], last))
+    if pending is None:
+        return None  # this period is done (or given up)
+    _, period, state, owner, claimed_at, attempts, skipped = pending
+    if state == "retry" or _stale(claimed_at, owner, now):
+        return _due(reminder, *parse_period(period), json.loads(skipped or "[]"), attempt=attempts + 1)
+    return None
 
 
 def mark_fired(

@@ -207,7 +207,14 @@ def normalize_action(action: Any, text: str) -> dict[str, Any]:
 def row_to_reminder(row: tuple) -> dict[str, Any]:
     """A ``reminders`` row (``_COLUMNS`` order) as the tools return it (``action`` decoded)."""
     out = dict(zip(_COLUMNS, row))
-    out["action"] = json.loads(out["action"]) if out.get("action") else {"kind": "task", "task": out["text"]}
+    try:
+        action = json.loads(out["action"]) if out.get("action") else {"kind": "task", "task": out["text"]}
+        if not isinstance(action, dict):
+            raise ValueError("the action is not a JSON object")
+    except ValueError as exc:  # a corrupt row is shown as such; it must not hide the others
+        out["damaged"] = f"its action record cannot be read ({exc}); schedule it again and delete this one"
+        action = {"kind": "damaged", "raw": str(out.get("action"))[:200]}
+    out["action"] = action
     return out
 
 
