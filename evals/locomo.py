@@ -111,9 +111,9 @@ def endpoint_answerer(base_url: str, model: str, api_key: str = "") -> Answerer:
         body = {"model": model, "temperature": 0, "max_tokens": 64,
                 "messages": [{"role": "system", "content": "Answer with a short phrase using only the memories given."},
                              {"role": "user", "content": f"Memories:\n{context}\n\nQuestion: {question}\nShort answer:"}]}
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}  # a local server needs none
         async with httpx.AsyncClient(timeout=120) as client:
-            r = await client.post(f"{base_url.rstrip('/')}/chat/completions", json=body,
-                                  headers={"Authorization": f"Bearer {api_key}"})
+            r = await client.post(f"{base_url.rstrip('/')}/chat/completions", json=body, headers=headers)
             r.raise_for_status()
             return str(r.json()["choices"][0]["message"]["content"])
 
