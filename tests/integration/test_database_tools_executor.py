@@ -21,29 +21,9 @@ from tools.executors import make_executor
 
 pytestmark = pytest.mark.slow  # real worker processes
 
-END = "2025-06"
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def dbs(tmp_path_factory) -> dict[str, Path]:
-    d = tmp_path_factory.mktemp("user_dbs")
-    return {"sales": generate_sales_db(d / "sales.db", months=6, end_month=END),
-            "invoices": generate_invoices_db(d / "books" / "ledger.sqlite", years=3, end_month=END)}
-
-
-@pytest.fixture
-def sales(dbs) -> str:
-    return str(dbs["sales"])
-
-
-@pytest.fixture
-def invoices(dbs) -> str:
-    return str(dbs["invoices"])
-
-
-def digest(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+# the user databases and their fixtures are the unit module's (one definition)
+from tests.unit.test_database_tools import END, dbs, digest, invoices, sales  # noqa: E402, F401
 
 
 # -- describe_database --------------------------------------------------------------------------

@@ -30,30 +30,8 @@ from tools.spec import ToolSpec
 
 pytestmark = pytest.mark.slow  # real runner processes; 1000 CLI runs
 
-runner = CliRunner()
-T = dt.datetime  # naive = local time, as the CLI's --now
-
-
-def at(*args: int) -> dt.datetime:
-    return T(*args)
-
-
-def post_tool(effects: list, fail_first: int = 0) -> tuple[ToolSpec, object]:
-    """A side-effect tool that appends to ``effects`` (fails its first ``fail_first`` calls)."""
-    calls = {"n": 0}
-
-    async def run(args: dict, request_id: str) -> dict:
-        calls["n"] += 1
-        if calls["n"] <= fail_first:
-            raise RuntimeError("chat server down")
-        effects.append((request_id, args))
-        return {"posted": len(effects)}
-
-    spec = ToolSpec(name="post_note", description="Post a note to a channel (test tool with a side effect).",
-                    parameters={"type": "object", "properties": {"channel": {"type": "string"},
-                                                                 "text": {"type": "string"}},
-                                "required": ["channel", "text"]}, side_effect=True)
-    return spec, run
+# the clock helpers and the side-effect test tool are the unit module's (one definition)
+from tests.unit.test_reminders import T, at, post_tool, runner  # noqa: E402, F401
 
 
 # -- the reminder model -------------------------------------------------------------------------

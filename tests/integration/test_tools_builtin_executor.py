@@ -21,38 +21,8 @@ from tools.registry import ToolRegistry
 
 pytestmark = pytest.mark.slow  # real worker processes
 
-END = "2025-06"
-
-
-def _dump(path: Path) -> list[tuple]:
-    con = sqlite3.connect(path)
-    try:
-        out = []
-        for table in ("regions", "customers", "products", "orders", "order_items"):
-            out += [(table, *r) for r in con.execute(f"SELECT * FROM {table} ORDER BY 1")]
-        return out
-    finally:
-        con.close()
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    """The user's database: a generated demo DB outside the data dir."""
-    return generate_sales_db(tmp_path / "user" / "sales.db", months=6, end_month=END)
-
-
-@pytest.fixture
-def data(tmp_path: Path) -> Path:
-    d = tmp_path / "data"
-    d.mkdir()
-    return d
-
-
-@pytest.fixture
-def reg(data: Path, db: Path) -> ToolRegistry:
-    r = ToolRegistry()
-    register_builtin_tools(r, SubprocessExecutor(data, database=str(db)))
-    return r
+# the demo DB, data dir and registry fixtures are the unit module's (one definition)
+from tests.unit.test_tools_builtin import END, _dump, data, db, reg  # noqa: E402, F401
 
 
 # -- the demo database -----------------------------------------------------------------------------
