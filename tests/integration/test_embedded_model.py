@@ -20,6 +20,7 @@ from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from graph.context import Context
 from graph.embedded.assembly import locate_parts
 from graph.model import CATALOG, ModelUnavailableError, embedded_server, load_chat_model
+from tests.support.processes import own_processes
 
 MODEL = "qwen2.5-coder-0.5b"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # a loaded 2-core machine: minutes
@@ -62,15 +63,8 @@ def installed() -> str | None:
 
 
 def server_processes() -> list[psutil.Process]:
-    """The llama.cpp servers this test process started (other runs on the machine have theirs)."""
-    found = []
-    for p in psutil.Process().children(recursive=True):
-        try:
-            if "graph.embedded_llm" in " ".join(p.cmdline()):
-                found.append(p)
-        except psutil.Error:  # exited meanwhile
-            continue
-    return found
+    """The llama.cpp servers this test process started."""
+    return own_processes("graph.embedded_llm")
 
 
 @pytest.mark.skipif(installed() is not None, reason=f"{MODEL} is not installed: {installed()}")

@@ -18,6 +18,7 @@ from graph.context import Context
 from graph.model import astop_embedded_server, register_model
 from graph.runner import run_turn
 from tests.conftest import ScriptedChat, tool_call
+from tests.support.processes import own_processes
 from tools.builtin.demo_db import generate_sales_db
 
 TASK = "Summarise last month's sales into an analysis report, post it to the project group, and remind me every month."
@@ -29,16 +30,7 @@ READS = {"describe_database", "query_database", "list_messages", "list_reminders
 
 
 def team_chat_processes() -> list[psutil.Process]:
-    """This test process's team-chat servers (other runs on the machine have their own)."""
-    found = []
-    for proc in psutil.Process().children(recursive=True):
-        try:
-            cmd = " ".join(proc.cmdline())
-        except psutil.Error:  # exited meanwhile
-            continue
-        if "tools.mcp.servers.team_chat" in cmd:
-            found.append(proc)
-    return found
+    return own_processes("tools.mcp.servers.team_chat")
 
 
 class PromptRecorder(AsyncCallbackHandler):
@@ -124,17 +116,7 @@ async def test_flagship_on_the_real_embedded_model(tmp_path: Path):
         await resources.aclose_resources()
         await astop_embedded_server()
     # only this test's own servers (its children): other runs on the machine may have theirs
-    def embedded_children() -> list[psutil.Process]:
-        found = []
-        for child in psutil.Process().children(recursive=True):
-            try:
-                if "graph.embedded" in " ".join(child.cmdline()):
-                    found.append(child)
-            except psutil.Error:  # exited meanwhile
-                pass
-        return found
-
-    assert not embedded_children(), "orphan llama.cpp server"
+    assert not own_processes("graph.embedded"), "orphan llama.cpp server"
     assert sum(summary["tools_called"].values()) >= 1  # a goal with known steps must act first
     assert summary["tokens_in"] > 0 and summary["tokens_out"] > 0
     assert summary["artifacts"] or summary["stop_reason"]

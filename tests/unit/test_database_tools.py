@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import sqlite3
-import textwrap
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -377,24 +376,6 @@ def test_invoices_db_spans_several_years_and_is_deterministic(tmp_path, invoices
 
 
 # -- plumbing: Context → toolbox → executor → worker ----------------------------------------------
-
-HELPER = textwrap.dedent('''
-    from pathlib import Path
-
-    def seen(database, data_dir):
-        return {"database": database, "data_dir": str(data_dir)}
-
-    def read_file(path):
-        return Path(path).read_text()
-''')
-
-
-@pytest.fixture
-def helpers(tmp_path: Path) -> Path:
-    d = tmp_path / "helpers"
-    d.mkdir()
-    (d / "db_helpers.py").write_text(HELPER)
-    return d
 
 
 def test_context_database_falls_back_to_the_env_and_keys_the_toolbox(monkeypatch):
