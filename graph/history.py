@@ -112,3 +112,32 @@ def close_unanswered(messages: list[AnyMessage], reason: str) -> Paired:
                 open_calls[call_id] = name
     close_open()
     return Paired(out, closed, dropped)
+
+
+def without_failed_arguments(
+    messages: list[AnyMessage], kinds: frozenset[str] = frozenset({"tool_error"})
+) -> list[AnyMessage]:
+    """A copy of ``messages`` in which every tool call whose result is an error of one of
+    ``kinds`` (``additional_kwargs["error_kind"]``; by default "tool_error": the tool ran and
+    failed on the data, e.g. an SQL error) shows ``{}`` as its arguments. The results, with
+    their error text, stay. The input is not modified.
+
+    For a model's prompt only, never for the stored history: a small model at temperature 0
+    shown its own failed call copies it word for word on the retry (measured on both
+    Qwen2.5-Coder models, evals/README.md "Embedded models"); without it, the retry is written
+    from the error and whatever was looked up since. Malformed-argument errors are not in the
+    default ``kinds``: fixing those needs the arguments in view."""
+    failed = {
+        m.tool_call_id
+        for m in messages
+        if isinstance(m, ToolMessage) and m.status == "error" and m.additional_kwargs.get("error_kind") in kinds
+    }
+    if not failed:
+        return list(messages)
+    out: list[AnyMessage] = []
+    for message in messages:
+        if isinstance(message, AIMessage) and any(c.get("id") in failed for c in message.tool_calls):
+            calls = [{**c, "args": {}} if c.get("id") in failed else c for c in message.tool_calls]
+            message = message.model_copy(update={"tool_calls": calls})
+        out.append(message)
+    return out

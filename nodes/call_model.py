@@ -5,6 +5,10 @@ every side-effect tool that no clause of the goal asks for (``graph.progress``),
 relevance to the goal and progress note and cut to ``context.max_tools``, and with
 ``tool_choice="required"`` when ``state.must_call_tool``.
 
+For the bundled embedded models the prompt shows calls that failed in the tool with ``{}``
+as their arguments (``graph.history.without_failed_arguments``; catalog flag
+``omit_failed_arguments``): they copy their own failed call otherwise.
+
 With ``context.model_accepts_images`` (a hosted model that takes images), tool results holding
 saved images (MCP image content) carry them as image blocks in this call's prompt only
 (:func:`with_images`); the state keeps the placeholders and handles.
@@ -37,6 +41,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.runtime import Runtime
 
 from graph.context import Context
+from graph.history import without_failed_arguments
 from graph.model import ModelUnavailableError, embedded_model, is_embedded
 from graph.progress import later_side_effects, missing_steps, unrequested_side_effects
 from graph.resources import get_model, get_toolbox
@@ -152,6 +157,9 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     )
     bound = _bind(model, tools, state.must_call_tool)
     prompt = state.prompt_messages()
+    if is_embedded(context) and embedded_model(context).omit_failed_arguments:
+        # the stored history keeps the arguments; only this model's prompt loses them
+        prompt = without_failed_arguments(prompt)
     if context.model_accepts_images and not is_embedded(context):
         # images reach the model here, from their saved files, so the state (and every
         # checkpoint) keeps only the placeholders and handles

@@ -24,8 +24,9 @@ a query the steps need) is neither a stall nor a reason to narrow the offer; aft
 round that did not shrink the distance (or an early answer), only the tools of the missing
 steps are offered and one of them must be called (``must_call_tool``) — except after a step
 failed in the tool itself (error kind "tool_error": bad SQL, an unknown column) while nothing
-was looked up yet for this goal: then only the read-only tools are offered for one round, so
-the retry is written with the schema or data in view; once every step is done, none are
+was looked up since the goal's first such failure: then only the read-only tools most relevant
+to the error (at most ``LOOK_FIRST_TOOLS``, ranked against the error text) are offered for one
+round, and the note quotes the error, so the retry is written with the schema or data in view; once every step is done, none are
 offered, so the model answers.
 
 Update: ``tool_rounds``, ``goal_distance``, ``stalled_rounds``, ``blocked_tools``,
@@ -55,8 +56,13 @@ from graph.progress import (
 )
 from graph.resources import get_toolbox
 from graph.state import State
+from tools.selection import rank_tools
+from tools.spec import ToolSpec
 
 MAX_STALLED_ROUNDS = 3
+# read-only tools offered after a step failed in the tool (look first): the small bundled
+# models choose well among two (evals/README.md, embedded models)
+LOOK_FIRST_TOOLS = 2
 
 
 def _result_summaries(messages: list[AnyMessage], tools: set[str]) -> list[str]:
@@ -72,6 +78,23 @@ def _result_summaries(messages: list[AnyMessage], tools: set[str]) -> list[str]:
                     summary = None
             found[message.name] = str(summary or message.name)
     return [found[name] for name in sorted(found)]
+
+
+def _error_text(message: ToolMessage) -> str:
+    """The ``error`` of a tool result envelope (the content itself when it is not one)."""
+    try:
+        return str(json.loads(str(message.content)).get("error") or message.content)
+    except (TypeError, ValueError, AttributeError):
+        return str(message.content)
+
+
+def failure_helpers(reads: list[ToolSpec], failure: str, limit: int = LOOK_FIRST_TOOLS) -> list[str]:
+    """The read-only tools most relevant to a failed call's error text (``tools.selection``'s
+    ranking; all of ``reads`` when none shares a term with it), at most ``limit``, best first:
+    an SQL error ranks the schema and query tools, not whatever the goal's words match."""
+    ranked = rank_tools(reads, failure)
+    relevant = [spec.name for score, spec in ranked if score > 0][:limit]
+    return relevant or [spec.name for spec in reads][:limit]
 
 
 async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -171,7 +194,19 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     # a model at temperature 0 repeats the same call word for word (measured on the embedded
     # models); the read puts what the fix needs (a schema, the data) into the history.
     reads = {s.name for s in specs if not s.side_effect} - blocked
-    looked_up = any(isinstance(m, ToolMessage) and m.status != "error" and m.name in reads for m in work)
+    # only a read made after the first such failure counts: one made before it (listing
+    # reminders, say) was not made with the error in view
+    first_failure = next(
+        (
+            i
+            for i, m in enumerate(work)
+            if isinstance(m, ToolMessage) and m.additional_kwargs.get("error_kind") == "tool_error"
+        ),
+        len(work),
+    )
+    looked_up = any(
+        isinstance(m, ToolMessage) and m.status != "error" and m.name in reads for m in work[first_failure:]
+    )
     look_first = (
         all_failed
         and not progressed
@@ -207,10 +242,12 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     elif reading:
         note = f"Progress: steps still to do: {', '.join(missing)}."
     elif look_first:
-        blocked |= set(registry.names()) - reads
+        failure = "; ".join(f"{m.name}: {_error_text(m)}" for m in round_results)
+        helpers = failure_helpers([s for s in specs if s.name in reads], failure)
+        blocked |= set(registry.names()) - set(helpers)
         note = (
-            "Progress check: the last call failed. Before trying it again, look up what it needs: "
-            f"call one of {', '.join(sorted(reads))} now (read-only); then do the missing steps: "
+            f"Progress check: the last call failed ({failure[:400]}). Before trying it again, look up "
+            f"what it needs: call {' or '.join(helpers)} now (read-only); then do the missing steps: "
             f"{', '.join(missing)}."
         )
     elif not progressed:

@@ -53,6 +53,9 @@ class EmbeddedModel:
     threads: int = 1  # generation threads; 0 = one per core
     batch_threads: int = 0  # prompt-processing threads; 0 = one per core
     max_tools: int = 2  # tools offered per call when Context.max_tools is 0 (see nodes/call_model.py)
+    # prompts show a call that failed in the tool with {} as its arguments (graph.history.
+    # without_failed_arguments): at temperature 0 these models copy their own failed call
+    omit_failed_arguments: bool = True
     licence: str = ""  # what is known about the licence, and from where
     gguf: dict[str, str] = field(default_factory=dict)  # GGUF metadata worth recording
 

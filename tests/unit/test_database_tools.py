@@ -404,3 +404,39 @@ def test_the_sql_tools_descriptions_carry_the_users_schema(tmp_path):
     assert schema in registry.get("query_database").description
     assert schema in registry.get("generate_report").description
     assert schema not in registry.get("schedule_reminder").description
+
+
+@pytest.mark.parametrize(
+    ("sql", "named"),
+    [
+        ("SELECT SUM(net_amount_cents) FROM invoices WHERE issued_on >= DATE_SUB(CURDATE(), INTERVAL 1 MONTH)",
+         ["DATE_SUB", "CURDATE", "date('now', 'start of month', '-1 month')"]),
+        ("SELECT SUM(net_amount_cents) FROM invoices WHERE issued_on >= NOW() - INTERVAL '1 month'", ["INTERVAL", "date('now')"]),
+        ("SELECT SUM(net_amount_cents) FROM invoices WHERE YEAR(issued_on) = 2025 AND MONTH(issued_on) = 5", ["strftime('%Y-%m', col)"]),
+        ("SELECT TOP 5 inv_no FROM invoices", ["LIMIT n"]),
+        ("SELECT DATE_FORMAT(issued_on, '%Y-%m') FROM invoices", ["strftime"]),
+    ],
+)
+def test_another_engines_sql_is_answered_with_the_sqlite_way(invoices, sql, named):
+    # MySQL / PostgreSQL / T-SQL date syntax fails in SQLite with "syntax error" or "no such
+    # function"; the error says what SQLite wants instead and which columns the tables have
+    with pytest.raises(DatabaseError) as err:
+        query_database(sql, database=invoices)
+    text = str(err.value)
+    assert "SQLite" in text
+    for part in named:
+        assert part in text
+    with pytest.raises(DatabaseError, match="failed, nothing was written.*SQLite, which has no such syntax") as err:
+        generate_report("Bad", [{"label": "Dated", "sql": sql}], database=invoices, data_dir=Path(invoices).parent)
+
+
+def test_a_syntax_error_names_the_columns_of_the_tables_the_query_uses(invoices):
+    with pytest.raises(DatabaseError, match=r"SQL error: .*syntax error.*invoices\(inv_no, issued_on"):
+        query_database("SELECT inv_no FROM invoices WHERE WHERE status = 1", database=invoices)
+
+
+def test_sqlite_date_syntax_gets_no_dialect_hint(invoices):
+    # valid SQLite date code is not mistaken for another engine's (CURRENT_DATE is SQLite too)
+    with pytest.raises(DatabaseError) as err:
+        query_database("SELECT strftime('%Y-%m', issued_on), CURRENT_DATE, nosuch FROM invoices", database=invoices)
+    assert "no such syntax" not in str(err.value)

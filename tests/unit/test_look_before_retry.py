@@ -79,3 +79,41 @@ async def test_other_failures_keep_the_offer_on_the_missing_steps(runtime, kind)
                   goal=GOAL, goal_distance=3)
     update = await evaluate_progress(state, rt)
     assert "generate_report" in offered(update, box) and "look up" not in update["progress_note"]
+
+
+@pytest.fixture
+def every_read(tmp_path):
+    """All the flagship's tools, every read-only one among them (reminders, messages, results)."""
+    box = FakeToolbox()
+    for spec in flagship_specs():
+        box.add_spec(spec, lambda **kw: {"ok": True})
+    context = Context(model="unused", data_dir=str(tmp_path))
+    resources.set_toolbox(context, box)
+    return Runtime(context=context), box
+
+
+def sql_failed(cid: str) -> ToolMessage:
+    body = {"status": "error", "summary": "generate_report failed",
+            "error": "DatabaseError: query 1 ('Revenue') failed, nothing was written: SQL error: near \"1\": "
+                     "syntax error. This database is SQLite, which has no such syntax: DATE_SUB"}
+    return ToolMessage(json.dumps(body), tool_call_id=cid, name="generate_report", status="error",
+                       additional_kwargs={"error_kind": "tool_error"})
+
+
+async def test_the_look_up_offered_is_the_one_the_error_needs_not_the_goals_words(every_read):
+    # measured: offered the goal's best-matching reads, Qwen2.5-Coder-0.5B listed reminders
+    # ("remind me every month") after an SQL error and then repeated the failed report
+    rt, box = every_read
+    state = State(messages=[HumanMessage(GOAL), call("generate_report", "c1"), sql_failed("c1")],
+                  goal=GOAL, goal_distance=3)
+    update = await evaluate_progress(state, rt)
+    assert offered(update, box) == READS
+    assert "syntax error" in update["progress_note"]  # the error itself is quoted in the advice
+
+
+async def test_a_read_made_before_the_failure_does_not_count_as_looking(every_read):
+    rt, box = every_read
+    messages = [HumanMessage(GOAL), call("list_reminders", "c0"), ok("list_reminders", "c0"),
+                call("generate_report", "c1"), sql_failed("c1")]
+    update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3), rt)
+    assert offered(update, box) == READS and "look up" in update["progress_note"]

@@ -321,7 +321,47 @@ def _schema_hint(con: sqlite3.Connection, sql: str, only_named: bool, limit: int
     return text if len(text) <= limit else text[:limit].rsplit(";", 1)[0] + "; …"
 
 
+# Other engines' date and limit syntax, which SQLite rejects with a bare "syntax error" or
+# "no such function" that does not say what to write instead; models trained mostly on MySQL /
+# PostgreSQL write these first (measured: Qwen2.5-Coder wrote DATE_SUB(CURDATE(), INTERVAL 1
+# MONTH) on the demo database). Each entry: (pattern, what was used, the SQLite way).
+_OTHER_DIALECTS: list[tuple[re.Pattern[str], str, str]] = [
+    (
+        re.compile(r"\b(DATE_SUB|DATE_ADD|DATEADD|DATEDIFF|ADDDATE|SUBDATE)\s*\(|\bINTERVAL\s+'?-?[0-9]", re.I),
+        "date arithmetic (DATE_SUB / DATE_ADD / INTERVAL)",
+        "date(col, '-1 month'), date('now', 'start of month', '-1 month')",
+    ),
+    (
+        re.compile(r"\b(CURDATE|NOW|GETDATE|SYSDATE)\s*\(\s*\)", re.I),
+        "the current date (CURDATE() / NOW())",
+        "date('now') or datetime('now')",
+    ),
+    (
+        re.compile(r"\b(YEAR|MONTH|DAY|EXTRACT|DATE_FORMAT|DATE_TRUNC|TO_CHAR)\s*\(", re.I),
+        "date parts (YEAR() / MONTH() / EXTRACT / DATE_FORMAT / DATE_TRUNC)",
+        "strftime('%Y-%m', col) = 'YYYY-MM' for a month, strftime('%Y', col) for a year",
+    ),
+    (re.compile(r"\bSELECT\s+TOP\s+[0-9]", re.I), "SELECT TOP n", "ORDER BY ... LIMIT n"),
+    (re.compile(r"\bILIKE\b", re.I), "ILIKE", "LIKE (case-insensitive for ASCII in SQLite)"),
+]
+
+
+def dialect_hint(sql: str) -> str:
+    """What in ``sql`` is another engine's syntax and the SQLite way to write it, as one
+    sentence ("" when nothing is recognised). Used in SQL error messages."""
+    found = [f"{used} → {sqlite}" for pattern, used, sqlite in _OTHER_DIALECTS if pattern.search(sql)]
+    if not found:
+        return ""
+    return " This database is SQLite, which has no such syntax: " + "; ".join(found) + "."
+
+
 def _sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "") -> DatabaseError:
+    error = _plain_sql_error(exc, con, sql)
+    hint = dialect_hint(sql) if "refused" not in str(error) else ""
+    return DatabaseError(f"{error}{hint}") if hint else error
+
+
+def _plain_sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "") -> DatabaseError:
     text = str(exc)
     if "not authorized" in text or "readonly" in text or "read-only" in text:
         return DatabaseError(
@@ -340,7 +380,9 @@ def _sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "") -> Da
         )
     if "ambiguous column" in text:
         return DatabaseError(f"{text}: qualify the column with its table (see describe_database)")
-    return DatabaseError(f"SQL error: {text}")
+    hint = _schema_hint(con, sql, only_named=True, limit=600) if sql else ""
+    hint = f" Tables and columns it names: {hint}." if hint else ""
+    return DatabaseError(f"SQL error: {text}.{hint}")
 
 
 def run_select(
