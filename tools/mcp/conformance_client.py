@@ -3,7 +3,9 @@
 
 Run: ``python -m tools.mcp.conformance_client URL`` — the suite starts it with its test
 server's URL as the last argument, the scenario in ``MCP_CONFORMANCE_SCENARIO`` and, for some
-auth scenarios, credentials in ``MCP_CONFORMANCE_CONTEXT`` (JSON). Everything goes through the
+auth scenarios, credentials in ``MCP_CONFORMANCE_CONTEXT`` (JSON: ``client_id``, ``client_secret``,
+``private_key_pem``; for SEP-990 cross-app access ``idp_id_token``, ``idp_token_endpoint``,
+``idp_client_id``). Everything goes through the
 same code Hermes uses for its servers: :class:`tools.mcp.client.MCPServer` (pool, handshake,
 ``tools/list``, ``tools/call``), the ``elicitation: "defaults"`` answer and the OAuth config of
 :mod:`tools.mcp.auth` (headless redirect: the suite's authorization server approves without a
@@ -71,7 +73,13 @@ def entry_for(url: str, scenario: str, context: dict[str, Any]) -> dict[str, Any
             auth["clientId"] = context["client_id"]
         if context.get("client_secret"):
             auth["clientSecret"] = context["client_secret"]
-        if scenario.startswith("auth/client-credentials"):
+        if context.get("idp_id_token"):  # SEP-990 (cross-app access): the IdP's ID token and client
+            auth["grant"] = "enterprise"
+            auth["idToken"] = context["idp_id_token"]
+            auth["idpTokenEndpoint"] = context.get("idp_token_endpoint", "")
+            if context.get("idp_client_id"):
+                auth["idpClientId"] = context["idp_client_id"]
+        elif scenario.startswith("auth/client-credentials"):
             auth["grant"] = "client_credentials"
             if context.get("private_key_pem"):
                 auth["privateKeyPem"] = context["private_key_pem"]
