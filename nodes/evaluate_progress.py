@@ -19,8 +19,9 @@ Rules, in order (each is a cap, so no retry path is unbounded):
 Changing strategy is enforced, not only advised (tool masking through ``blocked_tools``): the
 side-effect tools that already succeeded for this goal (no second post or reminder), the
 side-effect tools no clause of the goal asks for, and tools whose identical call reached the
-repeat limit are not offered again; a round of new successful reads (read-only tools: a schema,
-a query the steps need) is neither a stall nor a reason to narrow the offer; after any other
+repeat limit are not offered again; a round of new reads (read-only tools: a schema, a query
+the steps need, also one that failed: its error names tables and columns) is neither a stall
+nor a reason to narrow the offer; after any other
 round that did not shrink the distance (or an early answer), only the tools of the missing
 steps are offered and one of them must be called (``must_call_tool``) — except after a step
 failed in the tool itself (error kind "tool_error": bad SQL, an unknown column) while nothing
@@ -167,15 +168,15 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     # a round makes progress when it shrinks the distance; for goals without known steps,
     # when at least one result succeeded
     progressed = (distance < previous) if required else not all_failed
-    # a round of new, successful reads (a schema, a query) gathers what the steps need: it
-    # neither counts as a stall nor narrows the offer; a repeated read does (rule 1's counts)
+    # a round of new reads (a schema, a query) gathers what the steps need: it neither counts
+    # as a stall nor narrows the offer — a failed query too, whose error names the tables and
+    # columns (the round cap still bounds them); a repeated read does (rule 1's counts)
     reading = (
         last_ai is not None
         and bool(required)
         and not progressed
         and bool(round_results)
         and not answered_early
-        and all(m.status != "error" for m in round_results)
         and all(
             (s := registry.get(c["name"])) is not None and not s.side_effect and seen.get(call_signature(c), 0) == 1
             for c in last_ai.tool_calls

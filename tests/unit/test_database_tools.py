@@ -440,3 +440,39 @@ def test_sqlite_date_syntax_gets_no_dialect_hint(invoices):
     with pytest.raises(DatabaseError) as err:
         query_database("SELECT strftime('%Y-%m', issued_on), CURRENT_DATE, nosuch FROM invoices", database=invoices)
     assert "no such syntax" not in str(err.value)
+
+
+def test_an_unknown_column_error_says_where_the_column_is_and_how_the_tables_join(sales):
+    # measured: Qwen2.5-Coder-1.5B joined regions straight to order_items on a region_id that
+    # only customers has; the error names the foreign-key path through orders and customers
+    with pytest.raises(DatabaseError) as err:
+        query_database("SELECT r.name, SUM(quantity * unit_price) FROM regions r JOIN order_items i "
+                       "ON r.region_id = i.region_id GROUP BY r.name", database=sales)
+    text = str(err.value)
+    assert "Column 'region_id' is in customers, regions" in text
+    for condition in ("order_items.order_id = orders.order_id", "orders.customer_id = customers.customer_id",
+                      "customers.region_id = regions.region_id"):
+        assert condition in text
+    # the path it names is one that runs
+    rows = query_database("SELECT regions.name, SUM(quantity * order_items.unit_price) FROM order_items "
+                          "JOIN orders ON order_items.order_id = orders.order_id "
+                          "JOIN customers ON orders.customer_id = customers.customer_id "
+                          "JOIN regions ON customers.region_id = regions.region_id GROUP BY regions.name",
+                          database=sales)
+    assert rows["row_count"] > 1
+
+
+def test_no_join_hint_without_a_foreign_key_path(invoices):
+    with pytest.raises(DatabaseError) as err:
+        query_database("SELECT amount FROM invoices", database=invoices)
+    assert "join on" not in str(err.value)
+
+
+def test_a_table_used_but_not_joined_is_named_with_the_join_to_add(sales):
+    # SQLite reports "no such column: regions.name" although regions has a name column
+    with pytest.raises(DatabaseError) as err:
+        query_database("SELECT regions.name, SUM(quantity) FROM customers JOIN orders ON customers.customer_id = "
+                       "orders.customer_id JOIN order_items ON orders.order_id = order_items.order_id "
+                       "GROUP BY regions.name", database=sales)
+    assert "table regions is used (regions.name) but not in the query's FROM or JOIN" in str(err.value)
+    assert "add JOIN regions ON customers.region_id = regions.region_id" in str(err.value)

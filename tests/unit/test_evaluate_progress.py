@@ -50,12 +50,23 @@ async def test_a_done_side_effect_tool_is_not_offered_again_and_progress_is_coun
 
 
 async def test_a_round_without_progress_narrows_the_offer_to_the_missing_steps(runtime):
-    state = State(messages=[HumanMessage(GOAL), call("query_database", "c1"), result("query_database", "c1", ok=False)],
+    state = State(messages=[HumanMessage(GOAL), call("generate_report", "c1"), result("generate_report", "c1", ok=False)],
                   goal=GOAL, goal_distance=3)
     update = await evaluate_progress(state, runtime)
     assert update["stalled_rounds"] == 1 and update["must_call_tool"] is True
     assert set(update["blocked_tools"]) == {"query_database"}
     assert "Change approach" in update["progress_note"]
+
+
+async def test_a_new_failed_read_is_exploration_but_the_same_one_again_is_a_stall(runtime):
+    """A failed query's error names the tables and columns (measured: the 1.5B model's next
+    report was closer each time); a repeat of it brings nothing new."""
+    read = [HumanMessage(GOAL), call("query_database", "c1", {"sql": "SELECT x"}), result("query_database", "c1", ok=False)]
+    update = await evaluate_progress(State(messages=read, goal=GOAL, goal_distance=3, stalled_rounds=1), runtime)
+    assert update["stalled_rounds"] == 1 and "query_database" not in update["blocked_tools"]
+    again = [*read, call("query_database", "c2", {"sql": "SELECT x"}), result("query_database", "c2", ok=False)]
+    update = await evaluate_progress(State(messages=again, goal=GOAL, goal_distance=3, stalled_rounds=1), runtime)
+    assert update["stalled_rounds"] == 2
 
 
 async def test_a_new_successful_read_is_neither_a_stall_nor_narrows_the_offer(runtime):
