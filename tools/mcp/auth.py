@@ -289,6 +289,7 @@ class LegacyDiscoveryProvider(OAuthClientProvider):
         except StopAsyncIteration:
             return
         finally:
+            self._legacy_metadata = None  # a held response never outlives its flow
             await flow.aclose()
 
 
