@@ -68,7 +68,12 @@ class Context(BaseSettings):
     )
     temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature.")
     max_output_tokens: int = Field(
-        default=384, ge=16, le=32_768, description="Upper bound on tokens the model generates per call."
+        # 768: a report call with two or three SQL queries is 300-500 tokens; at 384 the
+        # bundled 1.5B model's calls were cut off (measured, evals/README.md)
+        default=768,
+        ge=16,
+        le=32_768,
+        description="Upper bound on tokens the model generates per call.",
     )
     token_budget: int = Field(
         default=3000,

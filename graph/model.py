@@ -59,6 +59,7 @@ from graph.embedded.server import (  # noqa: F401  (re-exported: callers stop th
     embedded_server,
     stop_embedded_server,
 )
+from graph.failures import CUT_OFF
 
 MAX_RESPONSE_CHARS = 800  # bounds free-text answers of the small model (it rambles otherwise)
 REPEAT_PENALTY = 1.1  # llama.cpp sampler setting; the 135M model loops on phrases without it
@@ -200,6 +201,11 @@ class JsonToolCallingChat(ChatOpenAI):
         for generation in result.generations:
             message = generation.message
             if isinstance(message, AIMessage) and not message.tool_calls:
+                # finish_reason reaches response_metadata only after this method; parse_step
+                # needs it to tell a reply cut at the token limit from malformed JSON
+                reason = (generation.generation_info or {}).get("finish_reason")
+                if reason and "finish_reason" not in message.response_metadata:
+                    message.response_metadata["finish_reason"] = reason
                 generation.message = message = parse_step(message)
             if timings and isinstance(message, AIMessage):
                 message.response_metadata["timings"] = timings
@@ -231,6 +237,7 @@ def parse_step(message: AIMessage) -> AIMessage:
         data = json.loads(stripped)
     except json.JSONDecodeError as exc:
         if '"tool_call"' in stripped:
+            cut = message.response_metadata.get("finish_reason") == "length"
             return AIMessage(
                 content="",
                 invalid_tool_calls=[
@@ -239,7 +246,12 @@ def parse_step(message: AIMessage) -> AIMessage:
                         "id": f"call_{uuid.uuid4().hex[:12]}",
                         "name": _guess_name(stripped),
                         "args": stripped,
-                        "error": f"reply was not valid JSON ({exc.msg} at char {exc.pos})",
+                        "error": (
+                            f"{CUT_OFF} ({len(stripped)} characters): send the call again with "
+                            "shorter arguments (fewer or shorter items)"
+                            if cut
+                            else f"reply was not valid JSON ({exc.msg} at char {exc.pos})"
+                        ),
                     }
                 ],
                 **common,

@@ -53,7 +53,7 @@ from langgraph.types import interrupt
 from tenacity import AsyncRetrying, RetryCallState, retry_if_result, stop_after_attempt, wait_exponential
 
 from graph.context import NO_THREAD, Context, run_thread_id
-from graph.failures import MAX_RETRIES, RETRY_BACKOFF_S, Recovery, recovery_for
+from graph.failures import CUT_OFF, MAX_RETRIES, RETRY_BACKOFF_S, Recovery, recovery_for
 from graph.progress import call_signature, goal_message_id, request_id
 from graph.resources import get_toolbox
 from graph.state import State
@@ -237,7 +237,9 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
                 "name": bad.get("name") or "unknown",
                 "status": "error",
                 "error_kind": "invalid_arguments",
-                "error": f"arguments were not valid JSON ({bad.get('error') or 'parse error'}): "
+                "error": str(bad["error"])
+                if str(bad.get("error") or "").startswith(CUT_OFF)
+                else f"arguments were not valid JSON ({bad.get('error') or 'parse error'}): "
                 f"{str(bad.get('args'))[:300]}. Send the call again with a JSON object.",
                 "payload_path": None,
                 "latency_s": 0.0,

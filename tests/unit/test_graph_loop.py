@@ -210,3 +210,21 @@ async def test_turn_metrics_count_the_current_turn_only(scripted):
     assert second["turn_metrics"]["model_calls"] == 1 and "tool_calls" not in second["turn_metrics"]
     assert second["metrics"]["model_calls"] == 3  # cumulative
     assert second["turn_metrics"]["tokens_in"] > 0
+
+
+async def test_a_call_cut_off_at_the_output_limit_is_not_quoted_back(scripted):
+    # the cut-off text quoted in the error was copied into the next call (measured: 1.5B model
+    # wrote "... = ord." and "Send the call again" into its SQL)
+    from graph.failures import CUT_OFF
+
+    cut = AIMessage(
+        content="",
+        invalid_tool_calls=[{"type": "invalid_tool_call", "name": "search", "args": '{"q": "SELECT a FROM t JOIN u ON t.id = u.',
+                             "id": "cut1", "error": f"{CUT_OFF} (60 characters): send the call again with shorter arguments"}],
+    )
+    box = FakeToolbox()
+    box.add("search", lambda q: [q], {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]})
+    ctx = scripted([cut, tool_call("search", {"q": "x"}, "ok1"), AIMessage("found x")], box)
+    out = await run(ctx, "search for x")
+    error = json.loads(tool_messages(out)[0].content)["error"]
+    assert error.startswith(CUT_OFF) and "JOIN u" not in error

@@ -6,6 +6,7 @@ import json
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+from graph.failures import CUT_OFF
 from graph.model import MAX_ARGUMENT_CHARS, JsonToolCallingChat, _grammar_ready, parse_step, step_schema
 
 TOOL = {
@@ -124,3 +125,23 @@ def test_llama_cpp_timings_reach_the_message_metadata():
     message = chat._create_chat_result(response).generations[0].message
     assert message.tool_calls[0]["name"] == "schedule_reminder"
     assert message.response_metadata["timings"]["cache_n"] == 7
+
+
+def test_a_call_cut_off_at_the_token_limit_says_so_without_guessing_at_json():
+    text = '{"tool_call": {"name": "generate_report", "arguments": {"queries": [{"sql": "SELECT a FROM t JOIN u ON t.id = u.'
+    msg = parse_step(AIMessage(text, response_metadata={"finish_reason": "length"}))
+    bad = msg.invalid_tool_calls[0]
+    assert bad["name"] == "generate_report" and bad["error"].startswith(CUT_OFF)
+    assert "shorter arguments" in bad["error"]
+
+
+def test_the_server_s_length_finish_reason_reaches_the_parser():
+    chat = JsonToolCallingChat(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
+    response = {
+        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "length",
+                     "message": {"role": "assistant", "content": '{"tool_call": {"name": "search", "arguments": {"q": "SELECT a FROM t WHERE'}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 384, "total_tokens": 394},
+    }
+    message = chat._create_chat_result(response).generations[0].message
+    assert message.invalid_tool_calls[0]["error"].startswith(CUT_OFF)

@@ -401,7 +401,8 @@ def join_hint(con: sqlite3.Connection, sql: str, column: str = "") -> str:
     for a, b, cond in _foreign_keys(con, tables):
         graph[a].append((b, cond))
         graph[b].append((a, cond))
-    joined, conditions = {wanted[0]}, []
+    joined: set[str] = {wanted[0]}
+    conditions: list[str] = []
     for target in wanted[1:]:
         if target in joined:
             continue
