@@ -57,10 +57,11 @@ def offered_tools(
     registry: ToolRegistry, query: str, blocked: set[str], max_tools: int, must_call: bool = False
 ) -> list[dict[str, Any]]:
     """OpenAI tool definitions for the next call: every registered tool not in ``blocked``,
-    the most relevant to ``query`` first (``tools.selection``). With a cap (``max_tools`` > 0,
+    the most relevant to ``query`` first, near-ties by their MCP servers' health (``tools.selection``,
+    ``registry.health``: better-scored first, parked last with a note). With a cap (``max_tools`` > 0,
     small models) only tools with some relevance are offered, at most ``max_tools`` — so
     "hello" offers none and cannot trigger a side effect — unless a call is required."""
-    ranked = rank_tools([spec for spec in registry.specs() if spec.name not in blocked], query)
+    ranked = rank_tools([spec for spec in registry.specs() if spec.name not in blocked], query, registry.health)
     if not max_tools:
         return [spec.openai_tool() for _, spec in ranked]
     relevant = [spec for score, spec in ranked if score > 0 or must_call]

@@ -15,7 +15,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import jsonschema
 from pydantic import BaseModel
@@ -32,6 +32,9 @@ from tools.idempotency import IdempotencyLedger, LedgerBusy
 from tools.results import cut_text
 from tools.schema_versions import SchemaChange, SchemaStore, classify, schema_hash
 from tools.spec import NAME_RE, ToolSpec, lint
+
+if TYPE_CHECKING:  # bm25s stays out of processes that only run tools
+    from tools.selection import HealthOf, ToolHealth
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +95,9 @@ class ToolRegistry:
     the stored (or earlier registered) version classifies the change, expires the tool's
     ledger entries when the rule says so, and appends the migration note to
     :attr:`migration_notes` (changes in :attr:`schema_changes`).
+
+    ``health_source``: ``tool name -> ToolHealth | None`` (the Toolbox sets it to its MCP
+    servers' scores and circuit breakers); :meth:`health` asks it, for ranking the offer.
     """
 
     _SOFT_MARKERS = ("description of", 'lacks an explicit "required"')
@@ -105,6 +111,7 @@ class ToolRegistry:
         self._schemas: dict[str, dict[str, Any]] = dict(schema_store.known) if schema_store else {}
         self.migration_notes: list[str] = []
         self.schema_changes: list[SchemaChange] = []
+        self.health_source: HealthOf | None = None
 
     # -- registration -------------------------------------------------------------------
     def register(self, spec: ToolSpec, runner: Runner, *, strict: bool = True) -> None:
@@ -165,6 +172,14 @@ class ToolRegistry:
     def names(self) -> list[str]:
         """All tool names, sorted."""
         return sorted(self._specs)
+
+    def health(self, name: str) -> ToolHealth | None:
+        """The health of the server(s) behind a registered tool (:class:`tools.selection.ToolHealth`:
+        seed score, available = not every server parked), or None (a builtin tool, an unknown
+        name, no :attr:`health_source`). Pass as ``rank_tools(..., health=registry.health)``."""
+        if self.health_source is None or name not in self._specs:
+            return None
+        return self.health_source(name)
 
     def openai_tools(self) -> list[dict[str, Any]]:
         """``[{"type": "function", "function": {"name", "description", "parameters"}}]`` for

@@ -5,6 +5,15 @@ tools (measured on the probe set, ``evals/probe_tool_calls.py``). Ranking is BM2
 Lucene's variant: ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``, ``k1`` 1.2, ``b`` 0.75) over each
 tool's name (weighted ×3: names are the strongest signal) and description, with a crude stem
 (first 5 letters) so "reminders"/"remind" and "report"/"reports" meet. Pure, no I/O.
+
+Health (seed §5.3, "the model sees candidates in score order where it chooses between them"):
+with a ``health`` look-up (``ToolRegistry.health``: the Toolbox's MCP servers' scores and circuit
+breakers), tools whose relevance is a near-tie — within ``NEAR_TIE`` (20 %) of the best score
+of their run, walking down from the top — are reordered so that a tool whose server(s) are all
+parked by their breaker comes last, and the others follow their server's seed score
+(``tools.mcp.scoring``), best first. Tools with no health (builtin tools) keep their places; a
+clear relevance lead is never overturned by health. A parked tool stays offered (it may be the
+only one for the need) with its :attr:`ToolHealth.note` appended to its description.
 """
 
 from __future__ import annotations
@@ -12,7 +21,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import bm25s
 from tqdm import tqdm
@@ -29,15 +39,38 @@ logging.getLogger("bm25s").setLevel(logging.WARNING)  # "Building index from tok
 _WORD = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]")
 NAME_WEIGHT = 3
 K1, B = 1.2, 0.75
+#: Relevance scores within this fraction of the best score of their run are a near-tie.
+NEAR_TIE = 0.2
+
+
+@dataclass(frozen=True)
+class ToolHealth:
+    """How well the server(s) behind one tool serve now.
+
+    score      seed score of the best server that is not parked (``tools.mcp.scoring``:
+               ``0.4 / (latency_ema_s + 0.1) + 0.6 * success``; higher is better)
+    available  False when every server of the tool is parked by its circuit breaker (a call
+               fails at once, unsent)
+    note       what the model is told about an unavailable tool (appended to its description)
+    """
+
+    score: float
+    available: bool = True
+    note: str = ""
+
+
+#: ``tool name -> ToolHealth`` (None: no health known, e.g. a builtin tool).
+HealthOf = Callable[[str], ToolHealth | None]
 
 
 def _terms(text: str) -> list[str]:
     return [w[:5] for w in _WORD.findall(text.lower().replace("_", " ")) if len(w) > 2 or not w.isascii()]
 
 
-def rank_tools(specs: Sequence[ToolSpec], query: str) -> list[tuple[float, ToolSpec]]:
+def rank_tools(specs: Sequence[ToolSpec], query: str, health: HealthOf | None = None) -> list[tuple[float, ToolSpec]]:
     """``(score, spec)`` for every spec, best first; ties keep the input order. A score is the
-    BM25 sum over the query's distinct terms (0 when none occurs in the tool)."""
+    BM25 sum over the query's distinct terms (0 when none occurs in the tool). With ``health``,
+    near-ties are ordered by health and unavailable tools carry a note (:func:`by_health`)."""
     if not specs:
         return []
     query_terms = sorted(set(_terms(query)))
@@ -47,4 +80,38 @@ def rank_tools(specs: Sequence[ToolSpec], query: str) -> list[tuple[float, ToolS
         index.index([_terms(s.name) * NAME_WEIGHT + _terms(s.description) for s in specs], show_progress=False)
         scores = index.get_scores(query_terms).tolist()
     order = sorted(range(len(specs)), key=lambda i: -scores[i])  # stable: ties keep the input order
-    return [(float(scores[i]), specs[i]) for i in order]
+    ranked = [(float(scores[i]), specs[i]) for i in order]
+    return ranked if health is None else by_health(ranked, health)
+
+
+def by_health(ranked: Sequence[tuple[float, ToolSpec]], health: HealthOf) -> list[tuple[float, ToolSpec]]:
+    """``ranked`` (best first, as :func:`rank_tools` returns it) with each run of near-ties
+    (scores ≥ ``(1 - NEAR_TIE)`` × the run's first score) reordered by health: the places held by
+    tools with a health go to those tools, available before unavailable, then higher
+    :attr:`ToolHealth.score` first (stable); tools without a health keep their places. An
+    unavailable tool's spec is a copy with its note appended to the description."""
+    known = {spec.name: health(spec.name) for _, spec in ranked}
+    out = list(ranked)
+    start = 0
+    while start < len(out):
+        end = start + 1
+        while end < len(out) and out[end][0] >= out[start][0] * (1 - NEAR_TIE):
+            end += 1
+        slots = [i for i in range(start, end) if known[out[i][1].name] is not None]
+
+        def key(i: int) -> tuple[bool, float]:
+            h = known[out[i][1].name]
+            assert h is not None
+            return (not h.available, -h.score)
+
+        moved = [out[i] for i in sorted(slots, key=key)]
+        for slot, item in zip(slots, moved, strict=True):
+            out[slot] = item
+        start = end
+    return [(score, _noted(spec, known[spec.name])) for score, spec in out]
+
+
+def _noted(spec: ToolSpec, h: ToolHealth | None) -> ToolSpec:
+    if h is None or h.available or not h.note:
+        return spec
+    return spec.model_copy(update={"description": f"{spec.description} ({h.note})"})

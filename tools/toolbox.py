@@ -41,7 +41,7 @@ from tools.errors import ToolDefinitionError
 from tools.executors import make_executor
 from tools.executors.base import Executor
 from tools.idempotency import IdempotencyLedger
-from tools.mcp.client import STARTUP_TIMEOUT_S, MCPClient, MCPServer, MCPTool, Replica, call_replicas
+from tools.mcp.client import STARTUP_TIMEOUT_S, MCPClient, MCPServer, MCPTool, Replica, call_replicas, ranked
 from tools.mcp.config import (  # noqa: F401
     META_ARTIFACT_FIELD,
     META_REQUESTED_BY,
@@ -53,6 +53,7 @@ from tools.mcp.config import (  # noqa: F401
 )
 from tools.registry import ToolRegistry
 from tools.schema_versions import SchemaStore
+from tools.selection import ToolHealth
 from tools.spec import HEAVY_TIMEOUT_S, NAME_RE, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -104,6 +105,7 @@ class Toolbox:
         #: the user's database the data tools read, resolved ("" = none configured)
         self.database: str = ""
         self._closed = False
+        registry.health_source = self.tool_health
 
     @classmethod
     async def open(
@@ -295,6 +297,26 @@ class Toolbox:
             if srv.tools_version == 0 and srv.error:
                 self.problems.setdefault(srv.name, f"MCP server '{srv.name}': {srv.error}")
         log.info("MCP tools re-registered after %s changed: %d MCP tools", server.name, len(self._mcp_names))
+
+    def tool_health(self, name: str) -> ToolHealth | None:
+        """Health of the MCP server(s) behind tool ``name`` (None for a tool that is not an
+        MCP tool): the seed score of its best replica (:func:`tools.mcp.client.ranked`: serving
+        before failed before parked, then by score), available unless every replica is parked
+        by its circuit breaker (then a note naming the servers and the next probe, seconds)."""
+        replicas = self.mcp_replicas.get(name)
+        if not replicas:
+            return None
+        best = ranked(replicas)[0].server
+        parked = [r.server for r in replicas if r.server.breaker.parked]
+        if len(parked) < len(replicas):
+            return ToolHealth(score=best.score.value)
+        names = ", ".join(dict.fromkeys(s.name for s in parked))
+        wait = min(s.breaker.probe_due_in() for s in parked)
+        note = (
+            f"unavailable now: MCP server {names} is paused after failing repeatedly "
+            f"({best.breaker.last_error}); next retry in about {wait:.0f} s"
+        )
+        return ToolHealth(score=best.score.value, available=False, note=note)
 
     def mcp_status(self) -> list[dict[str, Any]]:
         """Every MCP server's pool, score and circuit breaker (``hermes mcp list``, metrics)."""
