@@ -225,6 +225,29 @@ async def test_quirky_server_k5_k6_k7_and_timeout(tmp_path, quirky_script, marke
     assert _procs_with(marker) == []
 
 
+#: Start-up bound of the K8 test = this many times team_chat's start measured in the same run.
+STARTUP_MARGIN = 3
+
+
+def _team_chat_only(root: Path, marker: str) -> Path:
+    root.mkdir()
+    return _config(root, {"team_chat": _team_chat(root / "data", marker)})
+
+
+async def _team_chat_start_s(root: Path, marker: str) -> float:
+    """Seconds team_chat alone takes to start here now (Toolbox.open + close, in ``root``;
+    asserts it started)."""
+    cfg = await asyncio.to_thread(_team_chat_only, root, marker)
+    t0 = time.monotonic()
+    tb = await Toolbox.open(root / "data", cfg, startup_timeout_s=120)
+    took = time.monotonic() - t0
+    try:
+        assert tb.problems == {}, tb.problems
+    finally:
+        await tb.aclose()
+    return took
+
+
 async def test_k8_dead_and_silent_servers_fail_bounded_while_team_chat_works(tmp_path, marker):
     data = tmp_path / "data"
     cfg = _config(tmp_path, {
@@ -237,15 +260,17 @@ async def test_k8_dead_and_silent_servers_fail_bounded_while_team_chat_works(tmp
                   "sys.stdin.read(); time.sleep(1000)", marker]},
         "no_such_binary": {"command": f"/nonexistent/{marker}", "args": []},
     })
-    t0 = time.monotonic()
-    tb = await Toolbox.open(data, cfg, timeout_s=2.0, startup_timeout_s=3.0)
-    elapsed = time.monotonic() - t0
+    # The start-up bound is what ends `never_answers`; it must also leave team_chat time to
+    # start on this machine now (under load a fixed 3 s did not: team_chat failed too). It is
+    # sized from team_chat's own start in this run, never asserted on: the bound shows in
+    # the problem text, and a hang would end at the test's timeout.
+    bound = round(max(3.0, STARTUP_MARGIN * await _team_chat_start_s(tmp_path / "baseline", marker)), 1)
+    tb = await Toolbox.open(data, cfg, timeout_s=2.0, startup_timeout_s=bound)
     try:
-        assert elapsed < 15, elapsed
         assert set(tb.problems) == {"exits_at_start", "never_answers", "no_such_binary"}, tb.problems
         for name, reason in tb.problems.items():
             assert f"'{name}'" in reason
-        assert "initialize" in tb.problems["never_answers"]
+        assert f"no answer to initialize within {bound:g} s" in tb.problems["never_answers"]
         # The failed servers' processes are gone already (no orphans from failed starts).
         assert [p for p in _procs_with(marker) if "team_chat" not in " ".join(p.cmdline())] == []
         out = await tb.registry.call("post_message", {"channel": "sales", "text": "hello"}, "m1")
