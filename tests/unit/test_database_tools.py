@@ -476,3 +476,24 @@ def test_a_table_used_but_not_joined_is_named_with_the_join_to_add(sales):
                        "GROUP BY regions.name", database=sales)
     assert "table regions is used (regions.name) but not in the query's FROM or JOIN" in str(err.value)
     assert "add JOIN regions ON customers.region_id = regions.region_id" in str(err.value)
+
+
+def test_a_stated_period_needs_every_query_to_filter_on_a_date(sales, tmp_path):
+    # measured: a "2026-11" report whose only query summed every month; the report would
+    # show all-time figures under a one-month heading
+    all_time = {"label": "Revenue by region", "sql": "SELECT c.region_id, SUM(i.quantity * i.unit_price) FROM order_items i "
+                "JOIN orders o ON o.order_id = i.order_id JOIN customers c ON c.customer_id = o.customer_id GROUP BY 1"}
+    with pytest.raises(DatabaseError) as err:
+        generate_report("Sales", [all_time], period=END, database=sales, data_dir=tmp_path)
+    assert "no condition on a date (orders.order_date)" in str(err.value)
+    assert f"WHERE strftime('%Y-%m', orders.order_date) = '{END}'" in str(err.value)
+    assert not list(tmp_path.rglob("*.md"))
+    with pytest.raises(DatabaseError, match=r"BETWEEN '2025-05-01' AND '2025-05-31'"):
+        generate_report("Sales", [all_time], period="2025-05-01..2025-05-31", database=sales, data_dir=tmp_path)
+    # filtered on the date: written; no period stated: written as it is (no claim to check)
+    dated = {**all_time, "sql": all_time["sql"].replace("GROUP BY", f"WHERE substr(o.order_date, 1, 7) = '{END}' GROUP BY")}
+    assert generate_report("Sales", [dated], period=END, database=sales, data_dir=tmp_path)["version"] == 1
+    assert generate_report("Sales", [all_time], database=sales, data_dir=tmp_path)["version"] == 2
+    # a table without any date column (the product list) needs no date filter
+    products = {"label": "Products", "sql": "SELECT name, unit_price FROM products"}
+    assert generate_report("Products", [products], period=END, database=sales, data_dir=tmp_path)["version"] == 1

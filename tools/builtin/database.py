@@ -634,6 +634,23 @@ def date_columns_in(con: sqlite3.Connection, sql: str, limit: int = 4) -> list[d
     return found
 
 
+def undated_columns(con: sqlite3.Connection, sql: str) -> list[str]:
+    """``table.column`` of every date-like column of the tables ``sql`` names, when ``sql``
+    names none of them — its figures then cover all dates, whatever period a report claims;
+    ``[]`` when it filters (or can filter) on a date column, or its tables have none. ``con``
+    must allow the schema pragmas."""
+    found: list[str] = []
+    for table in _table_names(con):
+        if not _mentions(sql, table):
+            continue
+        for name, declared, _, _ in _columns(con, table):
+            if date_kind(con, table, name, declared):
+                if _mentions(sql, name):
+                    return []
+                found.append(f"{table}.{name}")
+    return found
+
+
 def no_data_note(
     con: sqlite3.Connection, sql: str, why: str = "it returned no rows"
 ) -> tuple[str, list[dict[str, Any]]]:

@@ -21,6 +21,7 @@ from tools.builtin.database import (
     database_file,
     execute_query,
     time_limit,
+    undated_columns,
 )
 
 #: Queries per report.
@@ -114,7 +115,8 @@ def generate_report(
     Returns ``{"path", "version", "title", "period", "queries": [{"label", "sql", "columns",
     "rows" (<= REPORT_ROWS), "row_count"}]}`` (plus ``note`` on a query without data). Raises
     DatabaseError — and writes nothing — when the database is missing or invalid, a query is
-    refused or fails, or every query returned no data (the message names the latest period with
+    refused or fails, a ``period`` is stated but a query does not filter on any date column of
+    its tables (its figures would cover every date), or every query returned no data (the message names the latest period with
     data of the date columns the queries use).
     """
     title = (title or "").strip()
@@ -135,6 +137,22 @@ def generate_report(
                 raise DatabaseError(
                     f"the report's queries took over {budget:g} s together; "
                     f"stopped before query {i} ({q['label']!r}): simplify them"
+                )
+            if period and (undated := undated_columns(con, q["sql"])):
+                # a report that states a period must not show all-time figures under it
+                # (measured: Qwen2.5-Coder-1.5B's "2026-11" report summed every month)
+                col = undated[0]
+                span = re.fullmatch(r"(\d{4}-\d{2}-\d{2})\.\.(\d{4}-\d{2}-\d{2})", period)
+                if re.fullmatch(r"\d{4}-\d{2}", period):
+                    example = f"WHERE strftime('%Y-%m', {col}) = '{period}'"
+                elif span:
+                    example = f"WHERE date({col}) BETWEEN '{span[1]}' AND '{span[2]}'"
+                else:
+                    example = f"a WHERE condition on {col}"
+                raise DatabaseError(
+                    f"query {i} ({q['label']!r}) has no condition on a date ({', '.join(undated[:3])}), so its "
+                    f"figures cover every date, not the report's period {period!r}; nothing was written. "
+                    f"Add {example} (or leave the period out)"
                 )
             try:
                 res = execute_query(
