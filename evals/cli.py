@@ -26,13 +26,14 @@ def eval_command(
     seed: Annotated[int, typer.Option(help="Seed of sampling and generated data.")] = 0,
     sample: Annotated[bool, typer.Option(help="The small fixed sample CI runs.")] = False,
     out: Annotated[Path | None, typer.Option(help="Report directory (default evals/reports/<suite>/<timestamp>).")] = None,
+    case: Annotated[list[str] | None, typer.Option(help="Only this case id (repeatable; the tasks suite).")] = None,
 ) -> None:
     """Run an evaluation suite against the embedded model or any OpenAI-compatible endpoint."""
     if suite not in SUITES:
         typer.echo(f"error: unknown suite {suite!r}; choose one of: {', '.join(SUITES)}", err=True)
         raise typer.Exit(1)
     cfg = EvalConfig(suite=suite, model=model, base_url=base_url, api_key_env=api_key_env, limit=limit,
-                     k=k, seed=seed, sample=sample, out=out or default_out(suite))
+                     k=k, seed=seed, sample=sample, out=out or default_out(suite), cases=tuple(case or ()))
     try:
         report = asyncio.run(run_suite(cfg))
     except (OSError, ConnectionError, RuntimeError, ValueError, KeyError) as exc:

@@ -70,6 +70,7 @@ class EvalConfig:
     seed: int = 0
     sample: bool = False
     out: Path = field(default_factory=Path)
+    cases: tuple[str, ...] = ()  # only these case ids (suites that support it: tasks)
 
     def context_overrides(self) -> dict[str, Any]:
         """The ``graph.context.Context`` fields this config sets (model and endpoint)."""

@@ -17,8 +17,9 @@ Task kinds and what is checked (the expected numbers are computed here in SQL on
 * ``readonly`` — a question phrased near side-effect words ("report", "post", "remind") that
   asks only to be told: no side effect at all — the idempotency ledger has no side-effect
   request, the team chat has no message, no reminder, no report file;
-* ``workflow`` — report + post + reminder: a report file exists and contains figures, exactly
-  one message reached the team-chat MCP server, one reminder exists;
+* ``workflow`` — report + post + reminder (:func:`workflow_problems`): the run finished; a
+  report file for the database's latest month with a table of figures; exactly one team-chat
+  message about the subject in a channel (not a URL); one monthly reminder about the subject;
 * ``ask``     — a request missing what it needs: the run stops at a question to the user
   (LangGraph ``interrupt``, the summary's ``question``) or answers with a question, and no
   side effect ran.
@@ -29,6 +30,7 @@ tasks); per task the tool calls, tokens in/out (the run's ``metrics``) and stop 
 
     python -m evals tasks [--model ... | --base-url ...] [--k 3] [--limit N] [--sample]
 
+``--case ID`` (repeatable): only those tasks (e.g. ``--case sales-flagship --k 5``);
 ``--limit N``: the first N tasks of each database; ``--sample``: ``SAMPLE_TASKS`` (3 tasks,
 one each of answer, readonly and ask; with ``--limit N`` the first N of them), k = 1 unless
 ``--k`` says otherwise.
@@ -168,12 +170,76 @@ def side_effects(data_dir: Path) -> dict[str, int]:
     }
 
 
+#: Words a workflow task's post and reminder must mention (their subject), per database.
+SUBJECT_WORDS = {"sales": ("report", "sales"), "tickets": ("report", "ticket", "support")}
+
+
+def _rows(data_dir: Path, db: str, sql: str) -> list[tuple[Any, ...]]:
+    path = data_dir / db
+    if not path.exists():
+        return []
+    try:
+        with sqlite3.connect(path) as con:
+            return list(con.execute(sql))
+    except sqlite3.OperationalError:
+        return []
+
+
+def workflow_problems(task: Task, summary: dict[str, Any], effects: dict[str, int], data_dir: Path,
+                      month: str) -> list[str]:
+    """What a report + post + reminder run got wrong (empty: passed). Written down before the
+    runs it judges (issue "embedded default", README's flagship checks):
+
+    * the run finished (no stop reason);
+    * a report file whose ``Period:`` line is the database's latest month with data (``month``,
+      "November 2026" → 2026-11) and that holds a result table with a number;
+    * exactly one team-chat message, at least 20 characters, mentioning the subject
+      (:data:`SUBJECT_WORDS`), posted to a channel name (not a URL);
+    * exactly one reminder, monthly, its text mentioning the subject.
+    """
+    problems: list[str] = []
+    words = SUBJECT_WORDS.get(task.db, ("report",))
+    if summary.get("stop_reason"):
+        problems.append(f"stopped: {str(summary['stop_reason'])[:120]}")
+    reports = sorted(p for p in (data_dir / "reports").rglob("*.md")) if (data_dir / "reports").exists() else []
+    ym = ""
+    if month:
+        name, year = month.rsplit(" ", 1)
+        ym = f"{year}-{list(calendar.month_name).index(name):02d}"
+    if not reports:
+        problems.append("no report file")
+    else:
+        text = reports[-1].read_text(errors="replace")
+        period = re.search(r"^Period: \*\*(.+?)\*\*", text, re.M)
+        if ym and (not period or (ym not in period.group(1) and month.lower() not in period.group(1).lower())):
+            problems.append(f"report period {period.group(1) if period else 'not stated'!s} (want {ym})")
+        if not re.search(r"^\|.*\d.*\|$", text, re.M):
+            problems.append("report without a table of figures")
+    messages = _rows(data_dir, "team_chat.db", "SELECT channel, text FROM messages")
+    if len(messages) != 1:
+        problems.append(f"{len(messages)} team-chat messages (want 1)")
+    else:
+        channel, body = messages[0]
+        if len(body) < 20 or not any(w in body.lower() for w in words):
+            problems.append(f"post {body[:60]!r} does not say what it is about")
+        if re.search(r"[/:]|^www\.|#www", channel):
+            problems.append(f"channel {channel!r} is not a channel name")
+    reminders = _rows(data_dir, "reminders.db", "SELECT text, recurrence FROM reminders")
+    if len(reminders) != 1:
+        problems.append(f"{len(reminders)} reminders (want 1)")
+    else:
+        body, recurrence = reminders[0]
+        if recurrence != "monthly" or not any(w in body.lower() for w in words):
+            problems.append(f"reminder {body[:60]!r} ({recurrence}) is not a monthly reminder about the subject")
+    return problems
+
+
 def no_side_effect(effects: dict[str, int]) -> bool:
     return not any(effects.values())
 
 
 def check(task: Task, summary: dict[str, Any], effects: dict[str, int], expected: float | None,
-          data_dir: Path) -> tuple[bool, str]:
+          data_dir: Path, month: str = "") -> tuple[bool, str]:
     """Pass/fail of one run and why (see the module docstring for each kind's rule)."""
     answer = str(summary.get("answer") or "")
     if task.kind in ("answer", "readonly"):
@@ -185,15 +251,7 @@ def check(task: Task, summary: dict[str, Any], effects: dict[str, int], expected
         return False, "; ".join(filter(None, [
             "" if said else f"answer lacks {expected:g}", "" if clean else f"side effects {effects}"]))
     if task.kind == "workflow":
-        reports = [p for p in (data_dir / "reports").rglob("*") if p.is_file()] if (data_dir / "reports").exists() else []
-        figures = any(re.search(r"\d", p.read_text(errors="replace")) for p in reports)
-        problems = [
-            "" if reports else "no report file",
-            "" if not reports or figures else "report without figures",
-            "" if effects["chat_messages"] == 1 else f"{effects['chat_messages']} team-chat messages (want 1)",
-            "" if effects["reminders"] == 1 else f"{effects['reminders']} reminders (want 1)",
-        ]
-        problems = [p for p in problems if p]
+        problems = workflow_problems(task, summary, effects, data_dir, month)
         return not problems, "; ".join(problems)
     if task.kind == "ask":
         asked = bool(summary.get("question")) or answer.rstrip().endswith("?")
@@ -204,6 +262,12 @@ def check(task: Task, summary: dict[str, Any], effects: dict[str, int], expected
 
 
 def choose(cfg: EvalConfig) -> list[Task]:
+    if cfg.cases:
+        by_id = {t.id: t for t in TASKS}
+        unknown = [c for c in cfg.cases if c not in by_id]
+        if unknown:
+            raise ValueError(f"unknown task(s) {', '.join(unknown)}; tasks: {', '.join(by_id)}")
+        return [by_id[c] for c in cfg.cases]
     if cfg.sample:
         by_id = {t.id: t for t in TASKS}
         return [by_id[i] for i in SAMPLE_TASKS][: cfg.limit or None]
@@ -242,7 +306,7 @@ async def run_once(task: Task, attempt: int, cfg: EvalConfig, db: Path, month: s
     finally:
         await resources.aclose_resources()  # stops the team-chat server, closes memory
     effects = side_effects(data_dir)
-    passed, why = (False, error) if error else check(task, summary, effects, expected, data_dir)
+    passed, why = (False, error) if error else check(task, summary, effects, expected, data_dir, month)
     return {
         "id": f"{task.id}#{attempt}", "task": task.id, "db": task.db, "kind": task.kind, "attempt": attempt,
         "prompt": prompt, "expected": expected, "passed": passed, "why": why,
@@ -312,8 +376,9 @@ def summarise(report: Report, tasks: list[Task], k: int) -> None:
     stops = Counter(str(r["stop_reason"]) for r in rows)
     report.table("Stop reasons (all runs)", ["stop reason", "runs"], [[s, n] for s, n in stops.most_common()])
     report.text("Checks: `answer`/`readonly` — the answer contains the number computed in SQL and nothing was "
-                "written (ledger, team chat, reminders, reports); `workflow` — report file with figures, exactly "
-                "one team-chat message, one reminder; `ask` — the run asked the user (interrupt or a question) "
+                "written (ledger, team chat, reminders, reports); `workflow` — the run finished, a report for the "
+                "latest month with a table of figures, exactly one team-chat message about the subject in a "
+                "channel (not a URL), one monthly reminder about the subject; `ask` — the run asked the user (interrupt or a question) "
                 "and wrote nothing. Stop reason `answered`: the run ended with a normal answer.")
     with report.figure("pass_hat", title="pass^j and per-kind pass^k") as (_fig, ax):
         if ax is not None and curve:

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from evals.probe_tool_calls import PROBES, keywords_in, who_picked
-from evals.suites.tasks import TASKS, contains_number, make_databases, pass_hat, side_effects
+from evals.suites.tasks import TASKS, contains_number, make_databases, pass_hat, side_effects, workflow_problems
 from evals.tasks_db import generate_tickets_db
 
 
@@ -107,3 +107,32 @@ async def test_a_bfcl_case_runs_through_the_call_model_node(tmp_path: Path):
     assert row["score"] == 0, "one call of two in the first reply"
     assert row["loop_score"] == 1 and len(row["loop_calls"]) == 2, "both calls through the loop"
     assert len(model.seen) == 3 and row["tokens_in"] > 0
+
+
+def _workflow_dir(root: Path, period: str, channel: str, post: str, reminder: str, recurrence: str = "monthly") -> Path:
+    (root / "reports").mkdir(parents=True)
+    (root / "reports" / "sales.md").write_text(f"# Sales\n\nPeriod: **{period}**\n\n| region | revenue |\n|---|---:|\n| North | 1,234.50 |\n")
+    with sqlite3.connect(root / "team_chat.db") as con:
+        con.execute("CREATE TABLE messages (id INTEGER PRIMARY KEY, channel TEXT, text TEXT, created_at TEXT)")
+        con.execute("INSERT INTO messages (channel, text, created_at) VALUES (?, ?, '')", (channel, post))
+    with sqlite3.connect(root / "reminders.db") as con:
+        con.execute("CREATE TABLE reminders (id INTEGER PRIMARY KEY, text TEXT, recurrence TEXT)")
+        con.execute("INSERT INTO reminders (text, recurrence) VALUES (?, ?)", (reminder, recurrence))
+    return root
+
+
+def test_the_flagship_checks_judge_content_not_only_counts(tmp_path: Path):
+    task = {t.id: t for t in TASKS}["sales-flagship"]
+    good = _workflow_dir(tmp_path / "good", "2026-11", "sales-team", "The sales report for 2026-11 is ready.",
+                         "Send the monthly sales report")
+    assert workflow_problems(task, {}, {}, good, "November 2026") == []
+    # what README command one produced on SmolLM2 (issue "embedded default"): a URL for a
+    # channel, a reminder about nothing, a report for the wrong month
+    bad = _workflow_dir(tmp_path / "bad", "2026-09", "https#www.facebook.com", "This is a task that needs to be done",
+                        "This is a task that needs to be done, but it's not possible")
+    problems = workflow_problems(task, {"stop_reason": ""}, {}, bad, "November 2026")
+    assert any("period 2026-09" in p for p in problems)
+    assert any("not a channel name" in p for p in problems)
+    assert any("does not say what it is about" in p for p in problems)
+    assert any("reminder" in p for p in problems)
+    assert workflow_problems(task, {"stop_reason": "no progress"}, {}, good, "November 2026") == ["stopped: no progress"]
