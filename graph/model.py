@@ -157,13 +157,18 @@ class JsonToolCallingChat(ChatOpenAI):
     """``ChatOpenAI`` for llama.cpp servers whose model has no native tool-call format.
 
     Request: the tools stay in the payload (the server's chat template renders them) and a
-    ``json_schema`` grammar from :func:`step_schema` constrains the reply; ``tool_choice`` is
+    ``json_schema`` grammar from :func:`step_schema` constrains the reply — to the bound
+    ``allowed_tools`` only, when given (the others are rendered, not callable); ``tool_choice`` is
     turned into the grammar (``"required"`` removes the free-text alternative). Response: ``{"tool_call": ...}`` becomes ``AIMessage.tool_calls`` (one call),
     ``{"response": ...}`` becomes plain content, and a reply cut off mid-call (token limit)
     becomes an ``invalid_tool_calls`` entry so the graph can send the error back (case K3).
     """
 
     def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
+        # ``allowed_tools`` (names; bound with ``.bind(allowed_tools=[...])``): the grammar
+        # permits only these, while every bound tool is still rendered in the prompt — so the
+        # prompt, and llama.cpp's KV cache of it, stays the same across a goal's calls
+        allowed = kwargs.pop("allowed_tools", None)
         payload = super()._get_request_payload(input_, stop=stop, **kwargs)
         for message in payload.get("messages", []):
             if message.get("role") != "assistant":
@@ -178,6 +183,8 @@ class JsonToolCallingChat(ChatOpenAI):
                 except (KeyError, TypeError, ValueError):
                     call.setdefault("function", {})["arguments"] = "{}"
         tools = payload.get("tools") or []
+        if allowed is not None:
+            tools = [t for t in tools if t.get("function", t).get("name") in set(allowed)]
         choice = payload.pop("tool_choice", None)
         payload.pop("parallel_tool_calls", None)
         schema = step_schema(tools)

@@ -43,7 +43,7 @@ from langgraph.runtime import Runtime
 from graph.context import Context
 from graph.history import without_failed_arguments
 from graph.model import ModelUnavailableError, embedded_model, is_embedded
-from graph.progress import later_side_effects, missing_steps, unrequested_side_effects
+from graph.progress import later_side_effects, missing_steps, required_steps, unrequested_side_effects
 from graph.resources import get_model, get_toolbox
 from graph.state import State
 from tools.mcp.results import model_content
@@ -106,7 +106,33 @@ def with_images(prompt: list[AnyMessage]) -> list[AnyMessage]:
     return out
 
 
-def _bind(model: Any, tools: list[dict[str, Any]], must_call: bool) -> Any:
+def goal_tools(registry: ToolRegistry, goal: str, limit: int) -> list[dict[str, Any]]:
+    """The tools rendered in every prompt of one goal for a model served with a KV cache
+    (the embedded llama.cpp server): the goal's required steps and the tools most relevant to
+    the goal's text, at most ``limit`` besides the steps, in ranking order. A function of the
+    goal alone, so the rendered prompt prefix stays the same from call to call; which of them
+    may be called in a given call is the grammar's business (``allowed_tools``). Side-effect
+    tools no clause asks for are never among them."""
+    specs = registry.specs()
+    never = unrequested_side_effects(goal, specs)
+    steps = required_steps(goal, specs)
+    ranked = rank_tools([s for s in specs if s.name not in never], goal)
+    chosen = [spec for score, spec in ranked if spec.name in steps]
+    chosen += [spec for score, spec in ranked if score > 0 and spec.name not in steps][:limit]
+    order = {spec.name: i for i, (_, spec) in enumerate(ranked)}
+    return [spec.openai_tool() for spec in sorted(chosen, key=lambda s: order[s.name])]
+
+
+def _bind(
+    model: Any, tools: list[dict[str, Any]], must_call: bool, rendered: list[dict[str, Any]] | None = None
+) -> Any:
+    """``model`` with ``tools`` callable; with ``rendered`` (embedded models), those are the
+    tools in the prompt and ``tools`` only restrict the grammar (``allowed_tools``)."""
+    if rendered:
+        names = [t["function"]["name"] for t in tools]
+        shown = rendered + [t for t in tools if t["function"]["name"] not in {r["function"]["name"] for r in rendered}]
+        bound = model.bind_tools(shown, tool_choice="required") if must_call and tools else model.bind_tools(shown)
+        return bound.bind(allowed_tools=names)
     if not tools:
         return model
     return model.bind_tools(tools, tool_choice="required") if must_call else model.bind_tools(tools)
@@ -156,7 +182,10 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         max_tools,
         must_call=state.must_call_tool,
     )
-    bound = _bind(model, tools, state.must_call_tool)
+    # the embedded server reuses its KV cache up to the first changed token: the same tools
+    # rendered for the whole goal keep the long prefix cached (measured: evals/README.md)
+    rendered = goal_tools(toolbox.registry, state.goal, max_tools + 2) if is_embedded(context) else None
+    bound = _bind(model, tools, state.must_call_tool, rendered)
     prompt = state.prompt_messages()
     if is_embedded(context) and embedded_model(context).omit_failed_arguments:
         # the stored history keeps the arguments; only this model's prompt loses them
@@ -172,7 +201,7 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             raise ModelUnavailableError(endpoint_problem(context, exc)) from exc
         # the embedded server died mid-run: start it again (new port) and retry once
         model = await get_model(context)
-        bound = _bind(model, tools, state.must_call_tool)
+        bound = _bind(model, tools, state.must_call_tool, rendered)
         try:
             reply = await bound.ainvoke(prompt)
         except openai.APIConnectionError as again:

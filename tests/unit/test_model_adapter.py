@@ -145,3 +145,22 @@ def test_the_server_s_length_finish_reason_reaches_the_parser():
     }
     message = chat._create_chat_result(response).generations[0].message
     assert message.invalid_tool_calls[0]["error"].startswith(CUT_OFF)
+
+
+def _fn(name: str) -> dict:
+    return {"type": "function", "function": {"name": name, "description": name, "parameters": {"type": "object", "properties": {}}}}
+
+
+def test_rendered_tools_stay_in_the_prompt_while_the_grammar_allows_only_the_offer():
+    # the same tools in every prompt of a goal keep llama.cpp's cached prefix; the grammar
+    # alone decides what may be called now
+    chat = JsonToolCallingChat(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
+    bound = chat.bind_tools([_fn("a"), _fn("b"), _fn("c")], tool_choice="required").bind(allowed_tools=["b"])
+    payload = chat._get_request_payload([HumanMessage("hi")], **bound.kwargs)
+    assert [t["function"]["name"] for t in payload["tools"]] == ["a", "b", "c"]
+    names = [c["properties"]["name"]["const"] for c in payload["extra_body"]["json_schema"]["properties"]["tool_call"]["anyOf"]]
+    assert names == ["b"] and "allowed_tools" not in payload
+    # nothing allowed: only an answer, the tools still rendered
+    answer_only = chat.bind_tools([_fn("a")]).bind(allowed_tools=[])
+    payload = chat._get_request_payload([HumanMessage("hi")], **answer_only.kwargs)
+    assert payload["tools"] and payload["extra_body"]["json_schema"]["required"] == ["response"]
