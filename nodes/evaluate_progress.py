@@ -24,10 +24,10 @@ the steps need, also one that failed: its error names tables and columns) is nei
 nor a reason to narrow the offer; after any other
 round that did not shrink the distance (or an early answer), only the tools of the missing
 steps are offered and one of them must be called (``must_call_tool``) — except after a step
-failed in the tool itself (error kind "tool_error": bad SQL, an unknown column) while nothing
-was looked up since the goal's first such failure: then only the read-only tools most relevant
-to the error (at most ``LOOK_FIRST_TOOLS``, ranked against the error text) are offered for one
-round, and the note quotes the error, so the retry is written with the schema or data in view; once every step is done, none are
+failed in the tool itself (error kind "tool_error": bad SQL, an unknown column): then only the
+read-only tools most relevant to the error (at most ``LOOK_FIRST_TOOLS``, ranked against the
+error text) are offered for one round, and the note quotes the error, so the retry is written
+with the schema or data (or a tested query) in view; once every step is done, none are
 offered, so the model answers.
 
 Update: ``tool_rounds``, ``goal_distance``, ``stalled_rounds``, ``blocked_tools``,
@@ -190,30 +190,17 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     blocked |= unrequested_side_effects(state.goal, specs)  # never offered for this goal
     blocked |= {sig.split("(", 1)[0] for sig, n in seen.items() if n >= context.max_repeated_calls}
     update.update(goal_distance=distance, stalled_rounds=stalled)
-    # a step failed in the tool itself (its data, not its argument shape) and nothing has been
-    # looked up for this goal: the next round must read first. Offered the failed step again,
-    # a model at temperature 0 repeats the same call word for word (measured on the embedded
-    # models); the read puts what the fix needs (a schema, the data) into the history.
+    # a call failed in the tool itself (its data, not its argument shape): the next round must
+    # read first. Offered the failed step again, a model at temperature 0 repeats the same call
+    # word for word (measured on the embedded models); the read puts what the fix needs (a
+    # schema, the data, a test of the query) into the history. Every such failure, not only
+    # the first: the step's failures are stalls, so rule 2 still bounds the cycle.
     reads = {s.name for s in specs if not s.side_effect} - blocked
-    # only a read made after the first such failure counts: one made before it (listing
-    # reminders, say) was not made with the error in view
-    first_failure = next(
-        (
-            i
-            for i, m in enumerate(work)
-            if isinstance(m, ToolMessage) and m.additional_kwargs.get("error_kind") == "tool_error"
-        ),
-        len(work),
-    )
-    looked_up = any(
-        isinstance(m, ToolMessage) and m.status != "error" and m.name in reads for m in work[first_failure:]
-    )
     look_first = (
         all_failed
         and not progressed
         and bool(missing)
         and bool(reads)
-        and not looked_up
         and not answered_early
         and any(m.additional_kwargs.get("error_kind") == "tool_error" for m in round_results)
     )

@@ -46,10 +46,10 @@ async def test_transport_failures_are_retried_under_the_same_request_id(scripted
         return {"ok": True}
 
     box.registry.register(box_spec("flaky_post"), flaky)
-    ctx = scripted([tool_call("flaky_post", {}, "f1"), AIMessage("posted")], box)
+    ctx = scripted([tool_call("flaky_post", {}, "call-id-never-in-a-request-id"), AIMessage("posted")], box)
     out = await make_graph(InMemorySaver()).ainvoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": "t"}}, context=ctx)
     # one request id for every retry, and it does not contain the model's call id
-    assert len(seen) == 3 and len(set(seen)) == 1 and "f1" not in seen[0]
+    assert len(seen) == 3 and len(set(seen)) == 1 and "call-id-never-in-a-request-id" not in seen[0]
     assert results(out)[0].status == "success"
     assert out["metrics"]["tool_retries"] == 2
 

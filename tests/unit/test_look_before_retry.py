@@ -1,6 +1,6 @@
 """evaluate_progress: a step that failed in the tool itself (bad SQL, an unknown column) is
-retried only after a read-only look-up, when nothing was looked up yet for the goal — a
-temperature-0 model offered the same step again repeats the failed call word for word."""
+retried only after a read-only look-up — a temperature-0 model offered the same step again
+repeats the failed call word for word."""
 
 from __future__ import annotations
 
@@ -65,10 +65,13 @@ async def test_after_the_look_up_the_step_is_offered_again_beside_the_reads(runt
                 call("describe_database", "c2"), ok("describe_database", "c2")]
     update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3, stalled_rounds=1), rt)
     assert "generate_report" in offered(update, box) and READS <= offered(update, box)
-    # it failed again with the schema in view: no second forced look-up, the step stays offered
+    # it failed again with the schema in view: read again (a test of the query, say) before the
+    # next try — measured: the 1.5B model's successful report copied the SQL of a query it had
+    # just run — and the failure is a stall, so the cycle ends at MAX_STALLED_ROUNDS
     messages += [call("generate_report", "c3"), failed("generate_report", "c3", "tool_error")]
     update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3, stalled_rounds=1), rt)
-    assert "generate_report" in offered(update, box) and "look up" not in update["progress_note"]
+    assert offered(update, box) == READS and "look up" in update["progress_note"]
+    assert update["stalled_rounds"] == 2
 
 
 @pytest.mark.parametrize("kind", ["invalid_arguments", "timeout", "not_offered"])
