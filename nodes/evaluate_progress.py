@@ -13,7 +13,10 @@ Rules, in order (each is a cap, so no retry path is unbounded):
    ``context.max_repeated_calls`` times for this goal → stop.
 2. **Distance to goal**: if it did not shrink this round (or the model answered with steps
    missing), the model is told to change approach; after ``MAX_STALLED_ROUNDS`` such rounds
-   in a row → stop (no progress). At distance 0 the model is told to answer.
+   in a row that taught nothing new → stop (no progress). New reads and a call failing in the
+   tool with an error not seen before in the goal are not stalls (rule 3 bounds them); a
+   repeated read, the same error again or an early answer are. At distance 0 the model is
+   told to answer.
 3. **Round cap**: ``context.max_tool_rounds`` rounds for one goal → stop.
 
 Changing strategy is enforced, not only advised (tool masking through ``blocked_tools``): the
@@ -182,10 +185,26 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
             for c in last_ai.tool_calls
         )
     )
+    # a call that failed in the tool with an error not seen before in this goal taught the
+    # model something (the next missing join, say: measured, the 1.5B model fixed one error
+    # per attempt); the same error again did not. A stall is a round that taught nothing new;
+    # the round cap bounds the rounds that keep teaching something.
+    earlier_errors = {
+        _error_text(m)
+        for m in work
+        if isinstance(m, ToolMessage) and m.status == "error" and m.tool_call_id not in round_ids
+    }
+    new_failure = (
+        all_failed
+        and not answered_early
+        and all(m.additional_kwargs.get("error_kind") == "tool_error" for m in round_results)
+        and all(_error_text(m) not in earlier_errors for m in round_results)
+        and all(seen.get(call_signature(c), 0) == 1 for c in last_ai.tool_calls if last_ai)
+    )
     if progressed and not answered_early:
         stalled = 0
     else:
-        stalled = state.stalled_rounds if reading else state.stalled_rounds + 1
+        stalled = state.stalled_rounds if (reading or new_failure) else state.stalled_rounds + 1
     blocked = {n for n in done if (spec := registry.get(n)) is not None and spec.side_effect}
     blocked |= unrequested_side_effects(state.goal, specs)  # never offered for this goal
     blocked |= {sig.split("(", 1)[0] for sig, n in seen.items() if n >= context.max_repeated_calls}

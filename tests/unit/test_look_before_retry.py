@@ -120,3 +120,24 @@ async def test_a_read_made_before_the_failure_does_not_count_as_looking(every_re
                 call("generate_report", "c1"), sql_failed("c1")]
     update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3), rt)
     assert offered(update, box) == READS and "look up" in update["progress_note"]
+
+
+async def test_a_failure_with_a_new_error_is_not_a_stall_the_same_error_again_is(runtime):
+    """Measured: Qwen2.5-Coder-1.5B fixed one missing join per attempt (region_id, then
+    quantity, then order_date); each error was new, so each attempt taught it something."""
+    rt, _ = runtime
+
+    def failing(cid: str, error: str) -> ToolMessage:
+        body = {"status": "error", "summary": "generate_report failed", "error": error}
+        return ToolMessage(json.dumps(body), tool_call_id=cid, name="generate_report", status="error",
+                           additional_kwargs={"error_kind": "tool_error"})
+
+    messages = [HumanMessage(GOAL), call("generate_report", "c1"), failing("c1", "unknown column 'region_id'"),
+                call("describe_database", "c2"), ok("describe_database", "c2"),
+                call("generate_report", "c3"), failing("c3", "unknown column 'quantity'")]
+    update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3, stalled_rounds=1), rt)
+    assert update["stalled_rounds"] == 1
+    messages += [call("describe_database", "c4", {"again": 1}), ok("describe_database", "c4"),
+                 call("generate_report", "c5"), failing("c5", "unknown column 'quantity'")]
+    update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3, stalled_rounds=1), rt)
+    assert update["stalled_rounds"] == 2
