@@ -199,7 +199,7 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
         and not answered_early
         and all(m.additional_kwargs.get("error_kind") == "tool_error" for m in round_results)
         and all(_error_text(m) not in earlier_errors for m in round_results)
-        and all(seen.get(call_signature(c), 0) == 1 for c in last_ai.tool_calls if last_ai)
+        and all(seen.get(call_signature(c), 0) == 1 for c in (last_ai.tool_calls if last_ai else []))
     )
     if progressed and not answered_early:
         stalled = 0

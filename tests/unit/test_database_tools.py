@@ -57,7 +57,7 @@ def columns_of(described: dict, table: str) -> dict[str, dict]:
 
 def test_describe_the_sales_schema(sales):
     out = describe_database(database=sales)
-    assert out["database"] == sales and out["table_count"] == 5 and "notes" not in out
+    assert out["database"] == sales and out["table_count"] == 6 and "notes" not in out  # 5 tables + a view
     tables = {t["name"]: t for t in out["tables"]}
     con = sqlite3.connect(sales)
     for name, t in tables.items():
@@ -72,6 +72,10 @@ def test_describe_the_sales_schema(sales):
     assert orders["order_date"]["dates"]["max"].startswith(END)
     assert "dates" not in columns_of(out, "customers")["segment"]
     assert columns_of(out, "order_items")["unit_price"]["type"] == "REAL"
+    # the reporting view is described like a table, its date column with its range
+    lines = columns_of(out, "sales_lines")
+    assert lines["order_date"]["dates"]["latest_full_month"] == END and "revenue" in lines
+    assert tables["sales_lines"]["row_count"] == tables["order_items"]["row_count"]
 
 
 def test_describe_a_differently_shaped_schema(invoices):

@@ -12,6 +12,9 @@ Sales schema (:func:`generate_sales_db`)::
     order_items(order_item_id INTEGER PK, order_id INTEGER -> orders,
                 product_id INTEGER -> products, quantity INTEGER, unit_price REAL)
 
+    sales_lines  VIEW: one row per order line — order_id, order_date, region, customer,
+                 segment, product, category, quantity, unit_price, revenue
+
 Revenue of an order = SUM(quantity * unit_price) of its items (currency units, 2 decimals).
 
 Invoicing schema (:func:`generate_invoices_db`, several years)::
@@ -50,6 +53,17 @@ CREATE TABLE order_items (order_item_id INTEGER PRIMARY KEY,
     quantity INTEGER NOT NULL, unit_price REAL NOT NULL);
 CREATE INDEX idx_orders_date ON orders(order_date);
 CREATE INDEX idx_items_order ON order_items(order_id);
+-- the reporting view a sales database usually has: one row per order line with its date,
+-- region, customer, product and revenue (the normalised tables stay the source of truth)
+CREATE VIEW sales_lines AS
+    SELECT o.order_id, o.order_date, r.name AS region, c.name AS customer, c.segment,
+           p.name AS product, p.category, i.quantity, i.unit_price,
+           i.quantity * i.unit_price AS revenue
+    FROM order_items i
+    JOIN orders o ON o.order_id = i.order_id
+    JOIN customers c ON c.customer_id = o.customer_id
+    JOIN regions r ON r.region_id = c.region_id
+    JOIN products p ON p.product_id = i.product_id;
 """
 
 REGIONS = ["North", "South", "East", "West", "Central"]
