@@ -224,7 +224,13 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
         and any(m.additional_kwargs.get("error_kind") == "tool_error" for m in round_results)
     )
 
-    answers = [m for m in work if isinstance(m, AIMessage) and not (m.tool_calls or m.invalid_tool_calls)]
+    # answers since the last step done: a model that narrates ("I will now post the report")
+    # between steps is told once per step, not once per goal (measured: Qwen2.5-Coder-1.5B)
+    last_done = max(
+        (i for i, m in enumerate(work) if isinstance(m, ToolMessage) and m.status != "error" and m.name in required),
+        default=0,
+    )
+    answers = [m for m in work[last_done:] if isinstance(m, AIMessage) and not (m.tool_calls or m.invalid_tool_calls)]
     if answered_early and len(answers) >= 2:
         # told once that steps were missing and answered again: keep its answer, say what is missing
         update["stop_reason"] = f"the model answered without doing these steps: {', '.join(missing)}"

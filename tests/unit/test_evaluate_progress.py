@@ -102,6 +102,22 @@ async def test_an_answer_with_steps_missing_goes_back_to_work_then_stops(runtime
     assert final["stop_reason"].startswith("the model answered without doing")
 
 
+async def test_a_narrating_answer_after_each_done_step_is_told_once_per_step(runtime):
+    """Measured (Qwen2.5-Coder-1.5B): "I will now proceed with posting the report" after the
+    report, then the post, then "I will now proceed with scheduling the reminder" — the second
+    narration came after progress, so it is told again, not stopped."""
+    msgs = [HumanMessage(GOAL), call("generate_report", "c1"), result("generate_report", "c1"),
+            AIMessage("I will now proceed with posting the report."),
+            call("post_message", "c2"), result("post_message", "c2"),
+            AIMessage("I will now proceed with scheduling the reminder.")]
+    update = await evaluate_progress(State(messages=msgs, goal=GOAL, goal_distance=1), runtime)
+    assert "stop_reason" not in update and update["must_call_tool"] is True
+    assert "schedule_reminder" in update["progress_note"]
+    msgs.append(AIMessage("Done."))  # twice in a row without doing the step: stop
+    update = await evaluate_progress(State(messages=msgs, goal=GOAL, goal_distance=1), runtime)
+    assert update["stop_reason"].startswith("the model answered without doing these steps: schedule_reminder")
+
+
 async def test_an_insisting_answer_is_kept_in_the_stop_notice(scripted):
     from langgraph.checkpoint.memory import InMemorySaver
 
