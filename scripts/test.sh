@@ -5,6 +5,9 @@
 # embedded model, real MCP stdio servers, real `langgraph dev`). Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# every bundled model: the default one's flagship test, the smallest for the pipeline tests
+# (tests/integration/conftest.py), each model's serving test
+export HERMES_EMBEDDED_MODELS="${HERMES_EMBEDDED_MODELS:-all}"
 bash scripts/setup.sh
 echo "hermes: ruff check, ruff format --check"
 .venv/bin/ruff check graph nodes tools memory

@@ -19,6 +19,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# The real-model tests of the pipeline (llama.cpp serving, grammar, streaming, the dev server,
+# the eval samples) run on the smallest bundled model, the fastest on 2 cores; the default
+# model's own run is test_flagship.py's, which names it. A HERMES_MODEL set by the caller wins.
+PIPELINE_MODEL = "embedded:smollm2-135m"
+os.environ.setdefault("HERMES_MODEL", PIPELINE_MODEL)
+
 
 def server_cwd(tmp_path: Path) -> Path:
     """The working directory ``langgraph_dev`` runs the server in (relative paths resolve here)."""

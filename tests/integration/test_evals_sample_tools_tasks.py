@@ -1,5 +1,5 @@
-"""CI sample of the ``tools`` (BFCL) and ``tasks`` (end-to-end) eval suites on the embedded
-default model: the report files are written and well-formed, and what the product decides
+"""CI sample of the ``tools`` (BFCL) and ``tasks`` (end-to-end) eval suites on the smallest
+embedded model (``PIPELINE_MODEL``, the fastest): the report files are written and well-formed, and what the product decides
 whatever the model does holds (an irrelevance question offered no function cannot call one; a
 read-only task writes nothing). One BFCL case per category and two tasks keep it short."""
 
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from evals.harness import EvalConfig, run_suite
+from tests.integration.conftest import PIPELINE_MODEL
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +31,7 @@ async def test_tools_and_tasks_samples_on_the_embedded_model(tmp_path: Path):
     from evals.suites.tasks import SAMPLE_TASKS, TASKS
     from evals.suites.tools import CATEGORIES
 
-    tools = await run_suite(EvalConfig(suite="tools", sample=True, limit=1, out=tmp_path / "tools"))
+    tools = await run_suite(EvalConfig(suite="tools", model=PIPELINE_MODEL, sample=True, limit=1, out=tmp_path / "tools"))
     rows, summary = _read(tools.out)
     assert sorted(r["category"] for r in rows) == sorted(CATEGORIES), "one case per category"
     for r in rows:
@@ -46,7 +47,7 @@ async def test_tools_and_tasks_samples_on_the_embedded_model(tmp_path: Path):
     assert "| category |" in (tools.out / "report.md").read_text()
     assert (tools.out / "accuracy.png").stat().st_size > 0
 
-    tasks = await run_suite(EvalConfig(suite="tasks", sample=True, limit=2, out=tmp_path / "tasks"))
+    tasks = await run_suite(EvalConfig(suite="tasks", model=PIPELINE_MODEL, sample=True, limit=2, out=tmp_path / "tasks"))
     rows, summary = _read(tasks.out)
     assert [r["task"] for r in rows] == list(SAMPLE_TASKS[:2])
     assert {r["kind"] for r in rows} == {next(t.kind for t in TASKS if t.id == i) for i in SAMPLE_TASKS[:2]}

@@ -109,7 +109,9 @@ async def test_flagship_on_the_real_embedded_model(tmp_path: Path):
     report or an explicit stop reason. How often the model completes the task is measured by
     ``python -m evals tasks`` (pass^k), not asserted here."""
     recorder = PromptRecorder()
-    context = Context(data_dir=str(tmp_path), max_tool_rounds=6, database=demo_database(tmp_path))
+    # "embedded": the default model README command one runs (the other real-model tests use
+    # the smallest one, tests/integration/conftest.py)
+    context = Context(model="embedded", data_dir=str(tmp_path), max_tool_rounds=6, database=demo_database(tmp_path))
     try:
         summary = await run_turn(TASK, context, "embedded-1", quiet=True, callbacks=[recorder])
     finally:
