@@ -22,6 +22,14 @@ unless ``OMP_NUM_THREADS`` is already set: the engine parallelises each layer ov
 (no cross-thread sums, so its vectors are bit-identical on 1 or N threads), and on a shared
 2-core machine its per-layer barriers made one query cost ~0.5 s instead of ~30 ms (measured).
 libgomp reads the variable when the engine is loaded, at the first embedding, after this file.
+
+And it drops ``COLUMNS`` and ``LINES`` inherited from the environment, before any test module
+imports ``graph.cli``: rich's ``Console()`` (``graph/cli/render.py``) fixes its width for good
+when ``COLUMNS`` is set at its construction, so the width a CLI test asks for (``CliRunner``'s
+``env={"COLUMNS": "200"}``) would be ignored. pytest-xdist's workers always inherit
+``COLUMNS=80 LINES=24``: pytest imports ``readline`` at start-up (``_pytest.capture``), and GNU
+readline writes the terminal size into the C environment of the process that then spawns the
+workers (the same failure follows a developer's ``export COLUMNS=80``, without xdist).
 """
 
 from __future__ import annotations
@@ -38,6 +46,8 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+for _size in ("COLUMNS", "LINES"):
+    os.environ.pop(_size, None)
 
 _INET = (socket.AF_INET, socket.AF_INET6)
 _PROCESS_EVENTS = frozenset({
