@@ -148,6 +148,16 @@ class Context(BaseSettings):
         description="Summarise long unstructured tool output (e.g. a web page) with a model call "
         "aimed at the goal (result pipeline stage 3); structured results always get a rule summary.",
     )
+    summary_timeout_s: float = Field(
+        default=20.0,
+        gt=0,
+        le=600,
+        description="Time budget (seconds) of one stage-3 model summary; past it the rule summary "
+        "(a truncated excerpt) stands and the result's notes say so.",
+    )
+    summary_max_tokens: int = Field(
+        default=160, ge=16, le=4096, description="Token budget of one stage-3 model summary."
+    )
     ask_user_for_missing: bool = Field(
         default=True,
         description="When a tool call lacks required arguments, ask the user with a LangGraph "

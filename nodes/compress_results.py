@@ -7,8 +7,9 @@ every result that enters history — and so every later prompt — is bounded, i
 payload file's path relative to the data dir; a paging tool can read the rest by it).
 
 Stage 3 for long unstructured text (``tools.results.needs_model_summary``) is a model call
-aimed at the current goal (``context.summarise_unstructured``); if it fails, the rule summary
-stands and a note says so.
+aimed at the current goal (``context.summarise_unstructured``) with its own budget
+(``summary_timeout_s``, ``summary_max_tokens``); if it times out or fails, the rule summary (a
+truncated excerpt) stands and a note in the envelope says so.
 
 Update: ``messages`` (one ``ToolMessage`` per call; ``status="error"`` for failures, with the
 error text in the envelope) and ``pending_results`` cleared.
@@ -32,20 +33,33 @@ from tools.results import compress, needs_model_summary
 SUMMARY_INPUT_CHARS = 8000  # what the summarising model reads of a long text
 
 
-async def model_summary(context: Context, goal: str, text: str) -> str | None:
-    """A short summary of ``text`` for ``goal`` by the configured model; None if it fails."""
+async def model_summary(context: Context, goal: str, text: str) -> tuple[str | None, str | None]:
+    """A short summary of ``text`` for ``goal`` by the configured model, bounded by its own
+    budget: ``context.summary_timeout_s`` seconds and ``context.summary_max_tokens`` tokens
+    (issue of the embedded default: an unbounded summary call took 250 s on 2 cores).
+    Returns ``(summary, None)``, or ``(None, note)`` when the call timed out or failed — the
+    rule summary (a truncated excerpt) then stands and the note says why."""
     try:
-        model = await get_model(context)
-        reply = await model.ainvoke(
-            [
-                SystemMessage(f"Summarise the tool output for this goal in at most 3 sentences: {goal}"),
-                HumanMessage(text[:SUMMARY_INPUT_CHARS]),
-            ]
+        model = (await get_model(context)).bind(max_tokens=context.summary_max_tokens)
+        reply = await asyncio.wait_for(
+            model.ainvoke(
+                [
+                    SystemMessage(f"Summarise the tool output for this goal in at most 3 sentences: {goal}"),
+                    HumanMessage(text[:SUMMARY_INPUT_CHARS]),
+                ]
+            ),
+            context.summary_timeout_s,
         )
-    except Exception:  # the rule summary stands; the envelope notes are unaffected
-        return None
+    except TimeoutError:
+        return None, (
+            f"no model summary: it took over {context.summary_timeout_s:g} s (summary_timeout_s); "
+            "the summary is a truncated excerpt"
+        )
+    except Exception as exc:  # the rule summary stands; the envelope says so
+        return None, f"no model summary ({type(exc).__name__}: {str(exc)[:120]}); the summary is a truncated excerpt"
     content = reply.content if isinstance(reply.content, str) else ""
-    return content.strip()[:600] or None
+    summary = content.strip()[:600]
+    return (summary, None) if summary else (None, "the model's summary was empty; the summary is a truncated excerpt")
 
 
 def _handle(payload_path: str | None, data_dir: str) -> str | None:
@@ -75,9 +89,9 @@ async def compress_results(state: State, runtime: Runtime[Context]) -> dict[str,
     for result in state.pending_results:
         raw = await asyncio.to_thread(_read_payload, result.get("payload_path"))
         spec = registry.get(result["name"])
-        summary = None
+        summary = summary_note = None
         if result["status"] == "ok" and context.summarise_unstructured and needs_model_summary(raw):
-            summary = await model_summary(context, state.goal, raw)
+            summary, summary_note = await model_summary(context, state.goal, raw)
         try:
             envelope = compress(
                 result["name"],
@@ -87,6 +101,7 @@ async def compress_results(state: State, runtime: Runtime[Context]) -> dict[str,
                 result_schema=getattr(spec, "result_schema", None),
                 handle=_handle(result.get("payload_path"), context.data_dir),
                 summary=summary,
+                summary_note=summary_note,
             )
             content = json.dumps(envelope, ensure_ascii=False, default=str)
         except Exception as exc:  # a result that breaks the pipeline must not break the run

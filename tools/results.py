@@ -166,9 +166,11 @@ def compress(
     result_schema: dict[str, Any] | None = None,
     handle: str | None = None,
     summary: str | None = None,
+    summary_note: str | None = None,
 ) -> dict[str, Any]:
     """Run the three stages on one tool result and return the envelope (module docstring).
-    ``summary``, when given, replaces the rule summary of stage 3 (a model's summary)."""
+    ``summary``, when given, replaces the rule summary of stage 3 (a model's summary);
+    ``summary_note`` (why there is none: a timeout, say) is added to the envelope's notes."""
     notes: list[str] = []
     value = _parse(raw)
     if status == "ok":
@@ -186,6 +188,8 @@ def compress(
         envelope.update(truncated=True, handle=handle, notes=notes)
         if total is not None and total > MAX_ITEMS:
             envelope["total_items"] = total
+    if summary_note and status == "ok":
+        envelope.setdefault("notes", []).append(summary_note)
     if error:
         envelope["error"] = error
         envelope["summary"] = f"{tool} failed"
