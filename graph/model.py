@@ -7,7 +7,8 @@
   qwen2.5-coder-0.5b, qwen2.5-coder-1.5b) is located, assembled and verified, and served by the
   embedded llama.cpp server (``graph/embedded/server.py``) on a free 127.0.0.1 port. The model
   is a :class:`JsonToolCallingChat`.
-* otherwise: LangChain's ``init_chat_model`` with provider ``openai`` (a ``ChatOpenAI``)
+* otherwise: an :class:`EndpointChat` — the ``ChatOpenAI`` LangChain's ``init_chat_model`` builds
+  for provider ``openai``, its streamed tool-call chunks normalised (:func:`normalise_tool_call_chunks`) —
   against ``context.base_url`` (any OpenAI-compatible endpoint; the model name is sent as
   given, a ``provider:`` prefix included) with the key of the environment variable named by
   ``context.api_key_env`` (``Context.secret``).
@@ -33,13 +34,13 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
-from langchain_core.outputs import ChatResult
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.tool import ToolCallChunk, tool_call_chunk
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
@@ -218,6 +219,44 @@ class JsonToolCallingChat(ChatOpenAI):
                 message.response_metadata["timings"] = timings
         return result
 
+    # Streaming (LangGraph's "messages" mode streams ``ainvoke``): the reply's JSON is decoded
+    # as it arrives (:class:`_StepStream`); the merged chunks equal the non-streamed message.
+    def _stream(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> Iterator[ChatGenerationChunk]:
+        kwargs.setdefault("stream_usage", True)  # token counts, as the non-streamed reply has
+        step = _StepStream()
+        # run_manager stays here: BaseChatModel reports our chunks, not the raw JSON, to callbacks
+        for generation in super()._stream(messages, stop=stop, **kwargs):
+            yield step.chunk(generation)
+        if (last := step.finish()) is not None:
+            yield last
+
+    async def _astream(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        kwargs.setdefault("stream_usage", True)
+        step = _StepStream()
+        async for generation in super()._astream(messages, stop=stop, **kwargs):
+            yield step.chunk(generation)
+        if (last := step.finish()) is not None:
+            yield last
+
+    def _convert_chunk_to_generation_chunk(
+        self, chunk: dict, default_chunk_class: type, base_generation_info: dict | None
+    ) -> ChatGenerationChunk | None:
+        generation = super()._convert_chunk_to_generation_chunk(chunk, default_chunk_class, base_generation_info)
+        timings = _timings(chunk)  # llama.cpp sends them with the last streamed chunk
+        if generation is not None and timings:
+            generation.message.response_metadata["timings"] = timings
+        return generation
+
+    def _generate_with_cache(self, *args: Any, **kwargs: Any) -> ChatResult:
+        return _restore_invalid_call(super()._generate_with_cache(*args, **kwargs))
+
+    async def _agenerate_with_cache(self, *args: Any, **kwargs: Any) -> ChatResult:
+        return _restore_invalid_call(await super()._agenerate_with_cache(*args, **kwargs))
+
 
 def _timings(response: Any) -> dict[str, Any]:
     """llama.cpp's per-request ``timings`` (prompt_n, prompt_per_second, predicted_n,
@@ -293,6 +332,193 @@ def _guess_name(text: str) -> str:
     return rest[1:].split('"', 1)[0] if rest.startswith('"') else ""
 
 
+# --- streaming --------------------------------------------------------------------------------
+# LangGraph's ``stream_mode="messages"`` (Studio, the SDK) makes ``ainvoke`` stream, so a reply
+# reaches the graph through ``_astream`` and the merge of its chunks, not ``_create_chat_result``.
+
+_RESPONSE_OPENING = re.compile(r'\{\s*"response"\s*:\s*"')
+_INVALID_CALL_KEY = "hermes_invalid_tool_call"  # response_metadata carrier, see _restore_invalid_call
+
+
+def _safe_json_prefix(body: str) -> tuple[int, bool]:
+    """``(end, closed)``: ``body[:end]`` (the inside of a JSON string, opening quote excluded)
+    ends on a whole character — no half escape, no high surrogate without its low half — and
+    ``closed`` tells whether an unescaped ``"`` (the string's end) follows at ``end``."""
+    i, n = 0, len(body)
+    while i < n:
+        c = body[i]
+        if c == '"':
+            return i, True
+        if c != "\\":
+            i += 1
+            continue
+        if i + 1 >= n:
+            break
+        if body[i + 1] != "u":
+            i += 2
+            continue
+        if i + 6 > n:
+            break
+        try:
+            code = int(body[i + 2 : i + 6], 16)
+        except ValueError:
+            break  # not an escape: json.loads rejects it, the final parse decides
+        if 0xD800 <= code <= 0xDBFF:  # high surrogate: decode it with its low half
+            if i + 6 == n or (body[i + 6] == "\\" and i + 12 > n):
+                break
+            i += 12 if body[i + 6 : i + 8] == "\\u" else 6
+        else:
+            i += 6
+    return min(i, n), False
+
+
+class _StepStream:
+    """Turns the streamed text of one grammar-constrained reply into what :func:`parse_step`
+    makes of the whole: ``{"response": "..."}`` streams the decoded answer as it arrives,
+    ``{"tool_call": ...}`` (or any other JSON) is held and given whole by :meth:`finish`, text
+    that is not JSON streams as it is. The concatenated content plus :meth:`finish`'s chunk
+    merge to :func:`parse_step`'s message (content, tool calls, invalid calls)."""
+
+    def __init__(self) -> None:
+        self.raw = ""  # the reply as the server sent it
+        self.sent = ""  # content emitted so far
+        self.finish_reason: str | None = None
+
+    def _target(self) -> str:
+        """The content that can be emitted now (a prefix of the final content)."""
+        head = self.raw.lstrip()
+        if not head:
+            return ""
+        if not head.startswith("{"):
+            return self.raw  # plain text: parse_step leaves it as it is
+        opening = _RESPONSE_OPENING.match(head)
+        if opening is None:
+            return ""  # still opening, a tool call or other JSON: wait for the whole reply
+        body = head[opening.end() :]
+        end, closed = _safe_json_prefix(body)
+        try:
+            decoded = json.loads('"' + body[:end] + '"')
+        except json.JSONDecodeError:
+            return self.sent  # a malformed escape: the final parse decides
+        # a reply cut off at the token limit loses its trailing spaces in parse_step
+        return decoded if closed else decoded.rstrip(" ")
+
+    def feed(self, text: str) -> str:
+        """Add streamed ``text``; return the new content to emit (maybe ``""``)."""
+        self.raw += text
+        target = self._target()
+        if not target.startswith(self.sent):
+            return ""
+        new, self.sent = target[len(self.sent) :], target
+        return new
+
+    def chunk(self, generation: ChatGenerationChunk) -> ChatGenerationChunk:
+        """The server's chunk with its text replaced by the content to emit."""
+        message = generation.message
+        reason = (generation.generation_info or {}).get("finish_reason")
+        if reason:
+            self.finish_reason = reason
+        if not isinstance(message, AIMessageChunk) or not isinstance(message.content, str):
+            return generation
+        new = self.feed(message.content)
+        return ChatGenerationChunk(
+            message=message.model_copy(update={"content": new}), generation_info=generation.generation_info
+        )
+
+    def finish(self) -> ChatGenerationChunk | None:
+        """The last chunk: the rest of the content, or the tool call (``tool_call_chunks``:
+        name, JSON arguments, id ``call_<hex12>``, index 0), or an invalid call (cut off or
+        malformed JSON, carried to :func:`_restore_invalid_call`). ``None`` when nothing is left."""
+        metadata = {"finish_reason": self.finish_reason} if self.finish_reason else {}
+        parsed = parse_step(AIMessage(content=self.raw, response_metadata=metadata))
+        content = parsed.content if isinstance(parsed.content, str) else ""
+        rest = content[len(self.sent) :] if content.startswith(self.sent) else ""
+        if parsed.tool_calls:
+            call = parsed.tool_calls[0]
+            chunks = [tool_call_chunk(name=call["name"], args=json.dumps(call["args"]), id=call["id"], index=0)]
+            return ChatGenerationChunk(message=AIMessageChunk(content=rest, tool_call_chunks=chunks))
+        if parsed.invalid_tool_calls:
+            bad = parsed.invalid_tool_calls[0]
+            chunks = [tool_call_chunk(name=bad["name"], args=bad["args"], id=bad["id"], index=0)]
+            return ChatGenerationChunk(
+                message=AIMessageChunk(
+                    content=rest, tool_call_chunks=chunks, response_metadata={_INVALID_CALL_KEY: dict(bad)}
+                )
+            )
+        return ChatGenerationChunk(message=AIMessageChunk(content=rest)) if rest else None
+
+
+def _restore_invalid_call(result: ChatResult) -> ChatResult:
+    """Give a streamed reply's invalid call (cut off or malformed, K3) back its error: merging
+    chunks re-parses ``tool_call_chunks`` (a cut-off call's partial JSON would pass as a call)
+    and drops ``error``, so :meth:`_StepStream.finish` carries the call in ``response_metadata``."""
+    for generation in result.generations:
+        message = generation.message
+        bad = message.response_metadata.get(_INVALID_CALL_KEY) if isinstance(message, AIMessage) else None
+        if isinstance(message, AIMessage) and isinstance(bad, dict):
+            metadata = {k: v for k, v in message.response_metadata.items() if k != _INVALID_CALL_KEY}
+            generation.message = message.model_copy(
+                update={"tool_calls": [], "invalid_tool_calls": [bad], "response_metadata": metadata}
+            )
+    return result
+
+
+def normalise_tool_call_chunks(
+    seen: dict[Any, tuple[str | None, int]], chunks: list[ToolCallChunk]
+) -> list[ToolCallChunk]:
+    """``chunks`` (one streamed message chunk's ``tool_call_chunks``) with indexes that merge
+    into one call per call id. ``seen`` maps a provider's index to ``(call id, our index)`` and
+    is kept across the chunks of one stream. A chunk whose id differs from the id seen at its
+    index starts a new call (a new index, after all used so far); a chunk without id, or with
+    the same id, continues the last call at its index. Some OpenAI-compatible providers reuse
+    index 0 for every call, others omit ids after the first chunk (or throughout)."""
+    out: list[ToolCallChunk] = []
+    for chunk in chunks:
+        index, cid = chunk.get("index"), chunk.get("id")
+        known = seen.get(index)
+        if known is None or (cid and known[0] and cid != known[0]):
+            ours = max((i for _, i in seen.values()), default=-1) + 1
+            seen[index] = (cid, ours)
+        else:
+            ours = known[1]
+            if cid and not known[0]:
+                seen[index] = (cid, ours)
+        out.append({**chunk, "index": ours})
+    return out
+
+
+def _normalised(generation: ChatGenerationChunk, seen: dict[Any, tuple[str | None, int]]) -> ChatGenerationChunk:
+    message = generation.message
+    if isinstance(message, AIMessageChunk) and message.tool_call_chunks:
+        fixed = normalise_tool_call_chunks(seen, message.tool_call_chunks)
+        generation = ChatGenerationChunk(
+            message=message.model_copy(update={"tool_call_chunks": fixed}), generation_info=generation.generation_info
+        )
+    return generation
+
+
+class EndpointChat(ChatOpenAI):
+    """``ChatOpenAI`` for an OpenAI-compatible endpoint whose streamed tool-call chunks go
+    through :func:`normalise_tool_call_chunks` (so calls merge by id, whatever the provider
+    does with ``index``). Otherwise exactly ``ChatOpenAI`` (what ``init_chat_model`` with
+    provider ``openai`` builds)."""
+
+    def _stream(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> Iterator[ChatGenerationChunk]:
+        # run_manager stays here: BaseChatModel reports the normalised chunks to callbacks
+        seen: dict[Any, tuple[str | None, int]] = {}
+        for generation in super()._stream(messages, stop=stop, **kwargs):
+            yield _normalised(generation, seen)
+
+    async def _astream(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        seen: dict[Any, tuple[str | None, int]] = {}
+        async for generation in super()._astream(messages, stop=stop, **kwargs):
+            yield _normalised(generation, seen)
+
+
 async def load_chat_model(context: Context) -> BaseChatModel:
     """Resolve ``context`` to a chat model (see the module docstring). Starts the embedded
     server on first use. Raises :class:`ModelUnavailableError` with a next step on failure."""
@@ -318,6 +544,6 @@ async def load_chat_model(context: Context) -> BaseChatModel:
         )
     api_key = context.secret(context.api_key_env) or "sk-no-key-needed"
     # provider given explicitly: the name goes to the endpoint as it is ("qwen2.5:0.5b" stays whole)
-    return init_chat_model(
-        context.model, model_provider="openai", base_url=context.base_url, api_key=SecretStr(api_key), **common
-    )
+    # EndpointChat: the ChatOpenAI init_chat_model(provider "openai") builds, streamed tool-call
+    # chunks normalised (normalise_tool_call_chunks)
+    return EndpointChat(model=context.model, base_url=context.base_url, api_key=SecretStr(api_key), **common)
