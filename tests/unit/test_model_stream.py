@@ -93,6 +93,9 @@ REPLIES = {
     "malformed call": ('{"tool_call": {"name": "search", "arguments": {"q": 1,,}}}', "stop"),
     "answer cut off at the token limit": ('{"response": "The report is rea', "length"),
     "plain text": ("just text", "stop"),
+    # llama.cpp's grammar output is spaced and indented
+    "spaced answer": ('{\n  "response" : "Two\\nlines"\n}', "stop"),
+    "spaced call": ('{\n  "tool_call": {\n    "name": "search",\n    "arguments": {"q": "x"}\n  }\n}', "stop"),
 }
 
 
