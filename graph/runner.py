@@ -12,7 +12,8 @@ earlier checkpoint); the ``reminders`` graph, invoked in-process, runs its task 
    the agent graph with it;
 3. rebuild the thread from its plain-text mirror if its head cannot be read
    (``graph.recovery.ensure_readable``; the observer is told);
-4. stream the graph (``stream_mode="updates"``; the observer sees every node's update); when
+4. stream the graph (``stream_mode`` updates, custom, tasks and messages; the observer sees every
+   node's start and update, MCP progress and the token count of a streaming model call); when
    the run stops at an ``interrupt()`` question, ask the observer and resume with its answer,
    or stop and return the question in the summary when nobody can answer;
 5. wait for background work (memory writes), then append the thread's active branch to
@@ -36,7 +37,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
@@ -70,6 +71,10 @@ class TurnObserver(Protocol):
     # Optional: ``on_event(event: dict)`` — what a node wrote to LangGraph's custom stream
     # (``stream_mode="custom"``), e.g. ``{"type": "mcp_progress", "server", "tool",
     # "progress", "total", "message", ...}`` while a long MCP tool runs (tools.mcp.progress).
+    # Optional: ``on_node_start(node: str)`` — a node began (``stream_mode="tasks"``), and
+    # ``on_tokens(node: str, count: int)`` — a model called inside it streamed ``count`` more
+    # chunks (``stream_mode="messages"``; one per generated token for llama.cpp): what a slow
+    # model call shows while it runs.
 
     def on_warning(self, text: str) -> None:
         """Something went wrong that does not fail the turn (e.g. the mirror was not written)."""
@@ -232,15 +237,26 @@ async def execute_turn(
             )
         try:
             while True:
-                async for mode, chunk in agent.astream(
-                    graph_input, config, context=context, stream_mode=["updates", "custom"]
-                ):
+                # quiet: node updates only (no token stream, so models are not asked to stream)
+                modes: list[Any] = ["updates"] if quiet else ["updates", "custom", "tasks", "messages"]
+                async for mode, chunk in agent.astream(graph_input, config, context=context, stream_mode=modes):
                     if quiet:
                         continue
                     if mode == "custom":  # what nodes write to the stream: MCP progress, say
                         on_event = getattr(watcher, "on_event", None)
                         if on_event is not None and isinstance(chunk, dict):
                             on_event(chunk)
+                        continue
+                    if mode == "tasks":  # a node starts (its finish comes as an update)
+                        on_start = getattr(watcher, "on_node_start", None)
+                        if on_start is not None and isinstance(chunk, dict) and "result" not in chunk:
+                            on_start(str(chunk.get("name")))
+                        continue
+                    if mode == "messages":  # a model streaming inside a node: count its chunks
+                        on_tokens = getattr(watcher, "on_tokens", None)
+                        message, meta = cast(tuple[Any, dict[str, Any]], chunk)
+                        if on_tokens is not None and isinstance(message, AIMessageChunk):
+                            on_tokens(str((meta or {}).get("langgraph_node", "")), 1)
                         continue
                     for node, update in cast(dict[str, Any], chunk).items():
                         if not node.startswith("__"):

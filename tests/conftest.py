@@ -14,6 +14,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
 import tools.toolbox  # noqa: F401  (the MCP stdio client binds sys.stderr at import: import it
+
 #                       before typer's CliRunner swaps in a stderr without a file descriptor)
 from graph import resources
 from graph.context import Context
@@ -39,10 +40,15 @@ class ScriptedChat(GenericFakeChatModel):
     offers: list[list[str] | None] = []
     bound: list[str] | None = None
     ignore_offer: bool = False
+    # its offer check lives in _agenerate: a streamed call (the CLI's "messages" stream) must
+    # go through it too, so it never streams
+    disable_streaming: bool = True
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> "ScriptedChat":
-        names = [t["function"]["name"] if isinstance(t, dict) and "function" in t else getattr(t, "name", str(t))
-                 for t in tools]
+        names = [
+            t["function"]["name"] if isinstance(t, dict) and "function" in t else getattr(t, "name", str(t))
+            for t in tools
+        ]
         return self.model_copy(update={"bound": names})
 
     async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[override]
@@ -61,7 +67,9 @@ def tool_call(name: str, args: dict[str, Any] | None = None, call_id: str | None
     """An AI message asking for one tool call."""
     return AIMessage(
         content="",
-        tool_calls=[{"type": "tool_call", "name": name, "args": args or {}, "id": call_id or f"call_{uuid.uuid4().hex[:8]}"}],
+        tool_calls=[
+            {"type": "tool_call", "name": name, "args": args or {}, "id": call_id or f"call_{uuid.uuid4().hex[:8]}"}
+        ],
     )
 
 
@@ -72,10 +80,17 @@ class FakeToolbox:
         self.registry = ToolRegistry()
         self.closed = False
 
-    def add(self, name: str, fn: Callable[..., Any], params: dict[str, Any] | None = None,
-            side_effect: bool = False, **meta: Any) -> None:
+    def add(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        params: dict[str, Any] | None = None,
+        side_effect: bool = False,
+        **meta: Any,
+    ) -> None:
         """Register ``fn`` as tool ``name``; ``meta``: other ToolSpec fields (``requested_by``,
         ``idempotent``, ``artifact_field``, ``timeout_s``)."""
+
         async def runner(args: dict[str, Any], request_id: str) -> Any:
             return fn(**args)
 
@@ -91,6 +106,7 @@ class FakeToolbox:
     def add_spec(self, spec: ToolSpec, fn: Callable[..., Any]) -> None:
         """Register a copy of a real tool's ``spec`` (its metadata included) with ``fn`` run
         in process."""
+
         async def runner(args: dict[str, Any], request_id: str) -> Any:
             return fn(**args)
 
@@ -104,14 +120,21 @@ class FakeToolbox:
 #: (``_meta["hermes/requested_by"]``), for unit tests that use a copy of it in process.
 POST_MESSAGE = ToolSpec(
     name="post_message",
-    description=("Post a message to a team chat channel (e.g. the project group 'sales-team'), visible to "
-                 "everyone in it. Use it to share a finished report or an announcement. (In-process copy "
-                 "of the bundled server's tool, for unit tests.)"),
-    parameters={"type": "object", "properties": {"channel": {"type": "string"}, "text": {"type": "string"}},
-                "required": []},
+    description=(
+        "Post a message to a team chat channel (e.g. the project group 'sales-team'), visible to "
+        "everyone in it. Use it to share a finished report or an announcement. (In-process copy "
+        "of the bundled server's tool, for unit tests.)"
+    ),
+    parameters={
+        "type": "object",
+        "properties": {"channel": {"type": "string"}, "text": {"type": "string"}},
+        "required": [],
+    },
     side_effect=True,
-    requested_by=(r"\b(post|send|share|announce)\b.{0,80}\b(group|channel|team|chat)\b",
-                  r"(发到|发送到|发给).{0,20}(群|频道)"),
+    requested_by=(
+        r"\b(post|send|share|announce)\b.{0,80}\b(group|channel|team|chat)\b",
+        r"(发到|发送到|发给).{0,20}(群|频道)",
+    ),
     source="mcp:team_chat",
 )
 

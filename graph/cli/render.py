@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
+from rich.status import Status
 from rich.table import Table
 from rich.tree import Tree
 
@@ -80,6 +83,16 @@ def print_recovery(report: RecoveryReport, quiet: bool = False) -> None:
     )
 
 
+class _Elapsed:
+    """A renderable that recomputes its text at each redraw (the elapsed seconds advance)."""
+
+    def __init__(self, text: Callable[[], str]) -> None:
+        self.text = text
+
+    def __rich__(self) -> str:
+        return f"[dim]⋯ {escape(self.text())}[/dim]"
+
+
 class ConsoleObserver:
     """A turn (``graph.runner.TurnObserver``) on the terminal: a line per node, the recovery
     panel, warnings, and questions asked at the terminal (none when stdin is not a terminal).
@@ -87,9 +100,55 @@ class ConsoleObserver:
 
     def __init__(self, quiet: bool = False) -> None:
         self.quiet = quiet
+        self._running: dict[str, float] = {}  # node → monotonic start
+        self._tokens: dict[str, int] = {}
+        self._status: Status | None = None
+
+    def _status_text(self) -> str:
+        now = time.monotonic()
+        return " · ".join(
+            f"{node} {now - start:.0f} s" + (f", {self._tokens[node]} tokens" if self._tokens.get(node) else "")
+            for node, start in self._running.items()
+        )
+
+    def _refresh(self) -> None:
+        """The one live line ("⋯ call_model 12 s, 40 tokens") while nodes run, on a terminal
+        only (rich redraws it on its own thread, so the seconds advance while a slow model is
+        still reading the prompt); gone once they finish."""
+        if not console.is_terminal or self.quiet:
+            return
+        if not self._running:
+            if self._status is not None:
+                self._status.stop()
+                self._status = None
+            return
+        text = _Elapsed(self._status_text)
+        if self._status is None:
+            self._status = console.status(text, spinner="dots")
+            self._status.start()
+        else:
+            self._status.update(text)
+
+    def on_node_start(self, node: str) -> None:
+        self._running[node] = time.monotonic()
+        self._tokens[node] = 0
+        self._refresh()
+
+    def on_tokens(self, node: str, count: int) -> None:
+        if node in self._running:
+            self._tokens[node] = self._tokens.get(node, 0) + count
+            self._refresh()
 
     def on_update(self, node: str, update: dict[str, Any] | None) -> None:
-        console.print(f"[cyan]▸ {node}[/cyan] {describe_update(node, update)}", highlight=False)
+        start = self._running.pop(node, None)
+        tokens = self._tokens.pop(node, 0)
+        self._refresh()
+        took = (
+            f" [dim]({time.monotonic() - start:.1f} s" + (f", {tokens} tokens" if tokens else "") + ")[/dim]"
+            if start
+            else ""
+        )
+        console.print(f"[cyan]▸ {node}[/cyan] {escape(describe_update(node, update))}{took}", highlight=False)
 
     def on_event(self, event: dict[str, Any]) -> None:
         """A custom-stream event: MCP progress as ``⋯ server/tool 3/10 message``."""
