@@ -174,26 +174,30 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     # a round of new reads (a schema, a query) gathers what the steps need: it neither counts
     # as a stall nor narrows the offer — a failed query too, whose error names the tables and
     # columns (the round cap still bounds them); a repeated read does (rule 1's counts)
+    earlier_errors = {
+        _error_text(m)
+        for m in work
+        if isinstance(m, ToolMessage) and m.status == "error" and m.tool_call_id not in round_ids
+    }
     reading = (
         last_ai is not None
         and bool(required)
         and not progressed
         and bool(round_results)
         and not answered_early
+        and bool(last_ai.tool_calls)
+        and not last_ai.invalid_tool_calls  # malformed calls read nothing
         and all(
             (s := registry.get(c["name"])) is not None and not s.side_effect and seen.get(call_signature(c), 0) == 1
             for c in last_ai.tool_calls
         )
+        # a failed read teaches something only with an error not seen before in the goal
+        and all(m.status != "error" or _error_text(m) not in earlier_errors for m in round_results)
     )
     # a call that failed in the tool with an error not seen before in this goal taught the
     # model something (the next missing join, say: measured, the 1.5B model fixed one error
     # per attempt); the same error again did not. A stall is a round that taught nothing new;
     # the round cap bounds the rounds that keep teaching something.
-    earlier_errors = {
-        _error_text(m)
-        for m in work
-        if isinstance(m, ToolMessage) and m.status == "error" and m.tool_call_id not in round_ids
-    }
     new_failure = (
         all_failed
         and not answered_early

@@ -267,7 +267,7 @@ def choose(cfg: EvalConfig) -> list[Task]:
         unknown = [c for c in cfg.cases if c not in by_id]
         if unknown:
             raise ValueError(f"unknown task(s) {', '.join(unknown)}; tasks: {', '.join(by_id)}")
-        return [by_id[c] for c in cfg.cases]
+        return [by_id[c] for c in dict.fromkeys(cfg.cases)]  # a repeated id runs once (use --k)
     if cfg.sample:
         by_id = {t.id: t for t in TASKS}
         return [by_id[i] for i in SAMPLE_TASKS][: cfg.limit or None]

@@ -19,7 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 from graph.branches import BranchError, Branches
 from graph.builder import make_graph
 from graph.checkpoints import checkpoints_file, open_checkpointer
-from graph.cli.render import console, err_console
+from graph.cli.render import console, err_console, stop_live
 from graph.context import Context, MachineSettings
 from graph.mirror import ThreadMirror
 from graph.model import ModelUnavailableError, astop_embedded_server
@@ -185,6 +185,7 @@ async def guarded(
             ),
         )
     finally:
+        stop_live()  # a node that failed leaves no live line behind
         await aclose_resources()
         await astop_embedded_server()
     if code:
@@ -200,6 +201,7 @@ def run_sync(main: Coroutine[Any, Any, int], thread_id: str = "") -> int:
     try:
         return asyncio.run(main)
     except KeyboardInterrupt:
+        stop_live()  # the live progress line, and the cursor it hid
         err_console.print(
             "[yellow]interrupted; the last checkpoint is kept[/yellow]"
             + (f" — continue with --thread {thread_id}" if thread_id else "")

@@ -83,6 +83,15 @@ def print_recovery(report: RecoveryReport, quiet: bool = False) -> None:
     )
 
 
+_LIVE: list[Status] = []  # live lines on screen (stop_live takes them down)
+
+
+def stop_live() -> None:
+    """Take down every live line (restores the cursor): before a message after Ctrl-C."""
+    while _LIVE:
+        _LIVE.pop().stop()
+
+
 class _Elapsed:
     """A renderable that recomputes its text at each redraw (the elapsed seconds advance)."""
 
@@ -120,11 +129,14 @@ class ConsoleObserver:
         if not self._running:
             if self._status is not None:
                 self._status.stop()
+                if self._status in _LIVE:
+                    _LIVE.remove(self._status)
                 self._status = None
             return
         text = _Elapsed(self._status_text)
         if self._status is None:
             self._status = console.status(text, spinner="dots")
+            _LIVE.append(self._status)
             self._status.start()
         else:
             self._status.update(text)

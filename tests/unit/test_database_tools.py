@@ -501,3 +501,28 @@ def test_a_stated_period_needs_every_query_to_filter_on_a_date(sales, tmp_path):
     # a table without any date column (the product list) needs no date filter
     products = {"label": "Products", "sql": "SELECT name, unit_price FROM products"}
     assert generate_report("Products", [products], period=END, database=sales, data_dir=tmp_path)["version"] == 1
+
+
+@pytest.mark.timeout(60)
+def test_the_period_check_survives_broken_and_endless_views(tmp_path):
+    # breaker: a broken view crashed generate_report with a raw OperationalError, an endless
+    # view hung it (the check samples the columns of the tables a query names)
+    db = tmp_path / "odd.db"
+    con = sqlite3.connect(db)
+    con.executescript("""
+        CREATE TABLE gone(id, d TEXT);
+        CREATE TABLE orders(id INTEGER PRIMARY KEY, order_date TEXT, total REAL);
+        INSERT INTO orders VALUES (1, '2026-11-03', 10.0);
+        CREATE VIEW total AS SELECT id, d FROM gone;
+        DROP TABLE gone;
+        CREATE VIEW forever AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)
+            SELECT x AS amount, CASE WHEN x < 0 THEN 'a' END AS d FROM c;
+    """)
+    con.close()
+    out = generate_report("T", [{"label": "L", "sql": "SELECT SUM(total) FROM orders WHERE order_date >= '2026-11-01'"}],
+                          period="2026-11", database=str(db), data_dir=tmp_path)
+    assert out["version"] == 1
+    # the endless view: the check gives up at its deadline (a hang would hit the test timeout)
+    out = generate_report("T", [{"label": "L", "sql": "SELECT amount FROM forever LIMIT 3"}], period="2026-11",
+                          database=str(db), data_dir=tmp_path)
+    assert out["version"] == 2

@@ -141,3 +141,28 @@ async def test_a_failure_with_a_new_error_is_not_a_stall_the_same_error_again_is
                  call("generate_report", "c5"), failing("c5", "unknown column 'quantity'")]
     update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3, stalled_rounds=1), rt)
     assert update["stalled_rounds"] == 2
+
+
+async def test_rounds_of_malformed_calls_or_a_read_failing_the_same_way_are_stalls(runtime):
+    """Breaker: a round of only invalid calls counted as "reading" (all() over no calls), and a
+    read failing with the same error under new arguments never stalled — both ran to the cap."""
+    rt, _ = runtime
+    invalid = AIMessage("", invalid_tool_calls=[{"type": "invalid_tool_call", "name": "query_database",
+                                                "args": "{", "id": "i1", "error": "bad json"}])
+    bad = ToolMessage(json.dumps({"status": "error", "error": "arguments were not valid JSON"}), tool_call_id="i1",
+                      name="query_database", status="error", additional_kwargs={"error_kind": "invalid_arguments"})
+    update = await evaluate_progress(State(messages=[HumanMessage(GOAL), invalid, bad], goal=GOAL, goal_distance=3), rt)
+    assert update["stalled_rounds"] == 1
+
+    def read_failing(cid: str, sql: str) -> list:
+        body = {"status": "error", "error": "DatabaseError: unknown column 'x'"}
+        return [call("query_database", cid, {"sql": sql}),
+                ToolMessage(json.dumps(body), tool_call_id=cid, name="query_database", status="error",
+                            additional_kwargs={"error_kind": "tool_error"})]
+
+    messages = [HumanMessage(GOAL), *read_failing("q1", "SELECT x FROM t")]
+    update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3), rt)
+    assert update["stalled_rounds"] == 0  # a new error: taught something
+    messages += read_failing("q2", "SELECT x FROM t ")
+    update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3), rt)
+    assert update["stalled_rounds"] == 1  # new arguments, the same error

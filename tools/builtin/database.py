@@ -640,14 +640,19 @@ def undated_columns(con: sqlite3.Connection, sql: str) -> list[str]:
     ``[]`` when it filters (or can filter) on a date column, or its tables have none. ``con``
     must allow the schema pragmas."""
     found: list[str] = []
-    for table in _table_names(con):
-        if not _mentions(sql, table):
-            continue
-        for name, declared, _, _ in _columns(con, table):
-            if date_kind(con, table, name, declared):
-                if _mentions(sql, name):
-                    return []
-                found.append(f"{table}.{name}")
+    try:
+        # sampling a view runs it: bounded, and a broken or endless view means "cannot tell"
+        with _Deadline(con, 2.0):
+            for table in _table_names(con):
+                if not _mentions(sql, table):
+                    continue
+                for name, declared, _, _ in _columns(con, table):
+                    if date_kind(con, table, name, declared):
+                        if _mentions(sql, name):
+                            return []
+                        found.append(f"{table}.{name}")
+    except sqlite3.Error:
+        return []  # the check cannot tell: the query itself reports what is wrong
     return found
 
 
