@@ -535,6 +535,10 @@ async def load_chat_model(context: Context) -> BaseChatModel:
         base_url = await embedded_server(context.data_dir).start(entry)
         # a local server that dies fails fast (connection refused); a slow CPU is not a hang
         common["timeout"] = EMBEDDED_TIMEOUT_S
+        # streaming: no chunk arrives while llama.cpp reads a long prompt (2,600 tokens took
+        # 60-150 s on 2 busy cores); langchain-openai's 120 s chunk-gap limit killed such calls
+        # (fresh user, StreamChunkTimeoutError). The request's own timeout bounds them instead.
+        common["stream_chunk_timeout"] = EMBEDDED_TIMEOUT_S
         return JsonToolCallingChat(model=entry.name, base_url=base_url, api_key=SecretStr("sk-no-key-needed"), **common)
     if not context.base_url:
         raise ModelUnavailableError(

@@ -164,3 +164,19 @@ def test_rendered_tools_stay_in_the_prompt_while_the_grammar_allows_only_the_off
     answer_only = chat.bind_tools([_fn("a")]).bind(allowed_tools=[])
     payload = chat._get_request_payload([HumanMessage("hi")], **answer_only.kwargs)
     assert payload["tools"] and payload["extra_body"]["json_schema"]["required"] == ["response"]
+
+
+async def test_the_embedded_model_streams_without_langchain_s_120_s_chunk_gap(monkeypatch, tmp_path):
+    # fresh user: the first call of the 1.5B model read a 2,600-token prompt for over 120 s with
+    # no chunk, and langchain-openai's stream_chunk_timeout killed it (StreamChunkTimeoutError)
+    import graph.model as model_module
+    from graph.context import Context
+    from graph.model import EMBEDDED_TIMEOUT_S, load_chat_model
+
+    class _Server:
+        async def start(self, entry):
+            return "http://127.0.0.1:1/v1"
+
+    monkeypatch.setattr(model_module, "embedded_server", lambda _d=".hermes": _Server())
+    chat = await load_chat_model(Context(model="embedded:qwen2.5-coder-1.5b", data_dir=str(tmp_path)))
+    assert chat.stream_chunk_timeout == EMBEDDED_TIMEOUT_S
