@@ -91,7 +91,7 @@ async def test_the_worker_reads_the_database_file_but_not_its_neighbours(tmp_pat
     data = tmp_path / "data"
     data.mkdir()
     ex = make_executor("subprocess", data, extra_paths=(str(helpers),), database=str(db))
-    assert (await ex.run("tools.builtin.database:describe_database", {}, timeout_s=10, request_id="d"))["table_count"] == 5
+    assert (await ex.run("tools.builtin.database:describe_database", {}, timeout_s=10, request_id="d"))["table_count"] == 6  # 5 tables + the sales_lines view
     with pytest.raises(ToolFailed, match="PermissionError"):
         await ex.run("db_helpers:read_file", {"path": str(user / "private.txt")}, timeout_s=10, request_id="p")
     with pytest.raises(ToolFailed, match="PermissionError"):

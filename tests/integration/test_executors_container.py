@@ -105,7 +105,7 @@ async def test_builtin_tool_runs_in_the_sandbox(tmp_path):
                        timeout_s=10, request_id="q")
     assert out["columns"] == ["n"] and out["rows"][0][0] > 0
     described = await ex.run("tools.builtin.database:describe_database", {}, timeout_s=10, request_id="d")
-    assert described["database"] == str(db) and described["table_count"] == 5
+    assert described["database"] == str(db) and described["table_count"] == 6  # 5 tables + the sales_lines view
     with pytest.raises(ToolFailed, match="PermissionError|FileNotFoundError"):
         await run(ex, "read_file", {"path": str(db.parent / "private.txt")})
 
