@@ -120,3 +120,21 @@ def start_langgraph_dev(tmp_path) -> Iterator[Callable[[dict[str, str]], tuple[s
     yield start
     for cm in reversed(with_servers):
         cm.__exit__(None, None, None)
+
+
+@pytest.fixture
+def agent_dev_server(tmp_path, start_langgraph_dev) -> Callable[[int], tuple[str, Path]]:
+    """``agent_dev_server(max_tool_rounds)`` → ``(url, log path)`` of ``langgraph dev`` serving the
+    agent on a generated two-month sales database. The data dir and the database are given as
+    relative paths, like the default ``.hermes``: resolving them against the server's cwd must
+    not block its event loop."""
+    from tools.builtin.demo_db import generate_sales_db
+
+    def start(max_tool_rounds: int) -> tuple[str, Path]:
+        data_dir = os.path.relpath(tmp_path / "data", server_cwd(tmp_path))
+        database = os.path.relpath(generate_sales_db(tmp_path / "user" / "sales.db", months=2), server_cwd(tmp_path))
+        return start_langgraph_dev(
+            {"HERMES_DATA_DIR": data_dir, "HERMES_MAX_TOOL_ROUNDS": str(max_tool_rounds), "HERMES_DATABASE": database}
+        )
+
+    return start

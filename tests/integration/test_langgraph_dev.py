@@ -3,26 +3,16 @@ on the embedded model through ``langgraph_sdk``: threads, runs, state history.""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from langgraph_sdk import get_client
-
-from tests.integration.conftest import server_cwd
-from tools.builtin.demo_db import generate_sales_db
 
 pytestmark = pytest.mark.slow
 TASK = "Write last month's sales report and post it to the project group."
 
 
 @pytest.fixture
-def dev_server(tmp_path, start_langgraph_dev):
-    # a relative data dir, like the default `.hermes`: resolving it must not block the loop
-    data_dir = os.path.relpath(tmp_path / "data", server_cwd(tmp_path))
-    # and a relative database path, resolved against the server's cwd off the event loop
-    database = os.path.relpath(generate_sales_db(tmp_path / "user" / "sales.db", months=2), server_cwd(tmp_path))
-    return start_langgraph_dev({"HERMES_DATA_DIR": data_dir, "HERMES_MAX_TOOL_ROUNDS": "3",
-                                "HERMES_DATABASE": database})
+def dev_server(agent_dev_server):
+    return agent_dev_server(3)
 
 
 async def test_dev_server_runs_a_turn_and_keeps_checkpoint_history(dev_server):

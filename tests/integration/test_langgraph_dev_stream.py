@@ -4,25 +4,18 @@ model's grammar JSON (``{"tool_call": ...}`` / ``{"response": ...}``)."""
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
 from langgraph_sdk import get_client
-
-from tests.integration.conftest import server_cwd
-from tools.builtin.demo_db import generate_sales_db
 
 pytestmark = pytest.mark.slow
 TASK = "Write last month's sales report and post it to the project group."
 
 
 @pytest.fixture
-def dev_server(tmp_path, start_langgraph_dev):
-    data_dir = os.path.relpath(tmp_path / "data", server_cwd(tmp_path))
-    database = os.path.relpath(generate_sales_db(tmp_path / "user" / "sales.db", months=2), server_cwd(tmp_path))
-    return start_langgraph_dev({"HERMES_DATA_DIR": data_dir, "HERMES_MAX_TOOL_ROUNDS": "2",
-                                "HERMES_DATABASE": database})
+def dev_server(agent_dev_server):
+    return agent_dev_server(2)
 
 
 GRAMMAR_JSON = re.compile(r'\s*\{\s*"(tool_call|response)"')
