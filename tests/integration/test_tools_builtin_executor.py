@@ -34,7 +34,7 @@ async def test_describe_database_through_the_executor(reg, db):
     out = await reg.call("describe_database", {}, "d1")
     assert out.status == "ok", out.error
     tables = {t["name"]: t for t in out.content["tables"]}
-    assert set(tables) == {"regions", "customers", "products", "orders", "order_items"}
+    assert set(tables) == {"regions", "customers", "products", "orders", "order_items", "sales_lines"}  # + the view
     dates = {c["name"]: c.get("dates") for c in tables["orders"]["columns"]}["order_date"]
     assert dates == {"min": "2025-01-01", "max": dates["max"], "latest_month": END, "latest_full_month": END}
     assert out.content["database"] == str(db)
