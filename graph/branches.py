@@ -35,7 +35,12 @@ LangGraph treats it as time travel and writes one extra ``source: "fork"`` check
 
 Every operation needs a graph compiled with a checkpointer. Errors: ``BranchError`` (unknown
 or ambiguous checkpoint reference, rollback target not on the active branch, switch target not
-a head, nothing before a thread's first input). An optional :class:`~graph.mirror.ThreadMirror`
+a head, nothing before a thread's first input, a target or an active head that cannot be read).
+A thread whose active head cannot be read refuses every head change before anything is written:
+LangGraph reads the newest checkpoint for each of them (``aupdate_state`` checks whether its
+target was superseded, a fork resolves its config against the head), so the operation would
+fail half-way with the deserialiser's error. The way out is the rebuild from the mirror
+(``graph.recovery``) that the next ``hermes run --thread`` does; the message says so. An optional :class:`~graph.mirror.ThreadMirror`
 is told about every head change, so the plain-text mirror follows the active branch.
 """
 
@@ -426,12 +431,37 @@ class Branches:
         head = history[0].config["configurable"]["checkpoint_id"]  # newest first
         return tree_from_history(thread_id, history, active=head)
 
+    async def _require_readable_head(self, tree: BranchTree, what: str) -> None:
+        """Raise :class:`BranchError` when ``tree``'s active head cannot be read (see the module
+        docstring): the message names the head, its error and the way back (a rebuild from the
+        plain-text mirror by the next ``hermes run --thread``, or a new thread without a mirror)."""
+        node = tree.nodes.get(tree.active or "")
+        if node is None or node.readable:
+            return
+        thread = tree.thread_id
+        mirrored = await self.mirror.read(thread) if self.mirror is not None else None
+        if mirrored is not None and not mirrored.messages:
+            way_out = (
+                f"it has no plain-text mirror ({mirrored.path}) to rebuild it from: continue in a new thread "
+                "(hermes run without --thread), or restore checkpoints.sqlite from a backup"
+            )
+        else:
+            way_out = (
+                f'rebuild the thread from its plain-text mirror with `hermes run --thread {thread} "<message>"`, '
+                f'then fork from an earlier checkpoint with `hermes branch fork {thread} CHECKPOINT "<task>"`'
+            )
+        raise BranchError(
+            f"cannot {what}: the active head {short_id(node.checkpoint_id)} of thread {thread!r} cannot be read "
+            f"({node.error or 'unreadable'}); nothing was changed. {way_out[0].upper()}{way_out[1:]}."
+        )
+
     def _base(self, tree: BranchTree, checkpoint_id: str, what: str) -> str:
-        """Resolve ``checkpoint_id`` and map an input checkpoint to its parent."""
+        """Resolve ``checkpoint_id`` and map an input checkpoint to its parent; ``what``: the
+        operation for messages ("roll back to", "fork from")."""
         cid = tree.resolve(checkpoint_id)
         node = tree.nodes[cid]
         if not node.readable:
-            raise BranchError(f"checkpoint {short_id(cid)} cannot be read ({node.error}); {what} to another one")
+            raise BranchError(f"checkpoint {short_id(cid)} cannot be read ({node.error}); {what} another one")
         if node.source == "input":
             if not node.parent_id:
                 raise BranchError(
@@ -465,9 +495,11 @@ class Branches:
         values and next tasks). The abandoned continuation stays as a branch (its head can be
         switched back to). Rolling back to the active head itself changes nothing. Raises
         :class:`BranchError` for a checkpoint not on the active branch (use :meth:`switch` or
-        :meth:`fork`) and for the thread's first input."""
+        :meth:`fork`), for the thread's first input, and for a target or an active head that
+        cannot be read (nothing is written then)."""
         tree = await self.branch_tree(thread_id)
-        base = self._base(tree, checkpoint_id, "roll back")
+        await self._require_readable_head(tree, "roll back")
+        base = self._base(tree, checkpoint_id, "roll back to")
         if tree.active is None or not tree.is_ancestor(base, tree.active):
             raise BranchError(
                 f"{short_id(base)} is not on the active branch of {thread_id!r}: "
@@ -480,8 +512,10 @@ class Branches:
     async def switch(self, thread_id: str, checkpoint_id: str) -> BranchOp:
         """Make another branch's head ``checkpoint_id`` the active head (a new checkpoint under
         it with the same state). Switching to the active head changes nothing. Raises
-        :class:`BranchError` if the checkpoint is not a head (use :meth:`rollback`/:meth:`fork`)."""
+        :class:`BranchError` if the checkpoint is not a head (use :meth:`rollback`/:meth:`fork`),
+        or if it or the active head cannot be read (nothing is written then)."""
         tree = await self.branch_tree(thread_id)
+        await self._require_readable_head(tree, "switch")
         cid = tree.resolve(checkpoint_id)
         if cid == tree.active:
             return BranchOp(thread_id, "switch", cid, cid, self.config(thread_id, cid), "none")
@@ -498,7 +532,9 @@ class Branches:
     async def fork_base(self, thread_id: str, checkpoint_id: str) -> str:
         """The full id of the checkpoint a fork at ``checkpoint_id`` continues from (an input
         checkpoint maps to its parent). Raises :class:`BranchError` as :meth:`rollback`."""
-        return self._base(await self.branch_tree(thread_id), checkpoint_id, "fork from")
+        tree = await self.branch_tree(thread_id)
+        await self._require_readable_head(tree, "fork")
+        return self._base(tree, checkpoint_id, "fork from")
 
     async def resume_config(self, thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
         """The config to continue ``thread_id`` at ``checkpoint_id``: the thread id alone when

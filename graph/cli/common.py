@@ -9,12 +9,15 @@ import logging
 import sqlite3
 import sys
 import time
+import traceback
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 import typer
 from langgraph.graph.state import CompiledStateGraph
+from rich.markup import escape
+from typer.core import TyperGroup
 
 from graph.branches import BranchError, Branches
 from graph.builder import make_graph
@@ -26,7 +29,76 @@ from graph.model import ModelUnavailableError, astop_embedded_server
 from graph.resources import aclose_resources
 from graph.runner import NothingToResumeError, ThreadBusyError
 
-app = typer.Typer(help="Hermes Agent: a LangGraph agent runtime.", no_args_is_help=True)
+
+def debug() -> bool:
+    """``HERMES_DEBUG`` set: tracebacks instead of one-line errors (a switch of the command, not
+    a setting of the graph). Every command reports its failures through :func:`report_error`."""
+    return bool(MachineSettings().debug)
+
+
+DEBUG_HINT = "rerun with HERMES_DEBUG=1 for a traceback"
+
+
+def report_error(exc: BaseException | None, message: str, code: int = 1, json_out: bool = False, **fields: Any) -> int:
+    """Say why a command failed and return its exit ``code``: ``message`` on one line on stderr
+    (as ``{"error", "exit_code", **fields}`` JSON on stdout with ``json_out``), preceded by the
+    traceback of ``exc`` when ``HERMES_DEBUG`` is set — the same for every command, whichever
+    failure it was (expected or not)."""
+    if exc is not None and debug():
+        sys.stderr.write("".join(traceback.format_exception(exc)))
+        sys.stderr.flush()
+    if json_out:
+        print(json.dumps({"error": message, "exit_code": code, **fields}, ensure_ascii=False))
+    else:
+        err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    return code
+
+
+def unexpected_message(exc: BaseException, thread_id: str = "") -> str:
+    """The one line for a failure no command expected: its type and text, what was kept, and
+    how to see the traceback."""
+    kept = f" The thread's checkpoints are kept (--thread {thread_id})." if thread_id else ""
+    text = " ".join(str(exc).split()).rstrip(".") or "(no message)"
+    hint = "" if debug() else f" {DEBUG_HINT[0].upper()}{DEBUG_HINT[1:]}."
+    return f"{type(exc).__name__}: {text}.{kept}{hint}"
+
+
+class HermesGroup(TyperGroup):
+    """The top-level command group: an exception that no command turned into a message (a
+    bug, or a failure outside ``guarded``) ends as one line and exit 1 — with its traceback
+    when ``HERMES_DEBUG`` is set — never as a bare traceback."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        ctx.meta["hermes_args"] = list(args)  # for the data directory of a damaged-file message
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, typer.TyperException):  # exit codes, Ctrl-C, usage errors
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise typer.Exit(report_error(exc, damaged_database_message(_data_dir_of(ctx), exc))) from None
+        except Exception as exc:
+            raise typer.Exit(report_error(exc, unexpected_message(exc))) from None
+
+
+def _data_dir_of(ctx: Any) -> Path | None:
+    """The data directory the command line names (``--data-dir DIR`` or ``--data-dir=DIR``), else
+    the settings' (``HERMES_DATA_DIR``, ``.hermes``); None when the settings cannot be read."""
+    args = [str(a) for a in ctx.meta.get("hermes_args") or []]
+    for i, arg in enumerate(args):
+        if arg == "--data-dir" and i + 1 < len(args):
+            return Path(args[i + 1])
+        if arg.startswith("--data-dir="):
+            return Path(arg.split("=", 1)[1])
+    try:
+        return resolve_data_dir(None)
+    except ValueError:
+        return None
+
+
+app = typer.Typer(help="Hermes Agent: a LangGraph agent runtime.", no_args_is_help=True, cls=HermesGroup)
 branch_app = typer.Typer(
     help="Branches of a thread: its checkpoints as a tree (rollback, fork, switch).", no_args_is_help=True
 )
@@ -48,12 +120,6 @@ MCP_OPT = typer.Option(None, help="mcpServers JSON (default: HERMES_MCP_CONFIG o
 NOW_OPT = typer.Option(
     None, "--now", help="The clock, ISO-8601 (e.g. 2026-12-01T09:30; naive = local time). Default: now."
 )
-
-
-def debug() -> bool:
-    """``HERMES_DEBUG`` set: tracebacks instead of one-line errors (a switch of the command, not
-    a setting of the graph)."""
-    return bool(MachineSettings().debug)
 
 
 class _Concise(logging.Formatter):
@@ -133,7 +199,7 @@ def damaged_database_message(data_dir: Path | None, exc: BaseException) -> str:
     if not bad:
         return (
             f"a database file could not be used ({exc}); no damaged file was found in "
-            f"{data_dir or 'the data dir'}: rerun with HERMES_DEBUG=1 for a traceback."
+            f"{data_dir or 'the data dir'}" + ("." if debug() else f": {DEBUG_HINT}.")
         )
     stamp = time.strftime("%Y%m%d-%H%M%S")
     advice = []
@@ -160,39 +226,32 @@ async def guarded(
     thread_id: str = "",
     json_out: bool = False,
 ) -> int:
-    """Run ``coro_factory()``; map failures to an exit code and a message that says what to do
-    (as JSON on stdout with ``--json``). Always closes MCP sessions and the embedded server."""
+    """Run ``coro_factory()``; map failures to an exit code and a one-line message that says what
+    to do (as JSON on stdout with ``--json``; with ``HERMES_DEBUG`` the traceback first, see
+    :func:`report_error`). Always closes MCP sessions and the embedded server. Codes: 2 model
+    unavailable, 1 anything else."""
     code, message = 0, ""
+    failure: BaseException | None = None
     try:
         await coro_factory()
     except ModelUnavailableError as exc:
-        code, message = 2, f"model unavailable: {exc}"
-    except (ThreadBusyError, NothingToResumeError) as exc:
-        code, message = 1, str(exc)
+        code, message, failure = 2, f"model unavailable: {exc}", exc
+    except (ThreadBusyError, NothingToResumeError, BranchError) as exc:
+        code, message, failure = 1, str(exc), exc
     except sqlite3.DatabaseError as exc:
-        code, message = 1, damaged_database_message(Path(context.data_dir) if context else None, exc)
+        code, message, failure = 1, damaged_database_message(Path(context.data_dir) if context else None, exc), exc
     except asyncio.CancelledError:
         raise
+    except (typer.Exit, typer.Abort):
+        raise
     except Exception as exc:  # a clear message instead of a traceback; details with HERMES_DEBUG=1
-        if debug():
-            raise
-        code, message = (
-            1,
-            (
-                f"{type(exc).__name__}: {exc}\nThe thread's checkpoints are kept"
-                + (f" (--thread {thread_id})" if thread_id else "")
-                + "; rerun with HERMES_DEBUG=1 for a traceback."
-            ),
-        )
+        code, message, failure = 1, unexpected_message(exc, thread_id), exc
     finally:
         stop_live()  # a node that failed leaves no live line behind
         await aclose_resources()
         await astop_embedded_server()
     if code:
-        if json_out:
-            print(json.dumps({"error": message, "exit_code": code, "thread_id": thread_id or None}))
-        else:
-            err_console.print(f"[red]error:[/red] {message}", highlight=False)
+        report_error(failure, message, code, json_out, thread_id=thread_id or None)
     return code
 
 
@@ -250,18 +309,27 @@ def checkpoint_file_problem(path: Path) -> str:
     return ""
 
 
-def run_command(coro_factory: Callable[[], Awaitable[Any]]) -> None:
-    """Run a branch/session command: clear messages for expected errors, exit code 1."""
+def run_command(coro_factory: Callable[[], Awaitable[Any]], data_dir: Path | None = None) -> None:
+    """Run a branch/session command: a one-line message and exit 1 for every failure — the
+    expected ones (:class:`BranchError`, an unknown thread or checkpoint), a damaged data file in
+    ``data_dir``, and anything else (with ``HERMES_DEBUG``, the traceback too)."""
 
     async def go() -> int:
         try:
             await coro_factory()
             return 0
         except (BranchError, LookupError) as exc:
-            console.print(f"[red]error:[/red] {exc}")
-            return 1
+            return report_error(exc, str(exc).strip("'\""))
+        except sqlite3.DatabaseError as exc:
+            return report_error(exc, damaged_database_message(data_dir, exc))
+        except asyncio.CancelledError:
+            raise
+        except (typer.Exit, typer.Abort):
+            raise
+        except Exception as exc:
+            return report_error(exc, unexpected_message(exc))
 
-    code = asyncio.run(go())
+    code = run_sync(go())
     if code:
         raise typer.Exit(code)
 

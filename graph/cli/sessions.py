@@ -4,7 +4,6 @@ an unreadable checkpoint is reported, not rebuilt."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 from pathlib import Path
@@ -19,11 +18,12 @@ from graph.checkpoints import checkpoints_file
 from graph.cli.common import (
     OpenAgent,
     branch_app,
+    context_or_exit,
     guarded,
-    make_context,
     require_db,
     resolve_data_dir,
     run_command,
+    run_sync,
     session_app,
 )
 from graph.cli.render import (
@@ -97,7 +97,7 @@ def branch_list(
             )
         console.print(table)
 
-    run_command(go)
+    run_command(go, path_dir)
 
 
 @branch_app.command("show")
@@ -135,7 +135,7 @@ def branch_show(
         if snap is not None:
             print_messages(list(snap.values.get("messages") or [])[-last:])
 
-    run_command(go)
+    run_command(go, path_dir)
 
 
 @branch_app.command("rollback")
@@ -159,7 +159,7 @@ def branch_rollback(
                 f"`hermes branch switch {thread} {short_id(before.active)}` returns to it"
             )
 
-    run_command(go)
+    run_command(go, path_dir)
 
 
 @branch_app.command("switch")
@@ -177,7 +177,7 @@ def branch_switch(
             op = await branches.switch(thread, head)
         print_op(op)
 
-    run_command(go)
+    run_command(go, path_dir)
 
 
 @branch_app.command("fork")
@@ -192,7 +192,7 @@ def branch_fork(
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON only."),
 ) -> None:
     """Continue from an earlier checkpoint with a new message, as a new branch (it becomes active)."""
-    context = make_context(model, base_url, data_dir, max_tool_rounds)
+    context = context_or_exit(model, base_url, data_dir, max_tool_rounds)
     path_dir = Path(context.data_dir)
     require_db(path_dir)
     result: dict[str, Any] = {}
@@ -219,7 +219,7 @@ def branch_fork(
         )
         result["forked_from"] = base
 
-    code = asyncio.run(guarded(go))
+    code = run_sync(guarded(go, context, thread, json_out), thread)
     if result:
         if json_out:
             print(json.dumps(result, ensure_ascii=False, default=str))
@@ -281,7 +281,7 @@ def session_list(
             )
         console.print(table)
 
-    run_command(go)
+    run_command(go, path_dir)
 
 
 @session_app.command("show")
@@ -374,4 +374,4 @@ def session_show(
         )
         print_messages(messages[-last:])
 
-    run_command(go)
+    run_command(go, path_dir)
