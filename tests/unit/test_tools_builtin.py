@@ -35,9 +35,9 @@ def _dump(path: Path) -> list[tuple]:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
+def db(tmp_path: Path, generated_db) -> Path:
     """The user's database: a generated demo DB outside the data dir."""
-    return generate_sales_db(tmp_path / "user" / "sales.db", months=6, end_month=END)
+    return generated_db(generate_sales_db, tmp_path / "user" / "sales.db", months=6, end_month=END)
 
 
 @pytest.fixture
