@@ -17,7 +17,15 @@ An *action* says what firing does, without knowing any particular tool:
   is a task whose text is the reminder's text;
 * ``{"kind": "tool", "tool": "<tool name>", "args": {...}}`` — the tool is called through the
   tool registry with request id ``reminder:<id>:<period>`` (its idempotency ledger makes a
-  replay of the same period a no-op).
+  replay of the same period a no-op). It is checked when it is scheduled, not a month later
+  when it fires: the tool must be one the registry has registered in this data directory and
+  ``args`` must fit its parameters. This module runs in the executor's worker, which has no
+  registry; what the registry registered is in ``data_dir/tool_schemas.db``
+  (:mod:`tools.schema_versions`: every tool's current parameters, written by the registry of
+  every toolbox opened on the data directory), read here read-only. A data directory no
+  registry has used yet (no such file: a bare ``data_dir`` in a test, a remote function server's
+  own directory) has nothing to check against and the action is stored as given; a firing
+  still reports an unknown tool or bad arguments as a failed firing.
 
 Periods are months (``"2026-12"``). A day beyond a month's length runs on that month's last day
 (``day_of_month=31`` runs on 30 November, 28 or 29 February): that is a stated adjustment
@@ -35,6 +43,10 @@ import sqlite3
 import time as _time
 from pathlib import Path
 from typing import Any
+
+import jsonschema
+
+from tools.schema_versions import SCHEMA_FILE
 
 TIME_RE = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
 TOOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{2,63}$")
@@ -204,6 +216,70 @@ def normalize_action(action: Any, text: str) -> dict[str, Any]:
     return {"kind": "tool", "tool": tool, "args": args}
 
 
+def registered_tools(data_dir: Path | str) -> dict[str, dict[str, Any]] | None:
+    """The tools the registry has registered in ``data_dir``: name → parameters JSON Schema,
+    read read-only from ``data_dir/tool_schemas.db``; None when no registry has used the data
+    directory (no file, no table or no row yet). Rows that are not JSON are left out."""
+    path = Path(data_dir) / SCHEMA_FILE
+    if not path.is_file():
+        return None
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+        try:
+            rows = con.execute("SELECT tool, parameters FROM tool_schemas").fetchall()
+        finally:
+            con.close()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return None
+        raise
+    known: dict[str, dict[str, Any]] = {}
+    for tool, params in rows:
+        try:
+            schema = json.loads(params)
+        except (TypeError, ValueError):
+            continue
+        if isinstance(schema, dict):
+            known[str(tool)] = schema
+    return known or None  # an empty store: its registry's first writes are still queued
+
+
+def check_tool_action(action: dict[str, Any], data_dir: Path | str) -> None:
+    """Raise ValueError when the tool action (as :func:`normalize_action` returns it) names a
+    tool the registry of ``data_dir`` has not registered, or its ``args`` do not fit that
+    tool's parameters (the JSON Schema the registry validates calls against, so the firing
+    would be refused the same way). Nothing to check against (see :func:`registered_tools`):
+    no error."""
+    known = registered_tools(data_dir)
+    if known is None:
+        return
+    tool = action["tool"]
+    schema = known.get(tool)
+    if schema is None:
+        names = sorted(known)
+        listed = ", ".join(names[:40]) + (f" … ({len(names)} in all)" if len(names) > 40 else "")
+        raise ValueError(
+            f"action.tool {tool!r} is not a registered tool, so the reminder could never fire; "
+            f"registered tools: {listed or 'none'}"
+        )
+    try:
+        validator = jsonschema.validators.validator_for(schema)(schema)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(action.get("args") or {}))
+    except jsonschema.exceptions.SchemaError:  # a tool's own broken schema is its registry's problem
+        return
+    if error is not None:
+        where = "/".join(str(part) for part in error.absolute_path)
+        message = error.message if len(error.message) <= 300 else error.message[:299] + "…"
+        fields = sorted((schema.get("properties") or {}).keys())
+        required = schema.get("required") or []
+        raise ValueError(
+            f"action.args do not fit the parameters of {tool!r}: {message}"
+            + (f" (at 'args/{where}')" if where else "")
+            + f"; {tool} takes {', '.join(fields) or 'no arguments'}"
+            + (f" (required: {', '.join(map(str, required))})" if required else "")
+        )
+
+
 def row_to_reminder(row: tuple) -> dict[str, Any]:
     """A ``reminders`` row (``_COLUMNS`` order) as the tools return it (``action`` decoded)."""
     out = dict(zip(_COLUMNS, row))
@@ -249,8 +325,9 @@ def schedule_reminder(
     created twice: the existing one is returned with ``already_existed: true`` (asking twice
     must not remind twice; a different ``action`` is not applied, ``note`` says so). Raises
     ValueError (nothing written) for empty text, a day outside 1-31, a time not ``HH:MM``
-    (24 h), a recurrence other than ``monthly`` or a malformed action. ``now``: the clock
-    (default: the real one)."""
+    (24 h), a recurrence other than ``monthly``, a malformed action, or a tool action naming a
+    tool the data directory's registry does not know or arguments that do not fit it
+    (:func:`check_tool_action`). ``now``: the clock (default: the real one)."""
     text = (text or "").strip()
     if not text:
         raise ValueError("text is empty; say what to remind about")
@@ -261,6 +338,8 @@ def schedule_reminder(
     if recurrence not in RECURRENCES:
         raise ValueError(f"recurrence must be one of {RECURRENCES}, got {recurrence!r}")
     checked = normalize_action(action, text)
+    if checked["kind"] == "tool":
+        check_tool_action(checked, data_dir)
     default_action = checked == {"kind": "task", "task": text}
     now = local_now(now)
     nxt = scheduled_at(day_of_month, time, now.year, now.month)
