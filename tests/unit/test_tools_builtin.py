@@ -56,6 +56,7 @@ def reg(data: Path, db: Path) -> ToolRegistry:
 
 # -- the demo database -----------------------------------------------------------------------------
 
+@pytest.mark.slow  # generates three databases
 def test_sales_db_is_deterministic_and_seed_sensitive(tmp_path):
     a = generate_sales_db(tmp_path / "a.db", end_month=END)
     b = generate_sales_db(tmp_path / "b.db", end_month=END)
