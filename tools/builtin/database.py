@@ -18,13 +18,17 @@ and cells are bounded. These functions run inside the executor's worker process.
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
+import functools
 import os
 import re
 import sqlite3
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from tools.database_setting import (  # noqa: F401  (the setting's helpers, re-exported)
@@ -37,6 +41,11 @@ from tools.database_setting import (  # noqa: F401  (the setting's helpers, re-e
     database_location,
     database_read_paths,
 )
+
+if TYPE_CHECKING:
+    from sqlglot import exp
+    from sqlglot.dialects.dialect import Dialect
+    from sqlglot.tokens import Token
 
 NOT_CONFIGURED = (
     "no database configured: set HERMES_DATABASE (or the run context's `database` field) to "
@@ -66,6 +75,25 @@ _ISO_DATE_RE = re.compile(
 _DATE_TYPE_RE = re.compile(r"DATE|TIMESTAMP", re.IGNORECASE)
 _NUMERIC_TYPE_RE = re.compile(r"INT|REAL|FLOA|DOUB|NUM|DEC|BOOL|BLOB", re.IGNORECASE)
 _AGGREGATE_RE = re.compile(r"\b(count|sum|total|avg|min|max|group_concat)\s*\(", re.IGNORECASE)
+#: Unix seconds of 1973-03-03: a smaller number in a DATE column is no timestamp (see _is_epoch).
+_EPOCH_MIN = 1e8
+_MONTH_NAME = (
+    r"(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sep(t(ember)?)?|oct(ober)?"
+    r"|nov(ember)?|dec(ember)?)\.?"
+)
+# Months, quarters and dates written other than ISO (see period_kind); a bare year or a YYYYMM /
+# YYYYMMDD string only in a column named like a period (a product code may be '2003').
+_PERIOD_TEXT_RE = re.compile(
+    r"\d{4}[-/](0?[1-9]|1[0-2])|(0?[1-9]|1[0-2])[-/.]\d{4}"
+    rf"|{_MONTH_NAME}[ ,\-']*\d{{2}}(\d{{2}})?|\d{{4}}[ ,\-]*{_MONTH_NAME}"
+    r"|\d{4}[ \-]?Q[1-4]|Q[1-4][ \-]?\d{4}|\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}"
+    r"|\d{4}-\d{2}-\d{2}([ T].*)?",
+    re.IGNORECASE,
+)
+_PERIOD_NUMBER_TEXT_RE = re.compile(r"(19|20)\d{2}((0[1-9]|1[0-2])(\d{2})?)?")
+_PERIOD_NAME_RE = re.compile(
+    r"year|month|quarter|period|date|day|week|yyyy|fiscal|(^|_)(yr|mon|qtr|fy|ym|dt)(_|$)", re.IGNORECASE
+)
 
 
 def time_limit(default_s: float, share: float = 0.6) -> float:
@@ -179,72 +207,167 @@ def connect_readonly(path: Path, *, schema: bool = False) -> sqlite3.Connection:
     return con
 
 
+# -- reading SQL ----------------------------------------------------------------------------------
+
+#: Characters of SQL read at most: check_select refuses longer SQL, so reading one stays in tens
+#: of milliseconds (the tools' own schemas cap ``sql`` at 4,000 characters).
+MAX_SQL_CHARS = 100_000
+
+# Every SQLite keyword (sqlite.org/lang_keywords.html). An unquoted keyword is not a name the SQL
+# uses (a table called "order" is named only when quoted), and a name that is one is quoted in
+# hints.
+_KEYWORDS = frozenset(
+    """ABORT ACTION ADD AFTER ALL ALTER ALWAYS ANALYZE AND AS ASC ATTACH AUTOINCREMENT BEFORE BEGIN
+    BETWEEN BY CASCADE CASE CAST CHECK COLLATE COLUMN COMMIT CONFLICT CONSTRAINT CREATE CROSS CURRENT
+    CURRENT_DATE CURRENT_TIME CURRENT_TIMESTAMP DATABASE DEFAULT DEFERRABLE DEFERRED DELETE DESC
+    DETACH DISTINCT DO DROP EACH ELSE END ESCAPE EXCEPT EXCLUDE EXCLUSIVE EXISTS EXPLAIN FAIL FILTER
+    FIRST FOLLOWING FOR FOREIGN FROM FULL GENERATED GLOB GROUP GROUPS HAVING IF IGNORE IMMEDIATE IN
+    INDEX INDEXED INITIALLY INNER INSERT INSTEAD INTERSECT INTO IS ISNULL JOIN KEY LAST LEFT LIKE
+    LIMIT MATCH MATERIALIZED NATURAL NO NOT NOTHING NOTNULL NULL NULLS OF OFFSET ON OR ORDER OTHERS
+    OUTER OVER PARTITION PLAN PRAGMA PRECEDING PRIMARY QUERY RAISE RANGE RECURSIVE REFERENCES REGEXP
+    REINDEX RELEASE RENAME REPLACE RESTRICT RETURNING RIGHT ROLLBACK ROW ROWS SAVEPOINT SELECT SET
+    TABLE TEMP TEMPORARY THEN TIES TO TRANSACTION TRIGGER UNBOUNDED UNION UNIQUE UPDATE USING VACUUM
+    VALUES VIEW VIRTUAL WHEN WHERE WINDOW WITH WITHOUT""".split()
+)
+#: sqlglot token types of literals (their text is data, never code or a name).
+_LITERAL_TOKENS = frozenset(
+    {"STRING", "NATIONAL_STRING", "HEX_STRING", "BIT_STRING", "BYTE_STRING", "RAW_STRING"}
+    | {"HEREDOC_STRING", "UNICODE_STRING", "NUMBER"}
+)
+_WORD_RE = re.compile(r"[\w$]+")
+_BARE_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """One read of an SQL text: its tokens (strings, quoted names and comments told apart by
+    sqlglot's SQLite tokenizer), the ``(source, tokens)`` of each ``;``-separated statement that
+    holds code, the lower-cased names its code uses (tables, columns, aliases; quoted or bare, not
+    keywords nor function names), and ``code``: the tokens again with every string as ``''``,
+    every quoted name as ``""`` and the comments left out."""
+
+    tokens: tuple[Token, ...]
+    statements: tuple[tuple[str, tuple[Token, ...]], ...]
+    names: frozenset[str]
+    code: str
+
+
+@functools.cache
+def _sqlite_dialect() -> Dialect:
+    # imported on first use: the worker process starts for every call (tools/executors/worker.py)
+    # and describe_database never reads SQL
+    from sqlglot.dialects.sqlite import SQLite
+
+    return SQLite()
+
+
+@functools.lru_cache(maxsize=16)
+def _read(sql: str) -> _Scan:
+    """The :class:`_Scan` of ``sql``, in time linear in its length. Raises DatabaseError when it
+    is longer than MAX_SQL_CHARS or has an unterminated string, quoted name or ``/*`` comment.
+    Cached: an error message reads the same SQL several times."""
+    if len(sql) > MAX_SQL_CHARS:
+        raise DatabaseError(
+            f"the SQL is {len(sql):,} characters long, over the limit of {MAX_SQL_CHARS:,}; send one shorter SELECT"
+        )
+    from sqlglot.errors import TokenError
+
+    try:
+        tokens = tuple(_sqlite_dialect().tokenize(sql))
+    except TokenError:
+        raise DatabaseError("the SQL has an unterminated string, quoted name or /* comment") from None
+    statements: list[tuple[str, tuple[Token, ...]]] = []
+    names: set[str] = set()
+    code: list[str] = []
+    start = 0
+    current: list[Token] = []
+    for i, tok in enumerate(tokens):
+        kind = tok.token_type.name
+        if kind == "SEMICOLON":
+            if current:
+                statements.append((sql[start : tok.start], tuple(current)))
+            start, current = tok.end + 1, []
+            code.append(";")
+            continue
+        current.append(tok)
+        if kind in _LITERAL_TOKENS:
+            code.append("''" if kind != "NUMBER" else tok.text)
+        elif kind == "IDENTIFIER":
+            names.add(tok.text.lower())
+            code.append('""')
+        else:
+            code.append(sql[tok.start : tok.end + 1])
+            called = i + 1 < len(tokens) and tokens[i + 1].token_type.name == "L_PAREN"
+            if _WORD_RE.fullmatch(tok.text) and tok.text.upper() not in _KEYWORDS and not called:
+                names.add(tok.text.lower())
+    if current:
+        statements.append((sql[start:], tuple(current)))
+    return _Scan(tokens, tuple(statements), frozenset(names), " ".join(code))
+
+
+def _scan(sql: str) -> _Scan | None:
+    """:func:`_read`, or None when ``sql`` cannot be read (hints then have nothing to say)."""
+    try:
+        return _read(sql)
+    except DatabaseError:
+        return None
+
+
+def _names(sql: str) -> frozenset[str]:
+    """Lower-cased names the code of ``sql`` uses (see :class:`_Scan`); empty when unreadable."""
+    scan = _scan(sql)
+    return scan.names if scan else frozenset()
+
+
+def _ident(name: str) -> str:
+    """``name`` as SQL: bare when it is a plain ASCII word and not a keyword, else double-quoted."""
+    return name if _BARE_NAME_RE.fullmatch(name) and name.upper() not in _KEYWORDS else _q(name)
+
+
+def _ref(table: str, column: str) -> str:
+    return f"{_ident(table)}.{_ident(column)}"
+
+
+@functools.lru_cache(maxsize=16)
+def _tree(sql: str) -> exp.Expr | None:
+    """The syntax tree of ``sql`` (sqlglot, SQLite dialect), or None when it is not a single
+    statement sqlglot can parse (too long, unterminated, a syntax it does not know, nesting too
+    deep): the checks that need it then cannot tell."""
+    scan = _scan(sql)
+    if scan is None or len(scan.statements) != 1:
+        return None
+    try:
+        trees = _sqlite_dialect().parser().parse(list(scan.tokens), sql)
+    except Exception:  # noqa: BLE001 - ParseError, RecursionError on deep nesting, ...: cannot tell
+        return None
+    trees = [t for t in trees if t is not None]
+    return trees[0] if len(trees) == 1 else None
+
+
 # -- checking a statement -------------------------------------------------------------------------
 
 
-def _split_sql(sql: str) -> tuple[list[str], list[str]]:
-    """``(statements, code)``: the source of each ``;``-separated statement and the same with
-    comments blanked, splitting only at ``;`` outside strings, quoted names and comments.
-    Raises DatabaseError for an unterminated string or comment."""
-    statements: list[str] = []
-    codes: list[str] = []
-    start, i, n = 0, 0, len(sql)
-    code: list[str] = []
-    closers = {"'": "'", '"': '"', "`": "`", "[": "]"}
-    while i < n:
-        ch = sql[i]
-        if ch in closers:
-            end = sql.find(closers[ch], i + 1)
-            while end != -1 and ch != "[" and end + 1 < n and sql[end + 1] == ch:  # '' escape
-                end = sql.find(closers[ch], end + 2)
-            if end == -1:
-                raise DatabaseError("the SQL has an unterminated string or quoted name")
-            code.append(sql[i : end + 1])
-            i = end + 1
-        elif sql.startswith("--", i):
-            end = sql.find("\n", i)
-            i = n if end == -1 else end
-            code.append(" ")
-        elif sql.startswith("/*", i):
-            end = sql.find("*/", i + 2)
-            if end == -1:
-                raise DatabaseError("the SQL has an unterminated /* comment")
-            i = end + 2
-            code.append(" ")
-        elif ch == ";":
-            statements.append(sql[start:i])
-            codes.append("".join(code))
-            code = []
-            i += 1
-            start = i
-        else:
-            code.append(ch)
-            i += 1
-    statements.append(sql[start:])
-    codes.append("".join(code))
-    keep = [(s, c) for s, c in zip(statements, codes) if c.strip()]
-    return [s for s, _ in keep], [c for _, c in keep]
-
-
 def check_select(sql: str) -> str:
-    """The statement to run (without a trailing ``;``) if ``sql`` is a single SELECT / WITH
-    statement; raise DatabaseError with the reason otherwise. A ``;`` inside a string, a quoted
-    name or a comment does not count as a second statement."""
+    """The statement to run (without a trailing ``;``) if ``sql`` is a single SELECT / WITH /
+    VALUES statement of at most MAX_SQL_CHARS characters; raise DatabaseError with the reason
+    otherwise. A ``;`` inside a string, a quoted name or a comment does not count as a second
+    statement."""
     if not isinstance(sql, str) or not sql.strip():
         raise DatabaseError("sql is empty; send one SELECT statement")
-    statements, codes = _split_sql(sql)
+    statements = _read(sql).statements
     if not statements:
         raise DatabaseError("sql holds only comments; send one SELECT statement")
     if len(statements) > 1:
         raise DatabaseError("only one statement is allowed (remove the extra ';' and what follows)")
-    keyword = re.match(r"\s*([A-Za-z]+)", codes[0])
-    first = keyword.group(1).upper() if keyword else ""
-    if first not in ("SELECT", "WITH", "VALUES"):
+    source, tokens = statements[0]
+    first = tokens[0]
+    word = first.text.upper() if first.token_type.name != "IDENTIFIER" and _WORD_RE.fullmatch(first.text) else ""
+    if word not in ("SELECT", "WITH", "VALUES"):
         raise DatabaseError(
             f"only a single read-only SELECT (or WITH ... SELECT) statement is allowed, got "
-            f"{first or codes[0].strip()[:20]!r}; this tool cannot write, ATTACH or run PRAGMA"
+            f"{word or source.strip()[:20]!r}; this tool cannot write, ATTACH or run PRAGMA"
         )
-    return statements[0].strip()
+    return source.strip()
 
 
 # -- running a query ------------------------------------------------------------------------------
@@ -307,14 +430,17 @@ def schema_summary(database: str, limit: int = 1200) -> str:
 
 def _schema_hint(con: sqlite3.Connection, sql: str, only_named: bool, limit: int = 1200) -> str:
     """``table(col, col, ...); ...`` of the tables ``sql`` names (all tables when it names none
-    or ``only_named`` is False), at most ``limit`` characters."""
+    or ``only_named`` is False), at most ``limit`` characters; odd names quoted."""
     con.set_authorizer(_schema_authorizer)  # the model's statement is over: introspection only
     try:
         names = _table_names(con)
-        named = [t for t in names if _mentions(sql, t)] if only_named else []
+        used = _names(sql) if only_named else frozenset()
+        named = [t for t in names if t.lower() in used]
         parts = []
         for table in named or names:
-            parts.append(f"{table}({', '.join(c[0] for c in _columns(con, table))})")
+            parts.append(f"{_ident(table)}({', '.join(_ident(c[0]) for c in _columns(con, table))})")
+            if sum(map(len, parts)) > limit:
+                break
     except sqlite3.Error:
         return ""
     text = "; ".join(parts)
@@ -324,10 +450,11 @@ def _schema_hint(con: sqlite3.Connection, sql: str, only_named: bool, limit: int
 # Other engines' date and limit syntax, which SQLite rejects with a bare "syntax error" or
 # "no such function" that does not say what to write instead; models trained mostly on MySQL /
 # PostgreSQL write these first (measured: Qwen2.5-Coder wrote DATE_SUB(CURDATE(), INTERVAL 1
-# MONTH) on the demo database). Each entry: (pattern, what was used, the SQLite way).
+# MONTH) on the demo database). Each entry: (pattern, what was used, the SQLite way); the
+# patterns run on the code of the SQL (:class:`_Scan`: strings are '' there, comments are gone).
 _OTHER_DIALECTS: list[tuple[re.Pattern[str], str, str]] = [
     (
-        re.compile(r"\b(DATE_SUB|DATE_ADD|DATEADD|DATEDIFF|ADDDATE|SUBDATE)\s*\(|\bINTERVAL\s+'?-?[0-9]", re.I),
+        re.compile(r"\b(DATE_SUB|DATE_ADD|DATEADD|DATEDIFF|ADDDATE|SUBDATE)\s*\(|\bINTERVAL\s+('|-?\s*[0-9])", re.I),
         "date arithmetic (DATE_SUB / DATE_ADD / INTERVAL)",
         "date(col, '-1 month'), date('now', 'start of month', '-1 month')",
     ),
@@ -341,28 +468,59 @@ _OTHER_DIALECTS: list[tuple[re.Pattern[str], str, str]] = [
         "date parts (YEAR() / MONTH() / EXTRACT / DATE_FORMAT / DATE_TRUNC)",
         "strftime('%Y-%m', col) = 'YYYY-MM' for a month, strftime('%Y', col) for a year",
     ),
-    (re.compile(r"\bSELECT\s+TOP\s+[0-9]", re.I), "SELECT TOP n", "ORDER BY ... LIMIT n"),
+    (re.compile(r"\bSELECT\s+(ALL\s+|DISTINCT\s+)?TOP\s+\(?\s*[0-9]", re.I), "SELECT TOP n", "ORDER BY ... LIMIT n"),
     (re.compile(r"\bILIKE\b", re.I), "ILIKE", "LIKE (case-insensitive for ASCII in SQLite)"),
 ]
 
 
 def dialect_hint(sql: str) -> str:
     """What in ``sql`` is another engine's syntax and the SQLite way to write it, as one
-    sentence ("" when nothing is recognised). Used in SQL error messages."""
-    found = [f"{used} → {sqlite}" for pattern, used, sqlite in _OTHER_DIALECTS if pattern.search(sql)]
+    sentence ("" when nothing is recognised, or the SQL cannot be read). Only code counts: a
+    function name inside a string literal, a quoted name or a comment is no hint. Used in SQL
+    error messages."""
+    scan = _scan(sql)
+    if scan is None:
+        return ""
+    found = [f"{used} → {sqlite}" for pattern, used, sqlite in _OTHER_DIALECTS if pattern.search(scan.code)]
     if not found:
         return ""
     return " This database is SQLite, which has no such syntax: " + "; ".join(found) + "."
 
 
+#: Characters of a join hint at most (a wide schema has long foreign-key paths).
+MAX_HINT_CHARS = 600
+
+
+def _primary_key(con: sqlite3.Connection, table: str) -> list[str]:
+    """The declared primary-key columns of ``table`` in key order ([] for a rowid table)."""
+    cols = sorted((c for c in _columns(con, table) if c[3]), key=lambda c: c[3])
+    return [c[0] for c in cols]
+
+
 def _foreign_keys(con: sqlite3.Connection, tables: list[str]) -> list[tuple[str, str, str]]:
-    """``(table, other table, "table.col = other.col")`` of every declared foreign key."""
+    """``(table, other table, condition)`` of every declared foreign key between ``tables``:
+    ``a.x = b.y`` (``... AND ...`` for a composite key), odd names quoted. A key declared
+    without a column list (``REFERENCES parent``) refers to the parent's primary key; a key
+    whose parent columns cannot be told is left out."""
+    by_lower = {t.lower(): t for t in tables}
     edges = []
     for table in tables:
+        keys: dict[int, list[tuple[int, str, str, str | None]]] = {}
         for row in con.execute(f"PRAGMA foreign_key_list({_q(table)})"):
-            other, src, dst = row[2], row[3], row[4]
-            if other in tables and src:
-                edges.append((table, other, f"{table}.{src} = {other}.{dst or src}"))
+            keys.setdefault(row[0], []).append((row[1], row[2], row[3], row[4]))
+        for parts in keys.values():
+            parts.sort()
+            other = by_lower.get(str(parts[0][1]).lower())
+            if other is None:
+                continue
+            src = [p[2] for p in parts]
+            dst = [p[3] for p in parts]
+            if any(d is None for d in dst):  # REFERENCES parent: the parent's primary key
+                dst = list(_primary_key(con, other))
+            if not src or len(dst) != len(src) or not all(src):
+                continue
+            cond = " AND ".join(f"{_ref(table, s)} = {_ref(other, str(d))}" for s, d in zip(src, dst))
+            edges.append((table, other, cond))
     return edges
 
 
@@ -372,7 +530,7 @@ def _unjoined_table(con: sqlite3.Connection, column: str) -> str:
     if "." not in column:
         return ""
     con.set_authorizer(_schema_authorizer)  # the model's statement is over: introspection only
-    table, col = (part.strip("\"`[]'") for part in column.rsplit(".", 1))
+    table, col = (part.strip().strip("\"`[]'") for part in column.rsplit(".", 1))
     try:
         for name in _table_names(con):
             if name.lower() == table.lower() and any(c[0].lower() == col.lower() for c in _columns(con, name)):
@@ -382,38 +540,38 @@ def _unjoined_table(con: sqlite3.Connection, column: str) -> str:
     return ""
 
 
-def join_hint(con: sqlite3.Connection, sql: str, column: str = "") -> str:
-    """How the tables ``sql`` names (and, for an unknown ``column``, the tables that do have a
-    column of that name) join through the declared foreign keys, as one sentence: the join
-    conditions along the shortest paths (breadth-first over the foreign-key graph, taken as
-    undirected). "" when fewer than two tables are involved or no path exists. ``con`` must
-    allow the schema pragmas. A model that knows the columns still joins two tables directly
-    when the link runs through a third (measured: Qwen2.5-Coder-1.5B joined regions to
-    order_items on a region_id order_items does not have)."""
+def _join_path(
+    con: sqlite3.Connection, sql: str, column: str = ""
+) -> tuple[list[str], str, list[tuple[str, str, str]]]:
+    """``(tables having the column, its bare name, steps)`` for :func:`join_hint`: each step is
+    ``(table, table, condition)`` of one foreign key on the shortest paths joining the tables
+    ``sql`` names (and up to two tables that have ``column``)."""
     tables = _table_names(con)
-    named = [t for t in tables if _mentions(sql, t)]
-    bare = column.rsplit(".", 1)[-1].strip("\"`[]'") if column else ""
+    used = _names(sql)
+    named = [t for t in tables if t.lower() in used]
+    bare = column.rsplit(".", 1)[-1].strip().strip("\"`[]'") if column else ""
     having = [t for t in tables if bare and any(c[0].lower() == bare.lower() for c in _columns(con, t))]
     wanted = list(dict.fromkeys(named + having[:2]))
     if len(wanted) < 2:
-        return ""
-    graph: dict[str, list[tuple[str, str]]] = {t: [] for t in tables}
-    for a, b, cond in _foreign_keys(con, tables):
-        graph[a].append((b, cond))
-        graph[b].append((a, cond))
+        return having, bare, []
+    graph: dict[str, list[tuple[str, tuple[str, str, str]]]] = {t: [] for t in tables}
+    for edge in _foreign_keys(con, tables):
+        a, b, _ = edge
+        graph[a].append((b, edge))
+        graph[b].append((a, edge))
     joined: set[str] = {wanted[0]}
-    conditions: list[str] = []
+    steps: list[tuple[str, str, str]] = []
     for target in wanted[1:]:
         if target in joined:
             continue
         # breadth-first from everything joined so far to ``target``
-        previous: dict[str, tuple[str, str] | None] = {t: None for t in joined}
-        queue = list(joined)
+        previous: dict[str, tuple[str, tuple[str, str, str]] | None] = {t: None for t in joined}
+        queue = collections.deque(joined)
         while queue and target not in previous:
-            node = queue.pop(0)
-            for nxt, cond in graph[node]:
+            node = queue.popleft()
+            for nxt, edge in graph[node]:
                 if nxt not in previous:
-                    previous[nxt] = (node, cond)
+                    previous[nxt] = (node, edge)
                     queue.append(nxt)
         if target not in previous:
             continue
@@ -422,11 +580,37 @@ def join_hint(con: sqlite3.Connection, sql: str, column: str = "") -> str:
             path.append(step[1])
             joined.add(node)
             node = step[0]
-        conditions.extend(reversed(path))
-    if not conditions:
+        steps.extend(reversed(path))
+    return having, bare, list(dict.fromkeys(steps))
+
+
+def join_hint(con: sqlite3.Connection, sql: str, column: str = "") -> str:
+    """How the tables ``sql`` names (and, for an unknown ``column``, the tables that do have a
+    column of that name) join through the declared foreign keys, as one sentence of at most
+    about MAX_HINT_CHARS characters: the join conditions along the shortest paths
+    (breadth-first over the foreign-key graph, taken as undirected; a composite key is one
+    ``... AND ...`` condition, a key without a column list joins the parent's primary key, odd
+    names are quoted). "" when fewer than two tables are involved or no path exists. ``con``
+    must allow the schema pragmas. A model that knows the columns still joins two tables
+    directly when the link runs through a third (measured: Qwen2.5-Coder-1.5B joined regions to
+    order_items on a region_id order_items does not have)."""
+    return _join_sentence(*_join_path(con, sql, column))
+
+
+def _join_sentence(having: list[str], bare: str, steps: list[tuple[str, str, str]]) -> str:
+    if not steps:
         return ""
-    where = f" Column {bare!r} is in {', '.join(having)}." if having and bare else ""
-    return f"{where} These tables join on: {'; '.join(dict.fromkeys(conditions))}."
+    where = ""
+    if having and bare:
+        shown = ", ".join(_ident(t) for t in having[:8]) + (", …" if len(having) > 8 else "")
+        where = f" Column {bare[:60]!r} is in {shown}."
+    conditions: list[str] = []
+    for _, _, cond in steps:
+        if conditions and len(where) + sum(len(c) + 2 for c in conditions) + len(cond) > MAX_HINT_CHARS:
+            conditions.append("…")
+            break
+        conditions.append(cond[:MAX_HINT_CHARS])
+    return f"{where} These tables join on: {'; '.join(conditions)}."
 
 
 def _sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "") -> DatabaseError:
@@ -452,11 +636,12 @@ def _plain_sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "")
         if what == "column" and (unjoined := _unjoined_table(con, name)):
             # "no such column: regions.name" while regions has a name column: the table is
             # used but missing from FROM / JOIN, which SQLite reports as an unknown column
-            joins = join_hint(con, sql)
-            on = [c.rstrip(".") for c in re.findall(r"[\w.]+ = [\w.]+", joins) if f"{unjoined}." in c]
-            add = f"JOIN {unjoined} ON {on[0]}" if on else f"JOIN {unjoined} ON ..."
+            having, bare, steps = _join_path(con, sql)
+            on = [cond for a, b, cond in steps if unjoined in (a, b)]
+            add = f"JOIN {_ident(unjoined)} ON {on[0] if on else '...'}"
             return DatabaseError(
-                f"table {unjoined} is used ({name}) but not in the query's FROM or JOIN: add {add}.{joins}"
+                f"table {_ident(unjoined)} is used ({name}) but not in the query's FROM or JOIN: "
+                f"add {add}.{_join_sentence(having, bare, steps)}"
             )
         hint = _schema_hint(con, sql, only_named=what == "column")
         hint = f" Tables and columns here: {hint}." if hint else ""
@@ -531,7 +716,8 @@ def is_empty_result(result: dict[str, Any], sql: str) -> bool:
     values = rows[0]
     if all(v is None for v in values):
         return True
-    return bool(_AGGREGATE_RE.search(sql)) and all(v is None or v == 0 for v in values)
+    scan = _scan(sql)  # a count( in a string or a comment is no aggregate
+    return bool(_AGGREGATE_RE.search(scan.code if scan else sql)) and all(v is None or v == 0 for v in values)
 
 
 # -- dates ------------------------------------------------------------------------------------------
@@ -559,22 +745,77 @@ def _day(value: Any, epoch: bool) -> str | None:
     return str(value)[:10]
 
 
-def date_kind(con: sqlite3.Connection, table: str, column: str, declared: str) -> str | None:
-    """``"text"`` (ISO date strings), ``"epoch"`` (Unix seconds/ms in a DATE/TIMESTAMP column) or
-    None (not date-like). Text columns are sampled: every sampled value must parse as ISO."""
-    declared_date = bool(_DATE_TYPE_RE.search(declared or ""))
-    if not declared_date and declared and _NUMERIC_TYPE_RE.search(declared):
-        return None
-    sample = [
+def _sample(con: sqlite3.Connection, table: str, column: str) -> list[Any]:
+    return [
         r[0]
         for r in con.execute(f"SELECT {_q(column)} FROM {_q(table)} WHERE {_q(column)} IS NOT NULL LIMIT {DATE_SAMPLE}")
     ]
+
+
+def _is_epoch(value: Any) -> bool:
+    # Unix seconds from 1973-03 on (or milliseconds): smaller numbers in a DATE column are
+    # rather day or month numbers such as 20260105 or 202601, which are no timestamps
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) >= _EPOCH_MIN
+
+
+def date_kind(con: sqlite3.Connection, table: str, column: str, declared: str) -> str | None:
+    """``"text"`` (ISO date strings), ``"epoch"`` (Unix seconds/ms, from 1973 on, in a
+    DATE/TIMESTAMP column) or None (not a date column). Text columns are sampled: every sampled
+    value must parse as ISO; month text such as 'Jan 2026', '2026/01' or '2026-01' is no date
+    (its MIN/MAX are no date range), see :func:`period_kind`."""
+    declared_date = bool(_DATE_TYPE_RE.search(declared or ""))
+    if not declared_date and declared and _NUMERIC_TYPE_RE.search(declared):
+        return None
+    return _date_kind_of(_sample(con, table, column), declared_date)
+
+
+def _date_kind_of(sample: list[Any], declared_date: bool) -> str | None:
     if not sample:
         return "text" if declared_date else None
     if all(isinstance(v, str) and _ISO_DATE_RE.match(v.strip()) for v in sample):
         return "text"
-    if declared_date and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in sample):
+    if declared_date and all(_is_epoch(v) for v in sample):
         return "epoch"
+    return None
+
+
+def _period_number(value: Any) -> bool:
+    """A year (1900-2100), a YYYYMM or a YYYYMMDD number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        return False
+    n = int(value)
+    if 1900 <= n <= 2100:
+        return True
+    if 190001 <= n <= 210012:
+        return 1 <= n % 100 <= 12
+    if 19000101 <= n <= 21001231:
+        return 1 <= n // 100 % 100 <= 12 and 1 <= n % 100 <= 31
+    return False
+
+
+def period_kind(con: sqlite3.Connection, table: str, column: str, declared: str) -> str | None:
+    """What a condition on this column restricts: ``"text"`` / ``"epoch"`` (a date column, see
+    :func:`date_kind`), ``"month-text"`` (every sampled value is a month, quarter, year or date
+    in another form: 'Jan 2026', 'January 2026', '2026/01', '2026-01', '01/2026', '2026-Q1',
+    '05.01.2026', '2026'), ``"number"`` (years, YYYYMM or YYYYMMDD numbers in a column declared
+    DATE or named like year/month/period/date) or None. Samples at most DATE_SAMPLE values."""
+    declared_date = bool(_DATE_TYPE_RE.search(declared or ""))
+    numeric = bool(not declared_date and declared and _NUMERIC_TYPE_RE.search(declared))
+    hinted = declared_date or bool(_PERIOD_NAME_RE.search(column))
+    if numeric and not hinted:
+        return None
+    sample = _sample(con, table, column)
+    kind = None if numeric else _date_kind_of(sample, declared_date)
+    if kind or not sample:
+        return kind
+    if all(
+        isinstance(v, str)
+        and (_PERIOD_TEXT_RE.fullmatch(v.strip()) or (hinted and _PERIOD_NUMBER_TEXT_RE.fullmatch(v)))
+        for v in sample
+    ):
+        return "month-text"
+    if hinted and all(_period_number(v) for v in sample):
+        return "number"
     return None
 
 
@@ -612,48 +853,190 @@ def _columns(con: sqlite3.Connection, table: str) -> list[tuple[str, str, int, i
     return [(r[1], r[2] or "", r[3], r[5]) for r in con.execute(f"PRAGMA table_info({_q(table)})")]
 
 
-def _mentions(sql: str, name: str) -> bool:
-    return re.search(r"(?<![\w$])[\"`\[]?" + re.escape(name) + r"[\"`\]]?(?![\w$])", sql, re.IGNORECASE) is not None
-
-
 def date_columns_in(con: sqlite3.Connection, sql: str, limit: int = 4) -> list[dict[str, Any]]:
-    """Date ranges of the date-like columns that ``sql`` names (of the tables it names), at
-    most ``limit``. ``con`` must allow the schema pragmas."""
+    """Date ranges of the date-like columns that ``sql`` names in its code (of the tables it
+    names there; a name in a string or a comment does not count), at most ``limit``. ``con``
+    must allow the schema pragmas."""
+    used = _names(sql)
     found: list[dict[str, Any]] = []
     for table in _table_names(con):
-        if not _mentions(sql, table):
+        if table.lower() not in used:
             continue
         for name, declared, _, _ in _columns(con, table):
-            if not _mentions(sql, name):
+            if name.lower() not in used:
                 continue
             kind = date_kind(con, table, name, declared)
             if kind:
-                found.append({"column": f"{table}.{name}", **date_range(con, table, name, kind)})
+                found.append({"column": _ref(table, name), **date_range(con, table, name, kind)})
                 if len(found) >= limit:
                     return found
     return found
 
 
-def undated_columns(con: sqlite3.Connection, sql: str) -> list[str]:
-    """``table.column`` of every date-like column of the tables ``sql`` names, when ``sql``
-    names none of them — its figures then cover all dates, whatever period a report claims;
-    ``[]`` when it filters (or can filter) on a date column, or its tables have none. ``con``
-    must allow the schema pragmas."""
-    found: list[str] = []
+@dataclass(frozen=True)
+class Undated:
+    """The date and period columns (``table.column`` with its :func:`period_kind`) of the
+    tables a query uses, none of which its conditions restrict; ``grouped``: the query groups
+    by one of them (a row per month, still of every month)."""
+
+    columns: list[tuple[str, str]]
+    grouped: bool = False
+
+
+def _in_scope(node: exp.Expr) -> Iterator[exp.Expr]:
+    """``node`` and what is under it, not entering nested queries (their conditions count on
+    their own) — iterative: a deep expression must not exhaust the stack."""
+    from sqlglot import exp
+
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(child for child in current.iter_expressions() if not isinstance(child, (exp.Query, exp.Subquery)))
+
+
+def _restricted_columns(tree: exp.Expr) -> list[exp.Column]:
+    """The columns compared in a condition of ``tree``: in WHERE, HAVING, JOIN ... ON, CASE WHEN
+    / IIF and FILTER (WHERE ...) conditions, an operand of a comparison (=, <>, <, >, <=, >=,
+    IS, BETWEEN, IN, LIKE, GLOB, REGEXP, MATCH). ``x IS [NOT] NULL`` restricts no period."""
+    from sqlglot import exp
+
+    found: list[exp.Column] = []
+    for node in tree.find_all(exp.Where, exp.Having, exp.Join, exp.If):
+        cond = node.args.get("on") if isinstance(node, exp.Join) else node.this
+        if not isinstance(cond, exp.Expr):
+            continue
+        for pred in _in_scope(cond):
+            if not isinstance(pred, exp.Predicate) or (
+                isinstance(pred, exp.Is) and isinstance(pred.expression, exp.Null)
+            ):
+                continue
+            found.extend(c for c in _in_scope(pred) if isinstance(c, exp.Column))
+    return found
+
+
+class _Sources:
+    """What the columns of one parsed query can refer to: the database's tables and views it
+    uses (by name and alias; the names of its WITH tables shadow them), and the expressions
+    behind its column aliases (``SELECT strftime('%Y-%m', d) AS month``, ``WITH m(month) AS``)."""
+
+    def __init__(self, tree: exp.Expr, table_names: list[str]) -> None:
+        from sqlglot import exp
+
+        by_lower = {t.lower(): t for t in table_names}
+        ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+        self.tables: list[str] = []
+        self.aliases: dict[str, set[str]] = collections.defaultdict(set)
+        for t in tree.find_all(exp.Table):
+            name = t.name.lower()
+            if not name or name in ctes or name not in by_lower:
+                continue
+            real = by_lower[name]
+            if real not in self.tables:
+                self.tables.append(real)
+            self.aliases[t.alias_or_name.lower()].add(real)
+        self.exprs: dict[str, list[exp.Expr]] = collections.defaultdict(list)
+        for alias in tree.find_all(exp.Alias):
+            self.exprs[alias.alias.lower()].append(alias.this)
+        for cte in tree.find_all(exp.CTE):
+            names = cte.args["alias"].columns if cte.args.get("alias") else []
+            body = cte.this
+            if names and isinstance(body, exp.Select):
+                for ident, expr in zip(names, body.expressions):
+                    self.exprs[ident.name.lower()].append(expr)
+
+    def resolve(self, col: exp.Column, depth: int = 0) -> set[tuple[str, str]]:
+        """``(table, lower-cased column name)`` pairs ``col`` may be (checked against the real
+        columns by the caller): the table its qualifier names, else every table used; through
+        an alias, the columns of the aliased expression (three levels deep at most)."""
+        from sqlglot import exp
+
+        name, qualifier = col.name.lower(), col.table.lower()
+        if qualifier in self.aliases:
+            return {(t, name) for t in self.aliases[qualifier]}
+        out = {(t, name) for t in self.tables}
+        if depth < 3:
+            for expr in self.exprs.get(name, []):
+                for inner in expr.find_all(exp.Column):
+                    out |= self.resolve(inner, depth + 1)
+        return out
+
+
+#: Columns the period check samples at most per query (beside its 2 s deadline).
+MAX_PERIOD_SAMPLES = 60
+
+
+def find_undated(con: sqlite3.Connection, sql: str) -> Undated | None:
+    """The period check of generate_report: :class:`Undated` when the tables and views ``sql``
+    uses have date or period columns (:func:`period_kind`) and none of its conditions restricts
+    one; None when it restricts one, its tables have none, or the check cannot tell (the SQL
+    cannot be parsed, a view is broken or endless: the query itself then reports what is wrong).
+
+    The rule: only a condition counts — a comparison in WHERE, JOIN ... ON, HAVING, CASE WHEN /
+    IIF or FILTER (WHERE ...) with the column, or an expression of it (``strftime('%Y-%m',
+    d)``, an alias of one), as an operand. Naming the column in the SELECT list, in GROUP BY or
+    ORDER BY, in a comment or in a string does not: a ``GROUP BY strftime('%Y-%m', d)`` gives a
+    row per month but of every month, so even for a period of several months it needs a WHERE
+    (or HAVING) on the months wanted. ``d IS [NOT] NULL`` restricts nothing. A condition in any
+    subquery counts (the check does not follow which rows reach the result). ``con`` must allow
+    the schema pragmas; at most MAX_PERIOD_SAMPLES columns are sampled, within 2 s."""
+    from sqlglot import exp
+
+    tree = _tree(sql)
+    if tree is None:
+        return None
     try:
         # sampling a view runs it: bounded, and a broken or endless view means "cannot tell"
         with _Deadline(con, 2.0):
-            for table in _table_names(con):
-                if not _mentions(sql, table):
-                    continue
-                for name, declared, _, _ in _columns(con, table):
-                    if date_kind(con, table, name, declared):
-                        if _mentions(sql, name):
-                            return []
-                        found.append(f"{table}.{name}")
+            sources = _Sources(tree, _table_names(con))
+            if not sources.tables:
+                return None
+            columns = {t: {c[0].lower(): c for c in _columns(con, t)} for t in sources.tables}
+            budget = [MAX_PERIOD_SAMPLES]
+            kinds: dict[tuple[str, str], str | None] = {}
+
+            def kind_of(table: str, name: str) -> str | None:
+                if (table, name) not in kinds:
+                    col = columns[table].get(name)
+                    if col is None or budget[0] <= 0:
+                        kinds[(table, name)] = None
+                    else:
+                        budget[0] -= 1
+                        kinds[(table, name)] = period_kind(con, table, col[0], col[1])
+                return kinds[(table, name)]
+
+            for col in _restricted_columns(tree):
+                if any(kind_of(t, n) for t, n in sorted(sources.resolve(col)) if n in columns[t]):
+                    return None
+            undated = [
+                (t, name, kind)
+                for t in sources.tables
+                for name in list(columns[t])[:MAX_COLUMNS]
+                if (kind := kind_of(t, name))
+            ]
+            if not undated:
+                return None
+            grouped_by = {
+                pair
+                for group in tree.find_all(exp.Group)
+                for col in group.find_all(exp.Column)
+                for pair in sources.resolve(col)
+            }
     except sqlite3.Error:
-        return []  # the check cannot tell: the query itself reports what is wrong
-    return found
+        return None
+    return Undated(
+        [(_ref(t, columns[t][n][0]), kind) for t, n, kind in undated],
+        grouped=any((t, n) in grouped_by for t, n, _ in undated),
+    )
+
+
+def undated_columns(con: sqlite3.Connection, sql: str) -> list[str]:
+    """``table.column`` of every date or period column of the tables ``sql`` uses when no
+    condition of ``sql`` restricts any of them — its figures then cover all dates, whatever
+    period a report claims; ``[]`` when it restricts one, its tables have none, or the check
+    cannot tell. See :func:`find_undated` for what counts as a restriction."""
+    found = find_undated(con, sql)
+    return [c for c, _ in found.columns] if found else []
 
 
 def no_data_note(

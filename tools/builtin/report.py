@@ -9,8 +9,10 @@ Reports are never overwritten: ``reports/<slug>.md``, then ``<slug>-v2.md``, ``-
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import re
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +22,8 @@ from tools.builtin.database import (
     connect_readonly,
     database_file,
     execute_query,
+    find_undated,
     time_limit,
-    undated_columns,
 )
 
 #: Queries per report.
@@ -35,6 +37,21 @@ MAX_TITLE_CHARS = 200
 MAX_LABEL_CHARS = 120
 MAX_SQL_CHARS = 4000
 MAX_VERSIONS = 1000
+MAX_PERIOD_CHARS = 100
+PERIOD_FORMS = (
+    "YYYY, YYYY-MM or YYYY-MM-DD, a range FROM..TO of months or of days (e.g. 2026-03..2026-05, "
+    "2026-03-01..2026-03-15), or a short one-line phrase such as 'last month'"
+)
+_YEAR_RE = re.compile(r"\d{4}")
+_MONTH_RE = re.compile(r"(\d{4})-(\d{2})")
+_DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+# a date-like part of a phrase: YYYY-M[-D] or YYYY/M[/D], checked like the ISO forms
+_DATE_PART_RE = re.compile(r"(?<![\w.])(\d{4})([-/])(\d{1,2})(?:\2(\d{1,2}))?(?![\w])")
+_RANGE_WORD_RE = re.compile(r"\s*(?:\.\.|–|—|\bto\b|\buntil\b|\bthrough\b|\s-\s)\s*", re.IGNORECASE)
+# Unicode categories of line breaks, control and format characters
+_NOT_IN_A_LINE = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+# would break the report's "Period: **...**" line
+_MARKDOWN_CHARS = set("*`|#<>[]\\")
 
 
 def slugify(title: str) -> str:
@@ -42,6 +59,109 @@ def slugify(title: str) -> str:
     at most 60 characters; ``report`` when nothing is left."""
     slug = re.sub(r"[\W_]+", "-", title.lower(), flags=re.UNICODE).strip("-")
     return slug[:60].strip("-") or "report"
+
+
+def _not_one_line(text: str) -> bool:
+    """``text`` holds a line break or another control or format character."""
+    return any(unicodedata.category(ch) in _NOT_IN_A_LINE for ch in text)
+
+
+def _one_line(what: str, text: str) -> None:
+    if _not_one_line(text):
+        raise DatabaseError(
+            f"{what} must be one line of text: {text[:60]!r} holds a line break or another control character"
+        )
+
+
+def _bad_period(period: str, why: str) -> DatabaseError:
+    return DatabaseError(f"period {period[:60]!r} is not valid: {why}. Give {PERIOD_FORMS}, or leave the period out")
+
+
+def _iso_part(period: str, text: str) -> tuple[str, str]:
+    """``(form, text)`` of one ISO end of a period: ``("month", "2026-03")`` or ``("day",
+    "2026-03-15")``; raises DatabaseError naming what is wrong."""
+    if _MONTH_RE.fullmatch(text):
+        if not 1 <= int(text[5:]) <= 12:
+            raise _bad_period(period, f"{text} has no month {text[5:]} (months are 01-12)")
+        return "month", text
+    if _DAY_RE.fullmatch(text):
+        try:
+            dt.date.fromisoformat(text)
+        except ValueError:
+            raise _bad_period(period, f"{text} is no date of the calendar") from None
+        return "day", text
+    raise _bad_period(period, f"{text!r} is neither YYYY-MM nor YYYY-MM-DD")
+
+
+def check_period(period: Any) -> tuple[str, str]:
+    r"""``(period, form)`` of a report's period, stripped: form ``""`` (none stated), ``"year"``
+    (YYYY), ``"month"`` (YYYY-MM), ``"day"`` (YYYY-MM-DD), ``"months"`` / ``"days"`` (FROM..TO,
+    both ends of one form, FROM <= TO) or ``"text"`` (a phrase such as 'last month' or 'Q3
+    2026'; a date inside it, written YYYY-MM[-DD] or YYYY/MM[/DD], must exist, and two joined
+    as a range — 'to', 'until', '–' — must not run backwards). Raises DatabaseError saying the
+    expected forms for anything else: a month 13, a day that does not exist, a reversed range,
+    a line break or control character, Markdown characters (``* ` | # < > [ ] \``), over
+    MAX_PERIOD_CHARS characters."""
+    if period is None:
+        return "", ""
+    if not isinstance(period, str):
+        raise DatabaseError(f"period must be a string ({PERIOD_FORMS}), got {type(period).__name__}")
+    period = period.strip()
+    if not period:
+        return "", ""
+    if len(period) > MAX_PERIOD_CHARS:
+        raise _bad_period(period, f"it is {len(period)} characters long, at most {MAX_PERIOD_CHARS}")
+    if _not_one_line(period):
+        raise _bad_period(period, "it holds a line break or another control character; a period is one line")
+    if bad := sorted(set(period) & _MARKDOWN_CHARS):
+        raise _bad_period(period, f"it holds {' '.join(bad)}, which would break the report's Markdown")
+    if _YEAR_RE.fullmatch(period):
+        return period, "year"
+    if re.fullmatch(r"[\d\-\s.]+", period) and ".." in period:
+        start, _, end = (part.strip() for part in period.partition(".."))
+        if ".." in end or not start or not end:
+            raise _bad_period(period, "a range is FROM..TO with one '..'")
+        (form_a, a), (form_b, b) = _iso_part(period, start), _iso_part(period, end)
+        if form_a != form_b:
+            raise _bad_period(period, f"both ends of a range must be months or both days, got {a} and {b}")
+        if a > b:
+            raise _bad_period(period, f"the range ends ({b}) before it starts ({a})")
+        return f"{a}..{b}", form_a + "s"
+    if re.fullmatch(r"[\d\-]+", period):
+        return period, _iso_part(period, period)[0]
+    # a phrase: its dates must exist, and a range in it must not run backwards
+    parts = list(_DATE_PART_RE.finditer(period))
+    for m in parts:
+        if m[2] == "/" or len(m[3]) != 2 or (m[4] is not None and len(m[4]) != 2):
+            raise _bad_period(period, f"write {m[0]!r} as YYYY-MM or YYYY-MM-DD")
+        _iso_part(period, m[0])
+    if ".." in period:
+        raise _bad_period(period, "a range is FROM..TO with ISO ends (YYYY-MM or YYYY-MM-DD)")
+    for left, right in itertools.pairwise(parts):
+        between = period[left.end() : right.start()]
+        if _RANGE_WORD_RE.fullmatch(between) and len(left[0]) == len(right[0]) and left[0] > right[0]:
+            raise _bad_period(period, f"the range ends ({right[0]}) before it starts ({left[0]})")
+    return period, "text"
+
+
+def _period_example(col: str, kind: str, period: str, form: str) -> str:
+    """A WHERE condition restricting ``col`` to ``period`` (a phrase when the form or the
+    column's kind has no simple one)."""
+    if kind == "text":
+        lo, _, hi = period.partition("..")
+        if form == "month":
+            return f"WHERE strftime('%Y-%m', {col}) = '{period}'"
+        if form == "year":
+            return f"WHERE strftime('%Y', {col}) = '{period}'"
+        if form == "day":
+            return f"WHERE date({col}) = '{period}'"
+        if form == "months":
+            return f"WHERE strftime('%Y-%m', {col}) BETWEEN '{lo}' AND '{hi}'"
+        if form == "days":
+            return f"WHERE date({col}) BETWEEN '{lo}' AND '{hi}'"
+    if kind == "epoch":
+        return f"a WHERE condition on {col} (it holds Unix timestamps: date({col}, 'unixepoch'))"
+    return f"a WHERE condition on {col}"
 
 
 def _check_queries(queries: Any) -> list[dict[str, str]]:
@@ -114,16 +234,21 @@ def generate_report(
 
     Returns ``{"path", "version", "title", "period", "queries": [{"label", "sql", "columns",
     "rows" (<= REPORT_ROWS), "row_count"}]}`` (plus ``note`` on a query without data). Raises
-    DatabaseError — and writes nothing — when the database is missing or invalid, a query is
-    refused or fails, a ``period`` is stated but a query does not filter on any date column of
-    its tables (its figures would cover every date), or every query returned no data (the message names the latest period with
-    data of the date columns the queries use).
+    DatabaseError — and writes nothing — when the title is not one line of 1-MAX_TITLE_CHARS
+    characters, the ``period`` is not one of the forms :func:`check_period` accepts (the message
+    says which are), the database is missing or invalid, a query is refused or fails, a
+    ``period`` is stated but a query restricts none of the date or period columns of its tables
+    (its figures would cover every date; what counts as a restriction:
+    :func:`tools.builtin.database.find_undated` — a GROUP BY month alone does not, even for a
+    period of several months), or every query returned no data (the message names the latest
+    period with data of the date columns the queries use).
     """
-    title = (title or "").strip()
+    title = title.strip() if isinstance(title, str) else ""
     if not title or len(title) > MAX_TITLE_CHARS:
         raise DatabaseError(f"title must be 1-{MAX_TITLE_CHARS} characters")
+    _one_line("title", title)
+    period, form = check_period(period)
     checked = _check_queries(queries)
-    period = (period or "").strip()
     notes = (notes or "").strip()
     path = database_file(database)
     con = connect_readonly(path, schema=True)
@@ -138,21 +263,20 @@ def generate_report(
                     f"the report's queries took over {budget:g} s together; "
                     f"stopped before query {i} ({q['label']!r}): simplify them"
                 )
-            if period and (undated := undated_columns(con, q["sql"])):
+            if period and (undated := find_undated(con, q["sql"])):
                 # a report that states a period must not show all-time figures under it
                 # (measured: Qwen2.5-Coder-1.5B's "2026-11" report summed every month)
-                col = undated[0]
-                span = re.fullmatch(r"(\d{4}-\d{2}-\d{2})\.\.(\d{4}-\d{2}-\d{2})", period)
-                if re.fullmatch(r"\d{4}-\d{2}", period):
-                    example = f"WHERE strftime('%Y-%m', {col}) = '{period}'"
-                elif span:
-                    example = f"WHERE date({col}) BETWEEN '{span[1]}' AND '{span[2]}'"
-                else:
-                    example = f"a WHERE condition on {col}"
+                col, kind = undated.columns[0]
+                names = ", ".join(c for c, _ in undated.columns[:3])
+                grouped = (
+                    " (its GROUP BY gives a row per period, but of every period: restrict the ones wanted)"
+                    if undated.grouped
+                    else ""
+                )
                 raise DatabaseError(
-                    f"query {i} ({q['label']!r}) has no condition on a date ({', '.join(undated[:3])}), so its "
-                    f"figures cover every date, not the report's period {period!r}; nothing was written. "
-                    f"Add {example} (or leave the period out)"
+                    f"query {i} ({q['label']!r}) has no condition on a date ({names}), so its "
+                    f"figures cover every date, not the report's period {period!r}{grouped}; nothing was "
+                    f"written. Add {_period_example(col, kind, period, form)} (or leave the period out)"
                 )
             try:
                 res = execute_query(
