@@ -99,6 +99,25 @@ def _compile_request(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.I | re.S)
 
 
+@functools.lru_cache(maxsize=4096)
+def _schema_error(canonical: str) -> str | None:
+    """The meta-schema error of a JSON Schema given as canonical JSON text (None: valid).
+    Cached: every toolbox start and every registration checks the same few schemas again."""
+    schema = json.loads(canonical)
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        return exc.message
+    return None
+
+
+def schema_error(schema: Any) -> str | None:
+    """``schema``'s error against its JSON Schema meta-schema (draft from ``$schema``, default
+    the newest), or None when it is a valid JSON Schema. Raises TypeError for a value that is
+    not JSON-serialisable."""
+    return _schema_error(json.dumps(schema, sort_keys=True))
+
+
 def lint(spec: ToolSpec) -> list[str]:
     """Problems of a definition, as human-readable strings; empty list = clean.
 
@@ -120,10 +139,8 @@ def lint(spec: ToolSpec) -> list[str]:
     if not isinstance(params, dict):
         problems.append("parameters must be a JSON Schema object")
     else:
-        try:
-            jsonschema.validators.validator_for(params).check_schema(params)
-        except jsonschema.SchemaError as exc:
-            problems.append(f"parameters is not a valid JSON Schema: {exc.message}")
+        if (error := schema_error(params)) is not None:
+            problems.append(f"parameters is not a valid JSON Schema: {error}")
         if params.get("type") != "object":
             problems.append('parameters must have "type": "object"')
         props = params.get("properties")
@@ -140,10 +157,8 @@ def lint(spec: ToolSpec) -> list[str]:
     if spec.timeout_s <= 0:
         problems.append(f"timeout_s must be > 0, got {spec.timeout_s}")
     if spec.result_schema is not None:
-        try:
-            jsonschema.validators.validator_for(spec.result_schema).check_schema(spec.result_schema)
-        except jsonschema.SchemaError as exc:
-            problems.append(f"result_schema is not a valid JSON Schema: {exc.message}")
+        if (error := schema_error(spec.result_schema)) is not None:
+            problems.append(f"result_schema is not a valid JSON Schema: {error}")
     for pattern in spec.requested_by:
         try:
             re.compile(pattern)
@@ -212,10 +227,8 @@ def normalize_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
     if "type" not in out and not any(k in out for k in ("anyOf", "allOf", "oneOf", "$ref")):
         out["type"] = "object"
         out.setdefault("properties", {})
-    try:
-        jsonschema.validators.validator_for(out).check_schema(out)
-    except jsonschema.SchemaError as exc:
-        raise SchemaNormalizationError(f"not a valid JSON Schema: {exc.message}") from None
+    if (error := schema_error(out)) is not None:
+        raise SchemaNormalizationError(f"not a valid JSON Schema: {error}")
     return out
 
 
