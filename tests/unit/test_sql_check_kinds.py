@@ -101,8 +101,19 @@ def test_a_condition_on_a_date_or_an_expression_of_it_is_a_restriction(con, sql)
     assert undated_columns(con, sql) == []
 
 
-def test_a_report_with_a_group_by_month_alone_is_refused_and_says_why(shop, tmp_path):
-    per_month = {"label": "By month", "sql": "SELECT strftime('%Y-%m', order_date) AS m, SUM(total) FROM orders GROUP BY m"}
+def test_sql_sqlglot_cannot_parse_is_checked_by_the_names_in_its_code(con, monkeypatch):
+    # a syntax SQLite runs but the parser does not know: a date column the code names counts,
+    # one in a comment or a string does not
+    monkeypatch.setattr(dbmod, "_tree", lambda sql: None)
+    assert undated_columns(con, "SELECT SUM(total) FROM orders -- order_date") == ["orders.order_date"]
+    assert undated_columns(con, "SELECT SUM(total) FROM orders WHERE note = 'order_date'") == ["orders.order_date"]
+    assert undated_columns(con, "SELECT SUM(total) FROM orders WHERE order_date > '2026'") == []
+    assert undated_columns(con, "SELECT name FROM products ORDER BY name") == []
+
+
+@pytest.mark.parametrize("group_by", ["GROUP BY m", "GROUP BY 1", "GROUP BY strftime('%Y-%m', order_date)"])
+def test_a_report_with_a_group_by_month_alone_is_refused_and_says_why(shop, tmp_path, group_by):
+    per_month = {"label": "By month", "sql": f"SELECT strftime('%Y-%m', order_date) AS m, SUM(total) FROM orders {group_by}"}
     with pytest.raises(DatabaseError) as err:
         generate_report("Sales", [per_month], period="2026-01..2026-02", database=shop, data_dir=tmp_path)
     text = str(err.value)
@@ -236,6 +247,14 @@ def test_join_hints_follow_the_declared_keys(keys, sql, condition):
         con.execute(fixed).fetchall()  # the condition the hint names runs
     finally:
         con.close()
+
+
+def test_describe_names_the_parent_columns_of_implicit_and_composite_keys(keys):
+    tables = {t["name"]: {c["name"]: c for c in t["columns"]} for t in describe_database(database=keys)["tables"]}
+    assert tables["child"]["parent_ref"]["references"] == "parent.pid"
+    assert tables["parcel"]["region"]["references"] == "shipment.region"
+    assert tables["parcel"]["day"]["references"] == "shipment.day"
+    assert tables["box"]["d"]["references"] == "shipment.day"
 
 
 def test_the_table_to_join_is_named_with_a_runnable_quoted_condition(keys):

@@ -261,7 +261,7 @@ def _sqlite_dialect() -> Dialect:
     return SQLite()
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=4)
 def _read(sql: str) -> _Scan:
     """The :class:`_Scan` of ``sql``, in time linear in its length. Raises DatabaseError when it
     is longer than MAX_SQL_CHARS or has an unterminated string, quoted name or ``/*`` comment.
@@ -328,7 +328,7 @@ def _ref(table: str, column: str) -> str:
     return f"{_ident(table)}.{_ident(column)}"
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=4)
 def _tree(sql: str) -> exp.Expr | None:
     """The syntax tree of ``sql`` (sqlglot, SQLite dialect), or None when it is not a single
     statement sqlglot can parse (too long, unterminated, a syntax it does not know, nesting too
@@ -337,7 +337,7 @@ def _tree(sql: str) -> exp.Expr | None:
     if scan is None or len(scan.statements) != 1:
         return None
     try:
-        trees = _sqlite_dialect().parser().parse(list(scan.tokens), sql)
+        trees = _sqlite_dialect().parser().parse(list(scan.statements[0][1]), sql)
     except Exception:  # noqa: BLE001 - ParseError, RecursionError on deep nesting, ...: cannot tell
         return None
     trees = [t for t in trees if t is not None]
@@ -497,27 +497,38 @@ def _primary_key(con: sqlite3.Connection, table: str) -> list[str]:
     return [c[0] for c in cols]
 
 
+def _declared_keys(con: sqlite3.Connection, table: str) -> list[tuple[str, list[str], list[str | None]]]:
+    """``(parent table, columns, parent columns)`` of each foreign key of ``table``, in key
+    order (a composite key is one entry). A key declared without a column list (``REFERENCES
+    parent``) refers to the parent's primary key; a parent column that cannot be told is None."""
+    keys: dict[int, list[tuple[int, str, str, str | None]]] = {}
+    for row in con.execute(f"PRAGMA foreign_key_list({_q(table)})"):
+        keys.setdefault(row[0], []).append((row[1], row[2], row[3], row[4]))
+    out: list[tuple[str, list[str], list[str | None]]] = []
+    for parts in keys.values():
+        parts.sort()
+        parent = str(parts[0][1])
+        dst: list[str | None] = [p[3] for p in parts]
+        if any(d is None for d in dst):  # REFERENCES parent: the parent's primary key
+            try:
+                pk: list[str | None] = list(_primary_key(con, parent))
+            except sqlite3.Error:
+                pk = []
+            dst = pk if len(pk) == len(parts) else [None] * len(parts)
+        out.append((parent, [p[2] for p in parts], dst))
+    return out
+
+
 def _foreign_keys(con: sqlite3.Connection, tables: list[str]) -> list[tuple[str, str, str]]:
     """``(table, other table, condition)`` of every declared foreign key between ``tables``:
-    ``a.x = b.y`` (``... AND ...`` for a composite key), odd names quoted. A key declared
-    without a column list (``REFERENCES parent``) refers to the parent's primary key; a key
-    whose parent columns cannot be told is left out."""
+    ``a.x = b.y`` (``... AND ...`` for a composite key), odd names quoted; a key whose parent
+    columns cannot be told is left out (see :func:`_declared_keys`)."""
     by_lower = {t.lower(): t for t in tables}
     edges = []
     for table in tables:
-        keys: dict[int, list[tuple[int, str, str, str | None]]] = {}
-        for row in con.execute(f"PRAGMA foreign_key_list({_q(table)})"):
-            keys.setdefault(row[0], []).append((row[1], row[2], row[3], row[4]))
-        for parts in keys.values():
-            parts.sort()
-            other = by_lower.get(str(parts[0][1]).lower())
-            if other is None:
-                continue
-            src = [p[2] for p in parts]
-            dst = [p[3] for p in parts]
-            if any(d is None for d in dst):  # REFERENCES parent: the parent's primary key
-                dst = list(_primary_key(con, other))
-            if not src or len(dst) != len(src) or not all(src):
+        for parent, src, dst in _declared_keys(con, table):
+            other = by_lower.get(parent.lower())
+            if other is None or not src or not all(src) or any(d is None for d in dst):
                 continue
             cond = " AND ".join(f"{_ref(table, s)} = {_ref(other, str(d))}" for s, d in zip(src, dst))
             edges.append((table, other, cond))
@@ -969,8 +980,10 @@ MAX_PERIOD_SAMPLES = 60
 def find_undated(con: sqlite3.Connection, sql: str) -> Undated | None:
     """The period check of generate_report: :class:`Undated` when the tables and views ``sql``
     uses have date or period columns (:func:`period_kind`) and none of its conditions restricts
-    one; None when it restricts one, its tables have none, or the check cannot tell (the SQL
-    cannot be parsed, a view is broken or endless: the query itself then reports what is wrong).
+    one; None when it restricts one, its tables have none, or the check cannot tell (not one
+    statement, over MAX_SQL_CHARS, a view is broken or endless: the query itself then reports
+    what is wrong). SQL that sqlglot cannot parse but SQLite may run is checked by name only:
+    a date or period column its code (not a string or comment) names counts as restricted.
 
     The rule: only a condition counts — a comparison in WHERE, JOIN ... ON, HAVING, CASE WHEN /
     IIF or FILTER (WHERE ...) with the column, or an expression of it (``strftime('%Y-%m',
@@ -982,16 +995,21 @@ def find_undated(con: sqlite3.Connection, sql: str) -> Undated | None:
     the schema pragmas; at most MAX_PERIOD_SAMPLES columns are sampled, within 2 s."""
     from sqlglot import exp
 
-    tree = _tree(sql)
-    if tree is None:
+    scan = _scan(sql)
+    if scan is None or len(scan.statements) != 1:
         return None
+    tree = _tree(sql)
     try:
         # sampling a view runs it: bounded, and a broken or endless view means "cannot tell"
         with _Deadline(con, 2.0):
-            sources = _Sources(tree, _table_names(con))
-            if not sources.tables:
+            table_names = _table_names(con)
+            sources = _Sources(tree, table_names) if tree is not None else None
+            # a syntax sqlglot does not parse (SQLite may still run it): the tables its code
+            # names, and any of their date columns its code names counts as restricted
+            used = sources.tables if sources else [t for t in table_names if t.lower() in scan.names]
+            if not used:
                 return None
-            columns = {t: {c[0].lower(): c for c in _columns(con, t)} for t in sources.tables}
+            columns = {t: {c[0].lower(): c for c in _columns(con, t)} for t in used}
             budget = [MAX_PERIOD_SAMPLES]
             kinds: dict[tuple[str, str], str | None] = {}
 
@@ -1005,29 +1023,41 @@ def find_undated(con: sqlite3.Connection, sql: str) -> Undated | None:
                         kinds[(table, name)] = period_kind(con, table, col[0], col[1])
                 return kinds[(table, name)]
 
-            for col in _restricted_columns(tree):
-                if any(kind_of(t, n) for t, n in sorted(sources.resolve(col)) if n in columns[t]):
-                    return None
+            if tree is not None and sources is not None:
+                restricted = [pair for col in _restricted_columns(tree) for pair in sorted(sources.resolve(col))]
+            else:
+                restricted = [(t, n) for t in used for n in columns[t] if n in scan.names]
+            if any(kind_of(t, n) for t, n in restricted):
+                return None
             undated = [
-                (t, name, kind)
-                for t in sources.tables
-                for name in list(columns[t])[:MAX_COLUMNS]
-                if (kind := kind_of(t, name))
+                (t, name, kind) for t in used for name in list(columns[t])[:MAX_COLUMNS] if (kind := kind_of(t, name))
             ]
             if not undated:
                 return None
-            grouped_by = {
-                pair
-                for group in tree.find_all(exp.Group)
-                for col in group.find_all(exp.Column)
-                for pair in sources.resolve(col)
-            }
+            grouped_by: set[tuple[str, str]] = set()
+            if tree is not None and sources is not None:
+                for group in tree.find_all(exp.Group):
+                    for col in _grouped_columns(group):
+                        grouped_by |= sources.resolve(col)
     except sqlite3.Error:
         return None
     return Undated(
         [(_ref(t, columns[t][n][0]), kind) for t, n, kind in undated],
         grouped=any((t, n) in grouped_by for t, n, _ in undated),
     )
+
+
+def _grouped_columns(group: exp.Expr) -> Iterator[exp.Column]:
+    """The columns a GROUP BY groups by, ``GROUP BY 1`` read as the first selected expression."""
+    from sqlglot import exp
+
+    select = group.parent
+    for expr in group.expressions:
+        if isinstance(expr, exp.Literal) and expr.is_int and isinstance(select, exp.Select):
+            position = int(expr.this) - 1
+            if 0 <= position < len(select.expressions):
+                expr = select.expressions[position]
+        yield from expr.find_all(exp.Column)
 
 
 def undated_columns(con: sqlite3.Connection, sql: str) -> list[str]:
@@ -1164,11 +1194,11 @@ def _describe_table(
         table["type"] = "view"
     try:
         cols = _columns(con, name)
-        fks = (
-            {}
-            if kind == "view"
-            else {r[3]: f"{r[2]}.{r[4]}" if r[4] else r[2] for r in con.execute(f"PRAGMA foreign_key_list({_q(name)})")}
-        )
+        fks: dict[str, str] = {}
+        if kind != "view":
+            for parent, src, dst in _declared_keys(con, name):
+                for s, d in zip(src, dst):
+                    fks.setdefault(s, f"{parent}.{d}" if d else parent)
     except sqlite3.Error as exc:
         table["error"] = f"cannot read its columns: {exc}"
         return table
