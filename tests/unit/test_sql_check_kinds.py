@@ -73,6 +73,8 @@ def con(shop):
     "SELECT SUM(total) FROM orders WHERE order_date IS NOT NULL",
     "SELECT SUM(o.total) FROM orders o JOIN customers c USING (customer_id)",
     'SELECT SUM(total) FROM orders WHERE "order_date" IS NULL OR note = \'x\'',
+    # as in SQLite, a column of the table wins over an alias of the same name
+    "SELECT order_date AS total, SUM(total) FROM orders WHERE total > 5",
 ])
 def test_naming_a_date_column_is_no_restriction(con, sql):
     # breaker: a date column in a comment, a string, the SELECT list or a GROUP BY passed the

@@ -946,6 +946,8 @@ class _Sources:
             if real not in self.tables:
                 self.tables.append(real)
             self.aliases[t.alias_or_name.lower()].add(real)
+        #: lower-cased column names of each table used (set by the caller once read)
+        self.known: dict[str, set[str]] = {}
         self.exprs: dict[str, list[exp.Expr]] = collections.defaultdict(list)
         for alias in tree.find_all(exp.Alias):
             self.exprs[alias.alias.lower()].append(alias.this)
@@ -966,6 +968,8 @@ class _Sources:
         if qualifier in self.aliases:
             return {(t, name) for t in self.aliases[qualifier]}
         out = {(t, name) for t in self.tables}
+        if not qualifier and any(name in self.known.get(t, ()) for t in self.tables):
+            return out  # as in SQLite, a column of the tables wins over an alias of that name
         if depth < 3:
             for expr in self.exprs.get(name, []):
                 for inner in expr.find_all(exp.Column):
@@ -1010,6 +1014,8 @@ def find_undated(con: sqlite3.Connection, sql: str) -> Undated | None:
             if not used:
                 return None
             columns = {t: {c[0].lower(): c for c in _columns(con, t)} for t in used}
+            if sources:
+                sources.known = {t: set(cols) for t, cols in columns.items()}
             budget = [MAX_PERIOD_SAMPLES]
             kinds: dict[tuple[str, str], str | None] = {}
 
