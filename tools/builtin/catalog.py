@@ -145,7 +145,7 @@ GENERATE_REPORT = ToolSpec(
                 "type": "string",
                 "maxLength": 100,
                 "default": "",
-                "description": "The period the report covers, as YYYY-MM or YYYY-MM-DD..YYYY-MM-DD.",
+                "description": "The period the report covers: YYYY-MM (a month), YYYY, YYYY-MM-DD, or a range FROM..TO of months or days (YYYY-MM..YYYY-MM).",
             },
             "notes": {
                 "type": "string",
