@@ -179,6 +179,7 @@ def test_unknown_table_or_column_tells_the_model_to_describe(invoices):
     assert "invoices(inv_no, issued_on, client_ref, net_amount_cents" in str(err.value)  # to fix it at once
 
 
+@pytest.mark.slow  # counts a large result
 def test_a_huge_result_is_bounded_with_the_true_row_count(sales):
     out = query_database("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 200000) "
                          "SELECT i, printf('%.2000c', 'x') AS wide, zeroblob(64) AS b FROM n", database=sales)
@@ -187,6 +188,7 @@ def test_a_huge_result_is_bounded_with_the_true_row_count(sales):
     assert first[0] == 1 and len(first[1]) <= dbmod.MAX_CELL_CHARS + 1 and first[2] == "<64 bytes>"
 
 
+@pytest.mark.slow  # waits out the query time limit
 def test_a_runaway_query_stops_at_the_time_limit(sales, monkeypatch):
     monkeypatch.setattr(dbmod, "QUERY_TIME_LIMIT_S", 0.5)
     start = time.monotonic()
@@ -503,6 +505,7 @@ def test_a_stated_period_needs_every_query_to_filter_on_a_date(sales, tmp_path):
     assert generate_report("Products", [products], period=END, database=sales, data_dir=tmp_path)["version"] == 1
 
 
+@pytest.mark.slow  # waits out the check's 2 s limit
 @pytest.mark.timeout(60)
 def test_the_period_check_survives_broken_and_endless_views(tmp_path):
     # breaker: a broken view crashed generate_report with a raw OperationalError, an endless
