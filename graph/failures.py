@@ -57,7 +57,7 @@ def recovery_for(error_kind: str | None) -> Recovery:
     return POLICY.get(error_kind or "", Recovery.REGENERATE)
 
 
-# Start of the error of a tool call cut off at the output-token limit (``graph.model.parse_step``,
+# Start of the error of a tool call cut off at the output-token limit (``graph.embedded.chat.parse_step``,
 # an ``invalid_arguments`` case): ``dispatch_tools`` does not quote its text back to the model,
 # which would copy the cut-off arguments (measured: Qwen2.5-Coder-1.5B copied "... = ord.").
 CUT_OFF = "the reply was cut off at the output-token limit before the call was complete"

@@ -3,8 +3,10 @@
     catalog.py   the models (packages, part order, sizes, SHA-256, template, context, threads)
     assembly.py  locate the parts, assemble once into the models folder, verify
     server.py    the llama.cpp server's lifecycle (start, readiness, stop)
+    chat.py      JsonToolCallingChat: the chat adapter that turns grammar-constrained replies
+                 into tool calls
     errors.py    ModelUnavailableError, ModelIntegrityError
 
-The server process itself is ``graph/embedded_llm.py``; the chat adapter that turns the
-grammar-constrained replies into tool calls, and the factory, are in ``graph/model.py``.
+The server process itself is ``graph/embedded_llm.py``; the model factory that builds the
+adapter (or an endpoint's chat model) is ``graph/model.py``.
 """
