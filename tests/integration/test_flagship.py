@@ -19,7 +19,7 @@ from graph.model import astop_embedded_server, register_model
 from graph.runner import run_turn
 from tests.conftest import ScriptedChat, tool_call
 from tests.support.processes import own_processes
-from tools.builtin.demo_db import generate_sales_db
+from tools.builtin.demo_db import generate_sales_db, last_full_month
 
 TASK = "Summarise last month's sales into an analysis report, post it to the project group, and remind me every month."
 pytestmark = pytest.mark.slow
@@ -64,7 +64,7 @@ async def test_flagship_with_a_scripted_model_through_real_mcp_and_sqlite(tmp_pa
         # the model learns the user's schema and the dates with data first (a read-only tool is
         # offered beside the missing steps), then writes the report's queries
         tool_call("describe_database", {}, "d1"),
-        tool_call("generate_report", {"title": "Sales report, last month", "period": "last month",
+        tool_call("generate_report", {"title": "Sales report, last month", "period": last_full_month(),
                                       "queries": REPORT_QUERIES}, "r1"),
         tool_call("post_message", {"channel": "project", "text": "Last month's sales report is ready."}, "p1"),
         tool_call("schedule_reminder", {"text": "Send the monthly sales report", "day_of_month": 1}, "s1"),

@@ -6,6 +6,7 @@ written, and big SQL bounded. Each case runs on a small SQLite database made her
 
 from __future__ import annotations
 
+import datetime as dt
 import sqlite3
 from pathlib import Path
 
@@ -132,7 +133,7 @@ def test_a_report_with_a_group_by_month_alone_is_refused_and_says_why(shop, tmp_
     ("2026", "WHERE strftime('%Y', orders.order_date) = '2026'"),
     ("2026-02-05", "WHERE date(orders.order_date) = '2026-02-05'"),
     ("2026-02-01..2026-02-28", "WHERE date(orders.order_date) BETWEEN '2026-02-01' AND '2026-02-28'"),
-    ("last month", "a WHERE condition on orders.order_date"),
+    ("Q1 2026", "a WHERE condition on orders.order_date"),
 ])
 def test_the_refusal_shows_a_condition_for_the_form_of_the_period(shop, tmp_path, period, example):
     with pytest.raises(DatabaseError, match="no condition on a date") as err:
@@ -344,7 +345,7 @@ def test_a_bad_period_is_refused_before_anything_is_written(shop, tmp_path, peri
 @pytest.mark.parametrize(("period", "shown"), [
     ("2026", "2026"), ("2026-02", "2026-02"), ("2026-02-05", "2026-02-05"),
     (" 2026-01 .. 2026-03 ", "2026-01..2026-03"), ("2026-01-01..2026-01-31", "2026-01-01..2026-01-31"),
-    ("last month", "last month"), ("Q1 2026", "Q1 2026"), ("2026-01 to 2026-03", "2026-01 to 2026-03"),
+    ("Q1 2026", "Q1 2026"), ("2026-01 to 2026-03", "2026-01 to 2026-03"),
     ("2026年1月", "2026年1月"), ("", ""),
 ])
 def test_good_periods_are_written_as_given(shop, tmp_path, period, shown):
@@ -353,6 +354,19 @@ def test_good_periods_are_written_as_given(shop, tmp_path, period, shown):
     text = Path(out["path"]).read_text()
     assert (f"Period: **{shown}**" if shown else "Period: not stated") in text
     assert check_period(period)[0] == shown
+
+
+@pytest.mark.parametrize("period", [
+    "last month", "Sales of last month", "this quarter", "the past 3 months", "year-to-date", "yesterday",
+    "上个月", "本季度", "先月", "le mois dernier", "el mes pasado", "letzten Monat",
+])
+def test_a_period_relative_to_today_is_refused_with_the_month_to_write(shop, tmp_path, period):
+    # a saved report says which period it covers: "last month" is wrong from the next month on
+    with pytest.raises(DatabaseError, match="relative to today") as err:
+        generate_report("Sales", [DATED], period=period, database=shop, data_dir=tmp_path)
+    first = dt.date.today().replace(day=1)
+    assert f"write {(first - dt.timedelta(days=1)):%Y-%m} for last month" in str(err.value)
+    assert not (tmp_path / "reports").exists()
 
 
 def test_a_title_must_be_one_line(shop, tmp_path):

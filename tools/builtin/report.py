@@ -40,8 +40,26 @@ MAX_VERSIONS = 1000
 MAX_PERIOD_CHARS = 100
 PERIOD_FORMS = (
     "YYYY, YYYY-MM or YYYY-MM-DD, a range FROM..TO of months or of days (e.g. 2026-03..2026-05, "
-    "2026-03-01..2026-03-15), or a short one-line phrase such as 'last month'"
+    "2026-03-01..2026-03-15), or a short one-line phrase naming a fixed period such as 'Q3 2026'"
 )
+# a period relative to today: in a saved report it would be wrong from the next month on
+_RELATIVE_PERIOD_RE = re.compile(
+    r"\b(?:last|this|previous|prior|current|past|next|coming)\s+(?:\d+\s+)?"
+    r"(?:day|week|month|quarter|year|fiscal\s+year)s?\b"
+    r"|\b(?:today|yesterday|tomorrow|ytd|mtd|qtd|year[\s-]to[\s-]date|month[\s-]to[\s-]date)\b"
+    r"|\b(?:le\s+)?mois\s+(?:dernier|pr[ée]c[ée]dent|en\s+cours)\b|\bcette\s+ann[ée]e\b"
+    r"|\b(?:el\s+)?mes\s+(?:pasado|anterior|actual)\b|\beste\s+(?:mes|a[ñn]o)\b"
+    r"|\b(?:letzte[nrms]?|vorige[nrms]?|diese[nrms]?)\s+(?:Monat|Woche|Jahr|Quartal)s?\b|\bVormonat\b"
+    r"|上个?月|上月|本月|这个月|今年|去年|上季度|本季度|上周|本周|今天|昨天|先月|今月|今年度|昨年|先週|今週",
+    re.IGNORECASE,
+)
+
+
+def _month_before(today: dt.date) -> str:
+    first = today.replace(day=1)
+    return (first - dt.timedelta(days=1)).strftime("%Y-%m")
+
+
 _YEAR_RE = re.compile(r"\d{4}")
 _MONTH_RE = re.compile(r"(\d{4})-(\d{2})")
 _DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -137,6 +155,12 @@ def check_period(period: Any) -> tuple[str, str]:
         _iso_part(period, m[0])
     if ".." in period:
         raise _bad_period(period, "a range is FROM..TO with ISO ends (YYYY-MM or YYYY-MM-DD)")
+    if not parts and _RELATIVE_PERIOD_RE.search(period):
+        today = dt.date.today()
+        raise DatabaseError(
+            f"period {period[:60]!r} is relative to today ({today.isoformat()}); a saved report names the "
+            f"period it covers: write {_month_before(today)} for last month, or YYYY, YYYY-MM-DD, FROM..TO"
+        )
     for left, right in itertools.pairwise(parts):
         between = period[left.end() : right.start()]
         if _RANGE_WORD_RE.fullmatch(between) and len(left[0]) == len(right[0]) and left[0] > right[0]:
