@@ -26,7 +26,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,6 +45,20 @@ SUITES: dict[str, str] = {
     "tasks": "evals.suites.tasks",
     "mcp": "evals.suites.mcp",
     "sessions": "evals.suites.sessions",
+}
+
+#: The options of ``python -m evals`` that set an :class:`EvalConfig` field, by field. A suite
+#: module's ``OPTIONS`` names the fields it reads; any other option given is refused
+#: (:func:`option_problems`) rather than silently ignored. ``--out`` applies to every suite.
+OPTION_FLAGS: dict[str, str] = {
+    "model": "--model",
+    "base_url": "--base-url",
+    "api_key_env": "--api-key-env",
+    "limit": "--limit",
+    "k": "--k",
+    "seed": "--seed",
+    "sample": "--sample",
+    "cases": "--case",
 }
 
 #: Packages whose versions go in every report header.
@@ -208,11 +222,74 @@ def describe(suite: str) -> str:
     return (module.__doc__ or suite).strip().splitlines()[0]
 
 
+def suite_options(suite: str) -> frozenset[str]:
+    """The :class:`EvalConfig` fields ``suite`` reads (its module's ``OPTIONS``; every option
+    when a suite does not say)."""
+    return frozenset(getattr(importlib.import_module(SUITES[suite]), "OPTIONS", OPTION_FLAGS))
+
+
+def option_problems(suite: str, given: Iterable[str]) -> list[str]:
+    """Why the options ``given`` (EvalConfig field names, see :data:`OPTION_FLAGS`) cannot be
+    given to ``suite``: one line for those it does not read, then the combinations its module
+    refuses (its optional ``option_problems(given)``: options that would be ignored together).
+    Empty when they fit."""
+    module = importlib.import_module(SUITES[suite])
+    takes = suite_options(suite)
+    asked = frozenset(given)
+    problems: list[str] = []
+    ignored = [OPTION_FLAGS[f] for f in OPTION_FLAGS if f in asked - takes]
+    if ignored:
+        accepted = ", ".join(OPTION_FLAGS[f] for f in OPTION_FLAGS if f in takes) or "none of the others"
+        problems.append(
+            f"the {suite} suite does not use {', '.join(ignored)}: "
+            + ("it" if len(ignored) == 1 else "they")
+            + f" would be ignored (this suite takes "
+            f"{accepted}; every suite takes --out)"
+        )
+    combination = getattr(module, "option_problems", None)
+    if combination is not None:
+        problems += combination(asked & takes)
+    return problems
+
+
+async def endpoint_problem(
+    base_url: str, api_key_env: str = "OPENAI_API_KEY", *, timeout_s: float = 10.0, transport: Any = None
+) -> str:
+    """``""`` when something answers at the OpenAI-compatible ``base_url``: any HTTP answer to
+    ``GET <base_url>/models`` but 401/403 (a server without that route still answers). Else
+    one line naming the endpoint, what failed and what to do. ``transport``: an
+    ``httpx.AsyncBaseTransport`` for tests. Never raises for network failures."""
+    import httpx
+
+    key = os.environ.get(api_key_env, "")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        async with httpx.AsyncClient(timeout=timeout_s, transport=transport) as client:
+            answer = await client.get(base_url.rstrip("/") + "/models", headers=headers)
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        return (
+            f"nothing answers at the model endpoint {base_url} ({type(exc).__name__}: {str(exc) or 'no answer'}): "
+            "start that server or correct --base-url / HERMES_BASE_URL, or leave both unset to use the "
+            "embedded model"
+        )
+    if answer.status_code in (401, 403):
+        return (
+            f"the model endpoint {base_url} refused the key (HTTP {answer.status_code}): put a valid key in "
+            f"${api_key_env}" + ("" if key else " (it is not set)") + ", or name another variable with --api-key-env"
+        )
+    return ""
+
+
 async def run_suite(cfg: EvalConfig) -> Report:
-    """Run one suite and write its report. Raises ``KeyError`` for an unknown suite name."""
+    """Run one suite and write its report. Raises ``KeyError`` for an unknown suite name, and
+    whatever the suite's optional ``check_config(cfg)`` raises (``ValueError``: e.g. an unknown
+    case) before anything is written."""
     if cfg.suite not in SUITES:
         raise KeyError(f"unknown suite {cfg.suite!r}; choose one of {', '.join(SUITES)}")
     module = importlib.import_module(SUITES[cfg.suite])
+    check_config = getattr(module, "check_config", None)
+    if check_config is not None:
+        check_config(cfg)
     report = Report(cfg)
     try:
         result = module.run(cfg, report)

@@ -31,6 +31,9 @@ from typing import Any
 
 from evals.harness import ROOT, EvalConfig, Report
 
+#: The EvalConfig fields this suite reads (the harness refuses the other options): no model.
+OPTIONS = frozenset({"limit", "sample"})
+
 SAMPLE_SCENARIOS = ["initialize", "tools_call", "elicitation-sep1034-client-defaults"]
 SCENARIO_TIMEOUT_S = 120
 

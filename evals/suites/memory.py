@@ -25,6 +25,17 @@ from pathlib import Path
 
 from evals.harness import EvalConfig, Report
 
+#: The EvalConfig fields this suite reads (the harness refuses the other options).
+OPTIONS = frozenset({"model", "base_url", "api_key_env", "limit", "sample"})
+
+
+def option_problems(given: frozenset[str]) -> list[str]:
+    """Options that would be ignored in this combination: the model answers only through an endpoint."""
+    alone = sorted(given & {"model", "api_key_env"}) if "base_url" not in given else []
+    why = "(only answer F1 uses a model, through an endpoint; retrieval uses none)"
+    return [f"--{o.replace('_', '-')} needs --base-url in this suite {why}" for o in alone]
+
+
 KS = [5, 10]
 SAMPLE_SESSIONS = 2
 SAMPLE_QUESTIONS = 20

@@ -46,6 +46,9 @@ from langgraph.runtime import Runtime
 
 from evals.harness import EvalConfig, Report
 
+#: The EvalConfig fields this suite reads (the harness refuses the other options): no model.
+OPTIONS = frozenset({"limit", "sample", "seed"})
+
 #: (what, value, paraphrased question). The paraphrase shares no content word with "the <what>
 #: is <value>" (checked by :func:`shared_words`; the CI sample test asserts it).
 FACTS: list[tuple[str, str, str]] = [

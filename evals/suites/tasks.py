@@ -52,6 +52,21 @@ from typing import Any
 
 from evals.harness import EvalConfig, Report
 
+#: The EvalConfig fields this suite reads (the harness refuses the other options).
+OPTIONS = frozenset({"model", "base_url", "api_key_env", "limit", "sample", "k", "cases"})
+
+
+def option_problems(given: frozenset[str]) -> list[str]:
+    """Options that would be ignored in this combination: --case picks the tasks itself."""
+    both = sorted(given & {"limit", "sample"}) if "cases" in given else []
+    return ["--case picks the tasks itself: drop " + " and ".join(f"--{o}" for o in both)] if both else []
+
+
+def check_config(cfg: EvalConfig) -> None:
+    """Raise ValueError before anything runs or is written: an unknown --case names the tasks."""
+    choose(cfg)
+
+
 RUN_TIMEOUT_S = 900  # one turn on a loaded 2-core machine: a hung run is a failure, not a hang
 SAMPLE_TASKS = ("tickets-opened", "sales-readonly-report", "sales-ask-reminder")
 

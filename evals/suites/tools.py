@@ -58,6 +58,9 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 
 from evals.harness import EvalConfig, Report
 
+#: The EvalConfig fields this suite reads (the harness refuses the other options).
+OPTIONS = frozenset({"model", "base_url", "api_key_env", "limit", "sample", "seed"})
+
 CATEGORIES: dict[str, str] = {
     "simple": "simple_python",
     "multiple": "multiple",
