@@ -23,7 +23,7 @@ from graph.branches import BranchError, Branches
 from graph.builder import make_graph
 from graph.checkpoints import checkpoints_file, open_checkpointer
 from graph.cli.render import console, err_console, stop_live
-from graph.context import Context, MachineSettings
+from graph.context import Context, MachineSettings, SettingsError
 from graph.mirror import ThreadMirror
 from graph.model import ModelUnavailableError, astop_embedded_server
 from graph.resources import aclose_resources
@@ -77,6 +77,8 @@ class HermesGroup(TyperGroup):
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, typer.TyperException):  # exit codes, Ctrl-C, usage errors
             raise
+        except SettingsError as exc:  # a bad HERMES_* value: its message says which and how to fix it
+            raise typer.Exit(report_error(exc, str(exc))) from None
         except sqlite3.DatabaseError as exc:
             raise typer.Exit(report_error(exc, damaged_database_message(_data_dir_of(ctx), exc))) from None
         except Exception as exc:

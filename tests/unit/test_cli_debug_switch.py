@@ -60,6 +60,10 @@ CASES = {
         lambda d, mp: (checkpoint_file(d), mp.setattr(Branches, "threads", aboom)),
         ["session", "list"], "a bug somewhere"),
     "branch_list_unknown_thread": (lambda d, mp: checkpoint_file(d), ["branch", "list", "nosuch"], "nosuch"),
+    "branch_list_bad_setting": (lambda d, mp: (checkpoint_file(d), mp.setenv("HERMES_TOKEN_BUDGET", "lots")),
+                                ["branch", "list", "T"], "HERMES_TOKEN_BUDGET='lots'"),
+    "reminders_list_bad_setting": (lambda d, mp: mp.setenv("HERMES_TOKEN_BUDGET", "lots"), ["reminders", "list"],
+                                   "HERMES_TOKEN_BUDGET='lots'"),
 }
 
 
