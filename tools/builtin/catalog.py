@@ -145,7 +145,10 @@ GENERATE_REPORT = ToolSpec(
                 "type": "string",
                 "maxLength": 100,
                 "default": "",
-                "description": "The period the report covers: YYYY-MM (a month), YYYY, YYYY-MM-DD, or a range FROM..TO of months or days (YYYY-MM..YYYY-MM).",
+                # check_period accepts more forms (YYYY, day, month ranges, fixed phrases), but
+                # this wording is what the embedded model follows: listing every form, it copied
+                # the user's "last month" into the period (measured, Qwen2.5-Coder-1.5B, 2026-12-02)
+                "description": "The period the report covers, as YYYY-MM or YYYY-MM-DD..YYYY-MM-DD.",
             },
             "notes": {
                 "type": "string",
