@@ -52,17 +52,36 @@ TOOL_SOURCE = "def noop():\n    return None\n"
 def _spec(side_effect: bool):
     from tools.spec import ToolSpec
 
-    return ToolSpec(name="bench_noop", side_effect=side_effect,
-                    description="Does nothing and returns null; the benchmark's no-op tool.",
-                    parameters={"type": "object", "properties": {}, "required": []})
+    return ToolSpec(
+        name="bench_noop",
+        side_effect=side_effect,
+        description="Does nothing and returns null; the benchmark's no-op tool.",
+        parameters={"type": "object", "properties": {}, "required": []},
+    )
 
 
 def _start_server(data: Path, helpers: Path) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tools.remote_server", "--data-dir", str(data), "--port", "0",
-         "--allow", "bench_tool:", "--extra-path", str(helpers)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "tools.remote_server",
+            "--data-dir",
+            str(data),
+            "--port",
+            "0",
+            "--allow",
+            "bench_tool:",
+            "--extra-path",
+            str(helpers),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 30
     assert proc.stdout is not None
     while time.monotonic() < deadline:
@@ -136,7 +155,8 @@ async def bench(calls: int, rounds: int) -> dict[str, Any]:
 
     async def bare_spawn() -> None:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", bare_code, stdout=asyncio.subprocess.PIPE, env=bare_env, cwd=str(data))
+            sys.executable, "-c", bare_code, stdout=asyncio.subprocess.PIPE, env=bare_env, cwd=str(data)
+        )
         out, _ = await proc.communicate()
         assert json.loads(out) is None
 
@@ -198,10 +218,16 @@ async def bench(calls: int, rounds: int) -> dict[str, Any]:
     ledger_us = (med["ledger_inproc_ledger"] - med["ledger_inproc_plain"]) * 1e6
     ledger_pct = (med["registry_ledger"] / med["registry_plain"] - 1) * 100
     report = {
-        "calls_per_round": calls, "rounds": rounds,
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "kernel": platform.release(),
-                    "landlock_abi": landlock_abi(), "pids_cgroup": str(pids_cgroup_parent() or "none"),
-                    "container": container_note},
+        "calls_per_round": calls,
+        "rounds": rounds,
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "kernel": platform.release(),
+            "landlock_abi": landlock_abi(),
+            "pids_cgroup": str(pids_cgroup_parent() or "none"),
+            "container": container_note,
+        },
         "median_ms_per_call": ms,
         "ratios": {
             "subprocess_vs_bare_spawn": ratio("subprocess", "bare_spawn"),
@@ -237,10 +263,12 @@ def print_table(rep: dict[str, Any]) -> None:
     print(f"\n{'ratio':<34}{'value':>10}")
     for name, value in rep["ratios"].items():
         print(f"{name:<34}{'-' if value is None else value:>10}")
-    print(f"\nledger: +{rep['ledger_cost_us_per_call']} µs per side-effect call = "
-          f"{rep['ledger_vs_noop_inproc_registry_call']}× a no-op in-process registry call "
-          f"({rep['noop_inproc_registry_call_us']} µs; a bare await {rep['noop_inproc_await_us']} µs); "
-          f"for context {rep['ledger_overhead_pct_on_subprocess_call']:+.2f}% of a subprocess call")
+    print(
+        f"\nledger: +{rep['ledger_cost_us_per_call']} µs per side-effect call = "
+        f"{rep['ledger_vs_noop_inproc_registry_call']}× a no-op in-process registry call "
+        f"({rep['noop_inproc_registry_call_us']} µs; a bare await {rep['noop_inproc_await_us']} µs); "
+        f"for context {rep['ledger_overhead_pct_on_subprocess_call']:+.2f}% of a subprocess call"
+    )
     for name, ok in rep["targets"].items():
         print(f"target {name}: {'met' if ok else 'MISSED'}")
 

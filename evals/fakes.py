@@ -22,19 +22,27 @@ class OneToolThenAnswer(BaseChatModel):
     def _llm_type(self) -> str:
         return "one-tool-then-answer"
 
-    def bind_tools(self, tools: Any, **kwargs: Any) -> "OneToolThenAnswer":
+    def bind_tools(self, tools: Any, **kwargs: Any) -> OneToolThenAnswer:
         return self
 
     def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
         self.counter += 1
         if messages and isinstance(messages[-1], ToolMessage):
-            reply = AIMessage(content="The value is " + str(messages[-1].content)[:40],
-                              usage_metadata={"input_tokens": 50, "output_tokens": 8, "total_tokens": 58})
+            reply = AIMessage(
+                content="The value is " + str(messages[-1].content)[:40],
+                usage_metadata={"input_tokens": 50, "output_tokens": 8, "total_tokens": 58},
+            )
         else:
             reply = AIMessage(
                 content="",
-                tool_calls=[{"type": "tool_call", "name": self.tool_name,
-                             "args": {"key": f"k{self.counter}"}, "id": f"call_{self.counter}"}],
+                tool_calls=[
+                    {
+                        "type": "tool_call",
+                        "name": self.tool_name,
+                        "args": {"key": f"k{self.counter}"},
+                        "id": f"call_{self.counter}",
+                    }
+                ],
                 usage_metadata={"input_tokens": 50, "output_tokens": 12, "total_tokens": 62},
             )
         return ChatResult(generations=[ChatGeneration(message=reply)])

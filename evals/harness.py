@@ -161,8 +161,14 @@ class Report:
     @contextlib.contextmanager
     def progress(self, total: int, description: str) -> Iterator[Any]:
         """A progress bar on stderr: ``with report.progress(n, "bfcl simple") as advance: advance()``."""
-        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), transient=False, disable=not sys.stderr.isatty()) as bar:
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            transient=False,
+            disable=not sys.stderr.isatty(),
+        ) as bar:
             task = bar.add_task(description, total=total)
 
             def advance(n: int = 1) -> None:
@@ -183,23 +189,40 @@ class Report:
                 continue
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         cfg = self.cfg
-        return "\n".join([
-            f"# Hermes eval: {cfg.suite}",
-            "",
-            f"- model: `{cfg.model}`" + (f" at `{cfg.base_url}`" if cfg.base_url else " (embedded, llama.cpp)"
-                                          if cfg.model.startswith("embedded") else ""),
-            f"- run: {datetime.fromtimestamp(self.started, UTC).isoformat(timespec='seconds')}, "
-            f"{time.time() - self.started:.0f} s; seed {cfg.seed}; k {cfg.k}; limit {cfg.limit}; "
-            f"sample {cfg.sample}",
-            f"- machine: {platform.platform()}, {os.cpu_count()} cores, load average {load}",
-            f"- python {platform.python_version()}; " + "; ".join(versions),
-        ])
+        return "\n".join(
+            [
+                f"# Hermes eval: {cfg.suite}",
+                "",
+                f"- model: `{cfg.model}`"
+                + (
+                    f" at `{cfg.base_url}`"
+                    if cfg.base_url
+                    else " (embedded, llama.cpp)"
+                    if cfg.model.startswith("embedded")
+                    else ""
+                ),
+                f"- run: {datetime.fromtimestamp(self.started, UTC).isoformat(timespec='seconds')}, "
+                f"{time.time() - self.started:.0f} s; seed {cfg.seed}; k {cfg.k}; limit {cfg.limit}; "
+                f"sample {cfg.sample}",
+                f"- machine: {platform.platform()}, {os.cpu_count()} cores, load average {load}",
+                f"- python {platform.python_version()}; " + "; ".join(versions),
+            ]
+        )
 
     def close(self) -> Path:
         """Write ``report.md`` and ``summary.json``; returns the report path."""
-        (self.out / "summary.json").write_text(json.dumps(
-            {"suite": self.cfg.suite, "config": asdict(self.cfg) | {"out": str(self.cfg.out)},
-             "summary": self.summary, "cases": len(self.rows)}, indent=2, default=str))
+        (self.out / "summary.json").write_text(
+            json.dumps(
+                {
+                    "suite": self.cfg.suite,
+                    "config": asdict(self.cfg) | {"out": str(self.cfg.out)},
+                    "summary": self.summary,
+                    "cases": len(self.rows),
+                },
+                indent=2,
+                default=str,
+            )
+        )
         path = self.out / "report.md"
         path.write_text(self.header() + "\n\n" + "\n\n".join(self._sections) + "\n", encoding="utf-8")
         return path
@@ -311,9 +334,11 @@ def _maybe_upload(report: Report) -> None:
         client = Client()
         name = f"hermes-{report.cfg.suite}-{report.out.name}"
         dataset = client.create_dataset(name, description=f"Hermes eval {report.cfg.suite}")
-        client.create_examples(dataset_id=dataset.id,
-                               inputs=[{"case": r.get("id", i)} for i, r in enumerate(report.rows)],
-                               outputs=[r for r in report.rows])
+        client.create_examples(
+            dataset_id=dataset.id,
+            inputs=[{"case": r.get("id", i)} for i, r in enumerate(report.rows)],
+            outputs=[r for r in report.rows],
+        )
         print(f"LangSmith: dataset {name} uploaded ({len(report.rows)} rows)", file=sys.stderr)
     except Exception as exc:  # optional upload: say what failed, keep the local report
         print(f"LangSmith upload skipped: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -47,8 +47,10 @@ from memory.episodic.lance import LanceEpisodicStore
 from memory.retrieval import approx_tokens, format_episode
 from memory.service import MemoryService
 
-DEFAULT_DATA = Path(os.environ.get("HERMES_LOCOMO_DATA") or
-                    Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo-dev5.json")
+DEFAULT_DATA = Path(
+    os.environ.get("HERMES_LOCOMO_DATA")
+    or Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo-dev5.json"
+)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 
@@ -81,6 +83,7 @@ def evidence_ids(qa: dict) -> set[str]:
 
 # --- the original LoCoMo scorer's answer normalisation and token F1 ---------------------------
 
+
 def normalise_answer(text: str) -> str:
     text = str(text).lower().replace(",", "")
     text = "".join(ch for ch in text if ch not in set(string.punctuation))
@@ -108,9 +111,15 @@ def endpoint_answerer(base_url: str, model: str, api_key: str = "") -> Answerer:
     async def answer(question: str, context: str) -> str:  # pragma: no cover - needs an endpoint
         import httpx  # noqa: PLC0415
 
-        body = {"model": model, "temperature": 0, "max_tokens": 64,
-                "messages": [{"role": "system", "content": "Answer with a short phrase using only the memories given."},
-                             {"role": "user", "content": f"Memories:\n{context}\n\nQuestion: {question}\nShort answer:"}]}
+        body = {
+            "model": model,
+            "temperature": 0,
+            "max_tokens": 64,
+            "messages": [
+                {"role": "system", "content": "Answer with a short phrase using only the memories given."},
+                {"role": "user", "content": f"Memories:\n{context}\n\nQuestion: {question}\nShort answer:"},
+            ],
+        }
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}  # a local server needs none
         async with httpx.AsyncClient(timeout=120) as client:
             r = await client.post(f"{base_url.rstrip('/')}/chat/completions", json=body, headers=headers)
@@ -122,8 +131,11 @@ def endpoint_answerer(base_url: str, model: str, api_key: str = "") -> Answerer:
 
 async def answer(question: str, context: str) -> str:  # pragma: no cover - needs an endpoint
     """The answerer of ``--answer``: ``HERMES_BASE_URL`` / ``HERMES_MODEL`` / ``OPENAI_API_KEY``."""
-    return await endpoint_answerer(os.environ["HERMES_BASE_URL"], os.environ.get("HERMES_MODEL", "gpt-4o-mini"),
-                                   os.environ.get("OPENAI_API_KEY", ""))(question, context)
+    return await endpoint_answerer(
+        os.environ["HERMES_BASE_URL"],
+        os.environ.get("HERMES_MODEL", "gpt-4o-mini"),
+        os.environ.get("OPENAI_API_KEY", ""),
+    )(question, context)
 
 
 def load(data_path: Path) -> list[dict]:
@@ -132,13 +144,24 @@ def load(data_path: Path) -> list[dict]:
         raise FileNotFoundError(
             f"LoCoMo data not found at {data_path}: put locomo10.json or locomo-dev5.json (CC BY-NC 4.0, "
             "https://github.com/snap-research/locomo) in ../shared/data/locomo/ beside the checkout, or set "
-            "HERMES_LOCOMO_DATA=PATH; it is never copied into this repository")
+            "HERMES_LOCOMO_DATA=PATH; it is never copied into this repository"
+        )
     return json.loads(data_path.read_text())
 
 
-async def run(data_path: Path, embeddings: str, ks: list[int], half_life_days: float, do_answer: bool,
-              limit: int | None, *, max_sessions: int | None = None, max_questions: int | None = None,
-              answerer: Answerer | None = None, on_question: Callable[[dict], None] | None = None) -> dict:
+async def run(
+    data_path: Path,
+    embeddings: str,
+    ks: list[int],
+    half_life_days: float,
+    do_answer: bool,
+    limit: int | None,
+    *,
+    max_sessions: int | None = None,
+    max_questions: int | None = None,
+    answerer: Answerer | None = None,
+    on_question: Callable[[dict], None] | None = None,
+) -> dict:
     """Ingest and query (see the module docstring). ``max_sessions``: only each conversation's
     first N sessions, and only the questions whose evidence lies in them; ``max_questions``: the
     first N questions per conversation; ``answerer``: answer F1 (``do_answer`` uses the
@@ -148,8 +171,9 @@ async def run(data_path: Path, embeddings: str, ks: list[int], half_life_days: f
         answerer = answer
     work = Path(tempfile.mkdtemp(prefix="hermes-locomo-"))
     embedder = make_embedder(embeddings)
-    store = LanceEpisodicStore(work / "episodic.lance", embedder, half_life_days=half_life_days, ttl_days=100_000,
-                               optimize_every=10)
+    store = LanceEpisodicStore(
+        work / "episodic.lance", embedder, half_life_days=half_life_days, ttl_days=100_000, optimize_every=10
+    )
     memory = MemoryService(work, episodic=store)
     kmax = max(ks)
     per_cat: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -166,9 +190,18 @@ async def run(data_path: Path, embeddings: str, ks: list[int], half_life_days: f
         full_tokens = approx_tokens(full)
         t0 = time.perf_counter()
         for session in sorted({s for s, _, _ in turns}):
-            events = [EpisodicEvent(user_id=user, kind="conversation", text=turn_text(t), created_at=when,
-                                    confidence=0.9, metadata={"dia_id": t["dia_id"], "session": session})
-                      for s, when, t in turns if s == session]
+            events = [
+                EpisodicEvent(
+                    user_id=user,
+                    kind="conversation",
+                    text=turn_text(t),
+                    created_at=when,
+                    confidence=0.9,
+                    metadata={"dia_id": t["dia_id"], "session": session},
+                )
+                for s, when, t in turns
+                if s == session
+            ]
             await memory.write_events(events)
         t_ingest += time.perf_counter() - t0
         now = max(when for _, when, _ in turns) + timedelta(days=1)
@@ -187,16 +220,30 @@ async def run(data_path: Path, embeddings: str, ks: list[int], half_life_days: f
                     per_cat[cat][f"all@{k}"].append(float(found == gold))
                 per_cat[cat][f"tokens@{k}"].append(sum(approx_tokens(x) for x in block[:k]))
             per_cat[cat]["full_tokens"].append(full_tokens)
-            row = {"id": f"{user}/{len(per_cat[cat]['full_tokens'])}-{cat}", "conversation": user, "category": cat,
-                   "question": qa["question"], "evidence": sorted(gold), "retrieved": got,
-                   **{f"recall@{k}": (len(gold & set(got[:k])) / len(gold)) if gold else None for k in ks}}
+            row = {
+                "id": f"{user}/{len(per_cat[cat]['full_tokens'])}-{cat}",
+                "conversation": user,
+                "category": cat,
+                "question": qa["question"],
+                "evidence": sorted(gold),
+                "retrieved": got,
+                **{f"recall@{k}": (len(gold & set(got[:k])) / len(gold)) if gold else None for k in ks},
+            }
             if answerer is not None:  # pragma: no cover - needs an endpoint
                 truth = str(qa.get("answer", qa.get("adversarial_answer", "")))
-                mine, whole = await answerer(qa["question"], "\n".join(block[:kmax])), await answerer(qa["question"], full)
+                mine, whole = (
+                    await answerer(qa["question"], "\n".join(block[:kmax])),
+                    await answerer(qa["question"], full),
+                )
                 per_cat[cat]["f1_hermes"].append(f1(mine, truth))
                 per_cat[cat]["f1_full"].append(f1(whole, truth))
-                row |= {"answer": truth, "hermes_answer": mine, "full_answer": whole,
-                        "f1_hermes": per_cat[cat]["f1_hermes"][-1], "f1_full": per_cat[cat]["f1_full"][-1]}
+                row |= {
+                    "answer": truth,
+                    "hermes_answer": mine,
+                    "full_answer": whole,
+                    "f1_hermes": per_cat[cat]["f1_hermes"][-1],
+                    "f1_full": per_cat[cat]["f1_full"][-1],
+                }
             if on_question:
                 on_question(row)
     await store.close()
@@ -205,21 +252,32 @@ async def run(data_path: Path, embeddings: str, ks: list[int], half_life_days: f
     def mean(xs: list[float]) -> float:
         return round(sum(xs) / len(xs), 3) if xs else float("nan")
 
-    table = {cat: {"questions": len(v["full_tokens"]), **{m: mean(xs) for m, xs in v.items()}}
-             for cat, v in sorted(per_cat.items())}
+    table = {
+        cat: {"questions": len(v["full_tokens"]), **{m: mean(xs) for m, xs in v.items()}}
+        for cat, v in sorted(per_cat.items())
+    }
     overall = defaultdict(list)
     for cat, v in per_cat.items():
         if cat != "adversarial":
             for m, xs in v.items():
                 overall[m].extend(xs)
-    table["all but adversarial"] = {"questions": len(overall["full_tokens"]), **{m: mean(xs) for m, xs in overall.items()}}
+    table["all but adversarial"] = {
+        "questions": len(overall["full_tokens"]),
+        **{m: mean(xs) for m, xs in overall.items()},
+    }
     return {
-        "data": str(data_path.name), "conversations": len(samples), "turns": turns_total, "embeddings": embedder.name,
-        "half_life_days": half_life_days, "ingest_s": round(t_ingest, 1),
-        "query_ms_mean": round(1000 * t_query / max(1, sum(v["questions"] for k, v in table.items()
-                                                          if k != "all but adversarial")), 1),
+        "data": str(data_path.name),
+        "conversations": len(samples),
+        "turns": turns_total,
+        "embeddings": embedder.name,
+        "half_life_days": half_life_days,
+        "ingest_s": round(t_ingest, 1),
+        "query_ms_mean": round(
+            1000 * t_query / max(1, sum(v["questions"] for k, v in table.items() if k != "all but adversarial")), 1
+        ),
         "answers": "token F1 vs full context" if answerer else "not run (no endpoint; retrieval metrics only)",
-        "load_avg": [round(x, 2) for x in os.getloadavg()], "categories": table,
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
+        "categories": table,
     }
 
 
@@ -234,8 +292,13 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("evals/out/locomo.json"))
     args = ap.parse_args()
     if not args.data.exists():
-        raise SystemExit(str(FileNotFoundError(f"LoCoMo data not found at {args.data}: pass --data PATH "
-                                               "(the shared/data/locomo folder)")))
+        raise SystemExit(
+            str(
+                FileNotFoundError(
+                    f"LoCoMo data not found at {args.data}: pass --data PATH (the shared/data/locomo folder)"
+                )
+            )
+        )
     report = asyncio.run(run(args.data, args.embeddings, args.k, args.half_life_days, args.answer, args.limit))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")

@@ -155,8 +155,11 @@ async def probe(context: Context, which: str = "both") -> dict:
             model: Any = await load_chat_model(context) if embedded else None
             for n, (group, prompt, expected) in enumerate(probes):
                 start = time.perf_counter()
-                values = await graph.ainvoke({"messages": [HumanMessage(prompt, id=f"probe-{n}")]},
-                                             {"configurable": {"thread_id": f"probe-{n}"}}, context=context)
+                values = await graph.ainvoke(
+                    {"messages": [HumanMessage(prompt, id=f"probe-{n}")]},
+                    {"configurable": {"thread_id": f"probe-{n}"}},
+                    context=context,
+                )
                 latency = time.perf_counter() - start  # both nodes: recall + the one model call
                 state = State(**{k: v for k, v in values.items() if k in State.__dataclass_fields__})
                 reply = state.messages[-1]
@@ -314,8 +317,13 @@ def main() -> None:
     parser.add_argument(
         "--max-tools", type=int, default=0, help="tools offered per call (0: as the graph does, 2 for embedded models)"
     )
-    parser.add_argument("--set", dest="which", choices=["plain", "keyword", "both"], default="both",
-                        help="prompt set: plain (no tool keywords), keyword (the earlier probe's), both")
+    parser.add_argument(
+        "--set",
+        dest="which",
+        choices=["plain", "keyword", "both"],
+        default="both",
+        help="prompt set: plain (no tool keywords), keyword (the earlier probe's), both",
+    )
     parser.add_argument("--speed", action="store_true", help="raw tokens/s of the embedded server instead")
     parser.add_argument("--prompt-tokens", type=int, default=512)
     parser.add_argument("--gen-tokens", type=int, default=64)

@@ -35,8 +35,14 @@ CREATE TABLE ticket_replies (reply_id INTEGER PRIMARY KEY,
     sent_at TEXT NOT NULL, body_chars INTEGER NOT NULL);
 CREATE INDEX idx_tickets_opened ON tickets(opened_at);
 """
-AGENTS = [("Ana Ruiz", "tier1"), ("Bo Chen", "tier1"), ("Cleo Park", "tier2"), ("Dev Patel", "tier2"),
-          ("Eli Novak", "billing"), ("Fay Osei", "billing")]
+AGENTS = [
+    ("Ana Ruiz", "tier1"),
+    ("Bo Chen", "tier1"),
+    ("Cleo Park", "tier2"),
+    ("Dev Patel", "tier2"),
+    ("Eli Novak", "billing"),
+    ("Fay Osei", "billing"),
+]
 AREAS = ["billing", "login", "mobile app", "integrations", "reporting"]
 PRIORITIES = ["low", "normal", "normal", "normal", "high", "urgent"]
 
@@ -63,21 +69,27 @@ def generate_tickets_db(path: Path | str, months: int = 4, end_month: str | None
                 day, hour, minute = rng.randint(1, ndays), rng.randint(7, 20), rng.randint(0, 59)
                 opened = f"{month}-{day:02d} {hour:02d}:{minute:02d}"
                 recent = k == months - 1
-                state = rng.choice(["open", "pending", "solved", "solved", "closed"] if recent
-                                   else ["solved", "solved", "closed", "closed", "pending"])
+                state = rng.choice(
+                    ["open", "pending", "solved", "solved", "closed"]
+                    if recent
+                    else ["solved", "solved", "closed", "closed", "pending"]
+                )
                 solved = None
                 if state in ("solved", "closed"):
                     solved = f"{month}-{min(ndays, day + rng.randint(0, 3)):02d} {rng.randint(7, 20):02d}:00"
                 csat = rng.randint(1, 5) if solved and rng.random() < 0.6 else None
                 agent = None if state == "open" and rng.random() < 0.5 else rng.randint(1, len(AGENTS))
                 ticket = f"T-{number:05d}"
-                con.execute("INSERT INTO tickets VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            (ticket, opened, rng.choice(PRIORITIES), rng.choice(AREAS), agent, state, solved, csat))
+                con.execute(
+                    "INSERT INTO tickets VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (ticket, opened, rng.choice(PRIORITIES), rng.choice(AREAS), agent, state, solved, csat),
+                )
                 for r in range(rng.randint(1, 4)):
                     reply_id += 1
-                    con.execute("INSERT INTO ticket_replies VALUES (?, ?, ?, ?, ?)",
-                                (reply_id, ticket, "customer" if r % 2 == 0 else "agent", opened,
-                                 rng.randint(40, 1200)))
+                    con.execute(
+                        "INSERT INTO ticket_replies VALUES (?, ?, ?, ?, ?)",
+                        (reply_id, ticket, "customer" if r % 2 == 0 else "agent", opened, rng.randint(40, 1200)),
+                    )
         con.commit()
     finally:
         con.close()

@@ -39,8 +39,9 @@ SCENARIO_TIMEOUT_S = 120
 
 
 async def _run(cmd: list[str], timeout_s: float, **kw: Any) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.STDOUT, start_new_session=True, **kw)
+    proc = await asyncio.create_subprocess_exec(
+        *cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True, **kw
+    )
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
     except TimeoutError:
@@ -64,8 +65,9 @@ async def conformance(cfg: EvalConfig, report: Report) -> dict[str, Any]:
     try:
         await asyncio.to_thread(peers.ensure)
     except RuntimeError as exc:
-        raise RuntimeError(f"the MCP conformance suite is not installable here ({exc}); "
-                           "run scripts/setup.sh with npm access") from exc
+        raise RuntimeError(
+            f"the MCP conformance suite is not installable here ({exc}); run scripts/setup.sh with npm access"
+        ) from exc
     node, js = peers.node(), peers.conformance_js()
     names = await scenarios(node, js)
     if cfg.sample:
@@ -75,19 +77,44 @@ async def conformance(cfg: EvalConfig, report: Report) -> dict[str, Any]:
     command = f"{sys.executable} -m tools.mcp.conformance_client"
     env = {**os.environ, "PATH": f"{node.parent}:{os.environ.get('PATH', '')}", "PYTHONPATH": str(ROOT)}
     results: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="hermes-conformance-") as tmp, \
-            report.progress(len(names), "mcp conformance") as advance:
+    with (
+        tempfile.TemporaryDirectory(prefix="hermes-conformance-") as tmp,
+        report.progress(len(names), "mcp conformance") as advance,
+    ):
         for name in names:
             t0 = time.perf_counter()
-            _code, text = await _run([str(node), str(js), "client", "--command", command, "--scenario", name,
-                                     "--timeout", "60000", "-o", str(Path(tmp) / "out")],
-                                    SCENARIO_TIMEOUT_S, env=env, cwd=tmp)
+            _code, text = await _run(
+                [
+                    str(node),
+                    str(js),
+                    "client",
+                    "--command",
+                    command,
+                    "--scenario",
+                    name,
+                    "--timeout",
+                    "60000",
+                    "-o",
+                    str(Path(tmp) / "out"),
+                ],
+                SCENARIO_TIMEOUT_S,
+                env=env,
+                cwd=tmp,
+            )
             text = re.sub(r"\x1b\[[0-9;]*m", "", text)
             wall = round(time.perf_counter() - t0, 1)
             m = re.search(r"Passed: (\d+)/(\d+), (\d+) failed, (\d+) warnings", text)
             passed, total, failed, warnings = (int(g) for g in m.groups()) if m else (0, 0, -1, 0)
-            row = {"id": f"conformance/{name}", "scenario": name, "checks_passed": passed, "checks": total,
-                   "failed": failed, "warnings": warnings, "ok": failed == 0 and total > 0, "wall_s": wall}
+            row = {
+                "id": f"conformance/{name}",
+                "scenario": name,
+                "checks_passed": passed,
+                "checks": total,
+                "failed": failed,
+                "warnings": warnings,
+                "ok": failed == 0 and total > 0,
+                "wall_s": wall,
+            }
             if not row["ok"]:
                 row["tail"] = text[-600:]
             results[name] = row
@@ -107,9 +134,11 @@ async def benchmarks(cfg: EvalConfig, report: Report) -> dict[str, Any]:
         script = Path(tmp) / "bench_server.py"
         script.write_text(bench.SERVER)
         modes = bench.P2_MODES[:3] if cfg.sample else bench.P2_MODES
-        for name, coro in (("p1", lambda: bench.p1(script, n1, 3 if cfg.sample else None)),
-                           ("p10", lambda: bench.p10(script, n10)),
-                           ("p2", lambda: bench.p2(script, n2, 10, modes))):
+        for name, coro in (
+            ("p1", lambda: bench.p1(script, n1, 3 if cfg.sample else None)),
+            ("p10", lambda: bench.p10(script, n10)),
+            ("p2", lambda: bench.p2(script, n2, 10, modes)),
+        ):
             t0 = time.perf_counter()
             data[name] = await coro()
             data[name]["suite_wall_s"] = round(time.perf_counter() - t0, 1)
@@ -129,12 +158,26 @@ async def run(cfg: EvalConfig, report: Report) -> None:
     report.metric("conformance_passed", len(ok))
     report.metric("conformance_scenarios", len(results))
     report.metric("conformance_failed", bad)
-    report.text(f"**Conformance (client scenarios): {len(ok)}/{len(results)} pass.** Failing: "
-                + (", ".join(f"`{n}`" for n in bad) or "none") + ".")
-    report.table("Conformance scenarios", ["scenario", "checks passed", "failed", "warnings", "pass", "wall s"],
-                 [[n, f"{r['checks_passed']}/{r['checks']}", r["failed"], r["warnings"], "yes" if r["ok"] else "no",
-                   r["wall_s"]]
-                  for n, r in results.items()])
+    report.text(
+        f"**Conformance (client scenarios): {len(ok)}/{len(results)} pass.** Failing: "
+        + (", ".join(f"`{n}`" for n in bad) or "none")
+        + "."
+    )
+    report.table(
+        "Conformance scenarios",
+        ["scenario", "checks passed", "failed", "warnings", "pass", "wall s"],
+        [
+            [
+                n,
+                f"{r['checks_passed']}/{r['checks']}",
+                r["failed"],
+                r["warnings"],
+                "yes" if r["ok"] else "no",
+                r["wall_s"],
+            ]
+            for n, r in results.items()
+        ],
+    )
     data = await benchmarks(cfg, report)
     p1, p2, p10 = data["p1"], data["p2"], data["p10"]
     report.metric("p1_pool_ms", p1["pool_ms_median"])
@@ -143,30 +186,52 @@ async def run(cfg: EvalConfig, report: Report) -> None:
     report.metric("p2_success", p2["scoring_failover"]["success"])
     report.metric("p2_p95_over_healthy", p2["p95_over_healthy"])
     report.metric("p10_throughput_ratio_warm", p10["throughput_ratio_warm"])
-    report.table("Pool benchmarks (load average "
-                 f"{data['load_avg_at_start'][0]:.1f} → {data['load_avg_at_end'][0]:.1f})",
-                 ["benchmark", "result", "target"],
-                 [["P1 stdio call, medians", f"pool {p1['pool_ms_median']} ms, raw {p1['raw_session_ms_median']} ms, "
-                   f"adapter default {p1['adapter_default_ms_median']} ms ({p1['calls']} calls, adapter "
-                   f"{p1['adapter_calls']}): adapter/pool **{p1['adapter_over_pool']}×**, pool/raw "
-                   f"**{p1['pool_over_raw']}×**", "adapter/pool ≥ 50×; pool/raw ≤ 1.3×"],
-                  ["P2 3 replicas, scoring + failover", f"success **{p2['scoring_failover']['success']:.1%}**, p95 "
-                   f"{p2['scoring_failover']['p95_ms']} ms; healthy alone p95 {p2['single_healthy']['p95_ms']} ms "
-                   f"(ratio **{p2['p95_over_healthy']}**); round-robin {p2['round_robin']['success']:.1%}, p95 "
-                   f"{p2['round_robin']['p95_ms']} ms; crashing alone "
-                   + (f"{p2['single_crashing']['success']:.1%} " if "single_crashing" in p2 else "not run (sample) ")
-                   + f"({p2['calls']} calls, 10 in flight)", "success ≥ 99.5 %, p95 ≤ 1.5× healthy"],
-                  ["P10 blocking tool, pool 2..10 vs one session",
-                   f"warm **{p10['throughput_ratio_warm']}×** ({p10['pool_2_10']['warm']['calls_per_s']} vs "
-                   f"{p10['one_session']['warm']['calls_per_s']} calls/s, {p10['pool_2_10']['warm']['processes']} "
-                   f"processes); cold {p10['throughput_ratio_cold']}× ({p10['calls']} calls)", "— (a measurement)"]])
+    report.table(
+        f"Pool benchmarks (load average {data['load_avg_at_start'][0]:.1f} → {data['load_avg_at_end'][0]:.1f})",
+        ["benchmark", "result", "target"],
+        [
+            [
+                "P1 stdio call, medians",
+                f"pool {p1['pool_ms_median']} ms, raw {p1['raw_session_ms_median']} ms, "
+                f"adapter default {p1['adapter_default_ms_median']} ms ({p1['calls']} calls, adapter "
+                f"{p1['adapter_calls']}): adapter/pool **{p1['adapter_over_pool']}×**, pool/raw "
+                f"**{p1['pool_over_raw']}×**",
+                "adapter/pool ≥ 50×; pool/raw ≤ 1.3×",
+            ],
+            [
+                "P2 3 replicas, scoring + failover",
+                f"success **{p2['scoring_failover']['success']:.1%}**, p95 "
+                f"{p2['scoring_failover']['p95_ms']} ms; healthy alone p95 {p2['single_healthy']['p95_ms']} ms "
+                f"(ratio **{p2['p95_over_healthy']}**); round-robin {p2['round_robin']['success']:.1%}, p95 "
+                f"{p2['round_robin']['p95_ms']} ms; crashing alone "
+                + (f"{p2['single_crashing']['success']:.1%} " if "single_crashing" in p2 else "not run (sample) ")
+                + f"({p2['calls']} calls, 10 in flight)",
+                "success ≥ 99.5 %, p95 ≤ 1.5× healthy",
+            ],
+            [
+                "P10 blocking tool, pool 2..10 vs one session",
+                f"warm **{p10['throughput_ratio_warm']}×** ({p10['pool_2_10']['warm']['calls_per_s']} vs "
+                f"{p10['one_session']['warm']['calls_per_s']} calls/s, {p10['pool_2_10']['warm']['processes']} "
+                f"processes); cold {p10['throughput_ratio_cold']}× ({p10['calls']} calls)",
+                "— (a measurement)",
+            ],
+        ],
+    )
     with report.figure("conformance", figsize=(8, max(3, 0.3 * len(results)))) as (fig, ax):
         if fig is not None:
             names = list(results)
-            ax.barh(names, [r["checks_passed"] for r in results.values()],
-                    color=["C2" if r["ok"] else "C3" for r in results.values()])
-            ax.barh(names, [max(0, r["checks"] - r["checks_passed"]) for r in results.values()],
-                    left=[r["checks_passed"] for r in results.values()], color="C3", alpha=0.5)
+            ax.barh(
+                names,
+                [r["checks_passed"] for r in results.values()],
+                color=["C2" if r["ok"] else "C3" for r in results.values()],
+            )
+            ax.barh(
+                names,
+                [max(0, r["checks"] - r["checks_passed"]) for r in results.values()],
+                left=[r["checks_passed"] for r in results.values()],
+                color="C3",
+                alpha=0.5,
+            )
             ax.invert_yaxis()
             ax.set_xlabel("checks (green: scenario passes; red: it fails; light red: failed checks)")
             ax.tick_params(axis="y", labelsize=7)

