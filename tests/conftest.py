@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
+from pydantic import Field
 
 import tools.toolbox  # noqa: F401  (the MCP stdio client binds sys.stderr at import: import it
 
@@ -37,15 +38,15 @@ class ScriptedChat(GenericFakeChatModel):
     tools anyway (hosted models can), for tests of the dispatch-time refusal. ``offers`` records
     the tool names bound to each call (``None`` = no tools bound)."""
 
-    seen: list[list[BaseMessage]] = []
-    offers: list[list[str] | None] = []
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+    offers: list[list[str] | None] = Field(default_factory=list)
     bound: list[str] | None = None
     ignore_offer: bool = False
     # its offer check lives in _agenerate: a streamed call (the CLI's "messages" stream) must
     # go through it too, so it never streams
     disable_streaming: bool = True
 
-    def bind_tools(self, tools: Any, **kwargs: Any) -> "ScriptedChat":
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChat:
         names = [
             t["function"]["name"] if isinstance(t, dict) and "function" in t else getattr(t, "name", str(t))
             for t in tools
@@ -199,3 +200,57 @@ async def _finish_background_writes():
     """Let memory writes started off the hot path finish inside the test's own event loop."""
     yield
     await resources.drain_background()
+
+
+# -- the builtin tools' demo databases -------------------------------------------------------------
+# shared by tests/unit/test_tools_builtin.py and test_database_tools.py and their worker-process
+# counterparts in tests/integration (one definition)
+
+#: The last month of the demo databases these fixtures generate (``end_month``).
+DEMO_END_MONTH = "2025-06"
+
+
+@pytest.fixture
+def db(tmp_path: Path, generated_db) -> Path:
+    """The user's database: a generated demo DB outside the data dir."""
+    from tools.builtin.demo_db import generate_sales_db
+
+    return generated_db(generate_sales_db, tmp_path / "user" / "sales.db", months=6, end_month=DEMO_END_MONTH)
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    d = tmp_path / "data"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def reg(data: Path, db: Path) -> ToolRegistry:
+    from tools.builtin.catalog import register_builtin_tools
+    from tools.executors.subprocess import SubprocessExecutor
+
+    r = ToolRegistry()
+    register_builtin_tools(r, SubprocessExecutor(data, database=str(db)))
+    return r
+
+
+@pytest.fixture(scope="module")
+def dbs(tmp_path_factory) -> dict[str, Path]:
+    from tools.builtin.demo_db import generate_invoices_db, generate_sales_db
+
+    d = tmp_path_factory.mktemp("user_dbs")
+    return {
+        "sales": generate_sales_db(d / "sales.db", months=6, end_month=DEMO_END_MONTH),
+        "invoices": generate_invoices_db(d / "books" / "ledger.sqlite", years=3, end_month=DEMO_END_MONTH),
+    }
+
+
+@pytest.fixture
+def sales(dbs) -> str:
+    return str(dbs["sales"])
+
+
+@pytest.fixture
+def invoices(dbs) -> str:
+    return str(dbs["invoices"])

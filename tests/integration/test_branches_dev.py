@@ -8,7 +8,6 @@ checkpoint structure, never about what the 135M model writes."""
 
 from __future__ import annotations
 
-
 import pytest
 from langgraph_sdk import get_client
 

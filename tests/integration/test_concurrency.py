@@ -10,7 +10,6 @@ and 16 embedded llama.cpp servers would not fit on the machine."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import sqlite3

@@ -5,7 +5,6 @@ data tools: tests/unit/test_database_tools.py."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import subprocess
@@ -15,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from tools.builtin.demo_db import generate_invoices_db, generate_sales_db
+from tests.conftest import DEMO_END_MONTH as END
+from tests.unit.test_database_tools import digest
+from tools.builtin.demo_db import generate_sales_db
 from tools.errors import ToolFailed
 from tools.executors import make_executor
 
 pytestmark = pytest.mark.slow  # real worker processes
 
 ROOT = Path(__file__).resolve().parents[2]
-# the user databases and their fixtures are the unit module's (one definition)
-from tests.unit.test_database_tools import END, dbs, digest, invoices, sales  # noqa: E402, F401
 
 
 # -- describe_database --------------------------------------------------------------------------
@@ -151,7 +150,7 @@ async def test_under_a_tight_tool_timeout_a_runaway_query_still_ends_with_a_clea
     data = tmp_path / "data"
     data.mkdir()
     ex = make_executor("subprocess", data, database=str(dbs["sales"]))
-    with pytest.raises(ToolFailed, match="DatabaseError: query stopped after 2.4 s"):
+    with pytest.raises(ToolFailed, match=r"DatabaseError: query stopped after 2\.4 s"):
         await ex.run("tools.builtin.database:query_database",
                      {"sql": "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT MAX(i) FROM n"},
                      timeout_s=4, request_id="t")

@@ -106,7 +106,7 @@ async def test_builtin_tool_runs_in_the_sandbox(tmp_path):
     assert out["columns"] == ["n"] and out["rows"][0][0] > 0
     described = await ex.run("tools.builtin.database:describe_database", {}, timeout_s=10, request_id="d")
     assert described["database"] == str(db) and described["table_count"] == 6  # 5 tables + the sales_lines view
-    with pytest.raises(ToolFailed, match="PermissionError|FileNotFoundError"):
+    with pytest.raises(ToolFailed, match=r"PermissionError|FileNotFoundError"):
         await run(ex, "read_file", {"path": str(db.parent / "private.txt")})
 
 
@@ -164,10 +164,10 @@ async def test_memory_hog_is_contained(box):
 @needs_bwrap
 @pytest.mark.slow
 async def test_dotdot_paths_cannot_reach_the_host(box):
-    ex, data, tmp = box
-    with pytest.raises(ToolFailed, match="PermissionError|FileNotFoundError"):
+    ex, _, tmp = box
+    with pytest.raises(ToolFailed, match=r"PermissionError|FileNotFoundError"):
         await run(ex, "read_file", {"path": "../secret.txt"})
-    with pytest.raises(ToolFailed, match="PermissionError|FileNotFoundError|OSError"):
+    with pytest.raises(ToolFailed, match=r"PermissionError|FileNotFoundError|OSError"):
         await run(ex, "write_file", {"path": str(Path.home() / "hermes_escape.txt"), "text": "x"})
     out = await run(ex, "shell", {"cmd": f"cat {tmp}/secret.txt; echo x > {tmp}/escaped.txt; echo x > /etc/escaped; ls /proc"})
     assert "top secret" not in out["out"]
@@ -182,9 +182,9 @@ async def test_secrets_and_the_agent_are_invisible(box, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
     out = await run(ex, "env_of", {"names": ["OPENAI_API_KEY"]})
     assert out == {"OPENAI_API_KEY": None}
-    with pytest.raises(ToolFailed, match="PermissionError|FileNotFoundError|ProcessLookupError"):
+    with pytest.raises(ToolFailed, match=r"PermissionError|FileNotFoundError|ProcessLookupError"):
         await run(ex, "agent_environ", {"pid": os.getpid()})
-    with pytest.raises(ToolFailed, match="PermissionError|ProcessLookupError"):
+    with pytest.raises(ToolFailed, match=r"PermissionError|ProcessLookupError"):
         await run(ex, "probe_signal", {"pid": os.getpid()})
 
 

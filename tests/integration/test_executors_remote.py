@@ -151,7 +151,7 @@ async def test_disallowed_entrypoint_is_refused_without_retry(dirs):
     with remote_server(data, helpers) as url:
         ex = RemoteExecutor(url, retries=3)
         try:
-            with pytest.raises(ToolFailed, match="403.*not allowed"):
+            with pytest.raises(ToolFailed, match=r"403.*not allowed"):
                 await ex.run("os:system", {"command": "true"}, timeout_s=5, request_id="x")
             assert ex.attempts == 1
         finally:
@@ -176,9 +176,8 @@ async def test_dead_endpoint_fails_fast_with_tool_failed(dirs):
 
 
 async def test_toolbox_runs_builtin_tools_remotely_with_idempotency(dirs, tmp_path):
-    from tools.toolbox import Toolbox
-
     from tools.builtin.demo_db import generate_sales_db
+    from tools.toolbox import Toolbox
 
     data, helpers = dirs
     cfg = tmp_path / "mcp.json"

@@ -201,14 +201,14 @@ async def test_open_files_are_limited(box):
 @pytest.mark.parametrize("path", ["../secret.txt", "../../", "/etc/shadow", "{tmp}/secret.txt"])
 async def test_reads_outside_the_working_directory_are_refused(box, path):
     ex, _, tmp = box
-    with pytest.raises(ToolFailed, match="PermissionError|IsADirectoryError"):
+    with pytest.raises(ToolFailed, match=r"PermissionError|IsADirectoryError"):
         await run(ex, "read_file", {"path": path.format(tmp=tmp)})
 
 
 @pytest.mark.parametrize("path", ["../escaped.txt", "{tmp}/escaped.txt", "sub/../../escaped.txt"])
 async def test_writes_outside_the_working_directory_are_refused(box, path):
     ex, data, tmp = box
-    with pytest.raises(ToolFailed, match="PermissionError|FileNotFoundError"):
+    with pytest.raises(ToolFailed, match=r"PermissionError|FileNotFoundError"):
         await run(ex, "write_file", {"path": path.format(tmp=tmp), "text": "x"})
     assert not (tmp / "escaped.txt").exists()
     assert await run(ex, "write_file", {"path": "inside.txt", "text": "ok"}) == "written"

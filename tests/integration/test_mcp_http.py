@@ -64,9 +64,9 @@ async def http_server(tmp_path: Path, request):
                 try:
                     async with client.stream("GET", url, timeout=1.0):
                         break
-                except httpx.HTTPError:
+                except httpx.HTTPError as err:
                     if time.monotonic() > deadline or proc.returncode is not None:
-                        raise RuntimeError("HTTP MCP server did not come up")
+                        raise RuntimeError("HTTP MCP server did not come up") from err
                     await asyncio.sleep(0.2)
         yield {"url": url, "transport": "sse" if transport == "sse" else "streamable_http"}, proc
     finally:

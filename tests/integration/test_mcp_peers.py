@@ -13,7 +13,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import httpx
 import psutil
 import pytest
 

@@ -181,9 +181,9 @@ def _start_http(script: Path, effects: Path, port: int, marker: str) -> subproce
         try:
             httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=0.5)
             return proc
-        except httpx.HTTPError:
+        except httpx.HTTPError as err:
             if proc.poll() is not None:
-                raise RuntimeError("HTTP peer exited")
+                raise RuntimeError("HTTP peer exited") from err
             time.sleep(0.2)
     proc.kill()
     raise RuntimeError("HTTP peer did not come up")

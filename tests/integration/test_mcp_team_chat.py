@@ -337,9 +337,9 @@ async def test_calls_from_other_tasks_and_concurrently(tmp_path):
 async def test_async_safe_under_blockbuster_like_langgraph_dev(tmp_path, marker):
     """``langgraph dev`` raises BlockingError on blocking I/O in the event loop (BlockBuster with
     no excluded modules); open, calls (ok, error, timeout) and close must not trip it."""
-    from blockbuster import BlockBuster
-
     import os
+
+    from blockbuster import BlockBuster
 
     from tools.builtin.demo_db import generate_sales_db
 

@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 async def test_consolidate_graph_runs_under_langgraph_dev_with_counts_in_its_state(tmp_path, start_langgraph_dev):
     data_dir = tmp_path / "data"
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     ctx = Context(data_dir=str(data_dir), embeddings="hash", user_id="alice")
     mem = resources.get_memory(ctx)
     await mem.episodic.add_many([

@@ -18,8 +18,9 @@ import json
 import socket
 import threading
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import grpc
 import pytest
@@ -39,7 +40,7 @@ from memory.episodic.base import EpisodicEvent
 from memory.episodic.weaviate import WeaviateEpisodicStore, object_uuid
 
 pytestmark = [pytest.mark.timeout(60)]
-NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
 def free_port() -> int:
@@ -51,8 +52,9 @@ def free_port() -> int:
 class Rest(BaseHTTPRequestHandler):
     """REST half: meta, readiness, schema (collections.exists / create)."""
 
-    schemas: dict[str, dict] = {}
-    calls: list[tuple[str, str, dict | None]] = []
+    # class-level: the server makes a handler per request; tests read and reset these on the class
+    schemas: ClassVar[dict[str, dict]] = {}
+    calls: ClassVar[list[tuple[str, str, dict | None]]] = []
 
     def log_message(self, *args):  # quiet
         pass
@@ -119,7 +121,7 @@ class StandIn(weaviate_pb2_grpc.WeaviateServicer):
                 errors.append(batch_pb2.BatchObjectsReply.BatchError(index=i, error="id already exists"))
                 continue
             props = json.loads(json.dumps(dict(obj.properties.non_ref_properties)))
-            self.objects[obj.uuid] = {"props": props, "vector": obj.vector_bytes or bytes()}
+            self.objects[obj.uuid] = {"props": props, "vector": obj.vector_bytes or b""}
         return batch_pb2.BatchObjectsReply(took=0.001, errors=errors)
 
     async def BatchDelete(self, request, context):
@@ -254,7 +256,7 @@ async def test_get_list_forget_and_expire_requests(standin):
     assert (await store.get("u", a.id)).text == "keep me"
     listed = await store.list("u", limit=5)
     assert {e.text for e in listed} == {"keep me", "drop me"}
-    assert list(servicer.searches[-1].sort_by)[0].path == ["created_at"]
+    assert servicer.searches[-1].sort_by[0].path == ["created_at"]
     assert await store.forget("u", a.id) is True
     leaves = {leaf.target.property: leaf for leaf in _leaves(servicer.deletes[-1].filters)}
     assert leaves["user_id"].value_text == "u" and leaves["event_id"].value_text == a.id

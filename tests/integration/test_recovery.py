@@ -146,7 +146,7 @@ async def test_without_a_mirror_the_error_says_what_to_do(scripted):
 
 
 async def test_every_turn_is_mirrored_in_plain_text(scripted):
-    ctx, data_dir = await two_turns(scripted)
+    _, data_dir = await two_turns(scripted)
     records = [json.loads(line) for line in mirror_path(data_dir, "T").read_text().splitlines()]
     messages = [r for r in records if r["kind"] == "message"]
     assert [r["role"] for r in messages] == ["human", "ai", "tool", "ai"]

@@ -5,18 +5,19 @@ tests/unit/test_reminders.py."""
 
 from __future__ import annotations
 
-import datetime as dt
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from graph import resources
 from graph.cli import app
 from graph.context import Context
 from tests.conftest import FakeToolbox
+
+# the clock helper, the side-effect test tool and the CLI runner are the unit module's (one definition)
+from tests.unit.test_reminders import at, post_tool, runner
 from tools.builtin.reminders import schedule_reminder
 from tools.idempotency import IdempotencyLedger
 from tools.registry import ToolRegistry
@@ -26,12 +27,8 @@ from tools.scheduler import (
     fire_due,
     mark_fired,
 )
-from tools.spec import ToolSpec
 
 pytestmark = pytest.mark.slow  # real runner processes; 1000 CLI runs
-
-# the clock helpers and the side-effect test tool are the unit module's (one definition)
-from tests.unit.test_reminders import T, at, post_tool, runner  # noqa: E402, F401
 
 
 # -- the reminder model -------------------------------------------------------------------------

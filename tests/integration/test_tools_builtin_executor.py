@@ -12,17 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tools.builtin.catalog import (
-    register_builtin_tools,
-)
-from tools.builtin.demo_db import generate_sales_db
-from tools.executors.subprocess import SubprocessExecutor
-from tools.registry import ToolRegistry
+from tests.conftest import DEMO_END_MONTH as END
+from tests.unit.test_tools_builtin import _dump
 
 pytestmark = pytest.mark.slow  # real worker processes
 
-# the demo DB, data dir and registry fixtures are the unit module's (one definition)
-from tests.unit.test_tools_builtin import END, _dump, data, db, reg  # noqa: E402, F401
 
 
 # -- the demo database -----------------------------------------------------------------------------

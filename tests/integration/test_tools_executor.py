@@ -108,7 +108,7 @@ async def test_abrupt_exit_is_tool_failed(executor):
 
 
 async def test_unknown_entrypoint_is_tool_failed(executor):
-    with pytest.raises(ToolFailed, match="ModuleNotFoundError|AttributeError"):
+    with pytest.raises(ToolFailed, match=r"ModuleNotFoundError|AttributeError"):
         await executor.run("no_such_module_xyz:f", {}, timeout_s=10, request_id="r")
 
 

@@ -115,7 +115,7 @@ class OpenAIStub:
 
     # --- lifecycle -----------------------------------------------------------------------
 
-    def start(self, timeout_s: float = 15.0) -> "OpenAIStub":
+    def start(self, timeout_s: float = 15.0) -> OpenAIStub:
         config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning",
                                 access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)
@@ -135,7 +135,7 @@ class OpenAIStub:
             self._thread.join(timeout=10)
         self._server = self._thread = None
 
-    def __enter__(self) -> "OpenAIStub":
+    def __enter__(self) -> OpenAIStub:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -16,32 +16,20 @@ import pytest
 
 from graph import resources
 from graph.context import Context
+from tests.conftest import DEMO_END_MONTH as END
 from tools.builtin import database as dbmod
 from tools.builtin.database import (
-    NOT_CONFIGURED, DatabaseError, check_select, connect_readonly, database_location, date_range,
-    describe_database, query_database,
+    NOT_CONFIGURED,
+    DatabaseError,
+    check_select,
+    connect_readonly,
+    database_location,
+    date_range,
+    describe_database,
+    query_database,
 )
-from tools.builtin.demo_db import generate_invoices_db, generate_sales_db
+from tools.builtin.demo_db import generate_invoices_db
 from tools.builtin.report import generate_report, slugify
-
-END = "2025-06"
-
-
-@pytest.fixture(scope="module")
-def dbs(tmp_path_factory) -> dict[str, Path]:
-    d = tmp_path_factory.mktemp("user_dbs")
-    return {"sales": generate_sales_db(d / "sales.db", months=6, end_month=END),
-            "invoices": generate_invoices_db(d / "books" / "ledger.sqlite", years=3, end_month=END)}
-
-
-@pytest.fixture
-def sales(dbs) -> str:
-    return str(dbs["sales"])
-
-
-@pytest.fixture
-def invoices(dbs) -> str:
-    return str(dbs["invoices"])
 
 
 def digest(path: str | Path) -> str:
@@ -121,7 +109,7 @@ def test_epoch_timestamps_in_a_timestamp_column_are_dates(tmp_path):
     path = tmp_path / "epoch.db"
     con = sqlite3.connect(path)
     con.execute("CREATE TABLE events (id INTEGER PRIMARY KEY, at TIMESTAMP, n INTEGER)")
-    stamps = [dt.datetime(2024, m, 10, tzinfo=dt.timezone.utc).timestamp() for m in (1, 2, 3)]
+    stamps = [dt.datetime(2024, m, 10, tzinfo=dt.UTC).timestamp() for m in (1, 2, 3)]
     con.executemany("INSERT INTO events (at, n) VALUES (?, 1)", [(int(s),) for s in stamps])
     con.commit()
     con.close()
@@ -287,7 +275,7 @@ def test_a_report_with_some_empty_queries_says_so_in_its_section(invoices, tmp_p
 
 def test_a_bad_query_fails_the_whole_report(invoices, tmp_path):
     for bad in ({"label": "Oops", "sql": "SELECT total FROM orders"}, {"label": "Write", "sql": "DELETE FROM invoices"}):
-        with pytest.raises(DatabaseError, match="query 2 \\('(Oops|Write)'\\) failed, nothing was written"):
+        with pytest.raises(DatabaseError, match=r"query 2 \('(Oops|Write)'\) failed, nothing was written"):
             generate_report("Bad", [REPORT_QUERIES[1], bad], database=invoices, data_dir=tmp_path)
     for queries in ([], [REPORT_QUERIES[1]] * 9, [{"label": "x"}], "SELECT 1"):
         with pytest.raises(DatabaseError, match="quer"):
@@ -432,7 +420,7 @@ def test_another_engines_sql_is_answered_with_the_sqlite_way(invoices, sql, name
     assert "SQLite" in text
     for part in named:
         assert part in text
-    with pytest.raises(DatabaseError, match="failed, nothing was written.*SQLite, which has no such syntax") as err:
+    with pytest.raises(DatabaseError, match=r"failed, nothing was written.*SQLite, which has no such syntax") as err:
         generate_report("Bad", [{"label": "Dated", "sql": sql}], database=invoices, data_dir=Path(invoices).parent)
 
 

@@ -47,7 +47,7 @@ async def test_1000_replays_across_restarts_and_new_call_ids_make_one_effect(tmp
     db = tmp_path / "ledger.db"
     args = {"text": "hello"}
     outcomes = []
-    for restart in range(4):  # a new process = a new ledger object on the same file
+    for _ in range(4):  # a new process = a new ledger object on the same file
         registry = counting_registry(db, effects)
         # 250 duplicates per "process", each under a new model call id, some concurrently
         rids = [request_id("thread-1", "goal-msg-1", "post_note", dict(args)) for _ in range(250)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from langchain_core.messages import AIMessage
 
@@ -15,7 +15,7 @@ from graph.context import Context
 from memory.episodic.base import EpisodicEvent
 from nodes.consolidate_extract import parse_facts
 
-NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
 def ctx(tmp_path, **kw) -> Context:
@@ -87,8 +87,9 @@ async def test_the_idempotency_ledger_is_pruned_past_its_retention(tmp_path):
 
 
 async def test_a_capable_model_extracts_and_a_useless_answer_falls_back_to_rules(tmp_path):
-    from graph.model import register_model
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    from graph.model import register_model
 
     answer = json.dumps([{"record": 1, "subject": "user", "predicate": "Prefers Format", "object": "pdf",
                           "object_is_entity": False, "confidence": 0.95}])

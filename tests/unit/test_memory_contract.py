@@ -9,14 +9,15 @@ contract, not the embedding model, is under test.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from memory.embeddings import HashEmbedder
 from memory.episodic.base import EpisodicEvent, EpisodicStore
 from memory.episodic.lance import LanceEpisodicStore
 
-NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 DOG = "The dog is a domesticated descendant of the wolf."
 
 
@@ -198,7 +199,7 @@ class EpisodicContract:
         assert await store.list("u", kinds=[]) == []
 
     async def test_forget_removes_for_good(self, store):
-        keep, drop = await store.add_many([ev("keep this report"), ev("drop this report")])
+        _, drop = await store.add_many([ev("keep this report"), ev("drop this report")])
         assert await store.forget("u", drop) is True
         assert await store.forget("u", drop) is False
         assert texts(await self.search(store, "report")) == ["keep this report"]

@@ -7,7 +7,7 @@ against a real server is ``tests/integration/test_memory_weaviate_contract.py``.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
@@ -26,7 +26,7 @@ from memory.episodic.weaviate import (
     rank_objects,
 )
 
-NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 DOG = "The dog is a domesticated descendant of the wolf."
 
 
@@ -71,7 +71,7 @@ def test_properties_round_trip():
 
 
 def test_malformed_object_raises_on_mapping():
-    with pytest.raises(Exception):
+    with pytest.raises(KeyError):  # no created_at (the documented error of a missing property)
         properties_to_event({"user_id": "u", "text": "x"})
 
 

@@ -11,8 +11,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph.builder import make_graph
-from graph.mirror import ThreadMirror
 from graph.history import close_unanswered
+from graph.mirror import ThreadMirror
 from graph.recovery import LOST_RESULT, RecoveryError, is_data_error, recover_thread
 
 

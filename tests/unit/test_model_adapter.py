@@ -6,8 +6,8 @@ import json
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from graph.failures import CUT_OFF
 from graph.embedded.chat import MAX_ARGUMENT_CHARS, JsonToolCallingChat, _grammar_ready, parse_step, step_schema
+from graph.failures import CUT_OFF
 
 TOOL = {
     "type": "function",

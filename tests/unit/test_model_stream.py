@@ -16,8 +16,8 @@ import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langchain_openai import ChatOpenAI
 
-from graph.failures import CUT_OFF
 from graph.embedded.chat import JsonToolCallingChat
+from graph.failures import CUT_OFF
 from graph.model import EndpointChat, normalise_tool_call_chunks
 
 TIMINGS = {"prompt_n": 12, "predicted_n": 7, "predicted_per_second": 9.5}

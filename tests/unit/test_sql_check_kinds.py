@@ -14,7 +14,13 @@ import pytest
 
 from tools.builtin import database as dbmod
 from tools.builtin.database import (
-    DatabaseError, check_select, connect_readonly, describe_database, dialect_hint, join_hint, query_database,
+    DatabaseError,
+    check_select,
+    connect_readonly,
+    describe_database,
+    dialect_hint,
+    join_hint,
+    query_database,
     undated_columns,
 )
 from tools.builtin.report import check_period, generate_report

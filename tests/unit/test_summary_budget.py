@@ -10,6 +10,7 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
 
 from graph.context import Context
 from graph.model import register_model
@@ -23,7 +24,7 @@ class SlowSummariser(BaseChatModel):
     """Answers after ``delay_s``; records the ``max_tokens`` each call was given."""
 
     delay_s: float = 0.0
-    seen_max_tokens: list[Any] = []
+    seen_max_tokens: list[Any] = Field(default_factory=list)
 
     @property
     def _llm_type(self) -> str:

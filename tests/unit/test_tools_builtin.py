@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import DEMO_END_MONTH as END
 from tools.builtin.catalog import (
-    BUILTIN_TOOLS, DESCRIBE_DATABASE, GENERATE_REPORT, QUERY_DATABASE, register_builtin_tools,
+    BUILTIN_TOOLS,
+    DESCRIBE_DATABASE,
+    GENERATE_REPORT,
+    QUERY_DATABASE,
 )
 from tools.builtin.demo_db import ensure_demo_db, generate_sales_db, last_full_month, month_add
 from tools.builtin.reminders import next_monthly_run
-from tools.executors.subprocess import SubprocessExecutor
-from tools.registry import ToolRegistry
 from tools.spec import lint
-
-END = "2025-06"
 
 
 def _dump(path: Path) -> list[tuple]:
@@ -32,26 +32,6 @@ def _dump(path: Path) -> list[tuple]:
         return out
     finally:
         con.close()
-
-
-@pytest.fixture
-def db(tmp_path: Path, generated_db) -> Path:
-    """The user's database: a generated demo DB outside the data dir."""
-    return generated_db(generate_sales_db, tmp_path / "user" / "sales.db", months=6, end_month=END)
-
-
-@pytest.fixture
-def data(tmp_path: Path) -> Path:
-    d = tmp_path / "data"
-    d.mkdir()
-    return d
-
-
-@pytest.fixture
-def reg(data: Path, db: Path) -> ToolRegistry:
-    r = ToolRegistry()
-    register_builtin_tools(r, SubprocessExecutor(data, database=str(db)))
-    return r
 
 
 # -- the demo database -----------------------------------------------------------------------------
