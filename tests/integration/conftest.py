@@ -37,6 +37,7 @@ def server_config(tmp_path: Path) -> Path:
     """The project's ``langgraph.json`` with its ``./`` paths made absolute, written into the
     server's working directory (the server resolves some paths, e.g. the checkpointer's,
     against its cwd)."""
+
     def absolute(value):
         if isinstance(value, str) and value.startswith("./"):
             return str(ROOT / value[2:])
@@ -70,12 +71,23 @@ def langgraph_dev(tmp_path: Path, env: dict[str, str]) -> Iterator[tuple[str, Pa
     log_path = tmp_path / "dev.log"
     log = open(log_path, "wb")  # noqa: SIM115 - closed in finally
     proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "langgraph"), "dev", "--no-browser", "--no-reload",
-         "--port", str(port), "--config", str(server_config(tmp_path))],
+        [
+            str(Path(sys.executable).parent / "langgraph"),
+            "dev",
+            "--no-browser",
+            "--no-reload",
+            "--port",
+            str(port),
+            "--config",
+            str(server_config(tmp_path)),
+        ],
         # the server keeps its own state in ./.langgraph_api: run it in the test's tmp dir, so a
         # test run never leaves a stale run for the user's next `langgraph dev` in the checkout
-        cwd=server_cwd(tmp_path), env={**os.environ, "LANGSMITH_TRACING": "false", **env},
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=server_cwd(tmp_path),
+        env={**os.environ, "LANGSMITH_TRACING": "false", **env},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
     try:

@@ -27,6 +27,7 @@ from tests.conftest import FakeToolbox, tool_call
 
 # --- K10 on a small graph: agent → approval interrupt() → tool → agent --------------------
 
+
 class K10State(TypedDict):
     log: Annotated[list[str], operator.add]
     agent_runs: int
@@ -76,8 +77,13 @@ def test_k10_sync_resume_with_explicit_head_checkpoint_id(tmp_path):
                 assert cfg["configurable"]["checkpoint_id"]
             out = graph.invoke(Command(resume=True), cfg)
             history = list(graph.get_state_history({"configurable": {"thread_id": how}}))
-            outcomes[how] = (out["log"], len(tool_runs), len(asked), len(history),
-                             [h.metadata["step"] for h in history])
+            outcomes[how] = (
+                out["log"],
+                len(tool_runs),
+                len(asked),
+                len(history),
+                [h.metadata["step"] for h in history],
+            )
             assert out["log"] == EXPECTED_LOG  # continued at the interrupt, not from the start
             assert tool_runs == ["ran"]  # the tool ran exactly once
             assert asked == ["asked", "asked"]  # the interrupted node re-ran once, on resume
@@ -98,7 +104,12 @@ async def test_k10_async_resume_with_explicit_head_checkpoint_id(tmp_path):
             assert out["log"] == EXPECTED_LOG and tool_runs == ["ran"]
             history = [h async for h in graph.aget_state_history(cfg)]
             # the resumed steps descend from the interrupted head, in one line (no replay branch)
-            parents = {h.config["configurable"]["checkpoint_id"]: (h.parent_config or {}).get("configurable", {}).get("checkpoint_id") for h in history}
+            parents = {
+                h.config["configurable"]["checkpoint_id"]: (h.parent_config or {})
+                .get("configurable", {})
+                .get("checkpoint_id")
+                for h in history
+            }
             assert len(set(parents.values()) - {None}) == len(history) - 1
             assert head["configurable"]["checkpoint_id"] in parents.values()
             shapes[how] = [(h.metadata["source"], h.metadata["step"], h.next) for h in history]
@@ -107,14 +118,16 @@ async def test_k10_async_resume_with_explicit_head_checkpoint_id(tmp_path):
 
 # --- the agent graph resumed by explicit head checkpoint id ---------------------------------
 
+
 async def run_to_breakpoint_and_resume(agent, scripted, thread: str, resume_with) -> dict:
     """Our agent graph stopped before dispatch_tools (a static breakpoint), resumed with the
     config ``resume_with(head_config, thread_config)`` returns, then one more turn the same way."""
     runs: list[int] = []
     box = FakeToolbox()
     box.add("count_rows", lambda: runs.append(1) or {"rows": 7})
-    ctx = scripted([tool_call("count_rows", {}, "k1"), AIMessage("7 rows."), AIMessage("Still 7.")], box,
-                   user_id=thread)  # memory namespaces apart: the prompts must be comparable
+    ctx = scripted(
+        [tool_call("count_rows", {}, "k1"), AIMessage("7 rows."), AIMessage("Still 7.")], box, user_id=thread
+    )  # memory namespaces apart: the prompts must be comparable
     cfg = {"configurable": {"thread_id": thread}}
     await agent.ainvoke({"messages": [HumanMessage("count the rows")]}, cfg, context=ctx)
     head = await agent.aget_state(cfg)
@@ -122,15 +135,19 @@ async def run_to_breakpoint_and_resume(agent, scripted, thread: str, resume_with
     out = await agent.ainvoke(None, await resume_with(head.config, cfg), context=ctx)
     assert runs == [1] and out["messages"][-1].content == "7 rows."
     head = await agent.aget_state(cfg)
-    out = await agent.ainvoke({"messages": [HumanMessage("and now?")]}, await resume_with(head.config, cfg), context=ctx)
+    out = await agent.ainvoke(
+        {"messages": [HumanMessage("and now?")]}, await resume_with(head.config, cfg), context=ctx
+    )
     assert runs == [1] and out["messages"][-1].content == "Still 7."
     assert sum(isinstance(m, ToolMessage) for m in out["messages"]) == 1
     history = [h async for h in agent.aget_state_history(cfg)]
     prompts = [[(type(m).__name__, m.content) for m in p] for p in scripted.models[ctx.model].seen]
-    return {"messages": [(type(m).__name__, m.content) for m in out["messages"]],
-            "metrics": {k: out["metrics"][k] for k in ("turns", "model_calls", "tool_calls")},
-            "prompts": prompts,
-            "structure": [(h.metadata["source"], h.next) for h in reversed(history)]}
+    return {
+        "messages": [(type(m).__name__, m.content) for m in out["messages"]],
+        "metrics": {k: out["metrics"][k] for k in ("turns", "model_calls", "tool_calls")},
+        "prompts": prompts,
+        "structure": [(h.metadata["source"], h.next) for h in reversed(history)],
+    }
 
 
 async def test_agent_graph_resumes_by_explicit_head_id_like_by_thread_id(scripted, tmp_path):
@@ -160,12 +177,13 @@ async def test_agent_graph_resumes_by_explicit_head_id_like_by_thread_id(scripte
     assert len(extra) == 1
     i = extra[0]
     assert explicit["structure"][i][1] == ("dispatch_tools",) == explicit["structure"][i - 1][1]
-    assert explicit["structure"][:i] + explicit["structure"][i + 1:] == thread["structure"]
+    assert explicit["structure"][:i] + explicit["structure"][i + 1 :] == thread["structure"]
     # Branches.resume_config drops an id naming the active head: identical structure too
     assert via_hermes == thread
 
 
 # --- the CLI end to end on a real SQLite file ----------------------------------------------
+
 
 def short_ids(output: str, pattern: str) -> list[str]:
     return re.findall(r"([0-9a-f]{8}) step +\d+ " + pattern, output)
@@ -178,12 +196,17 @@ def test_cli_branch_commands_try_a_rollback_try_b_switch_fork(scripted, data_dir
     box = FakeToolbox()
     box.add("plan_a", plan_a)
     box.add("plan_b", lambda: {"ok": True})
-    ctx = scripted([
-        AIMessage("Hello, ready."),
-        tool_call("plan_a", {}, "ca"), AIMessage("Approach A failed."),
-        tool_call("plan_b", {}, "cb"), AIMessage("Approach B worked."),
-        AIMessage("Forked reply."),
-    ], box)
+    ctx = scripted(
+        [
+            AIMessage("Hello, ready."),
+            tool_call("plan_a", {}, "ca"),
+            AIMessage("Approach A failed."),
+            tool_call("plan_b", {}, "cb"),
+            AIMessage("Approach B worked."),
+            AIMessage("Forked reply."),
+        ],
+        box,
+    )
     model = scripted.models[ctx.model]
     runner = CliRunner()
     dd = ["--data-dir", str(data_dir)]

@@ -17,8 +17,9 @@ runner = CliRunner()
 
 
 def test_an_unreachable_endpoint_exits_2_with_json_error(tmp_path):
-    out = runner.invoke(app, ["run", "hi", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
-                              "--data-dir", str(tmp_path), "--json"])
+    out = runner.invoke(
+        app, ["run", "hi", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--data-dir", str(tmp_path), "--json"]
+    )
     assert out.exit_code == 2
     error = json.loads(out.output.strip().splitlines()[-1])
     assert error["exit_code"] == 2 and "http://127.0.0.1:9/v1" in error["error"]

@@ -98,9 +98,19 @@ async def test_sixteen_runs_on_one_data_dir(tmp_path, openai_stub, case):
     try:
         for thread in threads:  # all started before any is waited for: they overlap
             out = open(logs / f"{thread}.out", "wb")  # noqa: SIM115 - closed with the process
-            procs.append((thread, subprocess.Popen(
-                [*hermes_command(), "run", f"Say hello to {thread}.", "--thread", thread, "--json"],
-                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)))
+            procs.append(
+                (
+                    thread,
+                    subprocess.Popen(
+                        [*hermes_command(), "run", f"Say hello to {thread}.", "--thread", thread, "--json"],
+                        cwd=ROOT,
+                        env=env,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    ),
+                )
+            )
             out.close()
         deadline = time.monotonic() + 480
         for _, proc in procs:
@@ -133,5 +143,7 @@ async def test_sixteen_runs_on_one_data_dir(tmp_path, openai_stub, case):
             contents = [m.content for m in state.values["messages"]]
             assert contents[0] == f"Say hello to {thread}." and contents[-1] == ANSWER, (thread, contents)
             assert state.next == ()
-    print(f"{PROCESSES} concurrent runs ({case}) finished in {elapsed:.1f} s"
-          + (f"; a writer held the lock {holder.seconds:g} s" if holder else ""))
+    print(
+        f"{PROCESSES} concurrent runs ({case}) finished in {elapsed:.1f} s"
+        + (f"; a writer held the lock {holder.seconds:g} s" if holder else "")
+    )

@@ -53,7 +53,7 @@ def test_demo_db_command_creates_the_file_only_when_missing(tmp_path):
 
 # -- plumbing: Context → toolbox → executor → worker ----------------------------------------------
 
-HELPER = textwrap.dedent('''
+HELPER = textwrap.dedent("""
     from pathlib import Path
 
     def seen(database, data_dir):
@@ -61,7 +61,7 @@ HELPER = textwrap.dedent('''
 
     def read_file(path):
         return Path(path).read_text()
-''')
+""")
 
 
 @pytest.fixture
@@ -78,8 +78,12 @@ async def test_the_worker_gets_the_configured_database_never_the_models(dbs, tmp
     ex = make_executor("subprocess", data, extra_paths=(str(helpers),), database=str(dbs["sales"]))
     out = await ex.run("db_helpers:seen", {"database": "/etc/passwd", "data_dir": "/"}, timeout_s=10, request_id="r")
     assert out == {"database": str(dbs["sales"]), "data_dir": str(data)}
-    res = await ex.run("tools.builtin.database:query_database",
-                       {"sql": "SELECT COUNT(*) FROM regions", "database": str(dbs["invoices"])}, timeout_s=10, request_id="q")
+    res = await ex.run(
+        "tools.builtin.database:query_database",
+        {"sql": "SELECT COUNT(*) FROM regions", "database": str(dbs["invoices"])},
+        timeout_s=10,
+        request_id="q",
+    )
     assert res["rows"] == [[5]]  # the configured sales DB, not the model's choice
 
 
@@ -90,7 +94,9 @@ async def test_the_worker_reads_the_database_file_but_not_its_neighbours(tmp_pat
     data = tmp_path / "data"
     data.mkdir()
     ex = make_executor("subprocess", data, extra_paths=(str(helpers),), database=str(db))
-    assert (await ex.run("tools.builtin.database:describe_database", {}, timeout_s=10, request_id="d"))["table_count"] == 6  # 5 tables + the sales_lines view
+    assert (await ex.run("tools.builtin.database:describe_database", {}, timeout_s=10, request_id="d"))[
+        "table_count"
+    ] == 6  # 5 tables + the sales_lines view
     with pytest.raises(ToolFailed, match="PermissionError"):
         await ex.run("db_helpers:read_file", {"path": str(user / "private.txt")}, timeout_s=10, request_id="p")
     with pytest.raises(ToolFailed, match="PermissionError"):
@@ -109,15 +115,20 @@ async def test_a_wal_database_with_pending_commits_is_read_in_full(tmp_path):
         data = tmp_path / "data"
         data.mkdir()
         ex = make_executor("subprocess", data, database=str(db))
-        out = await ex.run("tools.builtin.database:query_database", {"sql": "SELECT COUNT(*) FROM regions"},
-                           timeout_s=10, request_id="w")
+        out = await ex.run(
+            "tools.builtin.database:query_database",
+            {"sql": "SELECT COUNT(*) FROM regions"},
+            timeout_s=10,
+            request_id="w",
+        )
         assert out["rows"] == [[6]]
     finally:
         writer.close()
     # after the last writer closed (no -wal/-shm left) it still opens read-only
     assert not Path(str(db) + "-shm").exists()
-    out = await ex.run("tools.builtin.database:query_database", {"sql": "SELECT COUNT(*) FROM regions"},
-                       timeout_s=10, request_id="w2")
+    out = await ex.run(
+        "tools.builtin.database:query_database", {"sql": "SELECT COUNT(*) FROM regions"}, timeout_s=10, request_id="w2"
+    )
     assert out["rows"] == [[6]]
 
 
@@ -138,9 +149,16 @@ async def test_toolbox_resolves_the_setting_and_never_generates_a_database(dbs, 
         await tb.aclose()
     tb = await Toolbox.open(data, cfg)  # nothing configured: the tools stay and say how to set one
     try:
-        assert tb.database == "" and {"describe_database", "query_database", "generate_report"} <= set(tb.registry.names())
+        assert tb.database == "" and {"describe_database", "query_database", "generate_report"} <= set(
+            tb.registry.names()
+        )
         out = await tb.registry.call("query_database", {"sql": "SELECT 1"}, "n")
-        assert out.status == "error" and out.error_kind == "configuration" and "no database configured" in out.error and "HERMES_DATABASE" in out.error
+        assert (
+            out.status == "error"
+            and out.error_kind == "configuration"
+            and "no database configured" in out.error
+            and "HERMES_DATABASE" in out.error
+        )
     finally:
         await tb.aclose()
     assert not list(data.rglob("*sales*")) and not list(data.rglob("*.md"))
@@ -151,6 +169,9 @@ async def test_under_a_tight_tool_timeout_a_runaway_query_still_ends_with_a_clea
     data.mkdir()
     ex = make_executor("subprocess", data, database=str(dbs["sales"]))
     with pytest.raises(ToolFailed, match=r"DatabaseError: query stopped after 2\.4 s"):
-        await ex.run("tools.builtin.database:query_database",
-                     {"sql": "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT MAX(i) FROM n"},
-                     timeout_s=4, request_id="t")
+        await ex.run(
+            "tools.builtin.database:query_database",
+            {"sql": "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT MAX(i) FROM n"},
+            timeout_s=4,
+            request_id="t",
+        )

@@ -40,22 +40,28 @@ def project(tmp_path: Path, hermes: Path | None = None) -> Path:
 
 def demo(proj: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")} | env
-    return subprocess.run(["bash", str(proj / "scripts" / "demo.sh"), *args], capture_output=True, text=True,
-                          env=full, timeout=600)
+    return subprocess.run(
+        ["bash", str(proj / "scripts" / "demo.sh"), *args], capture_output=True, text=True, env=full, timeout=600
+    )
 
 
 def demo_database(tmp_path: Path) -> str:
     path = tmp_path / "sales.db"
-    subprocess.run([sys.executable, "-m", "tools.builtin.demo_db", str(path)], check=True, cwd=ROOT,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "tools.builtin.demo_db", str(path)], check=True, cwd=ROOT, capture_output=True
+    )
     return str(path)
 
 
 def test_a_run_that_stopped_exits_4_with_its_stop_reason(tmp_path):
     proj = project(tmp_path)
     with OpenAIStub(answer="All done, the report is posted.") as stub:
-        out = demo(proj, "--max-tool-rounds", "2",
-                   env={**stub.env(), "HERMES_DATABASE": demo_database(tmp_path), "PYTHONPATH": str(ROOT)})
+        out = demo(
+            proj,
+            "--max-tool-rounds",
+            "2",
+            env={**stub.env(), "HERMES_DATABASE": demo_database(tmp_path), "PYTHONPATH": str(ROOT)},
+        )
     assert out.returncode == 4, out.stdout[-3000:] + out.stderr[-3000:]
     assert "demo: the run stopped before finishing the task:" in out.stderr
     assert "hermes session show demo-" in out.stderr
@@ -81,14 +87,17 @@ def calls(log: Path) -> list[list[str]]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
-@pytest.mark.parametrize(("run_rc", "stop", "expected"), [
-    (0, None, 0),                         # finished
-    (0, "", 0),
-    (0, "no progress: 3 rounds in a row did not bring the goal closer", 4),
-    (2, None, 2),                         # hermes run's own codes pass through, no check after
-    (3, None, 3),
-    (1, "anything", 1),
-])
+@pytest.mark.parametrize(
+    ("run_rc", "stop", "expected"),
+    [
+        (0, None, 0),  # finished
+        (0, "", 0),
+        (0, "no progress: 3 rounds in a row did not bring the goal closer", 4),
+        (2, None, 2),  # hermes run's own codes pass through, no check after
+        (3, None, 3),
+        (1, "anything", 1),
+    ],
+)
 def test_exit_codes(tmp_path, run_rc, stop, expected):
     script, log = fake_hermes(tmp_path, run_rc, stop)
     out = demo(project(tmp_path, script), env={"HERMES_DATABASE": "/data/your.db"})

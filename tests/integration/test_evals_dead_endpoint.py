@@ -23,12 +23,15 @@ def closed_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.mark.parametrize(("args", "env"), [
-    (["tasks", "--case", "sales-flagship"], "settings"),
-    (["tools", "--limit", "1"], "settings"),
-    (["tasks", "--case", "sales-flagship", "--model", "gpt-x"], "flags"),
-    (["memory", "--sample", "--model", "gpt-x"], "flags"),
-])
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (["tasks", "--case", "sales-flagship"], "settings"),
+        (["tools", "--limit", "1"], "settings"),
+        (["tasks", "--case", "sales-flagship", "--model", "gpt-x"], "flags"),
+        (["memory", "--sample", "--model", "gpt-x"], "flags"),
+    ],
+)
 def test_a_dead_endpoint_is_named_and_nothing_runs(tmp_path, args, env):
     url = f"http://127.0.0.1:{closed_port()}/v1"
     environ = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")} | {"OPENAI_API_KEY": "x"}
@@ -37,8 +40,14 @@ def test_a_dead_endpoint_is_named_and_nothing_runs(tmp_path, args, env):
     else:
         args = [*args, "--base-url", url]
     out = tmp_path / "report"
-    done = subprocess.run([sys.executable, "-m", "evals", *args, "--out", str(out)], cwd=ROOT, env=environ,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "evals", *args, "--out", str(out)],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     [line] = [x for x in done.stderr.splitlines() if x.startswith("error:")]

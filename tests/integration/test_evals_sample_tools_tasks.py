@@ -31,7 +31,9 @@ async def test_tools_and_tasks_samples_on_the_embedded_model(tmp_path: Path):
     from evals.suites.tasks import SAMPLE_TASKS, TASKS
     from evals.suites.tools import CATEGORIES
 
-    tools = await run_suite(EvalConfig(suite="tools", model=PIPELINE_MODEL, sample=True, limit=1, out=tmp_path / "tools"))
+    tools = await run_suite(
+        EvalConfig(suite="tools", model=PIPELINE_MODEL, sample=True, limit=1, out=tmp_path / "tools")
+    )
     rows, summary = _read(tools.out)
     assert sorted(r["category"] for r in rows) == sorted(CATEGORIES), "one case per category"
     for r in rows:
@@ -47,7 +49,9 @@ async def test_tools_and_tasks_samples_on_the_embedded_model(tmp_path: Path):
     assert "| category |" in (tools.out / "report.md").read_text()
     assert (tools.out / "accuracy.png").stat().st_size > 0
 
-    tasks = await run_suite(EvalConfig(suite="tasks", model=PIPELINE_MODEL, sample=True, limit=2, out=tmp_path / "tasks"))
+    tasks = await run_suite(
+        EvalConfig(suite="tasks", model=PIPELINE_MODEL, sample=True, limit=2, out=tmp_path / "tasks")
+    )
     rows, summary = _read(tasks.out)
     assert [r["task"] for r in rows] == list(SAMPLE_TASKS[:2])
     assert {r["kind"] for r in rows} == {next(t.kind for t in TASKS if t.id == i) for i in SAMPLE_TASKS[:2]}

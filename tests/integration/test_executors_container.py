@@ -17,9 +17,10 @@ from tools.executors import make_executor
 from tools.executors.container import ContainerExecutor, Sandbox, SandboxUnavailable, detect_sandbox
 from tools.executors.subprocess import RunContext, pids_cgroup_parent
 
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None,
-                                 reason="bubblewrap not installed (scripts/setup.sh installs it as root; "
-                                        "or: apt-get install bubblewrap)")
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None,
+    reason="bubblewrap not installed (scripts/setup.sh installs it as root; or: apt-get install bubblewrap)",
+)
 
 
 @pytest.fixture
@@ -28,8 +29,7 @@ def box(tmp_path: Path):
     data = tmp_path / "data"
     data.mkdir()
     (tmp_path / "secret.txt").write_text("top secret")
-    ex = make_executor("container", data, engine="bwrap", extra_paths=(str(helpers),), max_procs=32,
-                       memory_mb=512)
+    ex = make_executor("container", data, engine="bwrap", extra_paths=(str(helpers),), max_procs=32, memory_mb=512)
     yield ex, data, tmp_path
     assert our_cgroups() == []
 
@@ -39,6 +39,7 @@ async def run(ex, entry, args=None, timeout_s=10.0):
 
 
 # -- no sandbox: a clear error -----------------------------------------------------------------
+
 
 def test_no_sandbox_raises_naming_everything_tried(monkeypatch, tmp_path):
     monkeypatch.setattr(container_mod.shutil, "which", lambda name: None)
@@ -72,6 +73,7 @@ def test_docker_command_is_locked_down(tmp_path):
 
 # -- bubblewrap ------------------------------------------------------------------------------------
 
+
 @needs_bwrap
 def test_bwrap_is_detected_first():
     assert detect_sandbox().engine == "bwrap"
@@ -101,8 +103,12 @@ async def test_builtin_tool_runs_in_the_sandbox(tmp_path):
     db = generate_sales_db(tmp_path / "user" / "sales.db", months=2)
     (db.parent / "private.txt").write_text("not for tools")
     ex = make_executor("container", data, database=str(db), extra_paths=(str(helpers),))
-    out = await ex.run("tools.builtin.database:query_database", {"sql": "SELECT COUNT(*) AS n FROM orders"},
-                       timeout_s=10, request_id="q")
+    out = await ex.run(
+        "tools.builtin.database:query_database",
+        {"sql": "SELECT COUNT(*) AS n FROM orders"},
+        timeout_s=10,
+        request_id="q",
+    )
     assert out["columns"] == ["n"] and out["rows"][0][0] > 0
     described = await ex.run("tools.builtin.database:describe_database", {}, timeout_s=10, request_id="d")
     assert described["database"] == str(db) and described["table_count"] == 6  # 5 tables + the sales_lines view
@@ -169,7 +175,9 @@ async def test_dotdot_paths_cannot_reach_the_host(box):
         await run(ex, "read_file", {"path": "../secret.txt"})
     with pytest.raises(ToolFailed, match=r"PermissionError|FileNotFoundError|OSError"):
         await run(ex, "write_file", {"path": str(Path.home() / "hermes_escape.txt"), "text": "x"})
-    out = await run(ex, "shell", {"cmd": f"cat {tmp}/secret.txt; echo x > {tmp}/escaped.txt; echo x > /etc/escaped; ls /proc"})
+    out = await run(
+        ex, "shell", {"cmd": f"cat {tmp}/secret.txt; echo x > {tmp}/escaped.txt; echo x > /etc/escaped; ls /proc"}
+    )
     assert "top secret" not in out["out"]
     assert not (tmp / "escaped.txt").exists() and not Path("/etc/escaped").exists()
     assert not (Path.home() / "hermes_escape.txt").exists()
@@ -199,7 +207,13 @@ async def test_no_network_inside_by_default(box):
     port = srv.getsockname()[1]
     try:
         ex, _, _ = box
-        out = await run(ex, "shell", {"cmd": f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\" && echo connected"})
+        out = await run(
+            ex,
+            "shell",
+            {
+                "cmd": f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\" && echo connected"
+            },
+        )
         assert "connected" not in out["out"] and out["rc"] != 0
     finally:
         srv.close()

@@ -31,10 +31,31 @@ ROOT = Path(__file__).resolve().parents[2]
 def remote_server(data: Path, helpers: Path, *extra: str, env: dict[str, str] | None = None):
     """Start the reference server; yield its URL; stop it (SIGTERM, then the whole tree).
     ``env``: added to the server's environment (e.g. its HERMES_DATABASE)."""
-    argv = [sys.executable, "-m", "tools.remote_server", "--data-dir", str(data), "--port", "0",
-            "--allow", "exec_helpers:", "--allow", "tools.builtin.", "--extra-path", str(helpers), *extra]
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, start_new_session=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "tools.remote_server",
+        "--data-dir",
+        str(data),
+        "--port",
+        "0",
+        "--allow",
+        "exec_helpers:",
+        "--allow",
+        "tools.builtin.",
+        "--extra-path",
+        str(helpers),
+        *extra,
+    ]
+    proc = subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 30
         url = None
@@ -127,8 +148,9 @@ async def test_lost_answer_is_replayed_not_rerun(dirs):
         try:
             out = await call(ex, "append_line", {"path": "log.txt", "line": "pay 10"}, request_id="pay-1")
             assert out == {"appended": "pay 10"} and ex.attempts == 2
-            dupes = await asyncio.gather(*(call(ex, "append_line", {"path": "log.txt", "line": "pay 10"},
-                                                request_id="pay-1") for _ in range(20)))
+            dupes = await asyncio.gather(
+                *(call(ex, "append_line", {"path": "log.txt", "line": "pay 10"}, request_id="pay-1") for _ in range(20))
+            )
             assert all(d == out for d in dupes)
         finally:
             await ex.aclose()

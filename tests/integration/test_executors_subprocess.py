@@ -20,7 +20,7 @@ from tools.executors.worker import landlock_abi
 
 pytestmark = pytest.mark.slow  # real worker processes
 
-HELPERS = textwrap.dedent('''
+HELPERS = textwrap.dedent("""
     import os, signal, subprocess, sys, time
     from pathlib import Path
 
@@ -99,7 +99,7 @@ HELPERS = textwrap.dedent('''
     def use_json():
         import json
         return json.dumps([1])
-''')
+""")
 
 
 def write_helpers(root: Path) -> Path:
@@ -225,7 +225,9 @@ async def test_shell_commands_are_confined_too(box):
     if not landlock_abi():
         pytest.skip("kernel without Landlock: only Python-level file access is confined")
     ex, data, tmp = box
-    out = await run(ex, "shell", {"cmd": "cat ../secret.txt; echo x > ../shell_escape.txt; echo ok > in.txt; cat in.txt"})
+    out = await run(
+        ex, "shell", {"cmd": "cat ../secret.txt; echo x > ../shell_escape.txt; echo ok > in.txt; cat in.txt"}
+    )
     assert "top secret" not in out["out"] and out["out"].strip() == "ok"
     assert "Permission denied" in out["err"]
     assert not (tmp / "shell_escape.txt").exists() and (data / "in.txt").exists()
@@ -279,18 +281,28 @@ async def test_executor_and_ledger_are_async_safe_under_blockbuster(box):
     async def runner(args, request_id):
         return await ex.run("exec_helpers:append_line", args, timeout_s=10, request_id=request_id)
 
-    reg.register(ToolSpec(name="append_line", description="Appends one line to a file in the data dir (test).",
-                          parameters={"type": "object", "properties": {"path": {"type": "string"},
-                                                                        "line": {"type": "string"}},
-                                      "required": ["path", "line"]}, side_effect=True), runner)
+    reg.register(
+        ToolSpec(
+            name="append_line",
+            description="Appends one line to a file in the data dir (test).",
+            parameters={
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "line": {"type": "string"}},
+                "required": ["path", "line"],
+            },
+            side_effect=True,
+        ),
+        runner,
+    )
     bb = BlockBuster(excluded_modules=[])
     bb.activate()
     try:
         first = await reg.call("append_line", {"path": "f.txt", "line": "a"}, "r1")
         again = await reg.call("append_line", {"path": "f.txt", "line": "a"}, "r1")
         with pytest.raises(ToolTimeout):
-            await ex.run("exec_helpers:sleep_ignoring_term", {"pid_file": "p", "seconds": 30}, timeout_s=1,
-                         request_id="t")
+            await ex.run(
+                "exec_helpers:sleep_ignoring_term", {"pid_file": "p", "seconds": 30}, timeout_s=1, request_id="t"
+            )
     finally:
         bb.deactivate()
         await ledger.aclose()
@@ -304,6 +316,11 @@ def test_worker_start_up_stays_lean():
     import subprocess
 
     code = "import sys, tools.executors.worker as w; print(sorted(m for m in ('typing', 'inspect', 'asyncio') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        timeout=30,
+    )
     assert out.stdout.strip() == "[]", out.stderr

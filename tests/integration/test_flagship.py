@@ -50,12 +50,18 @@ def demo_database(tmp_path: Path) -> str:
 
 LAST_MONTH = "substr(o.order_date, 1, 7) = (SELECT substr(MAX(order_date), 1, 7) FROM orders)"
 REPORT_QUERIES = [
-    {"label": "Revenue and orders", "sql": "SELECT ROUND(SUM(i.quantity * i.unit_price), 2) AS revenue, "
-     "COUNT(DISTINCT o.order_id) AS orders FROM orders o JOIN order_items i ON i.order_id = o.order_id "
-     f"WHERE {LAST_MONTH}"},
-    {"label": "Revenue by region", "sql": "SELECT r.name AS region, ROUND(SUM(i.quantity * i.unit_price), 2) AS revenue "
-     "FROM orders o JOIN order_items i ON i.order_id = o.order_id JOIN customers c ON c.customer_id = o.customer_id "
-     f"JOIN regions r ON r.region_id = c.region_id WHERE {LAST_MONTH} GROUP BY r.name ORDER BY revenue DESC"},
+    {
+        "label": "Revenue and orders",
+        "sql": "SELECT ROUND(SUM(i.quantity * i.unit_price), 2) AS revenue, "
+        "COUNT(DISTINCT o.order_id) AS orders FROM orders o JOIN order_items i ON i.order_id = o.order_id "
+        f"WHERE {LAST_MONTH}",
+    },
+    {
+        "label": "Revenue by region",
+        "sql": "SELECT r.name AS region, ROUND(SUM(i.quantity * i.unit_price), 2) AS revenue "
+        "FROM orders o JOIN order_items i ON i.order_id = o.order_id JOIN customers c ON c.customer_id = o.customer_id "
+        f"JOIN regions r ON r.region_id = c.region_id WHERE {LAST_MONTH} GROUP BY r.name ORDER BY revenue DESC",
+    },
 ]
 
 
@@ -64,8 +70,11 @@ async def test_flagship_with_a_scripted_model_through_real_mcp_and_sqlite(tmp_pa
         # the model learns the user's schema and the dates with data first (a read-only tool is
         # offered beside the missing steps), then writes the report's queries
         tool_call("describe_database", {}, "d1"),
-        tool_call("generate_report", {"title": "Sales report, last month", "period": last_full_month(),
-                                      "queries": REPORT_QUERIES}, "r1"),
+        tool_call(
+            "generate_report",
+            {"title": "Sales report, last month", "period": last_full_month(), "queries": REPORT_QUERIES},
+            "r1",
+        ),
         tool_call("post_message", {"channel": "project", "text": "Last month's sales report is ready."}, "p1"),
         tool_call("schedule_reminder", {"text": "Send the monthly sales report", "day_of_month": 1}, "s1"),
         AIMessage("Report written, posted to #project, monthly reminder set."),
@@ -83,13 +92,19 @@ async def test_flagship_with_a_scripted_model_through_real_mcp_and_sqlite(tmp_pa
     assert not [p for p in team_chat_processes() if p.pid not in before and p.is_running()], "orphan MCP server"
 
     assert summary["stop_reason"] is None
-    assert summary["tools_called"] == {"describe_database": 1, "generate_report": 1, "post_message": 1,
-                                       "schedule_reminder": 1}
+    assert summary["tools_called"] == {
+        "describe_database": 1,
+        "generate_report": 1,
+        "post_message": 1,
+        "schedule_reminder": 1,
+    }
     report = Path(summary["artifacts"][0])  # generate_report's artifact_field: the report path
     assert report.exists() and "Revenue by region" in report.read_text()
     assert report.parent == tmp_path / "reports" and not (tmp_path / "sales.db").exists()
     with sqlite3.connect(tmp_path / "team_chat.db") as con:
-        assert con.execute("SELECT channel, text FROM messages").fetchall() == [("project", "Last month's sales report is ready.")]
+        assert con.execute("SELECT channel, text FROM messages").fetchall() == [
+            ("project", "Last month's sales report is ready.")
+        ]
     with sqlite3.connect(tmp_path / "reminders.db") as con:
         assert con.execute("SELECT COUNT(*) FROM reminders").fetchone()[0] == 1
     with sqlite3.connect(tmp_path / "checkpoints.sqlite") as con:

@@ -24,7 +24,9 @@ from tools.builtin.demo_db import generate_invoices_db
 
 pytestmark = pytest.mark.slow
 
-TASK = "Summarise last month's invoicing into an analysis report, post it to the finance group, and remind me every month."
+TASK = (
+    "Summarise last month's invoicing into an analysis report, post it to the finance group, and remind me every month."
+)
 END = "2026-10"  # the last month with data; the database holds three years
 
 
@@ -37,22 +39,29 @@ def expected(db: Path) -> tuple[int, int, list[tuple[str, int]]]:
     with sqlite3.connect(db) as con:
         net, count = con.execute(
             "SELECT SUM(net_amount_cents), COUNT(*) FROM invoices WHERE status != 'void' "
-            "AND strftime('%Y-%m', issued_on) = ?", (END,)).fetchone()
+            "AND strftime('%Y-%m', issued_on) = ?",
+            (END,),
+        ).fetchone()
         by_country = con.execute(
             "SELECT c.country_code, SUM(i.net_amount_cents) FROM invoices i JOIN clients c USING (client_ref) "
             "WHERE i.status != 'void' AND strftime('%Y-%m', i.issued_on) = ? GROUP BY 1 ORDER BY 2 DESC",
-            (END,)).fetchall()
+            (END,),
+        ).fetchall()
     return net, count, by_country
 
 
 QUERIES = [
-    {"label": "Net invoiced and invoice count",
-     "sql": "SELECT SUM(net_amount_cents) AS net_cents, COUNT(*) AS invoices FROM invoices "
-            f"WHERE status != 'void' AND strftime('%Y-%m', issued_on) = '{END}'"},
-    {"label": "Net by country",
-     "sql": "SELECT c.country_code, SUM(i.net_amount_cents) AS net_cents FROM invoices i "
-            "JOIN clients c ON c.client_ref = i.client_ref WHERE i.status != 'void' "
-            f"AND strftime('%Y-%m', i.issued_on) = '{END}' GROUP BY c.country_code ORDER BY net_cents DESC"},
+    {
+        "label": "Net invoiced and invoice count",
+        "sql": "SELECT SUM(net_amount_cents) AS net_cents, COUNT(*) AS invoices FROM invoices "
+        f"WHERE status != 'void' AND strftime('%Y-%m', issued_on) = '{END}'",
+    },
+    {
+        "label": "Net by country",
+        "sql": "SELECT c.country_code, SUM(i.net_amount_cents) AS net_cents FROM invoices i "
+        "JOIN clients c ON c.client_ref = i.client_ref WHERE i.status != 'void' "
+        f"AND strftime('%Y-%m', i.issued_on) = '{END}' GROUP BY c.country_code ORDER BY net_cents DESC",
+    },
 ]
 
 
@@ -66,13 +75,16 @@ def script(name: str, replies: list) -> ScriptedChat:
 async def test_flagship_on_a_differently_shaped_database_matches_independent_sql(tmp_path: Path):
     db = invoices_db(tmp_path)
     net, count, by_country = expected(db)
-    model = script("general-invoices", [
-        tool_call("describe_database", {}, "d1"),
-        tool_call("generate_report", {"title": f"Invoicing report {END}", "period": END, "queries": QUERIES}, "r1"),
-        tool_call("post_message", {"channel": "finance", "text": f"Invoicing report {END} is ready."}, "p1"),
-        tool_call("schedule_reminder", {"text": "Send the monthly invoicing report", "day_of_month": 1}, "s1"),
-        AIMessage(f"Report for {END} written, posted to #finance, monthly reminder set."),
-    ])
+    model = script(
+        "general-invoices",
+        [
+            tool_call("describe_database", {}, "d1"),
+            tool_call("generate_report", {"title": f"Invoicing report {END}", "period": END, "queries": QUERIES}, "r1"),
+            tool_call("post_message", {"channel": "finance", "text": f"Invoicing report {END} is ready."}, "p1"),
+            tool_call("schedule_reminder", {"text": "Send the monthly invoicing report", "day_of_month": 1}, "s1"),
+            AIMessage(f"Report for {END} written, posted to #finance, monthly reminder set."),
+        ],
+    )
     data = tmp_path / "hermes"
     context = Context(model="general-invoices", data_dir=str(data), database=str(db))
     try:
@@ -91,23 +103,33 @@ async def test_flagship_on_a_differently_shaped_database_matches_independent_sql
         assert f"| {country} | {cents} |" in text
     assert "Figures in this report rest on these queries" in text and "strftime('%Y-%m', issued_on)" in text
     with sqlite3.connect(data / "team_chat.db") as con:
-        assert con.execute("SELECT channel, text FROM messages").fetchall() == [("finance", f"Invoicing report {END} is ready.")]
+        assert con.execute("SELECT channel, text FROM messages").fetchall() == [
+            ("finance", f"Invoicing report {END} is ready.")
+        ]
     with sqlite3.connect(data / "reminders.db") as con:
         assert con.execute("SELECT COUNT(*) FROM reminders").fetchone()[0] == 1
     assert not (data / "sales.db").exists() and not list(data.rglob("*.db-demo*"))
 
 
 async def test_a_period_without_data_is_said_and_nothing_is_posted(tmp_path: Path):
-    """"Last month" on data that ends earlier: the report is refused with the latest period
+    """ "Last month" on data that ends earlier: the report is refused with the latest period
     that has data, and the post — which would announce a report that does not exist — never runs."""
     db = invoices_db(tmp_path)
-    empty = [{"label": "Net", "sql": "SELECT SUM(net_amount_cents) FROM invoices WHERE strftime('%Y-%m', issued_on) = '2026-11'"}]
-    model = script("general-empty", [
-        tool_call("generate_report", {"title": "Invoicing report 2026-11", "queries": empty}, "r1"),
-        AIMessage("There is no invoicing data for 2026-11; the latest month with data is 2026-10."),
-        # told the steps are not done, it says so again: the run stops and keeps its answer
-        AIMessage("No data for 2026-11. Shall I report on 2026-10, the latest month with data?"),
-    ])
+    empty = [
+        {
+            "label": "Net",
+            "sql": "SELECT SUM(net_amount_cents) FROM invoices WHERE strftime('%Y-%m', issued_on) = '2026-11'",
+        }
+    ]
+    model = script(
+        "general-empty",
+        [
+            tool_call("generate_report", {"title": "Invoicing report 2026-11", "queries": empty}, "r1"),
+            AIMessage("There is no invoicing data for 2026-11; the latest month with data is 2026-10."),
+            # told the steps are not done, it says so again: the run stops and keeps its answer
+            AIMessage("No data for 2026-11. Shall I report on 2026-10, the latest month with data?"),
+        ],
+    )
     data = tmp_path / "hermes"
     context = Context(model="general-empty", data_dir=str(data), database=str(db))
     try:
@@ -159,17 +181,28 @@ async def test_a_read_only_question_runs_no_side_effect_on_every_builtin_and_mcp
     server.write_text(USER_SERVER)
     effects = tmp_path / "effects.log"
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"ops": {"command": sys.executable, "args": [str(server), str(effects)]}}}))
+    config.write_text(
+        json.dumps({"mcpServers": {"ops": {"command": sys.executable, "args": [str(server), str(effects)]}}})
+    )
     db = invoices_db(tmp_path)
     data = tmp_path / "hermes"
     probe = Context(model="unused", data_dir=str(data), database=str(db), mcp_config=str(config))
     toolbox = await resources.get_toolbox(probe)
     side_effects = [s.name for s in toolbox.registry.specs() if s.side_effect]
-    assert {"generate_report", "post_message", "schedule_reminder", "restart_service", "delete_records"} <= set(side_effects)
-    args = {"generate_report": {"title": "x", "queries": QUERIES[:1]}, "post_message": {"channel": "c", "text": "t"},
-            "schedule_reminder": {"text": "t"}}
-    rogue = AIMessage("", tool_calls=[{"name": n, "args": args.get(n, {}), "id": f"x{i}", "type": "tool_call"}
-                                      for i, n in enumerate(side_effects)])
+    assert {"generate_report", "post_message", "schedule_reminder", "restart_service", "delete_records"} <= set(
+        side_effects
+    )
+    args = {
+        "generate_report": {"title": "x", "queries": QUERIES[:1]},
+        "post_message": {"channel": "c", "text": "t"},
+        "schedule_reminder": {"text": "t"},
+    }
+    rogue = AIMessage(
+        "",
+        tool_calls=[
+            {"name": n, "args": args.get(n, {}), "id": f"x{i}", "type": "tool_call"} for i, n in enumerate(side_effects)
+        ],
+    )
     model = ScriptedChat(messages=iter([rogue, AIMessage("I do not know the time.")]), ignore_offer=True)
     model.seen, model.offers = [], []
     register_model("general-rogue", lambda _c: model)

@@ -29,8 +29,12 @@ ROOT = Path(__file__).resolve().parents[2]
 APPEND = ToolSpec(
     name="append_line",
     description="Appends one line to a file in the data directory (a side effect, for the tests).",
-    parameters={"type": "object", "properties": {"path": {"type": "string"}, "line": {"type": "string"}},
-                "required": ["path", "line"], "additionalProperties": False},
+    parameters={
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "line": {"type": "string"}},
+        "required": ["path", "line"],
+        "additionalProperties": False,
+    },
     side_effect=True,
 )
 
@@ -58,8 +62,9 @@ async def test_1000_concurrent_duplicates_write_one_line(setup):
     ledger = IdempotencyLedger.in_data_dir(data)
     reg = registry_with_append(ledger, executor)
     try:
-        outcomes = await asyncio.gather(*(reg.call("append_line", {"path": "out.txt", "line": "paid"}, "req-42")
-                                          for _ in range(1000)))
+        outcomes = await asyncio.gather(
+            *(reg.call("append_line", {"path": "out.txt", "line": "paid"}, "req-42") for _ in range(1000))
+        )
     finally:
         await ledger.aclose()
     assert (data / "out.txt").read_text() == "paid\n"
@@ -77,8 +82,9 @@ async def test_a_restart_or_replayed_branch_gets_the_recorded_result(setup):
     second_ledger = IdempotencyLedger.in_data_dir(data)  # a new process / a forked branch
     reg2 = registry_with_append(second_ledger, executor)
     try:
-        replays = await asyncio.gather(*(reg2.call("append_line", {"path": "out.txt", "line": "one"}, "call_abc")
-                                         for _ in range(50)))
+        replays = await asyncio.gather(
+            *(reg2.call("append_line", {"path": "out.txt", "line": "one"}, "call_abc") for _ in range(50))
+        )
         other = await reg2.call("append_line", {"path": "out.txt", "line": "two"}, "call_def")
     finally:
         await second_ledger.aclose()
@@ -100,8 +106,9 @@ async def test_toolbox_reopened_on_the_same_data_dir_replays(setup, tmp_path):
         tb = await Toolbox.open(data, cfg, executor=executor)
         try:
             tb.registry.register(APPEND, executor_runner(tb.executor, "exec_helpers:append_line", 10))
-            outs = await asyncio.gather(*(tb.registry.call("append_line", {"path": "toolbox.txt", "line": "x"}, "rid-1")
-                                          for _ in range(1000)))
+            outs = await asyncio.gather(
+                *(tb.registry.call("append_line", {"path": "toolbox.txt", "line": "x"}, "rid-1") for _ in range(1000))
+            )
             assert {o.status for o in outs} == {"ok"}
             results.append(outs[0].content)
         finally:
@@ -117,8 +124,10 @@ async def test_dead_owner_claim_is_taken_over(tmp_path):
     await ledger.count()  # creates the table
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     con = sqlite3.connect(path)
-    con.execute("INSERT INTO tool_requests (tool, request_id, state, owner, created) VALUES ('t', 'r', 'running', ?, 0)",
-                (f"{socket.gethostname()}:{int(dead.stdout)}:x",))
+    con.execute(
+        "INSERT INTO tool_requests (tool, request_id, state, owner, created) VALUES ('t', 'r', 'running', ?, 0)",
+        (f"{socket.gethostname()}:{int(dead.stdout)}:x",),
+    )
     con.commit()
     con.close()
 
@@ -131,7 +140,7 @@ async def test_dead_owner_claim_is_taken_over(tmp_path):
         await ledger.aclose()
 
 
-CROSS_PROCESS = textwrap.dedent('''
+CROSS_PROCESS = textwrap.dedent("""
     import asyncio, json, sys, time
     from pathlib import Path
     from tools.idempotency import IdempotencyLedger
@@ -148,7 +157,7 @@ CROSS_PROCESS = textwrap.dedent('''
         print(json.dumps({"record": record, "replayed": replayed}))
 
     asyncio.run(main(*sys.argv[1:]))
-''')
+""")
 
 
 def test_concurrent_duplicates_in_two_processes_run_once(tmp_path):
@@ -156,8 +165,16 @@ def test_concurrent_duplicates_in_two_processes_run_once(tmp_path):
     script.write_text(CROSS_PROCESS)
     db, out = tmp_path / "ledger.db", tmp_path / "out.txt"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, str(script), str(db), str(out), f"p{i}"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env) for i in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(db), str(out), f"p{i}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for i in range(4)
+    ]
     outputs = [p.communicate(timeout=60) for p in procs]
     for p, (stdout, stderr) in zip(procs, outputs):
         assert p.returncode == 0 and stdout.strip(), stderr

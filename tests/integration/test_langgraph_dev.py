@@ -22,7 +22,8 @@ async def test_dev_server_runs_a_turn_and_keeps_checkpoint_history(dev_server):
     assert assistants, "the agent graph from langgraph.json is not served"
     thread = await client.threads.create()
     result = await client.runs.wait(
-        thread["thread_id"], "agent",
+        thread["thread_id"],
+        "agent",
         input={"messages": [{"role": "human", "content": TASK}]},
         raise_error=False,
     )

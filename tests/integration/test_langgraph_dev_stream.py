@@ -33,7 +33,8 @@ async def test_a_streamed_run_streams_answers_and_tool_calls_not_grammar_json(de
     events: list[str] = []
     ai_chunks: list[dict] = []
     async for part in client.runs.stream(
-        thread["thread_id"], "agent",
+        thread["thread_id"],
+        "agent",
         input={"messages": [{"role": "human", "content": TASK}]},
         stream_mode="messages-tuple",
     ):

@@ -17,14 +17,14 @@ def test_mcp_cli_test_call_list_tools(tmp_path):
     data = ["--data-dir", str(tmp_path / "data")]
     test = runner.invoke(app, ["mcp", "test", "--json", *data])
     assert test.exit_code == 0, test.output
-    [row] = json.loads(test.stdout[test.stdout.index("["):])
+    [row] = json.loads(test.stdout[test.stdout.index("[") :])
     assert row["server"] == "team_chat" and row["ok"] and row["tools"] == 2 and row["protocol"]
     assert "tools" in row["capabilities"] and row["handshake_ms"] > 0
     call = runner.invoke(app, ["mcp", "call", "team_chat", "post_message", '{"channel": "c", "text": "hi"}', *data])
     assert call.exit_code == 0, call.output
     assert '"text": "hi"' in call.stdout
     listed = runner.invoke(app, ["mcp", "list", "--json", *data])
-    status = json.loads(listed.stdout[listed.stdout.index("["):])
+    status = json.loads(listed.stdout[listed.stdout.index("[") :])
     assert status[0]["name"] == "team_chat" and status[0]["breaker"]["state"] == "closed"
     assert status[0]["pool"]["min"] == 1 and "score" in status[0]
     tools = runner.invoke(app, ["mcp", "tools", "team_chat", *data])

@@ -50,14 +50,36 @@ def test_conformance_client_scenarios(suite: Path, tmp_path: Path):
     env = {**os.environ, "PATH": f"{peers.node().parent}:{os.environ.get('PATH', '')}"}
     results: dict[str, dict] = {}
     for name in scenarios:
-        proc = subprocess.run([str(peers.node()), str(suite), "client", "--command", command, "--scenario", name,
-                               "--timeout", "60000", "-o", str(tmp_path / "out")],
-                              capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+        proc = subprocess.run(
+            [
+                str(peers.node()),
+                str(suite),
+                "client",
+                "--command",
+                command,
+                "--scenario",
+                name,
+                "--timeout",
+                "60000",
+                "-o",
+                str(tmp_path / "out"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            cwd=tmp_path,
+        )
         text = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
         m = re.search(r"Passed: (\d+)/(\d+), (\d+) failed, (\d+) warnings", text)
         passed, total, failed, warnings = (int(g) for g in m.groups()) if m else (0, 0, -1, 0)
-        results[name] = {"checks_passed": passed, "checks": total, "failed": failed, "warnings": warnings,
-                         "ok": failed == 0 and total > 0}
+        results[name] = {
+            "checks_passed": passed,
+            "checks": total,
+            "failed": failed,
+            "warnings": warnings,
+            "ok": failed == 0 and total > 0,
+        }
     ok = sorted(n for n, r in results.items() if r["ok"])
     bad = sorted(set(results) - set(ok))
     summary = {"passed": len(ok), "of": len(results), "failed": bad}

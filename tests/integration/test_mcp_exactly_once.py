@@ -168,8 +168,9 @@ async def test_timeout_sends_cancelled_and_the_effect_happens_once(peer, marker)
         assert str(cancels[0]["params"]["requestId"]) == str(cancelled_tool["request_id"])
         assert "timed out" in cancels[0]["params"]["reason"]
         # The session is still usable; the timed-out call was not replayed by anyone.
-        assert await server.call_tool("slow_append", {"text": "second", "seconds": 0}, timeout_s=5.0,
-                                      request_id="r-2") == {"line": "second"}
+        assert await server.call_tool(
+            "slow_append", {"text": "second", "seconds": 0}, timeout_s=5.0, request_id="r-2"
+        ) == {"line": "second"}
         await asyncio.sleep(0.5)
         assert _lines(peer["effects"]) == ["first", "second"]
         events = [(r["event"], r.get("text")) for r in _records(peer["notes"]) if r["event"].startswith("tool_")]
@@ -185,8 +186,9 @@ async def test_caller_cancellation_also_sends_cancelled(peer, marker):
     await server.start()
     try:
         with pytest.raises(TimeoutError):  # the caller's own deadline, shorter than the call's
-            await asyncio.wait_for(server.call_tool("slow_append", {"text": "outer", "seconds": 30},
-                                                    timeout_s=30.0), 1.0)
+            await asyncio.wait_for(
+                server.call_tool("slow_append", {"text": "outer", "seconds": 30}, timeout_s=30.0), 1.0
+            )
         assert await _wait_for(lambda: len(_cancel_notes(peer["notes"])) == 1)
         assert await _wait_for(lambda: any(r["event"] == "tool_cancelled" for r in _records(peer["notes"])))
         assert _lines(peer["effects"]) == ["outer"]
@@ -201,12 +203,15 @@ async def test_dead_before_the_call_is_not_sent_and_not_replayed(peer, marker):
     try:
         [pid] = await asyncio.to_thread(server.pids)
         os.kill(pid, signal.SIGKILL)
-        assert await _wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+        assert await _wait_for(
+            lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        )
         await asyncio.sleep(0.5)  # the transport sees EOF
         # The dead session is never sent anything: it is retired and the call goes to a fresh
         # session (a new process), transparently; the effect happens once.
-        assert await server.call_tool("slow_append", {"text": "after", "seconds": 0}, timeout_s=5.0,
-                                      request_id="d-1") == {"line": "after"}
+        assert await server.call_tool(
+            "slow_append", {"text": "after", "seconds": 0}, timeout_s=5.0, request_id="d-1"
+        ) == {"line": "after"}
         assert server.reconnects == 1 and _lines(peer["effects"]) == ["after"]
         [new_pid] = await asyncio.to_thread(server.pids)
         assert new_pid != pid
@@ -216,8 +221,9 @@ async def test_dead_before_the_call_is_not_sent_and_not_replayed(peer, marker):
 
 
 async def test_server_that_failed_to_start_is_not_sent(tmp_path, marker):
-    server = MCPServer("broken", {"command": sys.executable, "args": ["-c", "import sys; sys.exit(1)", marker]},
-                       startup_timeout_s=5.0)
+    server = MCPServer(
+        "broken", {"command": sys.executable, "args": ["-c", "import sys; sys.exit(1)", marker]}, startup_timeout_s=5.0
+    )
     with pytest.raises(ToolTransportError) as started:
         await server.start()
     assert started.value.sent is False
@@ -232,10 +238,22 @@ async def test_server_that_failed_to_start_is_not_sent(tmp_path, marker):
 
 async def test_toolbox_spec_metadata_and_per_server_timeout(tmp_path, peer, marker):
     cfg = tmp_path / "mcp.json"
-    cfg.write_text(json.dumps({"mcpServers": {"once": {
-        **peer["entry"], "timeoutSeconds": 1,
-        "tools": {"unannotated": {"side_effect": False, "timeout_s": 4}, "no_such_tool": {"idempotent": True}},
-    }}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "once": {
+                        **peer["entry"],
+                        "timeoutSeconds": 1,
+                        "tools": {
+                            "unannotated": {"side_effect": False, "timeout_s": 4},
+                            "no_such_tool": {"idempotent": True},
+                        },
+                    }
+                }
+            }
+        )
+    )
     tb = await Toolbox.open(tmp_path / "data", cfg, timeout_s=10.0)
     try:
         assert set(tb.problems) == {"once:tools.no_such_tool"}, tb.problems

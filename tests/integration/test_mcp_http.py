@@ -53,8 +53,9 @@ async def http_server(tmp_path: Path, request):
     script = tmp_path / "http_server.py"
     script.write_text(SERVER)
     port = _free_port()
-    proc = await asyncio.create_subprocess_exec(sys.executable, str(script), str(port), transport,
-                                                stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), str(port), transport, stderr=asyncio.subprocess.DEVNULL, start_new_session=True
+    )
     path = "/mcp" if transport == "streamable-http" else "/sse"
     url = f"http://127.0.0.1:{port}{path}"
     try:

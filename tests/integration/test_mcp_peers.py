@@ -38,8 +38,11 @@ def _ours() -> set[int]:
     found = set()
     for p in psutil.process_iter(["cmdline"]):
         try:
-            if any(home in part for part in (p.info["cmdline"] or [])) and p.status() != psutil.STATUS_ZOMBIE \
-                    and (p.ppid() == 1 or any(a.pid == me for a in p.parents())):
+            if (
+                any(home in part for part in (p.info["cmdline"] or []))
+                and p.status() != psutil.STATUS_ZOMBIE
+                and (p.ppid() == 1 or any(a.pid == me for a in p.parents()))
+            ):
                 found.add(p.pid)
         except psutil.Error:
             continue
@@ -80,8 +83,17 @@ async def _check_everything(tb: Toolbox, tmp_path: Path) -> None:
 async def test_server_everything_over_stdio_with_progress(tmp_path):
     before = _ours()
     cmd = peers.everything_cmd("stdio")
-    tb = await _open(tmp_path, {"everything": {"command": cmd[0], "args": cmd[1:], "pool": {"min": 1, "max": 2},
-                                               "tools": {"trigger-long-running-operation": {"timeout_s": 1.5}}}})
+    tb = await _open(
+        tmp_path,
+        {
+            "everything": {
+                "command": cmd[0],
+                "args": cmd[1:],
+                "pool": {"min": 1, "max": 2},
+                "tools": {"trigger-long-running-operation": {"timeout_s": 1.5}},
+            }
+        },
+    )
     try:
         await _check_everything(tb, tmp_path)
         # 3 s of work reporting progress every 0.5 s, answer timeout 1.5 s: not killed
@@ -98,8 +110,13 @@ async def test_server_everything_over_stdio_with_progress(tmp_path):
 @pytest.mark.parametrize("transport", ["streamableHttp", "sse"])
 async def test_server_everything_over_http(tmp_path, transport):
     port = _free_port()
-    proc = subprocess.Popen(peers.everything_cmd(transport), env={**os.environ, "PORT": str(port)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        peers.everything_cmd(transport),
+        env={**os.environ, "PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}/" + ("mcp" if transport == "streamableHttp" else "sse")
     try:
         deadline = time.monotonic() + 30
@@ -130,8 +147,13 @@ async def test_server_filesystem_and_mcp_server_time(tmp_path):
     (root / "notes.txt").write_text("hello from a file")
     fs = peers.filesystem_cmd(str(root))
     tm = peers.time_cmd()
-    tb = await _open(tmp_path, {"fs": {"command": fs[0], "args": fs[1:], "pool": {"min": 1}},
-                                "time": {"command": tm[0], "args": ["--local-timezone", "UTC"], "pool": {"min": 1}}})
+    tb = await _open(
+        tmp_path,
+        {
+            "fs": {"command": fs[0], "args": fs[1:], "pool": {"min": 1}},
+            "time": {"command": tm[0], "args": ["--local-timezone", "UTC"], "pool": {"min": 1}},
+        },
+    )
     try:
         assert tb.problems == {}, tb.problems
         read = await tb.registry.call("read_text_file", {"path": str(root / "notes.txt")}, "f1")

@@ -174,8 +174,12 @@ def _free_port() -> int:
 
 
 def _start_http(script: Path, effects: Path, port: int, marker: str) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, str(script), str(effects), "streamable-http", str(port), marker],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(effects), "streamable-http", str(port), marker],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         try:
@@ -220,10 +224,15 @@ async def test_http_server_restarted_between_calls_session_terminated_is_transpa
 
 async def test_breaker_parks_a_dead_server_and_probes_it_back_repeatedly(tmp_path, script, marker):
     flag = tmp_path / "down"
-    entry = {"command": "sh", "args": ["-c", f'test -e "{flag}" && exit 1; exec "{sys.executable}" "{script}" '
-                                             f'"{tmp_path / "fx"}" stdio - {marker}'],
-             "pool": {"min": 1, "max": 2}, "breaker": {"failures": 2, "cooldownSeconds": 0.5,
-                                                        "maxCooldownSeconds": 1}}
+    entry = {
+        "command": "sh",
+        "args": [
+            "-c",
+            f'test -e "{flag}" && exit 1; exec "{sys.executable}" "{script}" "{tmp_path / "fx"}" stdio - {marker}',
+        ],
+        "pool": {"min": 1, "max": 2},
+        "breaker": {"failures": 2, "cooldownSeconds": 0.5, "maxCooldownSeconds": 1},
+    }
     tb = await _open(tmp_path, {"flappy": entry}, startup_timeout_s=5.0)
     try:
         server = tb.mcp.servers["flappy"]
@@ -251,8 +260,9 @@ async def test_breaker_parks_a_dead_server_and_probes_it_back_repeatedly(tmp_pat
 async def test_replicas_are_one_tool_and_fail_over_only_when_safe(tmp_path, script, marker):
     fx_a, fx_b = tmp_path / "fx_a", tmp_path / "fx_b"
     servers = {
-        "alpha": _stdio(script, fx_a, marker, env={"PEER_NAME": "alpha", "PEER_CRASH": "1"},
-                        replicaGroup="peers", pool={"min": 1}),
+        "alpha": _stdio(
+            script, fx_a, marker, env={"PEER_NAME": "alpha", "PEER_CRASH": "1"}, replicaGroup="peers", pool={"min": 1}
+        ),
         "beta": _stdio(script, fx_b, marker, env={"PEER_NAME": "beta"}, replicaGroup="peers", pool={"min": 1}),
     }
     tb = await _open(tmp_path, servers)
@@ -280,8 +290,9 @@ async def test_replicas_are_one_tool_and_fail_over_only_when_safe(tmp_path, scri
 
 
 async def test_progress_keeps_a_long_call_alive_up_to_its_hard_limit(tmp_path, script, marker):
-    entry = _stdio(script, tmp_path / "fx", marker, pool={"min": 1}, timeoutSeconds=1,
-                   tools={"work": {"max_timeout_s": 2.5}})
+    entry = _stdio(
+        script, tmp_path / "fx", marker, pool={"min": 1}, timeoutSeconds=1, tools={"work": {"max_timeout_s": 2.5}}
+    )
     tb = await _open(tmp_path, {"peer": entry})
     try:
         t0 = time.monotonic()

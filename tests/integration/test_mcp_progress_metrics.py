@@ -54,10 +54,18 @@ def _graph():
 
 
 async def _round(graph, context: Context, call_id: str, steps: int) -> tuple[list[dict], dict]:
-    state = {"messages": [HumanMessage("do the work", id="h1"),
-                          AIMessage("", id=f"a-{call_id}", tool_calls=[
-                              {"type": "tool_call", "name": "work", "args": {"steps": steps}, "id": call_id}])],
-             "goal_id": "h1", "offered_tools": ["work"]}
+    state = {
+        "messages": [
+            HumanMessage("do the work", id="h1"),
+            AIMessage(
+                "",
+                id=f"a-{call_id}",
+                tool_calls=[{"type": "tool_call", "name": "work", "args": {"steps": steps}, "id": call_id}],
+            ),
+        ],
+        "goal_id": "h1",
+        "offered_tools": ["work"],
+    }
     custom: list[dict] = []
     update: dict = {}
     async for mode, chunk in graph.astream(state, context=context, stream_mode=["custom", "updates"]):
@@ -72,9 +80,16 @@ async def test_progress_streams_and_scores_reach_metrics(tmp_path: Path):
     script = tmp_path / "progress_peer.py"
     script.write_text(SERVER)
     cfg = tmp_path / "mcp.json"
-    cfg.write_text(json.dumps({"mcpServers": {"team_chat": {"enabled": False},
-                                              "peer": {"command": sys.executable, "args": [str(script)],
-                                                       "pool": {"min": 1}}}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "team_chat": {"enabled": False},
+                    "peer": {"command": sys.executable, "args": [str(script)], "pool": {"min": 1}},
+                }
+            }
+        )
+    )
     context = Context(data_dir=str(tmp_path / "data"), mcp_config=str(cfg))
     toolbox = await Toolbox.open(tmp_path / "data", cfg, timeout_s=10.0)
     set_toolbox(context, toolbox)
@@ -84,8 +99,14 @@ async def test_progress_streams_and_scores_reach_metrics(tmp_path: Path):
         assert update["pending_results"][0]["status"] == "ok", update["pending_results"]
         progress = [e for e in custom if e.get("type") == "mcp_progress"]
         assert [e["progress"] for e in progress] == [1, 2, 3, 4]
-        assert all(e["server"] == "peer" and e["tool"] == "work" and e["name"] == "work"
-                   and e["tool_call_id"] == "call-1" and e["total"] == 4 for e in progress)
+        assert all(
+            e["server"] == "peer"
+            and e["tool"] == "work"
+            and e["name"] == "work"
+            and e["tool_call_id"] == "call-1"
+            and e["total"] == 4
+            for e in progress
+        )
         assert progress[-1]["message"] == "step 4" and progress[0]["request_id"]
 
         servers = update["metrics"]["mcp_servers"]

@@ -23,7 +23,7 @@ from tools.toolbox import TEAM_CHAT_SERVER, Toolbox
 pytestmark = pytest.mark.slow
 
 # A low-level MCP server with the quirks of the failure catalogue. argv[1] = marker (for psutil).
-QUIRKY = textwrap.dedent('''
+QUIRKY = textwrap.dedent("""
     import asyncio, os, signal, subprocess, sys
     import mcp.types as types
     from mcp.server.lowlevel import Server
@@ -74,7 +74,7 @@ QUIRKY = textwrap.dedent('''
             await server.run(r, w, server.create_initialization_options())
 
     asyncio.run(main())
-''')
+""")
 
 
 def _procs_with(marker: str) -> list[psutil.Process]:
@@ -131,8 +131,14 @@ async def test_default_toolbox_post_then_list_in_one_server_process(tmp_path):
     try:
         server = tb.mcp.servers[TEAM_CHAT_SERVER]
         assert tb.problems == {}
-        assert {"post_message", "list_messages", "query_database", "generate_report",
-                "schedule_reminder", "list_reminders"} <= set(tb.registry.names())
+        assert {
+            "post_message",
+            "list_messages",
+            "query_database",
+            "generate_report",
+            "schedule_reminder",
+            "list_reminders",
+        } <= set(tb.registry.names())
         assert tb.registry.get("post_message").source == "mcp:team_chat"
         assert server.capabilities.get("tools") is not None and server.protocol_version
         # The server's annotations and _meta make the ToolSpec metadata (no names in the graph).
@@ -154,8 +160,11 @@ async def test_default_toolbox_post_then_list_in_one_server_process(tmp_path):
         assert [m["text"] for m in listed.content["messages"]] == ["report 1", "report 2"]
         # One persistent server process across all calls (no process per call).
         assert await asyncio.to_thread(server.pids) == pids_before
-        children = [c for c in psutil.Process().children(recursive=True)
-                    if "tools.mcp.servers.team_chat" in " ".join(c.cmdline())]
+        children = [
+            c
+            for c in psutil.Process().children(recursive=True)
+            if "tools.mcp.servers.team_chat" in " ".join(c.cmdline())
+        ]
         assert [c.pid for c in children] == pids_before
         # Persisted in SQLite in data_dir.
         assert (data / "team_chat.db").exists()
@@ -170,10 +179,13 @@ async def test_default_toolbox_post_then_list_in_one_server_process(tmp_path):
 
 async def test_quirky_server_k5_k6_k7_and_timeout(tmp_path, quirky_script, marker):
     data = tmp_path / "data"
-    cfg = _config(tmp_path, {
-        "team_chat": _team_chat(data, marker),
-        "quirky": {"command": sys.executable, "args": [str(quirky_script), marker]},
-    })
+    cfg = _config(
+        tmp_path,
+        {
+            "team_chat": _team_chat(data, marker),
+            "quirky": {"command": sys.executable, "args": [str(quirky_script), marker]},
+        },
+    )
     tb = await Toolbox.open(data, cfg, timeout_s=2.0)
     try:
         assert tb.problems == {}, tb.problems
@@ -250,16 +262,25 @@ async def _team_chat_start_s(root: Path, marker: str) -> float:
 
 async def test_k8_dead_and_silent_servers_fail_bounded_while_team_chat_works(tmp_path, marker):
     data = tmp_path / "data"
-    cfg = _config(tmp_path, {
-        "team_chat": _team_chat(data, marker),
-        # (a) exits with code 1 at start
-        "exits_at_start": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(1)", marker]},
-        # (b) reads stdin and never answers initialize (and ignores SIGTERM)
-        "never_answers": {"command": sys.executable, "args": [
-            "-c", "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-                  "sys.stdin.read(); time.sleep(1000)", marker]},
-        "no_such_binary": {"command": f"/nonexistent/{marker}", "args": []},
-    })
+    cfg = _config(
+        tmp_path,
+        {
+            "team_chat": _team_chat(data, marker),
+            # (a) exits with code 1 at start
+            "exits_at_start": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(1)", marker]},
+            # (b) reads stdin and never answers initialize (and ignores SIGTERM)
+            "never_answers": {
+                "command": sys.executable,
+                "args": [
+                    "-c",
+                    "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                    "sys.stdin.read(); time.sleep(1000)",
+                    marker,
+                ],
+            },
+            "no_such_binary": {"command": f"/nonexistent/{marker}", "args": []},
+        },
+    )
     # The start-up bound is what ends `never_answers`; it must also leave team_chat time to
     # start on this machine now (under load a fixed 3 s did not: team_chat failed too). It is
     # sized from team_chat's own start in this run, never asserted on: the bound shows in
@@ -283,15 +304,26 @@ async def test_k8_dead_and_silent_servers_fail_bounded_while_team_chat_works(tmp
 async def test_k9_no_orphans_from_wrapper_shell_or_escaped_descendants(tmp_path, quirky_script, marker):
     data = tmp_path / "data"
     tc = team_chat_entry(data)
-    cfg = _config(tmp_path, {
-        # K9: a shell that leaves `sleep` behind and execs the real server.
-        "wrapped": {"command": "sh", "args": [
-            "-c", f"sleep 1000 & exec {sys.executable} -m tools.mcp.servers.team_chat {marker}"],
-            "env": tc["env"], "cwd": tc["cwd"], "pool": {"min": 1}},
-        # A server with a SIGTERM-ignoring descendant in its own session.
-        "escapee": {"command": sys.executable, "args": [str(quirky_script), marker],
-                    "env": {"QUIRKY_ESCAPEE": "1"}, "pool": {"min": 1}},
-    })
+    cfg = _config(
+        tmp_path,
+        {
+            # K9: a shell that leaves `sleep` behind and execs the real server.
+            "wrapped": {
+                "command": "sh",
+                "args": ["-c", f"sleep 1000 & exec {sys.executable} -m tools.mcp.servers.team_chat {marker}"],
+                "env": tc["env"],
+                "cwd": tc["cwd"],
+                "pool": {"min": 1},
+            },
+            # A server with a SIGTERM-ignoring descendant in its own session.
+            "escapee": {
+                "command": sys.executable,
+                "args": [str(quirky_script), marker],
+                "env": {"QUIRKY_ESCAPEE": "1"},
+                "pool": {"min": 1},
+            },
+        },
+    )
     tb = await Toolbox.open(data, cfg, timeout_s=3.0)
     try:
         assert tb.problems == {}, tb.problems
@@ -305,8 +337,9 @@ async def test_k9_no_orphans_from_wrapper_shell_or_escaped_descendants(tmp_path,
             await tb.mcp.servers[name].reconnect()
         for pid in wrapped_pids + escapee_pids:
             assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-        new_pids = (await asyncio.to_thread(tb.mcp.servers["wrapped"].pids)
-                    + await asyncio.to_thread(tb.mcp.servers["escapee"].pids))
+        new_pids = await asyncio.to_thread(tb.mcp.servers["wrapped"].pids) + await asyncio.to_thread(
+            tb.mcp.servers["escapee"].pids
+        )
         assert len(new_pids) == 4 and not set(new_pids) & set(wrapped_pids + escapee_pids)
         assert (await tb.registry.call("list_messages", {"channel": "x"}, "w2")).status == "ok"
         wrapped_pids, escapee_pids = new_pids, []
@@ -323,6 +356,7 @@ async def test_k9_no_orphans_from_wrapper_shell_or_escaped_descendants(tmp_path,
 async def test_calls_from_other_tasks_and_concurrently(tmp_path):
     tb = await Toolbox.open(tmp_path / "data")
     try:
+
         async def post(i: int):
             return await tb.registry.call("post_message", {"channel": "c", "text": str(i)}, f"r{i}")
 
@@ -347,10 +381,13 @@ async def test_async_safe_under_blockbuster_like_langgraph_dev(tmp_path, marker)
     await asyncio.to_thread(data.mkdir)
     db = await asyncio.to_thread(generate_sales_db, tmp_path / "user" / "sales.db", 2)
     relative_db = os.path.relpath(db)  # resolved inside Toolbox.open's thread, not on the loop
-    cfg = _config(tmp_path, {
-        "team_chat": _team_chat(data, marker),
-        "exits_at_start": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(1)", marker]},
-    })
+    cfg = _config(
+        tmp_path,
+        {
+            "team_chat": _team_chat(data, marker),
+            "exits_at_start": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(1)", marker]},
+        },
+    )
     bb = BlockBuster(excluded_modules=[])
     bb.activate()
     try:
@@ -358,9 +395,14 @@ async def test_async_safe_under_blockbuster_like_langgraph_dev(tmp_path, marker)
         try:
             assert set(tb.problems) == {"exits_at_start"}, tb.problems
             assert (await tb.registry.call("describe_database", {}, "dd")).status == "ok"
-            assert (await tb.registry.call("query_database", {"sql": "SELECT COUNT(*) FROM orders"}, "q")).status == "ok"
-            report = await tb.registry.call("generate_report", {"title": "Orders", "queries": [
-                {"label": "Orders", "sql": "SELECT COUNT(*) AS n FROM orders"}]}, "g")
+            assert (
+                await tb.registry.call("query_database", {"sql": "SELECT COUNT(*) FROM orders"}, "q")
+            ).status == "ok"
+            report = await tb.registry.call(
+                "generate_report",
+                {"title": "Orders", "queries": [{"label": "Orders", "sql": "SELECT COUNT(*) AS n FROM orders"}]},
+                "g",
+            )
             assert report.status == "ok", report.error
             assert (await tb.registry.call("post_message", {"channel": "c", "text": "t"}, "p")).status == "ok"
             assert (await tb.registry.call("query_database", {"sql": "DROP TABLE orders"}, "d")).status == "error"

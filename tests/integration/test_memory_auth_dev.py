@@ -31,9 +31,12 @@ async def seed(data_dir, events: dict[str, list[str]]) -> dict[str, list[str]]:
     ids: dict[str, list[str]] = {}
     for user, texts in events.items():
         mem = resources.get_memory(Context(data_dir=str(data_dir), embeddings="hash", user_id=user))
-        ids[user] = await mem.episodic.add_many([
-            EpisodicEvent(user_id=user, kind="preference", text=t, confidence=0.9) for t in texts])
-        await mem.write_plan(mem.plan_turn(user, "seed", texts[0].removeprefix("user preference: "), "ok", [], None, []))
+        ids[user] = await mem.episodic.add_many(
+            [EpisodicEvent(user_id=user, kind="preference", text=t, confidence=0.9) for t in texts]
+        )
+        await mem.write_plan(
+            mem.plan_turn(user, "seed", texts[0].removeprefix("user preference: "), "ok", [], None, [])
+        )
     await resources.aclose_resources()
     return ids
 
@@ -49,18 +52,30 @@ def client(url: str, token: str | None = None):
 
 async def recalled(c, text: str, user_in_context: str) -> tuple[str, list[str]]:
     thread = await c.threads.create()
-    await c.runs.wait(thread["thread_id"], "agent", input={"messages": [{"role": "human", "content": text}]},
-                      context={"user_id": user_in_context}, interrupt_before=["call_model"])
+    await c.runs.wait(
+        thread["thread_id"],
+        "agent",
+        input={"messages": [{"role": "human", "content": text}]},
+        context={"user_id": user_in_context},
+        interrupt_before=["call_model"],
+    )
     state = await c.threads.get_state(thread["thread_id"])
     return thread["thread_id"], state["values"]["memory_context"]
 
 
 async def test_tokens_mode_isolates_users_in_runs_threads_and_the_store_api(tmp_path, start_langgraph_dev):
     data_dir = tmp_path / "data"
-    ids = await seed(data_dir, {"alice": ["user preference: I prefer PDF reports."],
-                                "bob": ["user preference: I prefer markdown reports."]})
-    url, log_path = start_langgraph_dev({"HERMES_DATA_DIR": relative(data_dir, tmp_path),
-                                         "HERMES_EMBEDDINGS": "hash", "HERMES_AUTH_TOKENS": json.dumps(TOKENS)})
+    ids = await seed(
+        data_dir,
+        {"alice": ["user preference: I prefer PDF reports."], "bob": ["user preference: I prefer markdown reports."]},
+    )
+    url, log_path = start_langgraph_dev(
+        {
+            "HERMES_DATA_DIR": relative(data_dir, tmp_path),
+            "HERMES_EMBEDDINGS": "hash",
+            "HERMES_AUTH_TOKENS": json.dumps(TOKENS),
+        }
+    )
     async with httpx.AsyncClient(base_url=url) as raw:
         assert (await raw.post("/threads", json={})).status_code == 401  # no token
         assert (await raw.post("/threads", json={}, headers={"Authorization": "Bearer nope"})).status_code == 401
@@ -107,10 +122,14 @@ async def test_tokens_mode_isolates_users_in_runs_threads_and_the_store_api(tmp_
 
 async def test_local_mode_needs_no_header_and_keeps_context_user_ids(tmp_path, start_langgraph_dev):
     data_dir = tmp_path / "data"
-    ids = await seed(data_dir, {"default": ["user preference: I prefer PDF reports."],
-                                "carol": ["user preference: I prefer markdown reports."]})
-    url, _ = start_langgraph_dev({"HERMES_DATA_DIR": relative(data_dir, tmp_path),
-                                  "HERMES_EMBEDDINGS": "hash"})
+    ids = await seed(
+        data_dir,
+        {
+            "default": ["user preference: I prefer PDF reports."],
+            "carol": ["user preference: I prefer markdown reports."],
+        },
+    )
+    url, _ = start_langgraph_dev({"HERMES_DATA_DIR": relative(data_dir, tmp_path), "HERMES_EMBEDDINGS": "hash"})
     anyone = client(url)
     _, lines = await recalled(anyone, "Write the monthly sales report", user_in_context="carol")
     assert any("markdown" in x.lower() for x in lines), lines  # as before: the context names the user
@@ -119,5 +138,6 @@ async def test_local_mode_needs_no_header_and_keeps_context_user_ids(tmp_path, s
     spaces = {tuple(n) for n in (await anyone.store.list_namespaces(prefix=["memories"]))["namespaces"]}
     assert ("memories", "default", "episodic") in spaces and ("memories", "carol", "semantic") in spaces
     await anyone.store.delete_item(("memories", "default", "episodic"), ids["default"][0])
-    assert await anyone.store.search_items(("memories", "default", "episodic"), filter={"kind": "preference"}) == \
-        {"items": []}
+    assert await anyone.store.search_items(("memories", "default", "episodic"), filter={"kind": "preference"}) == {
+        "items": []
+    }

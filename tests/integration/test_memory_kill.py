@@ -48,8 +48,14 @@ WRITER = textwrap.dedent("""
 
 
 def start(data: Path, name: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(data), name], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(data), name],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def read_acks(proc: subprocess.Popen, want: int, deadline: float) -> tuple[list[str], list[int]]:
@@ -81,7 +87,7 @@ def test_kill_9_mid_write_loses_nothing_acknowledged(tmp_path):
         tail = victim.stdout.read().split()  # lines already printed before the kill count too
         for i, word in enumerate(tail):
             if word == "ack":
-                acked.extend(w for w in tail[i + 1:i + 4])
+                acked.extend(w for w in tail[i + 1 : i + 4])
             elif word == "queued" and i + 1 < len(tail):
                 queued.append(int(tail[i + 1]))
         more, _ = read_acks(survivor, 9, time.monotonic() + 60)  # the other writer is unharmed

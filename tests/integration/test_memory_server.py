@@ -25,15 +25,28 @@ async def test_consolidate_graph_runs_under_langgraph_dev_with_counts_in_its_sta
     now = dt.datetime.now(dt.UTC)
     ctx = Context(data_dir=str(data_dir), embeddings="hash", user_id="alice")
     mem = resources.get_memory(ctx)
-    await mem.episodic.add_many([
-        EpisodicEvent(user_id="alice", kind="preference", text="user preference: I prefer PDF reports.",
-                      confidence=0.9, created_at=now - dt.timedelta(minutes=5)),
-        EpisodicEvent(user_id="alice", kind="note", text="an expired note", confidence=0.9,
-                      created_at=now - dt.timedelta(days=45)),
-    ])
+    await mem.episodic.add_many(
+        [
+            EpisodicEvent(
+                user_id="alice",
+                kind="preference",
+                text="user preference: I prefer PDF reports.",
+                confidence=0.9,
+                created_at=now - dt.timedelta(minutes=5),
+            ),
+            EpisodicEvent(
+                user_id="alice",
+                kind="note",
+                text="an expired note",
+                confidence=0.9,
+                created_at=now - dt.timedelta(days=45),
+            ),
+        ]
+    )
     await resources.aclose_resources()
-    url, log_path = start_langgraph_dev({"HERMES_DATA_DIR": os.path.relpath(data_dir, server_cwd(tmp_path)),
-                                         "HERMES_EMBEDDINGS": "hash"})
+    url, log_path = start_langgraph_dev(
+        {"HERMES_DATA_DIR": os.path.relpath(data_dir, server_cwd(tmp_path)), "HERMES_EMBEDDINGS": "hash"}
+    )
     client = get_client(url=url)
     assert await client.assistants.search(graph_id="consolidate"), "consolidate is not served"
     result = await client.runs.wait(None, "consolidate", input={}, raise_error=False)
@@ -68,8 +81,13 @@ async def test_agent_turns_under_langgraph_dev_recall_and_write_memory_per_user(
     async def turn(user: str, text: str, answer: str) -> dict:
         thread = await client.threads.create()
         tid = thread["thread_id"]
-        await client.runs.wait(tid, "agent", input={"messages": [{"role": "human", "content": text}]},
-                               context={"user_id": user}, interrupt_before=["call_model"])
+        await client.runs.wait(
+            tid,
+            "agent",
+            input={"messages": [{"role": "human", "content": text}]},
+            context={"user_id": user},
+            interrupt_before=["call_model"],
+        )
         state = await client.threads.get_state(tid)
         await client.threads.update_state(tid, {"messages": [{"type": "ai", "content": answer}]}, as_node="call_model")
         await client.runs.wait(tid, "agent", input=None, context={"user_id": user})

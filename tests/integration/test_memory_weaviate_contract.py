@@ -21,8 +21,11 @@ from tests.unit.test_memory_contract import EpisodicContract
 
 URL = os.environ.get("WEAVIATE_URL", "")
 pytestmark = [
-    pytest.mark.skipif(not URL, reason="WEAVIATE_URL is not set: no Weaviate server to run the contract against "
-                       "(start one with deploy/weaviate/docker-compose.yml)"),
+    pytest.mark.skipif(
+        not URL,
+        reason="WEAVIATE_URL is not set: no Weaviate server to run the contract against "
+        "(start one with deploy/weaviate/docker-compose.yml)",
+    ),
     pytest.mark.timeout(120),
 ]
 
@@ -39,9 +42,13 @@ class DroppingStore(WeaviateEpisodicStore):
 class TestWeaviateContract(EpisodicContract):
     async def make_store(self, tmp_path, embedder):
         name = "HermesContract" + hashlib.sha1(str(tmp_path).encode()).hexdigest()[:12]
-        store = DroppingStore.from_url(URL, grpc_port=int(os.environ.get("WEAVIATE_GRPC_PORT", "50051")),
-                                       api_key=os.environ.get("WEAVIATE_API_KEY") or None, embedder=embedder,
-                                       collection=name)
+        store = DroppingStore.from_url(
+            URL,
+            grpc_port=int(os.environ.get("WEAVIATE_GRPC_PORT", "50051")),
+            api_key=os.environ.get("WEAVIATE_API_KEY") or None,
+            embedder=embedder,
+            collection=name,
+        )
         store.drop = False  # a second store on the same collection must not drop it under the first
         return store
 

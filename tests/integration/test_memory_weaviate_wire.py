@@ -135,8 +135,12 @@ class StandIn(weaviate_pb2_grpc.WeaviateServicer):
     async def Search(self, request, context):
         self.searches.append(request)
         leaves = list(_leaves(request.filters))
-        ids = [v for leaf in leaves if leaf.target.property == "_id" or leaf.on == ["_id"]
-               for v in leaf.value_text_array.values]
+        ids = [
+            v
+            for leaf in leaves
+            if leaf.target.property == "_id" or leaf.on == ["_id"]
+            for v in leaf.value_text_array.values
+        ]
         users = [leaf.value_text for leaf in leaves if leaf.target.property == "user_id"]
         if ids:
             chosen = [u for u in self.objects if u in ids]
@@ -144,14 +148,25 @@ class StandIn(weaviate_pb2_grpc.WeaviateServicer):
             chosen = [u for u, o in self.objects.items() if not users or o["props"].get("user_id") in users]
         results = []
         for rank, uid in enumerate(chosen[: request.limit or 100]):
-            props = properties_pb2.Properties(fields={
-                k: (properties_pb2.Value(date_value=v) if k == "created_at" else _value(v))
-                for k, v in self.objects[uid]["props"].items()})
-            meta = search_get_pb2.MetadataResult(id=uid, id_as_bytes=uuid.UUID(uid).bytes,
-                                                 score=1.0 - 0.1 * rank, score_present=True,
-                                                 distance=0.1 * rank, distance_present=True)
-            results.append(search_get_pb2.SearchResult(
-                properties=search_get_pb2.PropertiesResult(non_ref_props=props), metadata=meta))
+            props = properties_pb2.Properties(
+                fields={
+                    k: (properties_pb2.Value(date_value=v) if k == "created_at" else _value(v))
+                    for k, v in self.objects[uid]["props"].items()
+                }
+            )
+            meta = search_get_pb2.MetadataResult(
+                id=uid,
+                id_as_bytes=uuid.UUID(uid).bytes,
+                score=1.0 - 0.1 * rank,
+                score_present=True,
+                distance=0.1 * rank,
+                distance_present=True,
+            )
+            results.append(
+                search_get_pb2.SearchResult(
+                    properties=search_get_pb2.PropertiesResult(non_ref_props=props), metadata=meta
+                )
+            )
         return search_get_pb2.SearchReply(took=0.001, results=results)
 
 
@@ -174,8 +189,9 @@ async def standin():
     server.add_insecure_port(f"127.0.0.1:{grpc_port}")
     await server.start()
     emb = HashEmbedder(8)
-    store = WeaviateEpisodicStore.from_url(f"http://127.0.0.1:{http_port}", grpc_port=grpc_port, embedder=emb,
-                                           alpha=0.6)
+    store = WeaviateEpisodicStore.from_url(
+        f"http://127.0.0.1:{http_port}", grpc_port=grpc_port, embedder=emb, alpha=0.6
+    )
     try:
         yield store, servicer
     finally:
@@ -216,8 +232,9 @@ async def test_collection_schema_and_batch_insert_with_k11_ids_and_vectors(stand
 async def test_hybrid_request_carries_fusion_alpha_vector_distance_and_filters(standin):
     store, servicer = standin
     await store.add_many([ev("monthly sales report"), ev("other user's report", user="v")])
-    hits = await store.search("u", "Sales REPORT", k=3, kinds=["task", "preference"],
-                              since=NOW - timedelta(days=3), until=NOW, now=NOW)
+    hits = await store.search(
+        "u", "Sales REPORT", k=3, kinds=["task", "preference"], since=NOW - timedelta(days=3), until=NOW, now=NOW
+    )
     request = servicer.searches[-1]
     hybrid = request.hybrid_search
     assert hybrid.fusion_type == base_search_pb2.Hybrid.FUSION_TYPE_RELATIVE_SCORE
@@ -227,7 +244,10 @@ async def test_hybrid_request_carries_fusion_alpha_vector_distance_and_filters(s
     assert len(hybrid.vector_bytes or b"") == 8 * 4 or len(hybrid.near_vector.vector_bytes) == 8 * 4
     leaves = {(leaf.target.property, leaf.operator): leaf for leaf in _leaves(request.filters)}
     assert leaves[("user_id", base_pb2.Filters.OPERATOR_EQUAL)].value_text == "u"
-    assert list(leaves[("kind", base_pb2.Filters.OPERATOR_CONTAINS_ANY)].value_text_array.values) == ["task", "preference"]
+    assert list(leaves[("kind", base_pb2.Filters.OPERATOR_CONTAINS_ANY)].value_text_array.values) == [
+        "task",
+        "preference",
+    ]
     assert ("created_at", base_pb2.Filters.OPERATOR_GREATER_THAN_EQUAL) in leaves
     assert ("created_at", base_pb2.Filters.OPERATOR_LESS_THAN_EQUAL) in leaves
     assert request.metadata.score is True
@@ -263,5 +283,3 @@ async def test_get_list_forget_and_expire_requests(standin):
     await store.expire(30, now=NOW)
     (leaf,) = list(_leaves(servicer.deletes[-1].filters))
     assert leaf.target.property == "created_at" and leaf.operator == base_pb2.Filters.OPERATOR_LESS_THAN
-
-

@@ -22,16 +22,28 @@ from tests.conftest import FakeToolbox
 
 
 def completion(message: dict) -> dict:
-    return {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}}
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10},
+    }
 
 
 @pytest.mark.parametrize("arguments", ["[1, 2]", '"just a string"', "42"])
 async def test_non_object_arguments_become_an_error_result_and_the_run_goes_on(tmp_path, arguments):
     replies = [
-        completion({"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": arguments}}]}),
+        completion(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": arguments}}
+                ],
+            }
+        ),
         completion({"role": "assistant", "content": "I could not look it up."}),
     ]
     sent: list[dict] = []
@@ -42,14 +54,19 @@ async def test_non_object_arguments_become_an_error_result_and_the_run_goes_on(t
 
     client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
     name = f"non-object-{abs(hash(arguments))}"
-    register_model(name, lambda _c: ChatOpenAI(model="m", api_key="x", base_url="http://endpoint.invalid/v1",
-                                               http_async_client=client, max_retries=0))
+    register_model(
+        name,
+        lambda _c: ChatOpenAI(
+            model="m", api_key="x", base_url="http://endpoint.invalid/v1", http_async_client=client, max_retries=0
+        ),
+    )
     box = FakeToolbox()
     box.add("lookup", lambda **kw: {"ok": True})
     context = Context(model=name, data_dir=str(tmp_path))
     resources.set_toolbox(context, box)
     out = await make_graph(InMemorySaver()).ainvoke(
-        {"messages": [HumanMessage("look it up")]}, {"configurable": {"thread_id": "t"}}, context=context)
+        {"messages": [HumanMessage("look it up")]}, {"configurable": {"thread_id": "t"}}, context=context
+    )
     errors = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
     assert errors and "not a JSON object" in str(errors[0].content)
     assert out["messages"][-1].content == "I could not look it up."

@@ -42,25 +42,36 @@ def corrupt_head(db: Path, thread: str, how: str) -> str:
     with sqlite3.connect(db) as con:
         cid, blob, kind = con.execute(
             "SELECT checkpoint_id, checkpoint, type FROM checkpoints WHERE thread_id = ? "
-            "ORDER BY checkpoint_id DESC LIMIT 1", (thread,)).fetchone()
+            "ORDER BY checkpoint_id DESC LIMIT 1",
+            (thread,),
+        ).fetchone()
         new_blob, new_kind = CORRUPTIONS[how](blob, kind)
-        con.execute("UPDATE checkpoints SET checkpoint = ?, type = ? WHERE thread_id = ? AND checkpoint_id = ?",
-                    (new_blob, new_kind, thread, cid))
+        con.execute(
+            "UPDATE checkpoints SET checkpoint = ?, type = ? WHERE thread_id = ? AND checkpoint_id = ?",
+            (new_blob, new_kind, thread, cid),
+        )
     return cid
 
 
 def lookup_box() -> FakeToolbox:
     box = FakeToolbox()
-    box.add("lookup", lambda q: {"q": q, "hits": 2},
-            {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]})
+    box.add(
+        "lookup",
+        lambda q: {"q": q, "hits": 2},
+        {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+    )
     return box
 
 
 async def two_turns(scripted, thread: str = "T"):
-    ctx = scripted([
-        tool_call("lookup", {"q": "invoices"}, "call-1"), AIMessage("Found 2 invoices."),
-        AIMessage("You asked about invoices."),
-    ], lookup_box())
+    ctx = scripted(
+        [
+            tool_call("lookup", {"q": "invoices"}, "call-1"),
+            AIMessage("Found 2 invoices."),
+            AIMessage("You asked about invoices."),
+        ],
+        lookup_box(),
+    )
     first = await run_turn("look up invoices", ctx, thread, quiet=True)
     assert first["answer"] == "Found 2 invoices." and first["recovery"] is None
     return ctx, Path(ctx.data_dir)
@@ -98,7 +109,13 @@ async def test_corrupt_head_is_rebuilt_from_the_mirror_and_the_session_continues
 
     snap, tree = await state_of(data_dir, "T")
     assert [type(m).__name__ for m in snap.values["messages"]] == [
-        "HumanMessage", "AIMessage", "ToolMessage", "AIMessage", "HumanMessage", "AIMessage"]
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "AIMessage",
+        "HumanMessage",
+        "AIMessage",
+    ]
     assert snap.values["metrics"]["turns"] == 1  # metrics restarted, as the notice says
     recovered = [n for n in tree.nodes.values() if n.node == "recovered"]
     assert len(recovered) == 1 and recovered[0].parent_id is None
@@ -118,12 +135,21 @@ async def test_recovery_keeps_parallel_call_groups_and_repairs_a_cut_group(scrip
         await agent.ainvoke({"messages": [HumanMessage("seed")]}, {"configurable": {"thread_id": "P"}}, context=ctx)
     # then the mirror's latest record is a turn cut mid-way (as if the process died there)
     mirror = ThreadMirror(data_dir)
-    await mirror.append_turn("P", [
-        HumanMessage("two things", id="h1"),
-        AIMessage("", id="a1", tool_calls=[{"name": "x", "args": {}, "id": "p1", "type": "tool_call"},
-                                           {"name": "y", "args": {}, "id": "p2", "type": "tool_call"}]),
-        ToolMessage("x done", tool_call_id="p1", name="x", id="t1"),
-    ])
+    await mirror.append_turn(
+        "P",
+        [
+            HumanMessage("two things", id="h1"),
+            AIMessage(
+                "",
+                id="a1",
+                tool_calls=[
+                    {"name": "x", "args": {}, "id": "p1", "type": "tool_call"},
+                    {"name": "y", "args": {}, "id": "p2", "type": "tool_call"},
+                ],
+            ),
+            ToolMessage("x done", tool_call_id="p1", name="x", id="t1"),
+        ],
+    )
     await asyncio.to_thread(corrupt_head, data_dir / "checkpoints.sqlite", "P", "garbage_bytes")
     async with AsyncSqliteSaver.from_conn_string(str(data_dir / "checkpoints.sqlite")) as saver:
         agent = make_graph(checkpointer=saver)
@@ -205,6 +231,7 @@ async def test_a_checkpoint_file_moved_aside_is_rebuilt_from_the_mirror(scripted
 
 # --- the same recovery under `langgraph dev` (langgraph.json "checkpointer": graph/checkpoints.py) ---
 
+
 @pytest.fixture
 def openai_stub():
     """An OpenAI-compatible stub endpoint (tests/support/openai_stub.py), stopped at the end."""
@@ -278,8 +305,19 @@ async def test_dev_server_rebuilds_a_corrupt_thread_from_the_mirror(tmp_path, st
 
     # one checkpoint file for the server and the CLI
     shown = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "graph.cli", "session", "show", thread, "--data-dir", str(data_dir), "--json",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT)
+        sys.executable,
+        "-m",
+        "graph.cli",
+        "session",
+        "show",
+        thread,
+        "--data-dir",
+        str(data_dir),
+        "--json",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=ROOT,
+    )
     out, err = await asyncio.wait_for(shown.communicate(), 120)
     assert shown.returncode == 0, err.decode()
     seen = json.loads(out)

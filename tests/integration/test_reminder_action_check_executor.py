@@ -18,10 +18,14 @@ async def test_schedule_time_check_through_the_real_executor(tmp_path):
     try:
         assert "post_message" in tb.registry.names()
         refused = {
-            "unknown": ({"kind": "tool", "tool": "send_email", "args": {"to": "x"}},
-                        "'send_email' is not a registered tool"),
-            "misfit": ({"kind": "tool", "tool": "post_message", "args": {"chanel": "project", "text": "hi"}},
-                       "do not fit the parameters of 'post_message'"),
+            "unknown": (
+                {"kind": "tool", "tool": "send_email", "args": {"to": "x"}},
+                "'send_email' is not a registered tool",
+            ),
+            "misfit": (
+                {"kind": "tool", "tool": "post_message", "args": {"chanel": "project", "text": "hi"}},
+                "do not fit the parameters of 'post_message'",
+            ),
         }
         for name, (action, phrase) in refused.items():
             out = await tb.registry.call("schedule_reminder", {"text": f"remind {name}", "action": action}, f"r-{name}")

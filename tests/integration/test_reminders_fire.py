@@ -42,8 +42,9 @@ async def test_schedule_reminder_with_an_action_through_the_real_executor(tmp_pa
     tb = await Toolbox.open(tmp_path, timeout_s=20)
     try:
         action = {"kind": "tool", "tool": "post_message", "args": {"channel": "project", "text": "hi"}}
-        out = await tb.registry.call("schedule_reminder", {"text": "post hi", "day_of_month": 31,
-                                                           "action": action}, "rem-a")
+        out = await tb.registry.call(
+            "schedule_reminder", {"text": "post hi", "day_of_month": 31, "action": action}, "rem-a"
+        )
         assert out.status == "ok", out.error
         assert out.content["action"] == action and "last day" in out.content["adjustment"]
         # the clock is not a model-supplied argument
@@ -58,14 +59,22 @@ async def test_schedule_reminder_with_an_action_through_the_real_executor(tmp_pa
 def test_two_cli_runners_racing_post_once_through_the_real_toolbox(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
-    schedule_reminder("post the monthly numbers", 1, "09:00",
-                      action={"kind": "tool", "tool": "post_message",
-                              "args": {"channel": "project", "text": "monthly numbers"}},
-                      data_dir=data, now=dt.datetime(2026, 8, 20))
+    schedule_reminder(
+        "post the monthly numbers",
+        1,
+        "09:00",
+        action={"kind": "tool", "tool": "post_message", "args": {"channel": "project", "text": "monthly numbers"}},
+        data_dir=data,
+        now=dt.datetime(2026, 8, 20),
+    )
     env = {**os.environ, **NO_MODEL, "HERMES_DATA_DIR": str(data)}
     cmd = [HERMES, "reminders", "run", "--now", "2026-12-01T09:30", "--json"]
-    procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              start_new_session=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+        for _ in range(2)
+    ]
     results = []
     try:
         for p in procs:
@@ -83,8 +92,14 @@ def test_two_cli_runners_racing_post_once_through_the_real_toolbox(tmp_path):
     # again, later the same month: nothing due; the next month posts once more
     again = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and json.loads(again.stdout.strip().splitlines()[-1])["firings"] == []
-    jan = subprocess.run([HERMES, "reminders", "run", "--now", "2027-01-01T09:30"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=120)
+    jan = subprocess.run(
+        [HERMES, "reminders", "run", "--now", "2027-01-01T09:30"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert jan.returncode == 0 and "fired reminder 1" in jan.stdout, jan.stdout + jan.stderr
     assert len(posts(data)) == 2
     assert list_reminders(data_dir=data)["reminders"][0]["last_fired_period"] == "2027-01"
@@ -94,12 +109,24 @@ def test_hermes_serve_fires_due_reminders_and_stops_on_ctrl_c(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     now = dt.datetime.now()
-    schedule_reminder("serve post", 1, "00:00", action={"kind": "tool", "tool": "post_message",
-                      "args": {"channel": "project", "text": "from serve"}}, data_dir=data,
-                      now=now - dt.timedelta(days=40))
+    schedule_reminder(
+        "serve post",
+        1,
+        "00:00",
+        action={"kind": "tool", "tool": "post_message", "args": {"channel": "project", "text": "from serve"}},
+        data_dir=data,
+        now=now - dt.timedelta(days=40),
+    )
     env = {**os.environ, **NO_MODEL, "HERMES_DATA_DIR": str(data)}
-    proc = subprocess.Popen([HERMES, "serve", "--interval", "0.5"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [HERMES, "serve", "--interval", "0.5"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not posts(data) and time.monotonic() < deadline:
@@ -129,8 +156,14 @@ async def test_the_reminders_graph_on_langgraph_dev_fires_once_by_runs_and_by_cr
     client = get_client(url=url)
     assert await client.assistants.search(graph_id="reminders"), "the reminders graph is not served"
     created = dt.datetime(2031, 1, 10)
-    schedule_reminder("post the numbers", 1, "09:00", action={"kind": "tool", "tool": "post_message",
-                      "args": {"channel": "project", "text": "numbers"}}, data_dir=data, now=created)
+    schedule_reminder(
+        "post the numbers",
+        1,
+        "09:00",
+        action={"kind": "tool", "tool": "post_message", "args": {"channel": "project", "text": "numbers"}},
+        data_dir=data,
+        now=created,
+    )
     schedule_reminder("Review the sales numbers", 1, "09:00", data_dir=data, now=created)
 
     # a check with an injected clock, through the SDK
@@ -151,9 +184,14 @@ async def test_the_reminders_graph_on_langgraph_dev_fires_once_by_runs_and_by_cr
     assert len(await client.runs.list(task["thread_id"])) == 1
 
     # the server's cron, on the real clock: due now, fired once over many ticks
-    schedule_reminder("cron post", 1, "00:00", action={"kind": "tool", "tool": "post_message",
-                      "args": {"channel": "project", "text": "from cron"}}, data_dir=data,
-                      now=dt.datetime.now() - dt.timedelta(days=40))
+    schedule_reminder(
+        "cron post",
+        1,
+        "00:00",
+        action={"kind": "tool", "tool": "post_message", "args": {"channel": "project", "text": "from cron"}},
+        data_dir=data,
+        now=dt.datetime.now() - dt.timedelta(days=40),
+    )
     cron = await client.crons.create(assistant_id="reminders", schedule="* * * * * */2", input={})
     try:
         deadline = time.monotonic() + 90

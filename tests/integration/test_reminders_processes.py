@@ -63,8 +63,16 @@ def test_two_runner_processes_fire_once(tmp_path):
     effects = tmp_path / "effects.txt"
     root = Path(__file__).resolve().parents[2]
     start = time.time() + 1.5  # both processes imported and waiting: they start together
-    procs = [subprocess.Popen([sys.executable, "-c", RACER, str(tmp_path), str(effects), str(start)], cwd=root,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(tmp_path), str(effects), str(start)],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outs = []
     try:
         for p in procs:
@@ -91,12 +99,18 @@ async def test_a_dead_runners_claim_is_taken_over_with_the_same_request_id(tmp_p
     registry = ToolRegistry(ledger=ledger)
     registry.register(*post_tool(effects))
     try:
-        schedule_reminder("post", 1, "09:00", action={"kind": "tool", "tool": "post_note",
-                                               "args": {"channel": "p", "text": "t"}},
-                          data_dir=tmp_path, now=at(2026, 11, 20))
+        schedule_reminder(
+            "post",
+            1,
+            "09:00",
+            action={"kind": "tool", "tool": "post_note", "args": {"channel": "p", "text": "t"}},
+            data_dir=tmp_path,
+            now=at(2026, 11, 20),
+        )
         [due] = due_reminders(tmp_path, at(2026, 12, 1, 10))
-        dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                              text=True, check=True).stdout.strip()
+        dead = subprocess.run(
+            [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+        ).stdout.strip()
         import socket
 
         assert mark_fired(tmp_path, 1, "2026-12", now=at(2026, 12, 1, 10), owner=f"{socket.gethostname()}:{dead}:x")
@@ -119,15 +133,24 @@ async def test_a_dead_runners_claim_is_taken_over_with_the_same_request_id(tmp_p
 @pytest.mark.timeout(600)  # 1000 CLI runs in process: ~20 s idle, minutes on a loaded 2-core machine
 def test_cli_reminders_run_1000_times_posts_once(tmp_path):
     effects: list = []
-    schedule_reminder("post", 1, "09:00", action={"kind": "tool", "tool": "post_note", "args": {"channel": "p", "text": "t"}},
-                      data_dir=tmp_path, now=at(2026, 11, 20))
+    schedule_reminder(
+        "post",
+        1,
+        "09:00",
+        action={"kind": "tool", "tool": "post_note", "args": {"channel": "p", "text": "t"}},
+        data_dir=tmp_path,
+        now=at(2026, 11, 20),
+    )
     box = FakeToolbox()
     box.registry.register(*post_tool(effects))
     codes = set()
     for _ in range(1000):
         resources.set_toolbox(Context(model="m", data_dir=str(tmp_path)), box)
-        codes.add(runner.invoke(app, ["reminders", "run", "--now", "2026-12-01T09:30", "--data-dir",
-                                      str(tmp_path), "--json"]).exit_code)
+        codes.add(
+            runner.invoke(
+                app, ["reminders", "run", "--now", "2026-12-01T09:30", "--data-dir", str(tmp_path), "--json"]
+            ).exit_code
+        )
     assert codes == {0} and len(effects) == 1
 
 

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import asyncio
     from blockbuster import BlockBuster
     from tools.selection import rank_tools
@@ -35,7 +35,7 @@ SCRIPT = textwrap.dedent('''
         print(ranked[0][1].name)
 
     asyncio.run(main())
-''')
+""")
 
 
 def test_the_first_ranking_in_a_fresh_process_blocks_nothing_in_the_event_loop():

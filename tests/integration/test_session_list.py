@@ -39,8 +39,10 @@ def test_session_list_shows_each_thread_newest_first_and_survives_a_damaged_head
 
     con = sqlite3.connect(data_dir / "checkpoints.sqlite")
     with con:  # beta's head blob replaced by garbage: a corrupt record
-        con.execute("UPDATE checkpoints SET checkpoint = x'00ff00' WHERE thread_id = 'beta' AND checkpoint_id = "
-                    "(SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = 'beta')")
+        con.execute(
+            "UPDATE checkpoints SET checkpoint = x'00ff00' WHERE thread_id = 'beta' AND checkpoint_id = "
+            "(SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = 'beta')"
+        )
     con.close()
     rows = [json.loads(line) for line in hermes("session", "list", *dd, "--json").splitlines()]
     assert [r["thread_id"] for r in rows] == ["alpha", "beta"]

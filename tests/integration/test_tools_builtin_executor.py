@@ -18,11 +18,11 @@ from tests.unit.test_tools_builtin import _dump
 pytestmark = pytest.mark.slow  # real worker processes
 
 
-
 # -- the demo database -----------------------------------------------------------------------------
 
 
 # -- the data tools through the executor ------------------------------------------------------------
+
 
 async def test_describe_database_through_the_executor(reg, db):
     out = await reg.call("describe_database", {}, "d1")
@@ -51,17 +51,20 @@ async def test_query_database_caps_rows_but_reports_total(reg, db):
     assert len(out.content["rows"]) == 500 and out.content["truncated"] is True
 
 
-@pytest.mark.parametrize("sql", [
-    "INSERT INTO regions VALUES (99, 'Mars')",
-    "DROP TABLE orders",
-    "ATTACH DATABASE 'other.db' AS other",
-    "DELETE FROM orders",
-    "PRAGMA query_only=OFF",
-    "SELECT 1; DROP TABLE orders",
-    "WITH x AS (SELECT 1) INSERT INTO regions SELECT 98, 'Venus' FROM x",
-    "  -- sneaky\n UPDATE products SET unit_price = 0",
-    "/* ; */ DELETE FROM orders",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "INSERT INTO regions VALUES (99, 'Mars')",
+        "DROP TABLE orders",
+        "ATTACH DATABASE 'other.db' AS other",
+        "DELETE FROM orders",
+        "PRAGMA query_only=OFF",
+        "SELECT 1; DROP TABLE orders",
+        "WITH x AS (SELECT 1) INSERT INTO regions SELECT 98, 'Venus' FROM x",
+        "  -- sneaky\n UPDATE products SET unit_price = 0",
+        "/* ; */ DELETE FROM orders",
+    ],
+)
 async def test_query_database_refuses_writes(reg, data, db, sql):
     before = _dump(db)
     out = await reg.call("query_database", {"sql": sql}, "w")
@@ -85,28 +88,37 @@ async def test_query_database_unknown_column_says_to_describe(reg):
 # -- generate_report ---------------------------------------------------------------------------------
 
 REPORT_QUERIES = [
-    {"label": "Totals", "sql": "SELECT ROUND(SUM(i.quantity*i.unit_price), 2) AS revenue, COUNT(DISTINCT o.order_id) AS orders "
-                               "FROM orders o JOIN order_items i ON i.order_id = o.order_id WHERE o.order_date LIKE '2025-05-%'"},
-    {"label": "Revenue by region", "sql": "SELECT r.name AS region, ROUND(SUM(i.quantity*i.unit_price), 2) AS revenue "
-                                          "FROM orders o JOIN order_items i ON i.order_id = o.order_id "
-                                          "JOIN customers c ON c.customer_id = o.customer_id JOIN regions r ON r.region_id = c.region_id "
-                                          "WHERE o.order_date LIKE '2025-05-%' GROUP BY r.name ORDER BY revenue DESC"},
+    {
+        "label": "Totals",
+        "sql": "SELECT ROUND(SUM(i.quantity*i.unit_price), 2) AS revenue, COUNT(DISTINCT o.order_id) AS orders "
+        "FROM orders o JOIN order_items i ON i.order_id = o.order_id WHERE o.order_date LIKE '2025-05-%'",
+    },
+    {
+        "label": "Revenue by region",
+        "sql": "SELECT r.name AS region, ROUND(SUM(i.quantity*i.unit_price), 2) AS revenue "
+        "FROM orders o JOIN order_items i ON i.order_id = o.order_id "
+        "JOIN customers c ON c.customer_id = o.customer_id JOIN regions r ON r.region_id = c.region_id "
+        "WHERE o.order_date LIKE '2025-05-%' GROUP BY r.name ORDER BY revenue DESC",
+    },
 ]
 
 
 async def test_report_numbers_match_sql(reg, data, db):
-    out = await reg.call("generate_report", {"title": "Sales report 2025-05", "period": "2025-05",
-                                             "queries": REPORT_QUERIES}, "rep1")
+    out = await reg.call(
+        "generate_report", {"title": "Sales report 2025-05", "period": "2025-05", "queries": REPORT_QUERIES}, "rep1"
+    )
     assert out.status == "ok", out.error
     rep = out.content
     con = sqlite3.connect(db)
     revenue, orders = con.execute(
         "SELECT SUM(i.quantity*i.unit_price), COUNT(DISTINCT o.order_id) FROM orders o "
-        "JOIN order_items i ON i.order_id=o.order_id WHERE substr(o.order_date, 1, 7) = '2025-05'").fetchone()
+        "JOIN order_items i ON i.order_id=o.order_id WHERE substr(o.order_date, 1, 7) = '2025-05'"
+    ).fetchone()
     north = con.execute(
         "SELECT SUM(i.quantity*i.unit_price) FROM orders o JOIN order_items i ON i.order_id=o.order_id "
         "JOIN customers c ON c.customer_id=o.customer_id JOIN regions r ON r.region_id=c.region_id "
-        "WHERE o.order_date BETWEEN '2025-05-01' AND '2025-05-31' AND r.name='North'").fetchone()[0]
+        "WHERE o.order_date BETWEEN '2025-05-01' AND '2025-05-31' AND r.name='North'"
+    ).fetchone()[0]
     con.close()
     totals, by_region = rep["queries"]
     assert totals["columns"] == ["revenue", "orders"]
@@ -121,9 +133,20 @@ async def test_report_numbers_match_sql(reg, data, db):
 
 
 async def test_report_for_a_period_without_data_is_an_error_naming_the_latest_month(reg, data):
-    out = await reg.call("generate_report", {"title": "Sales 2019-01", "queries": [
-        {"label": "Revenue", "sql": "SELECT SUM(unit_price) FROM orders o JOIN order_items i USING (order_id) "
-                                    "WHERE substr(o.order_date, 1, 7) = '2019-01'"}]}, "rep3")
+    out = await reg.call(
+        "generate_report",
+        {
+            "title": "Sales 2019-01",
+            "queries": [
+                {
+                    "label": "Revenue",
+                    "sql": "SELECT SUM(unit_price) FROM orders o JOIN order_items i USING (order_id) "
+                    "WHERE substr(o.order_date, 1, 7) = '2019-01'",
+                }
+            ],
+        },
+        "rep3",
+    )
     assert out.status == "error" and "no data" in out.error.lower() and END in out.error
     assert list((data / "reports").glob("*.md")) == []
     bad = await reg.call("generate_report", {"title": "x", "queries": []}, "rep4")
@@ -134,8 +157,9 @@ async def test_report_for_a_period_without_data_is_an_error_naming_the_latest_mo
 
 
 async def test_schedule_and_list_reminders_persist(reg, data):
-    out = await reg.call("schedule_reminder", {"text": "Send the monthly sales report", "day_of_month": 3,
-                                               "time": "08:30"}, "rem1")
+    out = await reg.call(
+        "schedule_reminder", {"text": "Send the monthly sales report", "day_of_month": 3, "time": "08:30"}, "rem1"
+    )
     assert out.status == "ok", out.error
     r = out.content
     assert r["id"] == 1 and r["recurrence"] == "monthly" and r["day_of_month"] == 3
@@ -143,8 +167,9 @@ async def test_schedule_and_list_reminders_persist(reg, data):
     assert nxt.day == 3 and (nxt.hour, nxt.minute) == (8, 30) and nxt > dt.datetime.now().astimezone()
     assert (data / "reminders.db").exists()
     # same request_id again (a model retry): no second reminder
-    again = await reg.call("schedule_reminder", {"text": "Send the monthly sales report", "day_of_month": 3,
-                                                 "time": "08:30"}, "rem1")
+    again = await reg.call(
+        "schedule_reminder", {"text": "Send the monthly sales report", "day_of_month": 3, "time": "08:30"}, "rem1"
+    )
     assert again.replayed
     listed = await reg.call("list_reminders", {}, "l1")
     assert listed.content["count"] == 1 and listed.content["reminders"][0]["text"] == "Send the monthly sales report"

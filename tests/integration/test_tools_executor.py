@@ -16,7 +16,7 @@ from tools.executors.subprocess import SubprocessExecutor, scrubbed_env
 
 pytestmark = pytest.mark.slow  # real worker processes
 
-HELPERS = textwrap.dedent('''
+HELPERS = textwrap.dedent("""
     import os, subprocess, sys, time, signal
     from pathlib import Path
 
@@ -49,7 +49,7 @@ HELPERS = textwrap.dedent('''
 
     def die_hard():
         os._exit(3)
-''')
+""")
 
 
 @pytest.fixture
@@ -88,8 +88,7 @@ async def test_secret_env_vars_are_not_visible(executor, monkeypatch):
     monkeypatch.setenv("HERMES_PLAIN_SETTING", "visible")
     names = ["OPENAI_API_KEY", "GITHUB_TOKEN", "DB_PASSWORD", "HERMES_PLAIN_SETTING"]
     out = await executor.run("exec_helpers:env_of", {"names": names}, timeout_s=10, request_id="r")
-    assert out == {"OPENAI_API_KEY": None, "GITHUB_TOKEN": None, "DB_PASSWORD": None,
-                   "HERMES_PLAIN_SETTING": "visible"}
+    assert out == {"OPENAI_API_KEY": None, "GITHUB_TOKEN": None, "DB_PASSWORD": None, "HERMES_PLAIN_SETTING": "visible"}
     assert "OPENAI_API_KEY" not in scrubbed_env()
 
 
@@ -117,8 +116,12 @@ async def test_timeout_kills_whole_process_group_including_grandchild(executor, 
     pid_file = executor.data_dir / f"pids-{ignore_term}"  # inside the confined data dir
     start = time.monotonic()
     with pytest.raises(ToolTimeout):
-        await executor.run("exec_helpers:spawn_and_hang", {"pid_file": str(pid_file), "ignore_term": ignore_term},
-                           timeout_s=1.5, request_id="r")
+        await executor.run(
+            "exec_helpers:spawn_and_hang",
+            {"pid_file": str(pid_file), "ignore_term": ignore_term},
+            timeout_s=1.5,
+            request_id="r",
+        )
     elapsed = time.monotonic() - start
     worker_pid, grandchild_pid = (int(x) for x in pid_file.read_text().split())
     try:
@@ -134,8 +137,10 @@ async def test_timeout_kills_whole_process_group_including_grandchild(executor, 
 
 async def test_strays_left_by_a_successful_run_are_cleaned_up(executor, tmp_path):
     pid_file = executor.data_dir / "stray"
-    assert await executor.run("exec_helpers:spawn_and_return", {"pid_file": str(pid_file)},
-                              timeout_s=10, request_id="r") == "left a child behind"
+    assert (
+        await executor.run("exec_helpers:spawn_and_return", {"pid_file": str(pid_file)}, timeout_s=10, request_id="r")
+        == "left a child behind"
+    )
     stray = int(pid_file.read_text())
     try:
         assert _gone(stray)

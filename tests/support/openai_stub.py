@@ -50,8 +50,12 @@ def _words(messages: list[dict[str, Any]]) -> int:
 class OpenAIStub:
     """The stub server; see the module docstring. ``answer``: the fixed reply text."""
 
-    def __init__(self, answer: str = DEFAULT_ANSWER, port: int | None = None,
-                 on_request: Callable[[dict[str, Any]], None] | None = None) -> None:
+    def __init__(
+        self,
+        answer: str = DEFAULT_ANSWER,
+        port: int | None = None,
+        on_request: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         self.answer = answer
         self.on_request = on_request
         self.port = port or _free_port()
@@ -61,18 +65,21 @@ class OpenAIStub:
         self._lock = threading.Lock()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
-        self.app = Starlette(routes=[
-            Route("/v1/chat/completions", self._completions, methods=["POST"]),
-            Route("/v1/models", self._models, methods=["GET"]),
-        ])
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._completions, methods=["POST"]),
+                Route("/v1/models", self._models, methods=["GET"]),
+            ]
+        )
 
     # --- handlers ------------------------------------------------------------------------
 
     async def _models(self, request: Request) -> JSONResponse:
         with self._lock:
             names = sorted({r.get("model", "stub") for r in self.requests} | {"stub"})
-        return JSONResponse({"object": "list", "data": [{"id": n, "object": "model", "owned_by": "stub"}
-                                                        for n in names]})
+        return JSONResponse(
+            {"object": "list", "data": [{"id": n, "object": "model", "owned_by": "stub"} for n in names]}
+        )
 
     async def _completions(self, request: Request):
         body = await request.json()
@@ -87,19 +94,39 @@ class OpenAIStub:
         usage = {"prompt_tokens": _words(body.get("messages") or []), "completion_tokens": len(self.answer.split())}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         if not body.get("stream"):
-            return JSONResponse({
-                "id": cid, "object": "chat.completion", "created": created, "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": self.answer},
-                             "logprobs": None, "finish_reason": "stop"}],
-                "usage": usage,
-            })
+            return JSONResponse(
+                {
+                    "id": cid,
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": self.answer},
+                            "logprobs": None,
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": usage,
+                }
+            )
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
-            return "data: " + json.dumps({
-                "id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
-            }) + "\n\n"
+            return (
+                "data: "
+                + json.dumps(
+                    {
+                        "id": cid,
+                        "object": "chat.completion.chunk",
+                        "created": created,
+                        "model": model,
+                        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+                    }
+                )
+                + "\n\n"
+            )
 
         async def events():
             yield chunk({"role": "assistant", "content": ""})
@@ -107,8 +134,20 @@ class OpenAIStub:
                 yield chunk({"content": (" " if i else "") + word})
             yield chunk({}, "stop")
             if include_usage:
-                yield "data: " + json.dumps({"id": cid, "object": "chat.completion.chunk", "created": created,
-                                             "model": model, "choices": [], "usage": usage}) + "\n\n"
+                yield (
+                    "data: "
+                    + json.dumps(
+                        {
+                            "id": cid,
+                            "object": "chat.completion.chunk",
+                            "created": created,
+                            "model": model,
+                            "choices": [],
+                            "usage": usage,
+                        }
+                    )
+                    + "\n\n"
+                )
             yield "data: [DONE]\n\n"
 
         return StreamingResponse(events(), media_type="text/event-stream")
@@ -116,8 +155,9 @@ class OpenAIStub:
     # --- lifecycle -----------------------------------------------------------------------
 
     def start(self, timeout_s: float = 15.0) -> OpenAIStub:
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning",
-                                access_log=False, lifespan="off")
+        config = uvicorn.Config(
+            self.app, host="127.0.0.1", port=self.port, log_level="warning", access_log=False, lifespan="off"
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="openai-stub", daemon=True)
         self._thread.start()

@@ -52,9 +52,17 @@ for _size in ("COLUMNS", "LINES"):
     os.environ.pop(_size, None)
 
 _INET = (socket.AF_INET, socket.AF_INET6)
-_PROCESS_EVENTS = frozenset({
-    "subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec", "os.system",
-})
+_PROCESS_EVENTS = frozenset(
+    {
+        "subprocess.Popen",
+        "os.fork",
+        "os.forkpty",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.exec",
+        "os.system",
+    }
+)
 _SOCKET_EVENTS = frozenset({"socket.connect", "socket.bind"})
 _HINT = "unit tests open no internet socket and start no process: move this test to tests/integration/"
 

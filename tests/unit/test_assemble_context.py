@@ -99,8 +99,11 @@ def test_window_invariants_hold_for_any_history(history, budget):
 
 
 def test_current_goal_is_kept_before_older_history():
-    history = [HumanMessage("old " * 400, id="old"), AIMessage("old answer " * 200, id="olda"),
-               HumanMessage("new question", id="new")]
+    history = [
+        HumanMessage("old " * 400, id="old"),
+        AIMessage("old answer " * 200, id="olda"),
+        HumanMessage("new question", id="new"),
+    ]
     window = select_window(history, 60)
     assert [m.id for m in window][-1] == "new"
     assert "old" not in {m.id for m in window}
@@ -110,9 +113,14 @@ def test_prompt_order():
     system = build_system_prompt(["[episodic · 2026-11-01 · confidence 0.90 · direct] ran a report"])
     assert system.index("Hermes") < system.index("What you remember")
     state = State(
-        messages=[HumanMessage("goal", id="h"), AIMessage("", tool_calls=[{"name": "t", "args": {}, "id": "c"}], id="a"),
-                  ToolMessage("result", tool_call_id="c", id="r")],
-        system_prompt=system, window=[["h", 0], ["a", 0], ["r", 0]], progress_note="Change approach.",
+        messages=[
+            HumanMessage("goal", id="h"),
+            AIMessage("", tool_calls=[{"name": "t", "args": {}, "id": "c"}], id="a"),
+            ToolMessage("result", tool_call_id="c", id="r"),
+        ],
+        system_prompt=system,
+        window=[["h", 0], ["a", 0], ["r", 0]],
+        progress_note="Change approach.",
     )
     prompt = state.prompt_messages()
     assert isinstance(prompt[0], SystemMessage) and "What you remember" in prompt[0].content
@@ -127,7 +135,9 @@ def _turn(i: int, text: str, answer: str) -> list:
 def test_relevant_old_turns_beat_recent_chatter():
     history = _turn(0, "The warehouse code for Lyon is LY-4471, remember it.", "Noted: LY-4471.")
     for i in range(1, 40):
-        history += _turn(i, f"Let's set up my account, step {i}: choose a display name", f"Done with step {i}. " + "ok " * 40)
+        history += _turn(
+            i, f"Let's set up my account, step {i}: choose a display name", f"Done with step {i}. " + "ok " * 40
+        )
     history.append(HumanMessage("Which warehouse code did I give you for Lyon?", id="q"))
     window = select_window(history, 400, query="Which warehouse code did I give you for Lyon?", intent="chat")
     ids = [m.id for m in window]
@@ -195,8 +205,10 @@ async def test_a_tool_schema_change_adds_a_note_and_hides_calls_it_invalidates(s
     # the tool is re-registered with a renamed field (a new server version, say)
     new = {"type": "object", "properties": {"channel": {"type": "string"}}, "required": ["channel"]}
     box.registry.unregister("post_note")
-    box.registry.register(ToolSpec(name="post_note", description="Post a note to a channel (test tool, v2 schema).",
-                                   parameters=new), lambda args, rid: {"ok": True})
+    box.registry.register(
+        ToolSpec(name="post_note", description="Post a note to a channel (test tool, v2 schema).", parameters=new),
+        lambda args, rid: {"ok": True},
+    )
     await agent.ainvoke({"messages": [HumanMessage("post another note")]}, config, context=ctx)
     prompt = scripted.models[ctx.model].seen[-1]
     assert "post_note" in prompt[0].content and "Tool changes" in prompt[0].content

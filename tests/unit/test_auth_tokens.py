@@ -17,8 +17,9 @@ def test_unset_is_local_mode_and_a_table_is_read_inline_or_from_a_file(tmp_path)
     assert load_tokens(str(path)) == {"t-bob": "bob"}
 
 
-@pytest.mark.parametrize("value", ["   ", "{}", '[["t", "alice"]]', '{"tök€n": "alice"}', '{"two words": "x"}',
-                                   '{"t": ""}', "{not json"])
+@pytest.mark.parametrize(
+    "value", ["   ", "{}", '[["t", "alice"]]', '{"tök€n": "alice"}', '{"two words": "x"}', '{"t": ""}', "{not json"]
+)
 def test_a_set_but_unusable_table_is_refused_with_the_setting_named(value):
     with pytest.raises(ValueError, match="HERMES_AUTH_TOKENS"):
         load_tokens(value)

@@ -45,10 +45,12 @@ def seed(data_dir: Path, how: str, mirror: bool = True) -> list[str]:
         async with open_checkpointer(data_dir / "checkpoints.sqlite") as saver:
             agent = make_graph(checkpointer=saver)
             cfg = {"configurable": {"thread_id": "T"}}
-            await agent.aupdate_state(cfg, {"messages": [HumanMessage("hello", id="h1"), AIMessage("hi", id="a1")]},
-                                      as_node="write_memory")
-            await agent.aupdate_state(cfg, {"messages": [HumanMessage("again", id="h2"), AIMessage("yes", id="a2")]},
-                                      as_node="write_memory")
+            await agent.aupdate_state(
+                cfg, {"messages": [HumanMessage("hello", id="h1"), AIMessage("hi", id="a1")]}, as_node="write_memory"
+            )
+            await agent.aupdate_state(
+                cfg, {"messages": [HumanMessage("again", id="h2"), AIMessage("yes", id="a2")]}, as_node="write_memory"
+            )
             state = await agent.aget_state(cfg)
         return state.config["configurable"]["checkpoint_id"], list(state.values["messages"])
 
@@ -57,18 +59,24 @@ def seed(data_dir: Path, how: str, mirror: bool = True) -> list[str]:
     if mirror:
         asyncio.run(ThreadMirror(data_dir).append_turn("T", messages, checkpoint_id=head))
     with sqlite3.connect(data_dir / "checkpoints.sqlite") as con:
-        rows = con.execute("SELECT checkpoint_id, checkpoint, type FROM checkpoints WHERE thread_id = 'T' "
-                           "ORDER BY checkpoint_id").fetchall()
+        rows = con.execute(
+            "SELECT checkpoint_id, checkpoint, type FROM checkpoints WHERE thread_id = 'T' ORDER BY checkpoint_id"
+        ).fetchall()
         cid, blob, kind = rows[-1]
-        con.execute("UPDATE checkpoints SET checkpoint = ?, type = ? WHERE checkpoint_id = ?",
-                    (*CORRUPTIONS[how](blob, kind), cid))
+        con.execute(
+            "UPDATE checkpoints SET checkpoint = ?, type = ? WHERE checkpoint_id = ?",
+            (*CORRUPTIONS[how](blob, kind), cid),
+        )
     con.close()
     return [r[0] for r in rows]
 
 
 def snapshot(data_dir: Path) -> dict[str, str]:
-    return {str(p.relative_to(data_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(data_dir.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(data_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(data_dir.rglob("*"))
+        if p.is_file()
+    }
 
 
 def head_changes(ids: list[str]) -> dict[str, list[str]]:
@@ -112,8 +120,9 @@ def test_without_a_mirror_the_message_says_to_start_a_new_thread(tmp_path):
     assert snapshot(data) == before
 
 
-@pytest.mark.parametrize("command", [["branch", "list", "T"], ["branch", "show", "T"], ["session", "list"],
-                                     ["branch", "show", "T", "FIRST"]])
+@pytest.mark.parametrize(
+    "command", [["branch", "list", "T"], ["branch", "show", "T"], ["session", "list"], ["branch", "show", "T", "FIRST"]]
+)
 def test_read_only_commands_still_work_on_a_corrupt_head(tmp_path, command):
     data = tmp_path / "data"
     ids = seed(data, "garbage")
@@ -131,13 +140,27 @@ def test_the_named_way_back_works_rebuild_by_a_run_then_fork(tmp_path):
     model = ScriptedChat(messages=iter([AIMessage("rebuilt and answering"), AIMessage("forked answer")]))
     register_model("unreadable-head", lambda _c: model)
     resources.set_toolbox(Context(model="unreadable-head", data_dir=str(data)), FakeToolbox())
-    run = runner.invoke(app, ["run", "go on", "--thread", "T", "--model", "unreadable-head", "--data-dir", str(data),
-                              "--json"])
+    run = runner.invoke(
+        app, ["run", "go on", "--thread", "T", "--model", "unreadable-head", "--data-dir", str(data), "--json"]
+    )
     assert run.exit_code == 0, run.output
     assert json.loads(run.output.strip().splitlines()[-1])["recovery"]  # rebuilt from the mirror
     resources.set_toolbox(Context(model="unreadable-head", data_dir=str(data)), FakeToolbox())
-    fork = runner.invoke(app, ["branch", "fork", "T", ids[0][-8:], "another try", "--model", "unreadable-head",
-                               "--data-dir", str(data), "--json"])
+    fork = runner.invoke(
+        app,
+        [
+            "branch",
+            "fork",
+            "T",
+            ids[0][-8:],
+            "another try",
+            "--model",
+            "unreadable-head",
+            "--data-dir",
+            str(data),
+            "--json",
+        ],
+    )
     assert fork.exit_code == 0, fork.output
     summary = json.loads(fork.output.strip().splitlines()[-1])
     assert summary["answer"] == "forked answer" and summary["forked_from"] == ids[0]
@@ -150,7 +173,11 @@ async def test_the_library_refuses_too(tmp_path):
         branches = Branches(make_graph(checkpointer=saver), mirror=ThreadMirror(data))
         tree = await branches.branch_tree("T")
         first = sorted(tree.nodes)[0]
-        for call in (branches.rollback("T", first), branches.switch("T", tree.active), branches.fork_base("T", first),
-                     branches.fork("T", first, "x")):
+        for call in (
+            branches.rollback("T", first),
+            branches.switch("T", tree.active),
+            branches.fork_base("T", first),
+            branches.fork("T", first, "x"),
+        ):
             with pytest.raises(BranchError, match=r"active head .* cannot be read"):
                 await call

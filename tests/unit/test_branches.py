@@ -17,8 +17,10 @@ def texts(prompt) -> str:
     """The history the model was sent (system turns — instructions, recalled memories, the
     progress note — left out; memory recall across branches: see the xfail test below)."""
     history = [m for m in prompt if not isinstance(m, SystemMessage)]
-    return "\n".join(str(m.content) for m in history) + "\n" + "\n".join(
-        c["name"] for m in history if isinstance(m, AIMessage) for c in m.tool_calls
+    return (
+        "\n".join(str(m.content) for m in history)
+        + "\n"
+        + "\n".join(c["name"] for m in history if isinstance(m, AIMessage) for c in m.tool_calls)
     )
 
 
@@ -38,18 +40,24 @@ async def turn(agent, ctx, text: str, thread: str = "t"):
 
 def turn_end(tree, last_text: str) -> str:
     """The turn-end checkpoint (next == ()) whose last message reads ``last_text``."""
-    hits = [n.checkpoint_id for n in tree.nodes.values()
-            if not n.next and n.source == "loop" and last_text in n.preview]
+    hits = [
+        n.checkpoint_id for n in tree.nodes.values() if not n.next and n.source == "loop" and last_text in n.preview
+    ]
     assert len(hits) == 1, [(n.short_id, n.preview, n.next) for n in tree.nodes.values()]
     return hits[0]
 
 
 async def test_try_a_fail_rollback_try_b_model_never_sees_a(scripted):
-    ctx = scripted([
-        AIMessage("Hello, ready."),
-        tool_call("plan_a", {}, "ca"), AIMessage("Approach A failed."),
-        tool_call("plan_b", {}, "cb"), AIMessage("Approach B worked: 3 rows."),
-    ], box_with_tools())
+    ctx = scripted(
+        [
+            AIMessage("Hello, ready."),
+            tool_call("plan_a", {}, "ca"),
+            AIMessage("Approach A failed."),
+            tool_call("plan_b", {}, "cb"),
+            AIMessage("Approach B worked: 3 rows."),
+        ],
+        box_with_tools(),
+    )
     model = scripted.models[ctx.model]
     agent = make_graph(checkpointer=InMemorySaver())
     branches = Branches(agent)
@@ -94,11 +102,16 @@ async def test_try_a_fail_rollback_try_b_model_never_sees_a(scripted):
 
 
 async def test_memory_written_on_an_abandoned_branch_is_not_recalled_on_branch_b(scripted):
-    ctx = scripted([
-        AIMessage("Hello, ready."),
-        tool_call("plan_a", {}, "ca"), AIMessage("Approach A failed."),
-        tool_call("plan_b", {}, "cb"), AIMessage("Approach B worked: 3 rows."),
-    ], box_with_tools())
+    ctx = scripted(
+        [
+            AIMessage("Hello, ready."),
+            tool_call("plan_a", {}, "ca"),
+            AIMessage("Approach A failed."),
+            tool_call("plan_b", {}, "cb"),
+            AIMessage("Approach B worked: 3 rows."),
+        ],
+        box_with_tools(),
+    )
     model = scripted.models[ctx.model]
     agent = make_graph(checkpointer=InMemorySaver())
     branches = Branches(agent)
@@ -114,9 +127,14 @@ async def test_memory_written_on_an_abandoned_branch_is_not_recalled_on_branch_b
 
 
 async def test_switch_back_to_the_abandoned_branch_and_continue_there(scripted):
-    ctx = scripted([
-        AIMessage("one"), AIMessage("A-answer"), AIMessage("B-answer"), AIMessage("after switch"),
-    ])
+    ctx = scripted(
+        [
+            AIMessage("one"),
+            AIMessage("A-answer"),
+            AIMessage("B-answer"),
+            AIMessage("after switch"),
+        ]
+    )
     model = scripted.models[ctx.model]
     agent = make_graph(checkpointer=InMemorySaver())
     branches = Branches(agent)
@@ -228,13 +246,27 @@ async def test_mid_turn_rollback_keeps_next_tasks(scripted):
 
 def test_tree_from_sdk_history_dicts():
     history = [  # newest first, as client.threads.get_history returns it
-        {"checkpoint": {"checkpoint_id": "c3"}, "parent_checkpoint": {"checkpoint_id": "c1"},
-         "metadata": {"source": "input", "step": 2}, "next": ["__start__"], "values": {"messages": []}},
-        {"checkpoint": {"checkpoint_id": "c2"}, "parent_checkpoint": {"checkpoint_id": "c1"},
-         "metadata": {"source": "loop", "step": 2}, "next": [],
-         "values": {"messages": [{"type": "ai", "content": "answer text"}]}},
-        {"checkpoint": {"checkpoint_id": "c1"}, "parent_checkpoint": None,
-         "metadata": {"source": "loop", "step": 1}, "next": ["call_model"], "values": {"messages": []}},
+        {
+            "checkpoint": {"checkpoint_id": "c3"},
+            "parent_checkpoint": {"checkpoint_id": "c1"},
+            "metadata": {"source": "input", "step": 2},
+            "next": ["__start__"],
+            "values": {"messages": []},
+        },
+        {
+            "checkpoint": {"checkpoint_id": "c2"},
+            "parent_checkpoint": {"checkpoint_id": "c1"},
+            "metadata": {"source": "loop", "step": 2},
+            "next": [],
+            "values": {"messages": [{"type": "ai", "content": "answer text"}]},
+        },
+        {
+            "checkpoint": {"checkpoint_id": "c1"},
+            "parent_checkpoint": None,
+            "metadata": {"source": "loop", "step": 1},
+            "next": ["call_model"],
+            "values": {"messages": []},
+        },
     ]
     tree = tree_from_history("x", history)
     assert tree.roots == ["c1"] and tree.heads == ["c2", "c3"] and tree.active == "c3"
@@ -255,10 +287,14 @@ def test_branches_need_a_checkpointer():
 
 
 async def test_rolling_back_inside_a_turn_also_hides_that_attempts_memory(scripted):
-    ctx = scripted([
-        tool_call("plan_b", {}, "cb"), AIMessage("Report done, posted and reminded."),
-        AIMessage("Only the first step is done."),
-    ], box_with_tools())
+    ctx = scripted(
+        [
+            tool_call("plan_b", {}, "cb"),
+            AIMessage("Report done, posted and reminded."),
+            AIMessage("Only the first step is done."),
+        ],
+        box_with_tools(),
+    )
     model = scripted.models[ctx.model]
     agent = make_graph(checkpointer=InMemorySaver())
     branches = Branches(agent)

@@ -27,18 +27,28 @@ def scripted_cli(name: str, replies, data_dir, box: FakeToolbox | None = None) -
 def test_a_question_without_a_terminal_exits_3_and_resume_continues(tmp_path):
     posted: list[dict] = []
     box = FakeToolbox()
-    box.add("post_note", lambda **kw: posted.append(kw) or {"ok": True},
-            {"type": "object", "properties": {"channel": {"type": "string"}, "text": {"type": "string"}},
-             "required": ["channel", "text"]}, side_effect=True)
+    box.add(
+        "post_note",
+        lambda **kw: posted.append(kw) or {"ok": True},
+        {
+            "type": "object",
+            "properties": {"channel": {"type": "string"}, "text": {"type": "string"}},
+            "required": ["channel", "text"],
+        },
+        side_effect=True,
+    )
     scripted_cli("cli-ask", [tool_call("post_note", {"text": "hi"}, "c1"), AIMessage("posted")], tmp_path, box)
-    first = runner.invoke(app, ["run", "post a note saying hi", "--model", "cli-ask", "--data-dir", str(tmp_path),
-                                "--thread", "T", "--json"])
+    first = runner.invoke(
+        app,
+        ["run", "post a note saying hi", "--model", "cli-ask", "--data-dir", str(tmp_path), "--thread", "T", "--json"],
+    )
     assert first.exit_code == 3, first.output
     summary = json.loads(first.output.strip().splitlines()[-1])
     assert "channel" in summary["question"] and posted == []
     resources.set_toolbox(Context(model="cli-ask", data_dir=str(tmp_path)), box)  # closed after the first run
-    second = runner.invoke(app, ["resume", "project", "--thread", "T", "--model", "cli-ask",
-                                 "--data-dir", str(tmp_path), "--json"])
+    second = runner.invoke(
+        app, ["resume", "project", "--thread", "T", "--model", "cli-ask", "--data-dir", str(tmp_path), "--json"]
+    )
     assert second.exit_code == 0, second.output
     assert posted == [{"text": "hi", "channel": "project"}]
     assert json.loads(second.output.strip().splitlines()[-1])["answer"] == "posted"
@@ -63,9 +73,14 @@ def test_empty_task_and_bad_settings_are_refused_clearly(tmp_path, monkeypatch):
 
 def test_resume_refuses_a_thread_that_is_not_waiting(tmp_path):
     scripted_cli("cli-noq", [AIMessage("done")], tmp_path)
-    assert runner.invoke(app, ["run", "hi", "--model", "cli-noq", "--data-dir", str(tmp_path), "--thread", "F"]).exit_code == 0
+    assert (
+        runner.invoke(app, ["run", "hi", "--model", "cli-noq", "--data-dir", str(tmp_path), "--thread", "F"]).exit_code
+        == 0
+    )
     for thread in ("F", "nosuch"):
-        out = runner.invoke(app, ["resume", "yes", "--thread", thread, "--model", "cli-noq", "--data-dir", str(tmp_path)])
+        out = runner.invoke(
+            app, ["resume", "yes", "--thread", thread, "--model", "cli-noq", "--data-dir", str(tmp_path)]
+        )
         assert out.exit_code == 1 and "not waiting for an answer" in out.output
 
 

@@ -50,20 +50,36 @@ CASES = {
     "reminders_run_damaged_db": (lambda d, mp: garbage(d / "reminders.db"), ["reminders", "run"], "reminders.db"),
     "memory_list_damaged_db": (lambda d, mp: garbage(d / "memory.db"), ["memory", "list"], "memory.db"),
     "tools_list_missing_mcp_config": (
-        lambda d, mp: None, ["tools", "list", "--mcp-config", "/no/such/mcp.json"], "/no/such/mcp.json"),
+        lambda d, mp: None,
+        ["tools", "list", "--mcp-config", "/no/such/mcp.json"],
+        "/no/such/mcp.json",
+    ),
     "mcp_list_missing_mcp_config": (
-        lambda d, mp: None, ["mcp", "list", "--mcp-config", "/no/such/mcp.json"], "/no/such/mcp.json"),
+        lambda d, mp: None,
+        ["mcp", "list", "--mcp-config", "/no/such/mcp.json"],
+        "/no/such/mcp.json",
+    ),
     "reminders_list_bug_outside_guarded": (
         lambda d, mp: (garbage(d / "reminders.db"), mp.setattr(reminders_cli, "stored_reminders", boom)),
-        ["reminders", "list"], "a bug somewhere"),
+        ["reminders", "list"],
+        "a bug somewhere",
+    ),
     "session_list_bug": (
         lambda d, mp: (checkpoint_file(d), mp.setattr(Branches, "threads", aboom)),
-        ["session", "list"], "a bug somewhere"),
+        ["session", "list"],
+        "a bug somewhere",
+    ),
     "branch_list_unknown_thread": (lambda d, mp: checkpoint_file(d), ["branch", "list", "nosuch"], "nosuch"),
-    "branch_list_bad_setting": (lambda d, mp: (checkpoint_file(d), mp.setenv("HERMES_TOKEN_BUDGET", "lots")),
-                                ["branch", "list", "T"], "HERMES_TOKEN_BUDGET='lots'"),
-    "reminders_list_bad_setting": (lambda d, mp: mp.setenv("HERMES_TOKEN_BUDGET", "lots"), ["reminders", "list"],
-                                   "HERMES_TOKEN_BUDGET='lots'"),
+    "branch_list_bad_setting": (
+        lambda d, mp: (checkpoint_file(d), mp.setenv("HERMES_TOKEN_BUDGET", "lots")),
+        ["branch", "list", "T"],
+        "HERMES_TOKEN_BUDGET='lots'",
+    ),
+    "reminders_list_bad_setting": (
+        lambda d, mp: mp.setenv("HERMES_TOKEN_BUDGET", "lots"),
+        ["reminders", "list"],
+        "HERMES_TOKEN_BUDGET='lots'",
+    ),
 }
 
 

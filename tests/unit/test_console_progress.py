@@ -81,7 +81,8 @@ async def test_a_streaming_model_s_chunks_are_counted_for_its_node(tmp_path):
         def on_update(self, node, update): ...
         def on_recovery(self, report): ...
         def on_warning(self, text): ...
-        async def ask(self, question): return None
+        async def ask(self, question):
+            return None
 
         def on_tokens(self, node, count):
             counts[node] = counts.get(node, 0) + count

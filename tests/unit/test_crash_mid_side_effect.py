@@ -38,16 +38,20 @@ async def crashed_turn(scripted, effects, replies, *, dispatched: bool):
     saver = InMemorySaver()
     config = {"configurable": {"thread_id": "T"}}
     crashing = builder.compile(checkpointer=saver, interrupt_before=["dispatch_tools"])
-    await crashing.ainvoke({"messages": [HumanMessage("Bump the deployment counter for label alpha")]}, config,
-                           context=ctx)
+    await crashing.ainvoke(
+        {"messages": [HumanMessage("Bump the deployment counter for label alpha")]}, config, context=ctx
+    )
     state = (await crashing.aget_state(config)).values
     goal = next(m for m in state["messages"] if isinstance(m, HumanMessage))
     if dispatched:
         rid = request_id("T", str(goal.id), "bump_counter", ARGS)
 
         def claim(con, key):
-            con.execute("INSERT INTO tool_requests (tool, request_id, state, owner, created) "
-                        "VALUES (?, ?, 'running', 'pid:999999:dead', 0)", key)
+            con.execute(
+                "INSERT INTO tool_requests (tool, request_id, state, owner, created) "
+                "VALUES (?, ?, 'running', 'pid:999999:dead', 0)",
+                key,
+            )
             con.commit()
 
         await box.registry.ledger._db.call(claim, ("bump_counter", rid))
@@ -61,11 +65,15 @@ def closed_result(values) -> ToolMessage:
 
 async def test_a_claimed_call_is_reported_unknown_and_its_repeat_waits_for_confirmation(scripted):
     effects: list[str] = []
-    replies = [tool_call("bump_counter", ARGS, "c1"), tool_call("bump_counter", ARGS, "c2"),
-               AIMessage("It may have run already; please check.")]
+    replies = [
+        tool_call("bump_counter", ARGS, "c1"),
+        tool_call("bump_counter", ARGS, "c2"),
+        AIMessage("It may have run already; please check."),
+    ]
     agent, ctx, config = await crashed_turn(scripted, effects, replies, dispatched=True)
-    await agent.ainvoke({"messages": [HumanMessage("That crashed. Bump the deployment counter for label alpha")]},
-                        config, context=ctx)
+    await agent.ainvoke(
+        {"messages": [HumanMessage("That crashed. Bump the deployment counter for label alpha")]}, config, context=ctx
+    )
     snap = await agent.aget_state(config)
     result = closed_result(snap.values)
     assert "outcome unknown" in str(result.content) and "had no effect" not in str(result.content)
@@ -80,11 +88,11 @@ async def test_a_claimed_call_is_reported_unknown_and_its_repeat_waits_for_confi
 
 async def test_the_user_confirming_runs_it_once_more(scripted):
     effects: list[str] = []
-    replies = [tool_call("bump_counter", ARGS, "c1"), tool_call("bump_counter", ARGS, "c2"),
-               AIMessage("Bumped again.")]
+    replies = [tool_call("bump_counter", ARGS, "c1"), tool_call("bump_counter", ARGS, "c2"), AIMessage("Bumped again.")]
     agent, ctx, config = await crashed_turn(scripted, effects, replies, dispatched=True)
-    await agent.ainvoke({"messages": [HumanMessage("It did not run. Bump the deployment counter for label alpha")]},
-                        config, context=ctx)
+    await agent.ainvoke(
+        {"messages": [HumanMessage("It did not run. Bump the deployment counter for label alpha")]}, config, context=ctx
+    )
     out = await agent.ainvoke(Command(resume="yes"), config, context=ctx)
     assert effects == ["alpha", "alpha"] and out["messages"][-1].content == "Bumped again."
 
@@ -93,7 +101,8 @@ async def test_a_call_never_dispatched_is_still_not_run_and_needs_no_confirmatio
     effects: list[str] = []
     replies = [tool_call("bump_counter", ARGS, "c1"), tool_call("bump_counter", ARGS, "c2"), AIMessage("Done.")]
     agent, ctx, config = await crashed_turn(scripted, effects, replies, dispatched=False)
-    out = await agent.ainvoke({"messages": [HumanMessage("Bump the deployment counter for label alpha now")]},
-                              config, context=ctx)
+    out = await agent.ainvoke(
+        {"messages": [HumanMessage("Bump the deployment counter for label alpha now")]}, config, context=ctx
+    )
     assert str(closed_result(out).content) == NOT_RUN
     assert effects == ["alpha"] and out["messages"][-1].content == "Done."

@@ -36,8 +36,9 @@ def directory(path):
 
 
 @pytest.mark.parametrize("damage", [truncated, garbage, empty, unrelated_tables, directory])
-@pytest.mark.parametrize("command", [["session", "list"], ["session", "show", "T"], ["branch", "list", "T"],
-                                     ["branch", "show", "T"]])
+@pytest.mark.parametrize(
+    "command", [["session", "list"], ["session", "show", "T"], ["branch", "list", "T"], ["branch", "show", "T"]]
+)
 def test_read_only_commands_explain_a_damaged_file_and_leave_it_alone(tmp_path, damage, command):
     data = tmp_path / "data"
     data.mkdir()

@@ -43,6 +43,7 @@ def columns_of(described: dict, table: str) -> dict[str, dict]:
 
 # -- describe_database --------------------------------------------------------------------------
 
+
 def test_describe_the_sales_schema(sales):
     out = describe_database(database=sales)
     assert out["database"] == sales and out["table_count"] == 6 and "notes" not in out  # 5 tables + a view
@@ -55,8 +56,12 @@ def test_describe_the_sales_schema(sales):
     assert orders["order_id"] == {"name": "order_id", "type": "INTEGER", "pk": True}
     assert orders["customer_id"]["references"] == "customers.customer_id"
     assert orders["order_date"]["type"] == "TEXT"  # a text column whose values are ISO dates
-    assert orders["order_date"]["dates"] == {"min": "2025-01-01", "max": orders["order_date"]["dates"]["max"],
-                                             "latest_month": END, "latest_full_month": END}
+    assert orders["order_date"]["dates"] == {
+        "min": "2025-01-01",
+        "max": orders["order_date"]["dates"]["max"],
+        "latest_month": END,
+        "latest_full_month": END,
+    }
     assert orders["order_date"]["dates"]["max"].startswith(END)
     assert "dates" not in columns_of(out, "customers")["segment"]
     assert columns_of(out, "order_items")["unit_price"]["type"] == "REAL"
@@ -78,7 +83,9 @@ def test_describe_a_differently_shaped_schema(invoices):
     assert "dates" in inv["paid_at"] and inv["paid_at"]["type"] == "TEXT"  # sampled ISO datetimes
     assert "dates" not in inv["status"] and "dates" not in inv["vat_cents"]
     assert columns_of(out, "clients")["client_ref"] == {"name": "client_ref", "type": "TEXT", "pk": True}
-    assert columns_of(out, "clients")["onboarded"]["type"] == "DATE" and "dates" in columns_of(out, "clients")["onboarded"]
+    assert (
+        columns_of(out, "clients")["onboarded"]["type"] == "DATE" and "dates" in columns_of(out, "clients")["onboarded"]
+    )
 
 
 def test_describe_output_is_bounded(tmp_path):
@@ -114,23 +121,31 @@ def test_epoch_timestamps_in_a_timestamp_column_are_dates(tmp_path):
     con.commit()
     con.close()
     at = columns_of(describe_database(database=str(path)), "events")["at"]
-    assert at["dates"] == {"min": "2024-01-10", "max": "2024-03-10", "latest_month": "2024-03",
-                           "latest_full_month": "2024-03"}
+    assert at["dates"] == {
+        "min": "2024-01-10",
+        "max": "2024-03-10",
+        "latest_month": "2024-03",
+        "latest_full_month": "2024-03",
+    }
 
 
 # -- query_database: read-only, bounded ---------------------------------------------------------
 
-@pytest.mark.parametrize("sql", [
-    "INSERT INTO clients VALUES ('X', 'x', 'DE', '2024-01-01')",
-    "ATTACH DATABASE 'attached.db' AS other",
-    "PRAGMA journal_mode=DELETE",
-    "SELECT 1; DELETE FROM invoices",
-    "SELECT 1; SELECT 2",
-    "WITH x AS (SELECT 1) DELETE FROM invoices",
-    "WITH x AS (SELECT 1) SELECT * FROM x; UPDATE invoices SET status = 'void'",
-    "CREATE TEMP TABLE t AS SELECT * FROM invoices",
-    "SELECT load_extension('x')",
-])
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "INSERT INTO clients VALUES ('X', 'x', 'DE', '2024-01-01')",
+        "ATTACH DATABASE 'attached.db' AS other",
+        "PRAGMA journal_mode=DELETE",
+        "SELECT 1; DELETE FROM invoices",
+        "SELECT 1; SELECT 2",
+        "WITH x AS (SELECT 1) DELETE FROM invoices",
+        "WITH x AS (SELECT 1) SELECT * FROM x; UPDATE invoices SET status = 'void'",
+        "CREATE TEMP TABLE t AS SELECT * FROM invoices",
+        "SELECT load_extension('x')",
+    ],
+)
 def test_query_refuses_everything_but_one_select(invoices, tmp_path, monkeypatch, sql):
     monkeypatch.chdir(tmp_path)
     before = digest(invoices)
@@ -141,13 +156,16 @@ def test_query_refuses_everything_but_one_select(invoices, tmp_path, monkeypatch
     assert not (tmp_path / "attached.db").exists() and not (Path(invoices).parent / "attached.db").exists()
 
 
-@pytest.mark.parametrize("sql, rows", [
-    ("SELECT 1 /* ; */", [[1]]),
-    ("SELECT ';' AS s", [[";"]]),
-    ("SELECT 1 AS x; -- a trailing comment; with a semicolon", [[1]]),
-    ("-- leading comment\nSELECT 2 AS \"a;b\"", [[2]]),
-    ("WITH t(x) AS (VALUES (3)) SELECT x FROM t;", [[3]]),
-])
+@pytest.mark.parametrize(
+    "sql, rows",
+    [
+        ("SELECT 1 /* ; */", [[1]]),
+        ("SELECT ';' AS s", [[";"]]),
+        ("SELECT 1 AS x; -- a trailing comment; with a semicolon", [[1]]),
+        ('-- leading comment\nSELECT 2 AS "a;b"', [[2]]),
+        ("WITH t(x) AS (VALUES (3)) SELECT x FROM t;", [[3]]),
+    ],
+)
 def test_semicolons_in_comments_strings_and_names_are_not_second_statements(sales, sql, rows):
     assert query_database(sql, database=sales)["rows"] == rows
 
@@ -169,8 +187,11 @@ def test_unknown_table_or_column_tells_the_model_to_describe(invoices):
 
 @pytest.mark.slow  # counts a large result
 def test_a_huge_result_is_bounded_with_the_true_row_count(sales):
-    out = query_database("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 200000) "
-                         "SELECT i, printf('%.2000c', 'x') AS wide, zeroblob(64) AS b FROM n", database=sales)
+    out = query_database(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 200000) "
+        "SELECT i, printf('%.2000c', 'x') AS wide, zeroblob(64) AS b FROM n",
+        database=sales,
+    )
     assert out["row_count"] == 200_000 and len(out["rows"]) == dbmod.MAX_ROWS and out["truncated"] is True
     first = out["rows"][0]
     assert first[0] == 1 and len(first[1]) <= dbmod.MAX_CELL_CHARS + 1 and first[2] == "<64 bytes>"
@@ -181,19 +202,22 @@ def test_a_runaway_query_stops_at_the_time_limit(sales, monkeypatch):
     monkeypatch.setattr(dbmod, "QUERY_TIME_LIMIT_S", 0.5)
     start = time.monotonic()
     with pytest.raises(DatabaseError, match="time limit"):
-        query_database("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT MAX(i) FROM n",
-                       database=sales)
+        query_database(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT MAX(i) FROM n", database=sales
+        )
     assert time.monotonic() - start < 3
 
 
 def test_no_rows_and_null_aggregates_carry_a_note_with_the_latest_month(invoices, sales):
-    empty = query_database("SELECT inv_no, net_amount_cents FROM invoices WHERE issued_on >= '2031-01-01'",
-                           database=invoices)
+    empty = query_database(
+        "SELECT inv_no, net_amount_cents FROM invoices WHERE issued_on >= '2031-01-01'", database=invoices
+    )
     assert empty["rows"] == [] and empty["row_count"] == 0
     assert "No data" in empty["note"] and f"the latest full month with data is {END}" in empty["note"]
     assert empty["data_range"][0]["column"] == "invoices.issued_on"
-    null = query_database("SELECT SUM(net_amount_cents) AS net FROM invoices WHERE substr(issued_on, 1, 7) = '2031-01'",
-                          database=invoices)
+    null = query_database(
+        "SELECT SUM(net_amount_cents) AS net FROM invoices WHERE substr(issued_on, 1, 7) = '2031-01'", database=invoices
+    )
     assert null["rows"] == [[None]] and f"latest full month with data is {END}" in null["note"]
     zero = query_database("SELECT COUNT(*) FROM orders WHERE order_date LIKE '2019-03%'", database=sales)
     assert zero["rows"] == [[0]] and "orders.order_date has data from 2025-01-01" in zero["note"]
@@ -203,6 +227,7 @@ def test_no_rows_and_null_aggregates_carry_a_note_with_the_latest_month(invoices
 
 # -- generate_report -------------------------------------------------------------------------------
 
+
 def _independent_2024_figures(path: str) -> tuple[dict[str, int], int]:
     """Net cents per country and count of paid invoices issued in 2024, computed in Python from
     the raw rows (not with the report's SQL)."""
@@ -210,7 +235,9 @@ def _independent_2024_figures(path: str) -> tuple[dict[str, int], int]:
     country = dict(con.execute("SELECT client_ref, country_code FROM clients"))
     net: dict[str, int] = defaultdict(int)
     paid = 0
-    for issued, ref, cents, status in con.execute("SELECT issued_on, client_ref, net_amount_cents, status FROM invoices"):
+    for issued, ref, cents, status in con.execute(
+        "SELECT issued_on, client_ref, net_amount_cents, status FROM invoices"
+    ):
         if issued.startswith("2024-") and status != "void":
             net[country[ref]] += cents
             paid += status == "paid"
@@ -219,19 +246,24 @@ def _independent_2024_figures(path: str) -> tuple[dict[str, int], int]:
 
 
 REPORT_QUERIES = [
-    {"label": "Net revenue by country, 2024",
-     "sql": "SELECT c.country_code AS country, SUM(i.net_amount_cents) / 100.0 AS net_eur "
-            "FROM invoices i JOIN clients c ON c.client_ref = i.client_ref "
-            "WHERE i.issued_on >= '2024-01-01' AND i.issued_on < '2025-01-01' AND i.status <> 'void' "
-            "GROUP BY c.country_code ORDER BY net_eur DESC"},
-    {"label": "Paid invoices, 2024",
-     "sql": "SELECT COUNT(*) AS paid FROM invoices WHERE strftime('%Y', issued_on) = '2024' AND status = 'paid'"},
+    {
+        "label": "Net revenue by country, 2024",
+        "sql": "SELECT c.country_code AS country, SUM(i.net_amount_cents) / 100.0 AS net_eur "
+        "FROM invoices i JOIN clients c ON c.client_ref = i.client_ref "
+        "WHERE i.issued_on >= '2024-01-01' AND i.issued_on < '2025-01-01' AND i.status <> 'void' "
+        "GROUP BY c.country_code ORDER BY net_eur DESC",
+    },
+    {
+        "label": "Paid invoices, 2024",
+        "sql": "SELECT COUNT(*) AS paid FROM invoices WHERE strftime('%Y', issued_on) = '2024' AND status = 'paid'",
+    },
 ]
 
 
 def test_report_figures_equal_independently_computed_ones(invoices, tmp_path):
-    out = generate_report("Revenue 2024", REPORT_QUERIES, period="2024", notes="Net of VAT.",
-                          database=invoices, data_dir=tmp_path)
+    out = generate_report(
+        "Revenue 2024", REPORT_QUERIES, period="2024", notes="Net of VAT.", database=invoices, data_dir=tmp_path
+    )
     net, paid = _independent_2024_figures(invoices)
     by_country, paid_q = out["queries"]
     assert {c: round(v * 100) for c, v in by_country["rows"]} == net
@@ -259,8 +291,10 @@ def test_reports_are_never_overwritten(invoices, tmp_path):
 
 
 def test_a_report_without_any_data_is_an_error_and_writes_nothing(invoices, tmp_path):
-    queries = [{"label": "Net", "sql": "SELECT SUM(net_amount_cents) FROM invoices WHERE substr(issued_on, 1, 7) = '2031-02'"},
-               {"label": "List", "sql": "SELECT inv_no FROM invoices WHERE issued_on LIKE '2031-02%'"}]
+    queries = [
+        {"label": "Net", "sql": "SELECT SUM(net_amount_cents) FROM invoices WHERE substr(issued_on, 1, 7) = '2031-02'"},
+        {"label": "List", "sql": "SELECT inv_no FROM invoices WHERE issued_on LIKE '2031-02%'"},
+    ]
     with pytest.raises(DatabaseError, match=f"no report written.*latest full month with data is {END}"):
         generate_report("Revenue 2031-02", queries, period="2031-02", database=invoices, data_dir=tmp_path)
     assert not list(tmp_path.rglob("*.md"))
@@ -274,7 +308,10 @@ def test_a_report_with_some_empty_queries_says_so_in_its_section(invoices, tmp_p
 
 
 def test_a_bad_query_fails_the_whole_report(invoices, tmp_path):
-    for bad in ({"label": "Oops", "sql": "SELECT total FROM orders"}, {"label": "Write", "sql": "DELETE FROM invoices"}):
+    for bad in (
+        {"label": "Oops", "sql": "SELECT total FROM orders"},
+        {"label": "Write", "sql": "DELETE FROM invoices"},
+    ):
         with pytest.raises(DatabaseError, match=r"query 2 \('(Oops|Write)'\) failed, nothing was written"):
             generate_report("Bad", [REPORT_QUERIES[1], bad], database=invoices, data_dir=tmp_path)
     for queries in ([], [REPORT_QUERIES[1]] * 9, [{"label": "x"}], "SELECT 1"):
@@ -290,6 +327,7 @@ def test_slugs():
 
 
 # -- bad settings: clear errors, nothing created -----------------------------------------------------
+
 
 def _bad_settings(tmp_path: Path) -> dict[str, str]:
     (tmp_path / "a_directory").mkdir()
@@ -307,15 +345,19 @@ def _bad_settings(tmp_path: Path) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("case", ["missing", "missing_url", "directory", "text_file", "empty_file",
-                                  "postgres", "mysql", "memory"])
+@pytest.mark.parametrize(
+    "case", ["missing", "missing_url", "directory", "text_file", "empty_file", "postgres", "mysql", "memory"]
+)
 def test_a_bad_setting_is_a_clear_error_and_creates_nothing(tmp_path, case):
     setting = _bad_settings(tmp_path)[case]
     listing = sorted(p.name for p in tmp_path.rglob("*"))
-    calls = [lambda: describe_database(database=setting),
-             lambda: query_database("SELECT 1", database=setting),
-             lambda: generate_report("R", [{"label": "one", "sql": "SELECT 1"}], database=setting,
-                                     data_dir=tmp_path / "data")]
+    calls = [
+        lambda: describe_database(database=setting),
+        lambda: query_database("SELECT 1", database=setting),
+        lambda: generate_report(
+            "R", [{"label": "one", "sql": "SELECT 1"}], database=setting, data_dir=tmp_path / "data"
+        ),
+    ]
     for call in calls:
         with pytest.raises(DatabaseError) as err:
             call()
@@ -335,7 +377,11 @@ def test_no_database_configured_names_the_ways_to_set_one():
         with pytest.raises(DatabaseError) as err:
             call()
         assert str(err.value) == NOT_CONFIGURED
-        assert "HERMES_DATABASE" in NOT_CONFIGURED and "`database` field" in NOT_CONFIGURED and "scripts/demo.sh" in NOT_CONFIGURED
+        assert (
+            "HERMES_DATABASE" in NOT_CONFIGURED
+            and "`database` field" in NOT_CONFIGURED
+            and "scripts/demo.sh" in NOT_CONFIGURED
+        )
 
 
 def test_database_location_resolves_against_the_cwd_and_hides_passwords(tmp_path, monkeypatch):
@@ -357,11 +403,14 @@ def test_relative_sqlite_url_reads_the_file(dbs, tmp_path, monkeypatch):
 
 # -- the second schema spans several years ------------------------------------------------------------
 
+
 def test_invoices_db_spans_several_years_and_is_deterministic(tmp_path, invoices):
     con = sqlite3.connect(invoices)
     years = [r[0] for r in con.execute("SELECT DISTINCT substr(issued_on, 1, 4) FROM invoices ORDER BY 1")]
-    bad = con.execute("SELECT COUNT(*) FROM invoices i WHERE net_amount_cents <> "
-                      "(SELECT SUM(line_cents) FROM invoice_lines l WHERE l.inv_no = i.inv_no)").fetchone()[0]
+    bad = con.execute(
+        "SELECT COUNT(*) FROM invoices i WHERE net_amount_cents <> "
+        "(SELECT SUM(line_cents) FROM invoice_lines l WHERE l.inv_no = i.inv_no)"
+    ).fetchone()[0]
     con.close()
     assert years == ["2022", "2023", "2024", "2025"] and bad == 0
     again = generate_invoices_db(tmp_path / "again.db", years=3, end_month=END)
@@ -403,10 +452,18 @@ def test_the_sql_tools_descriptions_carry_the_users_schema(tmp_path):
 @pytest.mark.parametrize(
     ("sql", "named"),
     [
-        ("SELECT SUM(net_amount_cents) FROM invoices WHERE issued_on >= DATE_SUB(CURDATE(), INTERVAL 1 MONTH)",
-         ["DATE_SUB", "CURDATE", "date('now', 'start of month', '-1 month')"]),
-        ("SELECT SUM(net_amount_cents) FROM invoices WHERE issued_on >= NOW() - INTERVAL '1 month'", ["INTERVAL", "date('now')"]),
-        ("SELECT SUM(net_amount_cents) FROM invoices WHERE YEAR(issued_on) = 2025 AND MONTH(issued_on) = 5", ["strftime('%Y-%m', col)"]),
+        (
+            "SELECT SUM(net_amount_cents) FROM invoices WHERE issued_on >= DATE_SUB(CURDATE(), INTERVAL 1 MONTH)",
+            ["DATE_SUB", "CURDATE", "date('now', 'start of month', '-1 month')"],
+        ),
+        (
+            "SELECT SUM(net_amount_cents) FROM invoices WHERE issued_on >= NOW() - INTERVAL '1 month'",
+            ["INTERVAL", "date('now')"],
+        ),
+        (
+            "SELECT SUM(net_amount_cents) FROM invoices WHERE YEAR(issued_on) = 2025 AND MONTH(issued_on) = 5",
+            ["strftime('%Y-%m', col)"],
+        ),
         ("SELECT TOP 5 inv_no FROM invoices", ["LIMIT n"]),
         ("SELECT DATE_FORMAT(issued_on, '%Y-%m') FROM invoices", ["strftime"]),
     ],
@@ -440,19 +497,27 @@ def test_an_unknown_column_error_says_where_the_column_is_and_how_the_tables_joi
     # measured: Qwen2.5-Coder-1.5B joined regions straight to order_items on a region_id that
     # only customers has; the error names the foreign-key path through orders and customers
     with pytest.raises(DatabaseError) as err:
-        query_database("SELECT r.name, SUM(quantity * unit_price) FROM regions r JOIN order_items i "
-                       "ON r.region_id = i.region_id GROUP BY r.name", database=sales)
+        query_database(
+            "SELECT r.name, SUM(quantity * unit_price) FROM regions r JOIN order_items i "
+            "ON r.region_id = i.region_id GROUP BY r.name",
+            database=sales,
+        )
     text = str(err.value)
     assert "Column 'region_id' is in customers, regions" in text
-    for condition in ("order_items.order_id = orders.order_id", "orders.customer_id = customers.customer_id",
-                      "customers.region_id = regions.region_id"):
+    for condition in (
+        "order_items.order_id = orders.order_id",
+        "orders.customer_id = customers.customer_id",
+        "customers.region_id = regions.region_id",
+    ):
         assert condition in text
     # the path it names is one that runs
-    rows = query_database("SELECT regions.name, SUM(quantity * order_items.unit_price) FROM order_items "
-                          "JOIN orders ON order_items.order_id = orders.order_id "
-                          "JOIN customers ON orders.customer_id = customers.customer_id "
-                          "JOIN regions ON customers.region_id = regions.region_id GROUP BY regions.name",
-                          database=sales)
+    rows = query_database(
+        "SELECT regions.name, SUM(quantity * order_items.unit_price) FROM order_items "
+        "JOIN orders ON order_items.order_id = orders.order_id "
+        "JOIN customers ON orders.customer_id = customers.customer_id "
+        "JOIN regions ON customers.region_id = regions.region_id GROUP BY regions.name",
+        database=sales,
+    )
     assert rows["row_count"] > 1
 
 
@@ -465,9 +530,12 @@ def test_no_join_hint_without_a_foreign_key_path(invoices):
 def test_a_table_used_but_not_joined_is_named_with_the_join_to_add(sales):
     # SQLite reports "no such column: regions.name" although regions has a name column
     with pytest.raises(DatabaseError) as err:
-        query_database("SELECT regions.name, SUM(quantity) FROM customers JOIN orders ON customers.customer_id = "
-                       "orders.customer_id JOIN order_items ON orders.order_id = order_items.order_id "
-                       "GROUP BY regions.name", database=sales)
+        query_database(
+            "SELECT regions.name, SUM(quantity) FROM customers JOIN orders ON customers.customer_id = "
+            "orders.customer_id JOIN order_items ON orders.order_id = order_items.order_id "
+            "GROUP BY regions.name",
+            database=sales,
+        )
     assert "table regions is used (regions.name) but not in the query's FROM or JOIN" in str(err.value)
     assert "add JOIN regions ON customers.region_id = regions.region_id" in str(err.value)
 
@@ -475,8 +543,11 @@ def test_a_table_used_but_not_joined_is_named_with_the_join_to_add(sales):
 def test_a_stated_period_needs_every_query_to_filter_on_a_date(sales, tmp_path):
     # measured: a "2026-11" report whose only query summed every month; the report would
     # show all-time figures under a one-month heading
-    all_time = {"label": "Revenue by region", "sql": "SELECT c.region_id, SUM(i.quantity * i.unit_price) FROM order_items i "
-                "JOIN orders o ON o.order_id = i.order_id JOIN customers c ON c.customer_id = o.customer_id GROUP BY 1"}
+    all_time = {
+        "label": "Revenue by region",
+        "sql": "SELECT c.region_id, SUM(i.quantity * i.unit_price) FROM order_items i "
+        "JOIN orders o ON o.order_id = i.order_id JOIN customers c ON c.customer_id = o.customer_id GROUP BY 1",
+    }
     with pytest.raises(DatabaseError) as err:
         generate_report("Sales", [all_time], period=END, database=sales, data_dir=tmp_path)
     assert "no condition on a date (orders.order_date)" in str(err.value)
@@ -485,7 +556,10 @@ def test_a_stated_period_needs_every_query_to_filter_on_a_date(sales, tmp_path):
     with pytest.raises(DatabaseError, match=r"BETWEEN '2025-05-01' AND '2025-05-31'"):
         generate_report("Sales", [all_time], period="2025-05-01..2025-05-31", database=sales, data_dir=tmp_path)
     # filtered on the date: written; no period stated: written as it is (no claim to check)
-    dated = {**all_time, "sql": all_time["sql"].replace("GROUP BY", f"WHERE substr(o.order_date, 1, 7) = '{END}' GROUP BY")}
+    dated = {
+        **all_time,
+        "sql": all_time["sql"].replace("GROUP BY", f"WHERE substr(o.order_date, 1, 7) = '{END}' GROUP BY"),
+    }
     assert generate_report("Sales", [dated], period=END, database=sales, data_dir=tmp_path)["version"] == 1
     assert generate_report("Sales", [all_time], database=sales, data_dir=tmp_path)["version"] == 2
     # a table without any date column (the product list) needs no date filter
@@ -510,10 +584,20 @@ def test_the_period_check_survives_broken_and_endless_views(tmp_path):
             SELECT x AS amount, CASE WHEN x < 0 THEN 'a' END AS d FROM c;
     """)
     con.close()
-    out = generate_report("T", [{"label": "L", "sql": "SELECT SUM(total) FROM orders WHERE order_date >= '2026-11-01'"}],
-                          period="2026-11", database=str(db), data_dir=tmp_path)
+    out = generate_report(
+        "T",
+        [{"label": "L", "sql": "SELECT SUM(total) FROM orders WHERE order_date >= '2026-11-01'"}],
+        period="2026-11",
+        database=str(db),
+        data_dir=tmp_path,
+    )
     assert out["version"] == 1
     # the endless view: the check gives up at its deadline (a hang would hit the test timeout)
-    out = generate_report("T", [{"label": "L", "sql": "SELECT amount FROM forever LIMIT 3"}], period="2026-11",
-                          database=str(db), data_dir=tmp_path)
+    out = generate_report(
+        "T",
+        [{"label": "L", "sql": "SELECT amount FROM forever LIMIT 3"}],
+        period="2026-11",
+        database=str(db),
+        data_dir=tmp_path,
+    )
     assert out["version"] == 2

@@ -28,7 +28,9 @@ _SECTION = re.compile(r"§\s?(\d+(?:\.\d+)?)")
 _OWNER = re.compile(r"DESIGN|\bseed\b|\bRFC\s?\d+|\bSEP-\d+|\bPEP\s?\d+")
 _KIND = re.compile(r"\bK(\d+)\b")
 _ISSUE = re.compile(r"\bissues?\s?#\s?\d+|/issues/\d+|\bgh-\d+\b", re.IGNORECASE)
-_PATH = re.compile(r"\b(?:graph|nodes|tools|memory|evals|scripts|docs|tests)/[A-Za-z0-9_/.-]+\.(?:py|md|sh|json|toml)\b")
+_PATH = re.compile(
+    r"\b(?:graph|nodes|tools|memory|evals|scripts|docs|tests)/[A-Za-z0-9_/.-]+\.(?:py|md|sh|json|toml)\b"
+)
 
 
 def _design_text() -> str:
@@ -60,7 +62,7 @@ def _citations_in(text: str) -> list[tuple[int, str, str]]:
     """``(line, owner, section)`` of every "§" in ``text`` whose owner is DESIGN or seed."""
     found = []
     for match in _SECTION.finditer(text):
-        owners = list(_OWNER.finditer(text[max(0, match.start() - 160):match.start()]))
+        owners = list(_OWNER.finditer(text[max(0, match.start() - 160) : match.start()]))
         owner = owners[-1].group(0) if owners else ""
         if owner in ("DESIGN", "seed"):
             found.append((text.count("\n", 0, match.start()) + 1, owner, match.group(1)))
@@ -69,8 +71,11 @@ def _citations_in(text: str) -> list[tuple[int, str, str]]:
 
 def _citations() -> list[tuple[str, str, str]]:
     """``(where, owner, section)`` of every DESIGN / seed "§" in the source."""
-    return [(f"{path.relative_to(ROOT)}:{line}", owner, section)
-            for path in _sources() for line, owner, section in _citations_in(path.read_text(encoding="utf-8"))]
+    return [
+        (f"{path.relative_to(ROOT)}:{line}", owner, section)
+        for path in _sources()
+        for line, owner, section in _citations_in(path.read_text(encoding="utf-8"))
+    ]
 
 
 def _with_lines(pattern: re.Pattern[str]) -> list[tuple[str, str]]:
@@ -89,8 +94,13 @@ def test_the_design_document_has_sections_a_seed_table_and_kinds():
 
 def test_a_bare_section_sign_belongs_to_the_document_named_before_it():
     text = 'x (seed §4.2 retrieval, §6.2 order; RFC 8414 §3.3)\n"""Doc (docs/DESIGN.md §1.2,\n§1.7; DESIGN.md §10)'
-    assert _citations_in(text) == [(1, "seed", "4.2"), (1, "seed", "6.2"), (2, "DESIGN", "1.2"),
-                                   (3, "DESIGN", "1.7"), (3, "DESIGN", "10")]
+    assert _citations_in(text) == [
+        (1, "seed", "4.2"),
+        (1, "seed", "6.2"),
+        (2, "DESIGN", "1.2"),
+        (3, "DESIGN", "1.7"),
+        (3, "DESIGN", "10"),
+    ]
 
 
 def test_every_design_citation_names_a_heading_of_docs_design_md():
@@ -107,10 +117,15 @@ def test_every_seed_citation_is_mapped_by_the_design_source_table():
     citations = [c for c in _citations() if c[1] == "seed"]
     assert citations
     chapters = {seed.split(".")[0] for seed in table}  # "seed §4" cites the chapter of §4.1..§4.3
-    unmapped = [f"{where}: seed §{section}" for where, _, section in citations
-                if section not in table and section not in chapters]
+    unmapped = [
+        f"{where}: seed §{section}"
+        for where, _, section in citations
+        if section not in table and section not in chapters
+    ]
     assert not unmapped, "not in the table of docs/DESIGN.md §12:\n" + "\n".join(unmapped)
-    dangling = [f"seed §{seed} → §{here}" for seed, targets in table.items() for here in targets if here not in headings]
+    dangling = [
+        f"seed §{seed} → §{here}" for seed, targets in table.items() for here in targets if here not in headings
+    ]
     assert not dangling, "the §12 table points at missing headings:\n" + "\n".join(dangling)
 
 
@@ -127,6 +142,9 @@ def test_no_reference_to_an_issue_tracker():
 
 @pytest.mark.parametrize("root", SOURCE_DIRS)
 def test_every_repository_path_cited_exists(root):
-    stale = [f"{where}: {ref}" for where, ref in _with_lines(_PATH)
-             if where.startswith(root + "/") and not ref.startswith(GENERATED) and not (ROOT / ref).exists()]
+    stale = [
+        f"{where}: {ref}"
+        for where, ref in _with_lines(_PATH)
+        if where.startswith(root + "/") and not ref.startswith(GENERATED) and not (ROOT / ref).exists()
+    ]
     assert not stale, "cited file not in the repository (moved or removed?):\n" + "\n".join(stale)

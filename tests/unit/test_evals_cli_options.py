@@ -47,8 +47,9 @@ def test_each_suite_declares_the_options_it_reads(suite):
     assert suite_options(suite) == fields_read(suite)
 
 
-@pytest.mark.parametrize(("suite", "field"), [(s, f) for s in sorted(SUITES) for f in OPTION_FLAGS
-                                              if f not in fields_read(s)])
+@pytest.mark.parametrize(
+    ("suite", "field"), [(s, f) for s in sorted(SUITES) for f in OPTION_FLAGS if f not in fields_read(s)]
+)
 def test_an_option_a_suite_does_not_read_is_refused_and_nothing_is_written(tmp_path, monkeypatch, suite, field):
     monkeypatch.delenv("HERMES_BASE_URL", raising=False)
     out = tmp_path / "report"
@@ -67,12 +68,15 @@ def test_several_ignored_options_are_named_together():
     assert option_problems("tasks", {"model", "base_url", "k", "cases"}) == []
 
 
-@pytest.mark.parametrize(("suite", "args", "phrase"), [
-    ("tasks", ["--case", "sales-flagship", "--limit", "1"], "--case picks the tasks itself: drop --limit"),
-    ("tasks", ["--case", "sales-flagship", "--sample"], "drop --sample"),
-    ("memory", ["--model", "gpt-x"], "--model needs --base-url"),
-    ("memory", ["--api-key-env", "MY_KEY"], "--api-key-env needs --base-url"),
-])
+@pytest.mark.parametrize(
+    ("suite", "args", "phrase"),
+    [
+        ("tasks", ["--case", "sales-flagship", "--limit", "1"], "--case picks the tasks itself: drop --limit"),
+        ("tasks", ["--case", "sales-flagship", "--sample"], "drop --sample"),
+        ("memory", ["--model", "gpt-x"], "--model needs --base-url"),
+        ("memory", ["--api-key-env", "MY_KEY"], "--api-key-env needs --base-url"),
+    ],
+)
 def test_combinations_that_would_ignore_an_option_are_refused(tmp_path, monkeypatch, suite, args, phrase):
     monkeypatch.delenv("HERMES_BASE_URL", raising=False)
     result = runner.invoke(app, ["eval", suite, *args, "--out", str(tmp_path / "r")])
@@ -132,6 +136,7 @@ def test_the_model_setting_is_the_default_of_model(tmp_path, monkeypatch):
 
 
 # -- endpoint_problem over httpx.MockTransport (no socket) ---------------------------------------
+
 
 def problem_for(handler, key_env: str = "EVAL_TEST_KEY") -> str:
     return asyncio.run(endpoint_problem("http://endpoint.test/v1", key_env, transport=httpx.MockTransport(handler)))

@@ -55,8 +55,16 @@ def test_side_effects_of_an_empty_data_dir(tmp_path: Path):
 
 
 def test_probe_plain_prompts_hold_no_tool_keyword():
-    names = ["describe_database", "query_database", "generate_report", "schedule_reminder", "list_reminders",
-             "list_messages", "post_message", "read_result"]
+    names = [
+        "describe_database",
+        "query_database",
+        "generate_report",
+        "schedule_reminder",
+        "list_reminders",
+        "list_messages",
+        "post_message",
+        "read_result",
+    ]
     plain = [p for g, p, _ in PROBES if g == "plain"]
     assert len(plain) >= 10 and all(not keywords_in(p, names) for p in plain)
     assert sum(bool(keywords_in(p, names)) for g, p, _ in PROBES if g == "keyword") >= 10
@@ -92,9 +100,11 @@ async def test_a_bfcl_case_runs_through_the_call_model_node(tmp_path: Path):
     from tests.conftest import ScriptedChat, tool_call
 
     case = next(c for c in load_category("parallel") if c["id"] == "parallel_0")  # spotify.play twice
-    replies = [tool_call("spotify_play", {"artist": "Taylor Swift", "duration": 20}),
-               tool_call("spotify_play", {"artist": "Maroon 5", "duration": 15}),
-               AIMessage("Both are playing.")]
+    replies = [
+        tool_call("spotify_play", {"artist": "Taylor Swift", "duration": 20}),
+        tool_call("spotify_play", {"artist": "Maroon 5", "duration": 15}),
+        AIMessage("Both are playing."),
+    ]
     model = ScriptedChat(messages=iter(replies))
     register_model("bfcl-script", lambda _c: model)
     context = Context(model="bfcl-script", data_dir=str(tmp_path))
@@ -111,7 +121,9 @@ async def test_a_bfcl_case_runs_through_the_call_model_node(tmp_path: Path):
 
 def _workflow_dir(root: Path, period: str, channel: str, post: str, reminder: str, recurrence: str = "monthly") -> Path:
     (root / "reports").mkdir(parents=True)
-    (root / "reports" / "sales.md").write_text(f"# Sales\n\nPeriod: **{period}**\n\n| region | revenue |\n|---|---:|\n| North | 1,234.50 |\n")
+    (root / "reports" / "sales.md").write_text(
+        f"# Sales\n\nPeriod: **{period}**\n\n| region | revenue |\n|---|---:|\n| North | 1,234.50 |\n"
+    )
     with sqlite3.connect(root / "team_chat.db") as con:
         con.execute("CREATE TABLE messages (id INTEGER PRIMARY KEY, channel TEXT, text TEXT, created_at TEXT)")
         con.execute("INSERT INTO messages (channel, text, created_at) VALUES (?, ?, '')", (channel, post))
@@ -123,16 +135,28 @@ def _workflow_dir(root: Path, period: str, channel: str, post: str, reminder: st
 
 def test_the_flagship_checks_judge_content_not_only_counts(tmp_path: Path):
     task = {t.id: t for t in TASKS}["sales-flagship"]
-    good = _workflow_dir(tmp_path / "good", "2026-11", "sales-team", "The sales report for 2026-11 is ready.",
-                         "Send the monthly sales report")
+    good = _workflow_dir(
+        tmp_path / "good",
+        "2026-11",
+        "sales-team",
+        "The sales report for 2026-11 is ready.",
+        "Send the monthly sales report",
+    )
     assert workflow_problems(task, {}, {}, good, "November 2026") == []
     # what README command one produced on SmolLM2 (issue "embedded default"): a URL for a
     # channel, a reminder about nothing, a report for the wrong month
-    bad = _workflow_dir(tmp_path / "bad", "2026-09", "https#www.facebook.com", "This is a task that needs to be done",
-                        "This is a task that needs to be done, but it's not possible")
+    bad = _workflow_dir(
+        tmp_path / "bad",
+        "2026-09",
+        "https#www.facebook.com",
+        "This is a task that needs to be done",
+        "This is a task that needs to be done, but it's not possible",
+    )
     problems = workflow_problems(task, {"stop_reason": ""}, {}, bad, "November 2026")
     assert any("period 2026-09" in p for p in problems)
     assert any("not a channel name" in p for p in problems)
     assert any("does not say what it is about" in p for p in problems)
     assert any("reminder" in p for p in problems)
-    assert workflow_problems(task, {"stop_reason": "no progress"}, {}, good, "November 2026") == ["stopped: no progress"]
+    assert workflow_problems(task, {"stop_reason": "no progress"}, {}, good, "November 2026") == [
+        "stopped: no progress"
+    ]

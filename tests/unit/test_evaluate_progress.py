@@ -40,8 +40,11 @@ def result(name: str, cid: str, ok: bool = True) -> ToolMessage:
 
 
 async def test_a_done_side_effect_tool_is_not_offered_again_and_progress_is_counted(runtime):
-    state = State(messages=[HumanMessage(GOAL), call("generate_report", "c1"), result("generate_report", "c1")],
-                  goal=GOAL, goal_distance=3)
+    state = State(
+        messages=[HumanMessage(GOAL), call("generate_report", "c1"), result("generate_report", "c1")],
+        goal=GOAL,
+        goal_distance=3,
+    )
     update = await evaluate_progress(state, runtime)
     assert update["goal_distance"] == 2 and update["stalled_rounds"] == 0
     assert "generate_report" in update["blocked_tools"]
@@ -50,8 +53,11 @@ async def test_a_done_side_effect_tool_is_not_offered_again_and_progress_is_coun
 
 
 async def test_a_round_without_progress_narrows_the_offer_to_the_missing_steps(runtime):
-    state = State(messages=[HumanMessage(GOAL), call("generate_report", "c1"), result("generate_report", "c1", ok=False)],
-                  goal=GOAL, goal_distance=3)
+    state = State(
+        messages=[HumanMessage(GOAL), call("generate_report", "c1"), result("generate_report", "c1", ok=False)],
+        goal=GOAL,
+        goal_distance=3,
+    )
     update = await evaluate_progress(state, runtime)
     assert update["stalled_rounds"] == 1 and update["must_call_tool"] is True
     assert set(update["blocked_tools"]) == {"query_database"}
@@ -61,7 +67,11 @@ async def test_a_round_without_progress_narrows_the_offer_to_the_missing_steps(r
 async def test_a_new_failed_read_is_exploration_but_the_same_one_again_is_a_stall(runtime):
     """A failed query's error names the tables and columns (measured: the 1.5B model's next
     report was closer each time); a repeat of it brings nothing new."""
-    read = [HumanMessage(GOAL), call("query_database", "c1", {"sql": "SELECT x"}), result("query_database", "c1", ok=False)]
+    read = [
+        HumanMessage(GOAL),
+        call("query_database", "c1", {"sql": "SELECT x"}),
+        result("query_database", "c1", ok=False),
+    ]
     update = await evaluate_progress(State(messages=read, goal=GOAL, goal_distance=3, stalled_rounds=1), runtime)
     assert update["stalled_rounds"] == 1 and "query_database" not in update["blocked_tools"]
     again = [*read, call("query_database", "c2", {"sql": "SELECT x"}), result("query_database", "c2", ok=False)]
@@ -106,10 +116,15 @@ async def test_a_narrating_answer_after_each_done_step_is_told_once_per_step(run
     """Measured (Qwen2.5-Coder-1.5B): "I will now proceed with posting the report" after the
     report, then the post, then "I will now proceed with scheduling the reminder" — the second
     narration came after progress, so it is told again, not stopped."""
-    msgs = [HumanMessage(GOAL), call("generate_report", "c1"), result("generate_report", "c1"),
-            AIMessage("I will now proceed with posting the report."),
-            call("post_message", "c2"), result("post_message", "c2"),
-            AIMessage("I will now proceed with scheduling the reminder.")]
+    msgs = [
+        HumanMessage(GOAL),
+        call("generate_report", "c1"),
+        result("generate_report", "c1"),
+        AIMessage("I will now proceed with posting the report."),
+        call("post_message", "c2"),
+        result("post_message", "c2"),
+        AIMessage("I will now proceed with scheduling the reminder."),
+    ]
     update = await evaluate_progress(State(messages=msgs, goal=GOAL, goal_distance=1), runtime)
     assert "stop_reason" not in update and update["must_call_tool"] is True
     assert "schedule_reminder" in update["progress_note"]
@@ -128,14 +143,19 @@ async def test_an_insisting_answer_is_kept_in_the_stop_notice(scripted):
     ctx = scripted([AIMessage("Revenue was 123."), AIMessage("Revenue was 123, really.")], box)
     out = await make_graph(InMemorySaver()).ainvoke(
         {"messages": [HumanMessage("Write the sales report for last month.")]},
-        {"configurable": {"thread_id": "t"}}, context=ctx)
+        {"configurable": {"thread_id": "t"}},
+        context=ctx,
+    )
     notice = out["messages"][-1].content
     assert notice.startswith("Stopped before finishing: the model answered without doing these steps: generate_report")
     assert "Revenue was 123, really." in notice
 
 
 async def test_an_answer_to_a_goal_without_known_steps_just_finishes():
-    assert route_model_output(State(messages=[HumanMessage("hi"), AIMessage("hello")], goal="hi", goal_distance=0)) == "write_memory"
+    assert (
+        route_model_output(State(messages=[HumanMessage("hi"), AIMessage("hello")], goal="hi", goal_distance=0))
+        == "write_memory"
+    )
 
 
 async def test_failing_rounds_of_a_goal_without_known_steps_stop(runtime):
@@ -144,8 +164,10 @@ async def test_failing_rounds_of_a_goal_without_known_steps_stop(runtime):
     stalled = 0
     for i in range(MAX_STALLED_ROUNDS):
         msgs += [call("query_database", f"e{i}", {"sql": f"bad {i}"}), result("query_database", f"e{i}", ok=False)]
-        update = await evaluate_progress(State(messages=msgs, goal="look something up", goal_distance=0,
-                                               stalled_rounds=stalled, tool_rounds=i), runtime)
+        update = await evaluate_progress(
+            State(messages=msgs, goal="look something up", goal_distance=0, stalled_rounds=stalled, tool_rounds=i),
+            runtime,
+        )
         stalled = update["stalled_rounds"]
     assert update["stop_reason"].startswith("no progress")
 
@@ -176,8 +198,14 @@ async def test_a_required_call_is_offered_only_the_missing_steps(runtime):
     register_model("recorder", lambda _c: Recorder(messages=iter([AIMessage("x")])))
     runtime = Runtime(context=runtime.context.model_copy(update={"model": "recorder"}))
     goal = "Write last month's sales report."
-    state = State(messages=[HumanMessage(goal, id="h")], goal=goal, goal_distance=1, must_call_tool=True,
-                  progress_note="Steps of this task: generate_report.", window=[["h", 0]])
+    state = State(
+        messages=[HumanMessage(goal, id="h")],
+        goal=goal,
+        goal_distance=1,
+        must_call_tool=True,
+        progress_note="Steps of this task: generate_report.",
+        window=[["h", 0]],
+    )
     update = await call_model(state, runtime)
     # the missing step and the reads that help do it; no side effect the goal does not ask for
     assert offered == [["generate_report", "query_database"]]

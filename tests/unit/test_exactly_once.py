@@ -23,9 +23,13 @@ from tools.idempotency import IdempotencyLedger
 from tools.registry import ToolRegistry
 from tools.spec import ToolSpec
 
-POST = ToolSpec(name="post_note", description="Post a note to the team channel (test side effect).",
-                parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-                side_effect=True, requested_by=(r"\bpost\b",))
+POST = ToolSpec(
+    name="post_note",
+    description="Post a note to the team channel (test side effect).",
+    parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    side_effect=True,
+    requested_by=(r"\bpost\b",),
+)
 
 
 def counting_registry(path: Path | None, effects: list, spec: ToolSpec = POST, fail: BaseException | None = None):
@@ -108,9 +112,12 @@ async def test_a_call_in_flight_in_a_dead_process_is_unknown_unless_retry_safe(t
     registry = counting_registry(db, effects)
     # a claim left by a process that died mid-call (pid 999999999 does not exist)
     await registry.ledger._db.call(
-        lambda con: con.execute("INSERT INTO tool_requests (tool, request_id, state, owner, created) "
-                                "VALUES ('post_note', 'r9', 'running', ?, 0)",
-                                (f"{__import__('socket').gethostname()}:999999999:dead",)))
+        lambda con: con.execute(
+            "INSERT INTO tool_requests (tool, request_id, state, owner, created) "
+            "VALUES ('post_note', 'r9', 'running', ?, 0)",
+            (f"{__import__('socket').gethostname()}:999999999:dead",),
+        )
+    )
     outcome = await registry.call("post_note", {"text": "a"}, request_id="r9")
     assert outcome.error_kind == "outcome_unknown" and "stopped mid-call" in outcome.error
     assert effects == []
@@ -118,6 +125,7 @@ async def test_a_call_in_flight_in_a_dead_process_is_unknown_unless_retry_safe(t
 
 
 # -- through the graph ------------------------------------------------------------------------
+
 
 def post_box(effects: list) -> FakeToolbox:
     box = FakeToolbox()
@@ -130,11 +138,11 @@ async def test_an_unoffered_call_is_refused_and_names_the_allowed_tools(scripted
     box = post_box(effects)
     box.add("get_time", lambda city="": {"time": "10:00"})
     # a model that ignores the offer, as a hosted model can
-    ctx = scripted([tool_call("post_note", {"text": "spam"}, "c1"), AIMessage("It is 10:00.")], box,
-                   ignore_offer=True)
+    ctx = scripted([tool_call("post_note", {"text": "spam"}, "c1"), AIMessage("It is 10:00.")], box, ignore_offer=True)
     agent = make_graph(checkpointer=InMemorySaver())
-    out = await agent.ainvoke({"messages": [HumanMessage("What time is it in Tokyo?")]},
-                              {"configurable": {"thread_id": "t"}}, context=ctx)
+    out = await agent.ainvoke(
+        {"messages": [HumanMessage("What time is it in Tokyo?")]}, {"configurable": {"thread_id": "t"}}, context=ctx
+    )
     assert effects == []
     refusal = next(m for m in out["messages"] if isinstance(m, ToolMessage))
     body = json.loads(refusal.content)
@@ -150,8 +158,9 @@ async def test_a_read_only_question_never_runs_a_side_effect_tool(scripted, rogu
         box.add_spec(spec, lambda **kw: ran.append(kw) or {"ok": True})
     ctx = scripted([tool_call(rogue, {}, "c1"), AIMessage("I cannot tell the time.")], box, ignore_offer=True)
     agent = make_graph(checkpointer=InMemorySaver())
-    await agent.ainvoke({"messages": [HumanMessage("What time is it in Tokyo?")]},
-                        {"configurable": {"thread_id": "t"}}, context=ctx)
+    await agent.ainvoke(
+        {"messages": [HumanMessage("What time is it in Tokyo?")]}, {"configurable": {"thread_id": "t"}}, context=ctx
+    )
     assert ran == []
     offered = scripted.models[ctx.model].offers[0] or []
     assert not {s.name for s in flagship_specs() if s.side_effect} & set(offered)
@@ -184,16 +193,19 @@ async def test_forks_replaying_the_goal_under_new_call_ids_post_once(scripted, t
 async def test_a_fork_before_a_pending_call_leaves_a_valid_history(scripted):
     effects: list = []
     box = post_box(effects)
-    ctx = scripted([tool_call("post_note", {"text": "x"}, "pending"), AIMessage("Posted."),
-                    AIMessage("Sure, nothing posted.")], box)
+    ctx = scripted(
+        [tool_call("post_note", {"text": "x"}, "pending"), AIMessage("Posted."), AIMessage("Sure, nothing posted.")],
+        box,
+    )
     agent = make_graph(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "pending"}}
     await agent.ainvoke({"messages": [HumanMessage("post a note saying x")]}, config, context=ctx)
     history = [s async for s in agent.aget_state_history(config)]
     before_dispatch = next(s for s in history if s.next == ("dispatch_tools",))
     effects.clear()
-    out = await agent.ainvoke({"messages": [HumanMessage("actually, just say hi")]}, before_dispatch.config,
-                              context=ctx)
+    out = await agent.ainvoke(
+        {"messages": [HumanMessage("actually, just say hi")]}, before_dispatch.config, context=ctx
+    )
     assert unanswered_calls(out["messages"]) == []
     closed = next(m for m in out["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "pending")
     assert closed.status == "error" and "not run" in closed.content
@@ -216,8 +228,9 @@ async def test_a_side_effect_that_lost_its_transport_runs_once_and_the_user_is_t
     box.registry.register(POST, flaky)
     ctx = scripted([tool_call("post_note", {"text": "x"}, "c1"), AIMessage("Posted!")], box)
     agent = make_graph(checkpointer=InMemorySaver())
-    out = await agent.ainvoke({"messages": [HumanMessage("post a note saying x")]},
-                              {"configurable": {"thread_id": "t"}}, context=ctx)
+    out = await agent.ainvoke(
+        {"messages": [HumanMessage("post a note saying x")]}, {"configurable": {"thread_id": "t"}}, context=ctx
+    )
     assert len(calls) == 1  # not retried blindly
     assert "outcome of post_note is unknown" in out["stop_reason"]
     assert out["messages"][-1].content.startswith("Stopped before finishing")
@@ -241,8 +254,14 @@ async def test_rerunning_a_crashed_turn_continues_it_and_never_repeats_the_effec
         return {"posted": args["text"]}
 
     box.registry.register(POST, post)
-    ctx = scripted([tool_call("post_note", {"text": "x"}, "c1"),
-                    tool_call("post_note", {"text": "x"}, "c2"), AIMessage("Posted.")], box)
+    ctx = scripted(
+        [
+            tool_call("post_note", {"text": "x"}, "c1"),
+            tool_call("post_note", {"text": "x"}, "c2"),
+            AIMessage("Posted."),
+        ],
+        box,
+    )
     with pytest.raises(Crash):
         await run_turn("post a note saying x", ctx, "crashy", quiet=True)
     # the user runs the same command again: the interrupted turn continues
@@ -257,14 +276,18 @@ async def test_parallel_identical_side_effect_calls_collapse_to_one(scripted):
     different requests ("note alpha and beta"), see test_graph_loop."""
     effects: list = []
     box = post_box(effects)
-    many = AIMessage("", tool_calls=[
-        {"name": "post_note", "args": {"text": "hi all"}, "id": "p1", "type": "tool_call"},
-        {"name": "post_note", "args": {"text": "hi all"}, "id": "p2", "type": "tool_call"},
-    ])
+    many = AIMessage(
+        "",
+        tool_calls=[
+            {"name": "post_note", "args": {"text": "hi all"}, "id": "p1", "type": "tool_call"},
+            {"name": "post_note", "args": {"text": "hi all"}, "id": "p2", "type": "tool_call"},
+        ],
+    )
     ctx = scripted([many, AIMessage("Posted.")], box)
     agent = make_graph(checkpointer=InMemorySaver())
-    out = await agent.ainvoke({"messages": [HumanMessage("post a note saying hi all")]},
-                              {"configurable": {"thread_id": "par"}}, context=ctx)
+    out = await agent.ainvoke(
+        {"messages": [HumanMessage("post a note saying hi all")]}, {"configurable": {"thread_id": "par"}}, context=ctx
+    )
     assert effects == ["hi all"]
     by_id = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
     assert by_id["p1"].status == by_id["p2"].status == "success"
@@ -276,7 +299,9 @@ async def test_a_damaged_ledger_refuses_side_effects_with_a_clear_error(tmp_path
     effects: list = []
     registry = counting_registry(db, effects)
     outcome = await registry.call("post_note", {"text": "a"}, request_id="r")
-    assert outcome.status == "error" and "idempotency ledger" in outcome.error and "Move the file aside" in outcome.error
+    assert (
+        outcome.status == "error" and "idempotency ledger" in outcome.error and "Move the file aside" in outcome.error
+    )
     assert effects == []
 
 
@@ -293,8 +318,9 @@ async def test_a_tool_that_cannot_run_for_a_setting_stops_the_run_with_its_messa
     box.add("lookup_data", lookup, {"type": "object", "properties": {"q": {"type": "string"}}, "required": []})
     ctx = scripted([tool_call("lookup_data", {"q": "x"}, "c1"), AIMessage("unused")], box)
     agent = make_graph(checkpointer=InMemorySaver())
-    out = await agent.ainvoke({"messages": [HumanMessage("how many rows are there?")]},
-                              {"configurable": {"thread_id": "cfg"}}, context=ctx)
+    out = await agent.ainvoke(
+        {"messages": [HumanMessage("how many rows are there?")]}, {"configurable": {"thread_id": "cfg"}}, context=ctx
+    )
     assert calls == ["x"]  # not retried, not regenerated
     assert out["stop_reason"].startswith("lookup_data cannot run") and "HERMES_DATABASE" in out["stop_reason"]
     assert "HERMES_DATABASE" in out["messages"][-1].content

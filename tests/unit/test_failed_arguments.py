@@ -15,9 +15,10 @@ BAD_SQL = {"title": "Sales", "queries": [{"label": "Revenue", "sql": "SELECT DAT
 
 def result(cid: str, status: str = "success", kind: str | None = None) -> ToolMessage:
     extra = {"error_kind": kind} if kind else {}
-    body = {"status": "error", "error": "SQL error: near \"1\""} if status == "error" else {"status": "ok"}
-    return ToolMessage(json.dumps(body), tool_call_id=cid, name="generate_report", status=status,
-                       additional_kwargs=extra)
+    body = {"status": "error", "error": 'SQL error: near "1"'} if status == "error" else {"status": "ok"}
+    return ToolMessage(
+        json.dumps(body), tool_call_id=cid, name="generate_report", status=status, additional_kwargs=extra
+    )
 
 
 def test_a_call_that_failed_in_the_tool_loses_its_arguments_only_in_the_copy():
@@ -45,10 +46,11 @@ def test_malformed_argument_errors_keep_their_arguments_in_view():
 
 def test_only_one_of_two_calls_in_a_message_failed():
     history = [
-        AIMessage("", tool_calls=[{"name": "a", "args": {"x": 1}, "id": "c1"}, {"name": "b", "args": {"y": 2}, "id": "c2"}]),
+        AIMessage(
+            "", tool_calls=[{"name": "a", "args": {"x": 1}, "id": "c1"}, {"name": "b", "args": {"y": 2}, "id": "c2"}]
+        ),
         result("c1", "error", "tool_error"),
         result("c2"),
     ]
     calls = without_failed_arguments(history)[0].tool_calls
     assert calls[0]["args"] == {} and calls[1]["args"] == {"y": 2}
-

@@ -27,8 +27,11 @@ def fast_backoff(monkeypatch):
 def box_spec(name: str):
     from tools.spec import ToolSpec
 
-    return ToolSpec(name=name, description=f"Test tool {name} for the failure-class tests only.",
-                    parameters={"type": "object", "properties": {}, "required": []})
+    return ToolSpec(
+        name=name,
+        description=f"Test tool {name} for the failure-class tests only.",
+        parameters={"type": "object", "properties": {}, "required": []},
+    )
 
 
 def results(out) -> list[ToolMessage]:
@@ -47,7 +50,9 @@ async def test_transport_failures_are_retried_under_the_same_request_id(scripted
 
     box.registry.register(box_spec("flaky_post"), flaky)
     ctx = scripted([tool_call("flaky_post", {}, "call-id-never-in-a-request-id"), AIMessage("posted")], box)
-    out = await make_graph(InMemorySaver()).ainvoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": "t"}}, context=ctx)
+    out = await make_graph(InMemorySaver()).ainvoke(
+        {"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": "t"}}, context=ctx
+    )
     # one request id for every retry, and it does not contain the model's call id
     assert len(seen) == 3 and len(set(seen)) == 1 and "call-id-never-in-a-request-id" not in seen[0]
     assert results(out)[0].status == "success"
@@ -65,7 +70,9 @@ async def test_timeouts_stop_retrying_at_the_cap(scripted):
 
     box.registry.register(box_spec("slow_tool"), slow)
     ctx = scripted([tool_call("slow_tool", {}, "s1"), AIMessage("gave up")], box)
-    out = await make_graph(InMemorySaver()).ainvoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": "t"}}, context=ctx)
+    out = await make_graph(InMemorySaver()).ainvoke(
+        {"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": "t"}}, context=ctx
+    )
     assert calls == 1 + failures.MAX_RETRIES
     body = json.loads(results(out)[0].content)
     assert body["status"] == "error" and "after 3 attempts" in body["error"]
@@ -75,7 +82,9 @@ async def test_invalid_arguments_are_not_retried_but_regenerated(scripted):
     box = FakeToolbox()
     box.add("typed", lambda n: n, {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
     ctx = scripted([tool_call("typed", {"n": "seven"}, "b1"), tool_call("typed", {"n": 7}, "b2"), AIMessage("7")], box)
-    out = await make_graph(InMemorySaver()).ainvoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": "t"}}, context=ctx)
+    out = await make_graph(InMemorySaver()).ainvoke(
+        {"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": "t"}}, context=ctx
+    )
     first, second = results(out)
     assert first.status == "error" and "seven" in json.loads(first.content)["error"]
     assert second.status == "success"
@@ -85,9 +94,15 @@ async def test_invalid_arguments_are_not_retried_but_regenerated(scripted):
 async def test_missing_data_asks_the_user_and_resumes_at_the_same_place(scripted):
     posted: list[dict] = []
     box = FakeToolbox()
-    box.add("post_note", lambda **kw: posted.append(kw) or {"id": len(posted)},
-            {"type": "object", "properties": {"channel": {"type": "string", "description": "where"},
-                                               "text": {"type": "string"}}, "required": ["channel", "text"]})
+    box.add(
+        "post_note",
+        lambda **kw: posted.append(kw) or {"id": len(posted)},
+        {
+            "type": "object",
+            "properties": {"channel": {"type": "string", "description": "where"}, "text": {"type": "string"}},
+            "required": ["channel", "text"],
+        },
+    )
     ctx = scripted([tool_call("post_note", {"text": "hello"}, "m1"), AIMessage("posted to project")], box)
     agent = make_graph(InMemorySaver())
     config = {"configurable": {"thread_id": "ask"}}

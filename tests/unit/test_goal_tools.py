@@ -7,7 +7,9 @@ from __future__ import annotations
 from nodes.call_model import goal_tools
 from tests.conftest import FakeToolbox, flagship_specs
 
-FLAGSHIP = "Summarise last month's sales into an analysis report, post it to the project group, and remind me every month."
+FLAGSHIP = (
+    "Summarise last month's sales into an analysis report, post it to the project group, and remind me every month."
+)
 
 
 def registry():

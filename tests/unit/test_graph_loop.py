@@ -33,8 +33,11 @@ async def test_final_answer_without_tools_ends_the_run(scripted):
 
 async def test_tool_result_reaches_the_next_model_call(scripted):
     box = FakeToolbox()
-    box.add("get_weather", lambda city: {"city": city, "sky": "sunny"},
-            {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+    box.add(
+        "get_weather",
+        lambda city: {"city": city, "sky": "sunny"},
+        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    )
     ctx = scripted([tool_call("get_weather", {"city": "Paris"}, "c1"), AIMessage("It is sunny.")], box)
     out = await run(ctx, "weather in Paris?")
     model = scripted.models[ctx.model]
@@ -48,8 +51,15 @@ async def test_tool_result_reaches_the_next_model_call(scripted):
 async def test_k3_invalid_json_arguments_go_back_as_an_error_result(scripted):
     bad = AIMessage(
         content="",
-        invalid_tool_calls=[{"type": "invalid_tool_call", "name": "search", "args": '{"q": "x"',
-                             "id": "bad1", "error": "Unterminated string"}],
+        invalid_tool_calls=[
+            {
+                "type": "invalid_tool_call",
+                "name": "search",
+                "args": '{"q": "x"',
+                "id": "bad1",
+                "error": "Unterminated string",
+            }
+        ],
     )
     box = FakeToolbox()
     box.add("search", lambda q: [q], {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]})
@@ -68,10 +78,13 @@ async def test_k4_exception_and_unknown_tool_become_error_results(scripted):
 
     box = FakeToolbox()
     box.add("exploding_tool", explode)
-    ai = AIMessage(content="", tool_calls=[
-        {"type": "tool_call", "name": "exploding_tool", "args": {}, "id": "e1"},
-        {"type": "tool_call", "name": "does_not_exist", "args": {}, "id": "e2"},
-    ])
+    ai = AIMessage(
+        content="",
+        tool_calls=[
+            {"type": "tool_call", "name": "exploding_tool", "args": {}, "id": "e1"},
+            {"type": "tool_call", "name": "does_not_exist", "args": {}, "id": "e2"},
+        ],
+    )
     ctx = scripted([ai, AIMessage("done")], box, ignore_offer=True)  # it names a tool that does not exist
     out = await run(ctx, "try it")
     by_id = {m.tool_call_id: json.loads(m.content) for m in tool_messages(out)}
@@ -84,11 +97,16 @@ async def test_k4_exception_and_unknown_tool_become_error_results(scripted):
 async def test_k2_oversized_results_are_bounded_with_totals_and_a_handle(scripted, data_dir):
     box = FakeToolbox()
     box.add("big_text", lambda: "x" * 500_000)
-    box.add("big_rows", lambda: {"columns": ["id", "v"], "rows": [[i, i * 2] for i in range(10_000)], "row_count": 10_000})
-    ai = AIMessage(content="", tool_calls=[
-        {"type": "tool_call", "name": "big_text", "args": {}, "id": "b1"},
-        {"type": "tool_call", "name": "big_rows", "args": {}, "id": "b2"},
-    ])
+    box.add(
+        "big_rows", lambda: {"columns": ["id", "v"], "rows": [[i, i * 2] for i in range(10_000)], "row_count": 10_000}
+    )
+    ai = AIMessage(
+        content="",
+        tool_calls=[
+            {"type": "tool_call", "name": "big_text", "args": {}, "id": "b1"},
+            {"type": "tool_call", "name": "big_rows", "args": {}, "id": "b2"},
+        ],
+    )
     # the long unstructured text gets a model summary (stage 3): the script's second reply
     ctx = scripted([ai, AIMessage("A page of x characters."), AIMessage("summarised")], box)
     out = await run(ctx, "get everything")
@@ -148,7 +166,11 @@ async def test_a_finished_task_is_remembered_in_the_next_session(scripted):
     from graph import resources
 
     box = FakeToolbox()
-    box.add("get_weather", lambda city: "sunny", {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+    box.add(
+        "get_weather",
+        lambda city: "sunny",
+        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    )
     ctx = scripted([tool_call("get_weather", {"city": "Paris"}), AIMessage("Sunny in Paris."), AIMessage("ok")], box)
     first = await run(ctx, "weather report for Paris", thread="s1")
     assert first["metrics"]["memory_writes"] == 1
@@ -174,12 +196,19 @@ async def test_each_turn_is_tagged_with_its_intent_on_the_message(scripted):
 async def test_model_supplied_call_ids_cannot_collide_or_escape_the_data_dir(scripted, data_dir):
     notes: list[str] = []
     box = FakeToolbox()
-    box.add("note", lambda text: notes.append(text) or len(notes),
-            {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}, side_effect=True)
-    ai = AIMessage(content="", tool_calls=[
-        {"type": "tool_call", "name": "note", "args": {"text": "alpha"}, "id": "../../../../escape"},
-        {"type": "tool_call", "name": "note", "args": {"text": "beta"}, "id": "../../../../escape"},
-    ])
+    box.add(
+        "note",
+        lambda text: notes.append(text) or len(notes),
+        {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+        side_effect=True,
+    )
+    ai = AIMessage(
+        content="",
+        tool_calls=[
+            {"type": "tool_call", "name": "note", "args": {"text": "alpha"}, "id": "../../../../escape"},
+            {"type": "tool_call", "name": "note", "args": {"text": "beta"}, "id": "../../../../escape"},
+        ],
+    )
     ctx = scripted([ai, AIMessage("noted both")], box)
     out = await run(ctx, "note alpha and beta")
     assert notes == ["alpha", "beta"]  # a reused id is not mistaken for a replay
@@ -219,8 +248,15 @@ async def test_a_call_cut_off_at_the_output_limit_is_not_quoted_back(scripted):
 
     cut = AIMessage(
         content="",
-        invalid_tool_calls=[{"type": "invalid_tool_call", "name": "search", "args": '{"q": "SELECT a FROM t JOIN u ON t.id = u.',
-                             "id": "cut1", "error": f"{CUT_OFF} (60 characters): send the call again with shorter arguments"}],
+        invalid_tool_calls=[
+            {
+                "type": "invalid_tool_call",
+                "name": "search",
+                "args": '{"q": "SELECT a FROM t JOIN u ON t.id = u.',
+                "id": "cut1",
+                "error": f"{CUT_OFF} (60 characters): send the call again with shorter arguments",
+            }
+        ],
     )
     box = FakeToolbox()
     box.add("search", lambda q: [q], {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]})

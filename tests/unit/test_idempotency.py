@@ -63,8 +63,10 @@ async def test_a_live_owner_elsewhere_is_waited_for_then_busy(tmp_path):
     ledger = IdempotencyLedger(path, wait_s=0.3)
     await ledger.count()
     con = sqlite3.connect(path)
-    con.execute("INSERT INTO tool_requests (tool, request_id, state, owner, created) VALUES ('t', 'r', 'running', ?, ?)",
-                (f"{socket.gethostname()}:{os.getpid()}:other", 1e12))
+    con.execute(
+        "INSERT INTO tool_requests (tool, request_id, state, owner, created) VALUES ('t', 'r', 'running', ?, ?)",
+        (f"{socket.gethostname()}:{os.getpid()}:other", 1e12),
+    )
     con.commit()
     con.close()
 

@@ -37,8 +37,9 @@ def call(name: str, cid: str, args: dict | None = None) -> AIMessage:
 
 def failed(name: str, cid: str, kind: str) -> ToolMessage:
     body = {"status": "error", "summary": f"{name} failed", "error": "DatabaseError: unknown column 'region_id'"}
-    return ToolMessage(json.dumps(body), tool_call_id=cid, name=name, status="error",
-                       additional_kwargs={"error_kind": kind})
+    return ToolMessage(
+        json.dumps(body), tool_call_id=cid, name=name, status="error", additional_kwargs={"error_kind": kind}
+    )
 
 
 def ok(name: str, cid: str) -> ToolMessage:
@@ -51,8 +52,11 @@ def offered(update: dict, box: FakeToolbox) -> set[str]:
 
 async def test_a_step_failing_in_the_tool_is_followed_by_a_forced_look_up(runtime):
     rt, box = runtime
-    state = State(messages=[HumanMessage(GOAL), call("generate_report", "c1"),
-                            failed("generate_report", "c1", "tool_error")], goal=GOAL, goal_distance=3)
+    state = State(
+        messages=[HumanMessage(GOAL), call("generate_report", "c1"), failed("generate_report", "c1", "tool_error")],
+        goal=GOAL,
+        goal_distance=3,
+    )
     update = await evaluate_progress(state, rt)
     assert offered(update, box) == READS and update["must_call_tool"] is True
     assert "look up" in update["progress_note"] and "describe_database" in update["progress_note"]
@@ -61,8 +65,13 @@ async def test_a_step_failing_in_the_tool_is_followed_by_a_forced_look_up(runtim
 
 async def test_after_the_look_up_the_step_is_offered_again_beside_the_reads(runtime):
     rt, box = runtime
-    messages = [HumanMessage(GOAL), call("generate_report", "c1"), failed("generate_report", "c1", "tool_error"),
-                call("describe_database", "c2"), ok("describe_database", "c2")]
+    messages = [
+        HumanMessage(GOAL),
+        call("generate_report", "c1"),
+        failed("generate_report", "c1", "tool_error"),
+        call("describe_database", "c2"),
+        ok("describe_database", "c2"),
+    ]
     update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3, stalled_rounds=1), rt)
     assert "generate_report" in offered(update, box) and READS <= offered(update, box)
     # it failed again with the schema in view: read again (a test of the query, say) before the
@@ -78,8 +87,11 @@ async def test_after_the_look_up_the_step_is_offered_again_beside_the_reads(runt
 async def test_other_failures_keep_the_offer_on_the_missing_steps(runtime, kind):
     """Malformed arguments are fixed from the error itself; a timeout is no data problem."""
     rt, box = runtime
-    state = State(messages=[HumanMessage(GOAL), call("generate_report", "c1"), failed("generate_report", "c1", kind)],
-                  goal=GOAL, goal_distance=3)
+    state = State(
+        messages=[HumanMessage(GOAL), call("generate_report", "c1"), failed("generate_report", "c1", kind)],
+        goal=GOAL,
+        goal_distance=3,
+    )
     update = await evaluate_progress(state, rt)
     assert "generate_report" in offered(update, box) and "look up" not in update["progress_note"]
 
@@ -96,19 +108,28 @@ def every_read(tmp_path):
 
 
 def sql_failed(cid: str) -> ToolMessage:
-    body = {"status": "error", "summary": "generate_report failed",
-            "error": "DatabaseError: query 1 ('Revenue') failed, nothing was written: SQL error: near \"1\": "
-                     "syntax error. This database is SQLite, which has no such syntax: DATE_SUB"}
-    return ToolMessage(json.dumps(body), tool_call_id=cid, name="generate_report", status="error",
-                       additional_kwargs={"error_kind": "tool_error"})
+    body = {
+        "status": "error",
+        "summary": "generate_report failed",
+        "error": "DatabaseError: query 1 ('Revenue') failed, nothing was written: SQL error: near \"1\": "
+        "syntax error. This database is SQLite, which has no such syntax: DATE_SUB",
+    }
+    return ToolMessage(
+        json.dumps(body),
+        tool_call_id=cid,
+        name="generate_report",
+        status="error",
+        additional_kwargs={"error_kind": "tool_error"},
+    )
 
 
 async def test_the_look_up_offered_is_the_one_the_error_needs_not_the_goals_words(every_read):
     # measured: offered the goal's best-matching reads, Qwen2.5-Coder-0.5B listed reminders
     # ("remind me every month") after an SQL error and then repeated the failed report
     rt, box = every_read
-    state = State(messages=[HumanMessage(GOAL), call("generate_report", "c1"), sql_failed("c1")],
-                  goal=GOAL, goal_distance=3)
+    state = State(
+        messages=[HumanMessage(GOAL), call("generate_report", "c1"), sql_failed("c1")], goal=GOAL, goal_distance=3
+    )
     update = await evaluate_progress(state, rt)
     assert offered(update, box) == READS
     assert "syntax error" in update["progress_note"]  # the error itself is quoted in the advice
@@ -116,8 +137,13 @@ async def test_the_look_up_offered_is_the_one_the_error_needs_not_the_goals_word
 
 async def test_a_read_made_before_the_failure_does_not_count_as_looking(every_read):
     rt, box = every_read
-    messages = [HumanMessage(GOAL), call("list_reminders", "c0"), ok("list_reminders", "c0"),
-                call("generate_report", "c1"), sql_failed("c1")]
+    messages = [
+        HumanMessage(GOAL),
+        call("list_reminders", "c0"),
+        ok("list_reminders", "c0"),
+        call("generate_report", "c1"),
+        sql_failed("c1"),
+    ]
     update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3), rt)
     assert offered(update, box) == READS and "look up" in update["progress_note"]
 
@@ -129,16 +155,31 @@ async def test_a_failure_with_a_new_error_is_not_a_stall_the_same_error_again_is
 
     def failing(cid: str, error: str) -> ToolMessage:
         body = {"status": "error", "summary": "generate_report failed", "error": error}
-        return ToolMessage(json.dumps(body), tool_call_id=cid, name="generate_report", status="error",
-                           additional_kwargs={"error_kind": "tool_error"})
+        return ToolMessage(
+            json.dumps(body),
+            tool_call_id=cid,
+            name="generate_report",
+            status="error",
+            additional_kwargs={"error_kind": "tool_error"},
+        )
 
-    messages = [HumanMessage(GOAL), call("generate_report", "c1"), failing("c1", "unknown column 'region_id'"),
-                call("describe_database", "c2"), ok("describe_database", "c2"),
-                call("generate_report", "c3"), failing("c3", "unknown column 'quantity'")]
+    messages = [
+        HumanMessage(GOAL),
+        call("generate_report", "c1"),
+        failing("c1", "unknown column 'region_id'"),
+        call("describe_database", "c2"),
+        ok("describe_database", "c2"),
+        call("generate_report", "c3"),
+        failing("c3", "unknown column 'quantity'"),
+    ]
     update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3, stalled_rounds=1), rt)
     assert update["stalled_rounds"] == 1
-    messages += [call("describe_database", "c4", {"again": 1}), ok("describe_database", "c4"),
-                 call("generate_report", "c5"), failing("c5", "unknown column 'quantity'")]
+    messages += [
+        call("describe_database", "c4", {"again": 1}),
+        ok("describe_database", "c4"),
+        call("generate_report", "c5"),
+        failing("c5", "unknown column 'quantity'"),
+    ]
     update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3, stalled_rounds=1), rt)
     assert update["stalled_rounds"] == 2
 
@@ -147,18 +188,34 @@ async def test_rounds_of_malformed_calls_or_a_read_failing_the_same_way_are_stal
     """Breaker: a round of only invalid calls counted as "reading" (all() over no calls), and a
     read failing with the same error under new arguments never stalled — both ran to the cap."""
     rt, _ = runtime
-    invalid = AIMessage("", invalid_tool_calls=[{"type": "invalid_tool_call", "name": "query_database",
-                                                "args": "{", "id": "i1", "error": "bad json"}])
-    bad = ToolMessage(json.dumps({"status": "error", "error": "arguments were not valid JSON"}), tool_call_id="i1",
-                      name="query_database", status="error", additional_kwargs={"error_kind": "invalid_arguments"})
+    invalid = AIMessage(
+        "",
+        invalid_tool_calls=[
+            {"type": "invalid_tool_call", "name": "query_database", "args": "{", "id": "i1", "error": "bad json"}
+        ],
+    )
+    bad = ToolMessage(
+        json.dumps({"status": "error", "error": "arguments were not valid JSON"}),
+        tool_call_id="i1",
+        name="query_database",
+        status="error",
+        additional_kwargs={"error_kind": "invalid_arguments"},
+    )
     update = await evaluate_progress(State(messages=[HumanMessage(GOAL), invalid, bad], goal=GOAL, goal_distance=3), rt)
     assert update["stalled_rounds"] == 1
 
     def read_failing(cid: str, sql: str) -> list:
         body = {"status": "error", "error": "DatabaseError: unknown column 'x'"}
-        return [call("query_database", cid, {"sql": sql}),
-                ToolMessage(json.dumps(body), tool_call_id=cid, name="query_database", status="error",
-                            additional_kwargs={"error_kind": "tool_error"})]
+        return [
+            call("query_database", cid, {"sql": sql}),
+            ToolMessage(
+                json.dumps(body),
+                tool_call_id=cid,
+                name="query_database",
+                status="error",
+                additional_kwargs={"error_kind": "tool_error"},
+            ),
+        ]
 
     messages = [HumanMessage(GOAL), *read_failing("q1", "SELECT x FROM t")]
     update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3), rt)

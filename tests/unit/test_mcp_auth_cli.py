@@ -14,8 +14,16 @@ runner = CliRunner()
 
 def test_auth_needs_an_http_server_with_an_auth_entry(tmp_path):
     cfg = tmp_path / "mcp.json"
-    cfg.write_text(json.dumps({"mcpServers": {"plain": {"url": "http://127.0.0.1:1/mcp"},
-                                              "local": {"command": "true", "auth": {"type": "oauth"}}}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "plain": {"url": "http://127.0.0.1:1/mcp"},
+                    "local": {"command": "true", "auth": {"type": "oauth"}},
+                }
+            }
+        )
+    )
     base = ["mcp", "auth", "--data-dir", str(tmp_path / "data"), "--mcp-config", str(cfg)]
     for server in ("plain", "local", "missing"):
         out = runner.invoke(app, [*base[:2], server, *base[2:]])

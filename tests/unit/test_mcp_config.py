@@ -24,6 +24,7 @@ SCHEMA = {"type": "object", "properties": {"x": {"type": "string"}}, "required":
 
 # -- config parsing -----------------------------------------------------------------------------
 
+
 def test_no_hermes_keys_means_defaults():
     assert server_settings("srv", STDIO) == ServerSettings(timeout_s=None, tools={})
 
@@ -34,39 +35,52 @@ def test_server_timeout_both_spellings(key):
 
 
 def test_tool_overrides_are_read():
-    entry = {**STDIO, "timeoutSeconds": 12.5, "tools": {
-        "send_mail": {"side_effect": True, "idempotent": False, "requested_by": [r"\bmail\b"],
-                      "artifact_field": "message_id", "timeout_s": 60},
-        "lookup": {"side_effect": False, "timeoutSeconds": 3},
-        "bare": {},
-    }}
+    entry = {
+        **STDIO,
+        "timeoutSeconds": 12.5,
+        "tools": {
+            "send_mail": {
+                "side_effect": True,
+                "idempotent": False,
+                "requested_by": [r"\bmail\b"],
+                "artifact_field": "message_id",
+                "timeout_s": 60,
+            },
+            "lookup": {"side_effect": False, "timeoutSeconds": 3},
+            "bare": {},
+        },
+    }
     got = server_settings("mail", entry)
     assert got.timeout_s == 12.5
-    assert got.tools["send_mail"] == ToolOverride(side_effect=True, idempotent=False, requested_by=(r"\bmail\b",),
-                                                  artifact_field="message_id", timeout_s=60.0)
+    assert got.tools["send_mail"] == ToolOverride(
+        side_effect=True, idempotent=False, requested_by=(r"\bmail\b",), artifact_field="message_id", timeout_s=60.0
+    )
     assert got.tools["lookup"] == ToolOverride(side_effect=False, timeout_s=3.0)
     assert got.tools["bare"] == ToolOverride()
 
 
-@pytest.mark.parametrize("entry, field", [
-    ({"timeoutSeconds": 0}, "timeoutSeconds"),
-    ({"timeoutSeconds": -1}, "timeoutSeconds"),
-    ({"timeout_s": "10"}, "timeout_s"),
-    ({"timeout_s": True}, "timeout_s"),
-    ({"timeout_s": float("inf")}, "timeout_s"),
-    ({"timeoutSeconds": 5, "timeout_s": 6}, "timeoutSeconds"),
-    ({"tools": []}, "tools"),
-    ({"tools": {"t": True}}, "tools.t"),
-    ({"tools": {"t": {"side_efect": True}}}, "tools.t"),
-    ({"tools": {"t": {"side_effect": "no"}}}, "tools.t.side_effect"),
-    ({"tools": {"t": {"idempotent": 1}}}, "tools.t.idempotent"),
-    ({"tools": {"t": {"requested_by": "post"}}}, "tools.t.requested_by"),
-    ({"tools": {"t": {"requested_by": [r"(unclosed"]}}}, "tools.t.requested_by"),
-    ({"tools": {"t": {"requested_by": [3]}}}, "tools.t.requested_by"),
-    ({"tools": {"t": {"artifact_field": ""}}}, "tools.t.artifact_field"),
-    ({"tools": {"t": {"timeout_s": 0}}}, "tools.t.timeout_s"),
-    ({"tools": {"t": {"timeoutSeconds": "slow"}}}, "tools.t.timeoutSeconds"),
-])
+@pytest.mark.parametrize(
+    "entry, field",
+    [
+        ({"timeoutSeconds": 0}, "timeoutSeconds"),
+        ({"timeoutSeconds": -1}, "timeoutSeconds"),
+        ({"timeout_s": "10"}, "timeout_s"),
+        ({"timeout_s": True}, "timeout_s"),
+        ({"timeout_s": float("inf")}, "timeout_s"),
+        ({"timeoutSeconds": 5, "timeout_s": 6}, "timeoutSeconds"),
+        ({"tools": []}, "tools"),
+        ({"tools": {"t": True}}, "tools.t"),
+        ({"tools": {"t": {"side_efect": True}}}, "tools.t"),
+        ({"tools": {"t": {"side_effect": "no"}}}, "tools.t.side_effect"),
+        ({"tools": {"t": {"idempotent": 1}}}, "tools.t.idempotent"),
+        ({"tools": {"t": {"requested_by": "post"}}}, "tools.t.requested_by"),
+        ({"tools": {"t": {"requested_by": [r"(unclosed"]}}}, "tools.t.requested_by"),
+        ({"tools": {"t": {"requested_by": [3]}}}, "tools.t.requested_by"),
+        ({"tools": {"t": {"artifact_field": ""}}}, "tools.t.artifact_field"),
+        ({"tools": {"t": {"timeout_s": 0}}}, "tools.t.timeout_s"),
+        ({"tools": {"t": {"timeoutSeconds": "slow"}}}, "tools.t.timeoutSeconds"),
+    ],
+)
 def test_bad_values_name_server_and_field(entry, field):
     with pytest.raises(MCPConfigError) as err:
         server_settings("chat-srv", {**STDIO, **entry})
@@ -95,27 +109,39 @@ async def test_call_to_a_server_that_never_started_is_not_sent():
 
 # -- annotations / _meta / overrides → ToolSpec ---------------------------------------------------
 
+
 def _tool(name: str, annotations: dict | None = None, meta: dict | None = None) -> MCPTool:
-    return MCPTool(name=name, description=f"{name}: a test tool of the fake MCP server, does one thing.",
-                   input_schema=SCHEMA, annotations=annotations or {}, meta=meta or {})
+    return MCPTool(
+        name=name,
+        description=f"{name}: a test tool of the fake MCP server, does one thing.",
+        input_schema=SCHEMA,
+        annotations=annotations or {},
+        meta=meta or {},
+    )
 
 
 def _register(tools: list[MCPTool], entry: dict | None = None, timeout_s: float = 10.0) -> Toolbox:
-    server = SimpleNamespace(name="peer", tools={t.name: t for t in tools},
-                             settings=server_settings("peer", {**STDIO, **(entry or {})}))
+    server = SimpleNamespace(
+        name="peer", tools={t.name: t for t in tools}, settings=server_settings("peer", {**STDIO, **(entry or {})})
+    )
     tb = Toolbox(Path("."), ToolRegistry(), executor=None, mcp=None)  # type: ignore[arg-type]
     tb._register_server(server, timeout_s)  # type: ignore[arg-type]
     return tb
 
 
 def test_annotations_and_meta_become_spec_metadata():
-    tb = _register([
-        _tool("post_note", {"readOnlyHint": False, "idempotentHint": False, "destructiveHint": False},
-              {"hermes/requested_by": [r"\bpost\b.{0,40}\bnote\b"], "hermes/artifact_field": "note_id"}),
-        _tool("set_flag", {"readOnlyHint": False, "idempotentHint": True}),
-        _tool("read_notes", {"readOnlyHint": True}),
-        _tool("mystery"),  # no annotations: MCP defaults (not read-only, not idempotent)
-    ])
+    tb = _register(
+        [
+            _tool(
+                "post_note",
+                {"readOnlyHint": False, "idempotentHint": False, "destructiveHint": False},
+                {"hermes/requested_by": [r"\bpost\b.{0,40}\bnote\b"], "hermes/artifact_field": "note_id"},
+            ),
+            _tool("set_flag", {"readOnlyHint": False, "idempotentHint": True}),
+            _tool("read_notes", {"readOnlyHint": True}),
+            _tool("mystery"),  # no annotations: MCP defaults (not read-only, not idempotent)
+        ]
+    )
     assert tb.problems == {}
     post, flag, read, mystery = (tb.registry.get(n) for n in ("post_note", "set_flag", "read_notes", "mystery"))
     assert (post.side_effect, post.idempotent, post.retry_safe) == (True, False, False)
@@ -125,26 +151,43 @@ def test_annotations_and_meta_become_spec_metadata():
     assert (read.side_effect, read.retry_safe) == (False, True)
     assert (mystery.side_effect, mystery.idempotent, mystery.requested_by) == (True, False, ())
     # the answer timeout is the toolbox's 10 s; the registry's (hard) limit is max(10 s, 30 s)
-    assert {r.timeout_s for n in ("post_note", "set_flag", "read_notes", "mystery") for r in tb.mcp_replicas[n]} == {10.0}
+    assert {r.timeout_s for n in ("post_note", "set_flag", "read_notes", "mystery") for r in tb.mcp_replicas[n]} == {
+        10.0
+    }
     assert {s.timeout_s for s in (post, flag, read, mystery)} == {30.0}
     assert {s.source for s in (post, flag, read, mystery)} == {"mcp:peer"}
 
 
 def test_config_overrides_win_over_the_server():
-    tb = _register([
-        _tool("post_note", {"readOnlyHint": False}, {"hermes/requested_by": [r"\bpost\b"]}),
-        _tool("read_notes", {"readOnlyHint": True}),
-        _tool("getStatus"),
-    ], entry={"timeoutSeconds": 20, "tools": {
-        "post_note": {"idempotent": True, "requested_by": [r"\bpublish\b"], "timeout_s": 45,
-                      "artifact_field": "url"},
-        "read_notes": {"side_effect": True},
-        "get_status": {"side_effect": False},  # the registered (snake_case) name works too
-    }})
+    tb = _register(
+        [
+            _tool("post_note", {"readOnlyHint": False}, {"hermes/requested_by": [r"\bpost\b"]}),
+            _tool("read_notes", {"readOnlyHint": True}),
+            _tool("getStatus"),
+        ],
+        entry={
+            "timeoutSeconds": 20,
+            "tools": {
+                "post_note": {
+                    "idempotent": True,
+                    "requested_by": [r"\bpublish\b"],
+                    "timeout_s": 45,
+                    "artifact_field": "url",
+                },
+                "read_notes": {"side_effect": True},
+                "get_status": {"side_effect": False},  # the registered (snake_case) name works too
+            },
+        },
+    )
     assert tb.problems == {}
     post, read, status = (tb.registry.get(n) for n in ("post_note", "read_notes", "get_status"))
     assert (post.side_effect, post.idempotent, post.requested_by, post.timeout_s, post.artifact_field) == (
-        True, True, (r"\bpublish\b",), 45.0, "url")
+        True,
+        True,
+        (r"\bpublish\b",),
+        45.0,
+        "url",
+    )
     assert (read.side_effect, read.idempotent, read.timeout_s) == (True, False, 30.0)
     assert (status.side_effect, status.timeout_s) == (False, 30.0)
     answer = {n: tb.mcp_replicas[n][0].timeout_s for n in ("post_note", "read_notes", "get_status")}
@@ -152,10 +195,13 @@ def test_config_overrides_win_over_the_server():
 
 
 def test_override_for_an_unlisted_tool_and_bad_meta_are_reported():
-    tb = _register([
-        _tool("post_note", {"readOnlyHint": False}, {"hermes/requested_by": "post", "hermes/artifact_field": 7}),
-        _tool("odd_regex", {}, {"hermes/requested_by": [r"(broken"]}),
-    ], entry={"tools": {"post_notes": {"side_effect": False}}})
+    tb = _register(
+        [
+            _tool("post_note", {"readOnlyHint": False}, {"hermes/requested_by": "post", "hermes/artifact_field": 7}),
+            _tool("odd_regex", {}, {"hermes/requested_by": [r"(broken"]}),
+        ],
+        entry={"tools": {"post_notes": {"side_effect": False}}},
+    )
     assert "tools.post_notes" in tb.problems["peer:tools.post_notes"]
     assert "post_note" in tb.problems["peer:tools.post_notes"]  # lists what the server has
     # Unusable server metadata is ignored (and said so); the tools stay usable.

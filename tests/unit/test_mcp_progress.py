@@ -12,8 +12,9 @@ RUN = contextvars.ContextVar("run", default="none")
 
 
 def _event(progress: float) -> ProgressEvent:
-    return ProgressEvent(type="mcp_progress", server="s", tool="t", request_id="r", progress=progress,
-                         total=None, message=None)
+    return ProgressEvent(
+        type="mcp_progress", server="s", tool="t", request_id="r", progress=progress, total=None, message=None
+    )
 
 
 async def test_sink_runs_in_the_context_it_was_installed_in():

@@ -18,10 +18,12 @@ PNG_BYTES = b"\x89PNG\r\n\x1a\n" + b"1" * 64
 
 
 def _image_result() -> types.CallToolResult:
-    return types.CallToolResult(content=[
-        types.TextContent(type="text", text="a chart"),
-        types.ImageContent(type="image", data=base64.b64encode(PNG_BYTES).decode(), mimeType="image/png"),
-    ])
+    return types.CallToolResult(
+        content=[
+            types.TextContent(type="text", text="a chart"),
+            types.ImageContent(type="image", data=base64.b64encode(PNG_BYTES).decode(), mimeType="image/png"),
+        ]
+    )
 
 
 def test_a_vision_model_gets_the_image_others_the_placeholder(tmp_path: Path):

@@ -46,8 +46,10 @@ def test_k6_no_properties_and_schema_keyword():
 def test_refs_inlined_unions_and_nullable_rewritten_validation_unchanged():
     schema = {
         "type": "object",
-        "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]},
-                  "Tag": {"type": ["string", "null"], "maxLength": 5}},
+        "$defs": {
+            "Point": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]},
+            "Tag": {"type": ["string", "null"], "maxLength": 5},
+        },
         "properties": {
             "at": {"$ref": "#/$defs/Point", "description": "where"},
             "tag": {"$ref": "#/$defs/Tag"},
@@ -62,20 +64,31 @@ def test_refs_inlined_unions_and_nullable_rewritten_validation_unchanged():
     _strict_ok(out)
     assert out["properties"]["at"]["description"] == "where"
     assert out["properties"]["tag"] == {"anyOf": [{"type": "string", "maxLength": 5}, {"type": "null"}]}
-    for good in ({"at": {"x": 1}}, {"at": {"x": 1}, "tag": None, "limit": None, "mode": "a"},
-                 {"at": {"x": 2}, "tag": "abc", "limit": 3, "old": True}):
+    for good in (
+        {"at": {"x": 1}},
+        {"at": {"x": 1}, "tag": None, "limit": None, "mode": "a"},
+        {"at": {"x": 2}, "tag": "abc", "limit": 3, "old": True},
+    ):
         if good.get("limit", 0) is not None:  # "nullable" is OpenAPI, not JSON Schema
             jsonschema.validate(good, schema)
         jsonschema.validate(good, out)
-    for bad in ({}, {"at": {}}, {"at": {"x": 1}, "tag": "toolong"}, {"at": {"x": 1}, "limit": "3"},
-                {"at": {"x": 1}, "mode": "c"}):
+    for bad in (
+        {},
+        {"at": {}},
+        {"at": {"x": 1}, "tag": "toolong"},
+        {"at": {"x": 1}, "limit": "3"},
+        {"at": {"x": 1}, "mode": "c"},
+    ):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, out)
 
 
 def test_cycles_and_bad_refs_raise():
-    cyclic = {"type": "object", "properties": {"node": {"$ref": "#/$defs/Node"}},
-              "$defs": {"Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}}}
+    cyclic = {
+        "type": "object",
+        "properties": {"node": {"$ref": "#/$defs/Node"}},
+        "$defs": {"Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}},
+    }
     with pytest.raises(SchemaNormalizationError, match="cycle"):
         normalize_schema(cyclic)
     with pytest.raises(SchemaNormalizationError, match="points nowhere"):
@@ -89,9 +102,15 @@ def test_cycles_and_bad_refs_raise():
 def test_a_bad_schema_skips_only_that_tool():
     listed = [
         types.Tool(name="good", description="fine", inputSchema={"type": "object", "properties": {}}),
-        types.Tool(name="loop", description="cyclic", inputSchema={
-            "type": "object", "properties": {"n": {"$ref": "#/$defs/N"}},
-            "$defs": {"N": {"type": "object", "properties": {"n": {"$ref": "#/$defs/N"}}}}}),
+        types.Tool(
+            name="loop",
+            description="cyclic",
+            inputSchema={
+                "type": "object",
+                "properties": {"n": {"$ref": "#/$defs/N"}},
+                "$defs": {"N": {"type": "object", "properties": {"n": {"$ref": "#/$defs/N"}}}},
+            },
+        ),
     ]
     tools, skipped = tools_from_listing("srv", listed)
     assert list(tools) == ["good"]
@@ -102,10 +121,12 @@ PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"0" * 100).decode()
 
 
 def test_images_become_placeholders_with_a_handle(tmp_path: Path):
-    result = types.CallToolResult(content=[
-        types.TextContent(type="text", text="here it is"),
-        types.ImageContent(type="image", data=PNG, mimeType="image/png"),
-    ])
+    result = types.CallToolResult(
+        content=[
+            types.TextContent(type="text", text="here it is"),
+            types.ImageContent(type="image", data=PNG, mimeType="image/png"),
+        ]
+    )
     out = result_to_json(result, None, tmp_path)
     text, image = out
     assert text == "here it is"
@@ -116,13 +137,21 @@ def test_images_become_placeholders_with_a_handle(tmp_path: Path):
 
 
 def test_resources_links_and_structured_content(tmp_path: Path):
-    result = types.CallToolResult(content=[
-        types.EmbeddedResource(type="resource", resource=types.TextResourceContents(
-            uri="file:///notes.txt", mimeType="text/plain", text="hello")),
-        types.EmbeddedResource(type="resource", resource=types.BlobResourceContents(
-            uri="file:///a.bin", mimeType="application/octet-stream", blob=base64.b64encode(b"xyz").decode())),
-        types.ResourceLink(type="resource_link", uri="file:///big.csv", name="big.csv", mimeType="text/csv"),
-    ])
+    result = types.CallToolResult(
+        content=[
+            types.EmbeddedResource(
+                type="resource",
+                resource=types.TextResourceContents(uri="file:///notes.txt", mimeType="text/plain", text="hello"),
+            ),
+            types.EmbeddedResource(
+                type="resource",
+                resource=types.BlobResourceContents(
+                    uri="file:///a.bin", mimeType="application/octet-stream", blob=base64.b64encode(b"xyz").decode()
+                ),
+            ),
+            types.ResourceLink(type="resource_link", uri="file:///big.csv", name="big.csv", mimeType="text/csv"),
+        ]
+    )
     text_res, blob_res, link = result_to_json(result, None, tmp_path)
     assert text_res == {"type": "resource", "uri": "file:///notes.txt", "mime_type": "text/plain", "text": "hello"}
     assert blob_res["uri"] == "file:///a.bin" and Path(blob_res["handle"]).read_bytes() == b"xyz"
@@ -130,17 +159,20 @@ def test_resources_links_and_structured_content(tmp_path: Path):
     # structuredContent: the value when content is empty or repeats it (FastMCP's {"result": x})
     only = types.CallToolResult(content=[], structuredContent={"temp": 21})
     assert result_to_json(only) == {"temp": 21}
-    wrapped = types.CallToolResult(content=[types.TextContent(type="text", text="3")],
-                                   structuredContent={"result": 3})
+    wrapped = types.CallToolResult(content=[types.TextContent(type="text", text="3")], structuredContent={"result": 3})
     assert result_to_json(wrapped) == 3
-    both = types.CallToolResult(content=[types.TextContent(type="text", text="It is 21 C")],
-                                structuredContent={"temp": 21})
+    both = types.CallToolResult(
+        content=[types.TextContent(type="text", text="It is 21 C")], structuredContent={"temp": 21}
+    )
     assert result_to_json(both) == {"content": "It is 21 C", "structured": {"temp": 21}}
 
 
 def test_is_error_carries_the_structured_error_payload():
-    result = types.CallToolResult(isError=True, content=[types.TextContent(type="text", text="rate limited")],
-                                  structuredContent={"code": "RATE_LIMIT", "retry_after": 30})
+    result = types.CallToolResult(
+        isError=True,
+        content=[types.TextContent(type="text", text="rate limited")],
+        structuredContent={"code": "RATE_LIMIT", "retry_after": 30},
+    )
     with pytest.raises(ToolFailed) as err:
         result_to_json(result)
     assert "rate limited" in str(err.value) and '"retry_after": 30' in str(err.value)

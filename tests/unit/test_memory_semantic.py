@@ -100,8 +100,9 @@ async def test_multi_hop_who_is_in_the_group_the_user_reports_to(kg):
     conf = {name: c for name, c, _ in members}
     assert conf["Carol"] == pytest.approx(0.9 * 0.9 * 0.95)  # path confidence = product
     assert all(len(path) == 3 for _, _, path in members)
-    strict = await kg.traverse("u", "user", [("reports_to", "out"), ("member_of", "out"), ("member_of", "in")],
-                               min_confidence=0.7)
+    strict = await kg.traverse(
+        "u", "user", [("reports_to", "out"), ("member_of", "out"), ("member_of", "in")], min_confidence=0.7
+    )
     assert {n for n, _, _ in strict} == {"Alice", "Bob", "Carol"}  # Eve's 0.65 is filtered
     assert await kg.traverse("v", "user", [("reports_to", "out")]) == []  # other users see nothing
 

@@ -21,14 +21,25 @@ FACT = re.compile(r"^\[semantic · fact · since \d{4}-\d{2}-\d{2} · confidence
 
 
 def turn(**overrides):
-    args = dict(user_id="u", thread_id="t1", goal="Run the monthly sales report for 2026-10.",
-                answer="Report saved to reports/sales-2026-10.md", tools_used=["query_database", "generate_report"],
-                stop_reason=None, failed_then_succeeded=[])
+    args = dict(
+        user_id="u",
+        thread_id="t1",
+        goal="Run the monthly sales report for 2026-10.",
+        answer="Report saved to reports/sales-2026-10.md",
+        tools_used=["query_database", "generate_report"],
+        stop_reason=None,
+        failed_then_succeeded=[],
+    )
     args.update(overrides)
     if "evidence" not in args:  # the state of a turn whose tools were the goal's steps, all done
         tools = tuple(args["tools_used"])
-        args["evidence"] = TurnEvidence(required_steps=tools, steps_done=tools, tools_succeeded=tools,
-                                        side_effects_done=tools[-1:], artifacts=("reports/sales-2026-10.md",) if tools else ())
+        args["evidence"] = TurnEvidence(
+            required_steps=tools,
+            steps_done=tools,
+            tools_succeeded=tools,
+            side_effects_done=tools[-1:],
+            artifacts=("reports/sales-2026-10.md",) if tools else (),
+        )
     return args
 
 
@@ -109,13 +120,17 @@ async def test_k11_the_same_turn_twice_is_one_memory(mem):
 
 async def test_conflict_is_pending_shown_as_such_and_decided_by_the_next_request(mem):
     await write(mem, goal="I prefer PDF reports.", tools_used=[], answer="ok", now=NOW - timedelta(days=2))
-    counts = await write(mem, goal="I prefer markdown reports.", tools_used=[], answer="ok", now=NOW - timedelta(days=1))
+    counts = await write(
+        mem, goal="I prefer markdown reports.", tools_used=[], answer="ok", now=NOW - timedelta(days=1)
+    )
     assert counts["facts"] == 1
     statuses = {f.object: f.status for f in await mem.semantic.facts("u")}
     assert statuses == {"pdf": "confirmed", "markdown": "pending"}  # the new one does not overwrite
     lines = await mem.recall("u", "write the monthly report", now=NOW)
     conflict = [x for x in lines if "CONFLICT" in x]
-    assert len(conflict) == 1 and "pdf" in conflict[0] and "markdown" in conflict[0] and "not both are true" in conflict[0]
+    assert (
+        len(conflict) == 1 and "pdf" in conflict[0] and "markdown" in conflict[0] and "not both are true" in conflict[0]
+    )
     assert not any(FACT.match(x) and "prefers format" in x for x in lines)  # never two facts as both true
     # the user's next behaviour: they ask for markdown again
     counts = await write(mem, goal="Send me the sales report as markdown", now=NOW)
@@ -162,10 +177,24 @@ async def test_working_memory_items_expire_after_their_ttl(tmp_path):
 
 
 async def test_recall_block_order_and_budget(mem):
-    await mem.episodic.add_many([EpisodicEvent(user_id="u", kind="task", text=f"sales report number {i} " + "x" * 200,
-                                               confidence=0.9, created_at=NOW) for i in range(10)])
-    await mem.episodic.add(EpisodicEvent(user_id="u", kind="note", text="sales report inferred pattern",
-                                         confidence=0.7, evidence="inferred", created_at=NOW))
+    await mem.episodic.add_many(
+        [
+            EpisodicEvent(
+                user_id="u", kind="task", text=f"sales report number {i} " + "x" * 200, confidence=0.9, created_at=NOW
+            )
+            for i in range(10)
+        ]
+    )
+    await mem.episodic.add(
+        EpisodicEvent(
+            user_id="u",
+            kind="note",
+            text="sales report inferred pattern",
+            confidence=0.7,
+            evidence="inferred",
+            created_at=NOW,
+        )
+    )
     await write(mem, goal="I prefer excel for sales reports.", tools_used=[], answer="ok")
     mem.memory_tokens = 150
     block = await mem.recall_for_turn("u", "t9", "Short answers this time: the sales report", k=20, now=NOW)
@@ -215,10 +244,14 @@ async def test_recall_never_raises_when_the_store_is_broken(tmp_path):
 async def test_rolled_back_branch_memories_of_this_session_are_not_recalled(mem):
     plan = mem.plan_turn(**turn(), origin_message_id="m-abandoned")
     await mem.write_plan(plan, now=NOW)
-    assert not any("[episodic" in x for x in await mem.recall("u", "sales report", thread_id="t1",
-                                                               visible_origins={"m-other"}, now=NOW))
-    assert any("[episodic" in x for x in await mem.recall("u", "sales report", thread_id="t2",
-                                                           visible_origins={"m-other"}, now=NOW))
+    assert not any(
+        "[episodic" in x
+        for x in await mem.recall("u", "sales report", thread_id="t1", visible_origins={"m-other"}, now=NOW)
+    )
+    assert any(
+        "[episodic" in x
+        for x in await mem.recall("u", "sales report", thread_id="t2", visible_origins={"m-other"}, now=NOW)
+    )
 
 
 async def test_forget_by_reference(mem):
@@ -233,10 +266,16 @@ async def test_forget_by_reference(mem):
 
 
 async def test_expire_defaults_30_and_180_days(mem):
-    await mem.episodic.add_many([EpisodicEvent(user_id="u", kind="note", text="old note", confidence=0.9,
-                                               created_at=NOW - timedelta(days=31)),
-                                 EpisodicEvent(user_id="u", kind="note", text="recent note", confidence=0.9,
-                                               created_at=NOW - timedelta(days=29))])
+    await mem.episodic.add_many(
+        [
+            EpisodicEvent(
+                user_id="u", kind="note", text="old note", confidence=0.9, created_at=NOW - timedelta(days=31)
+            ),
+            EpisodicEvent(
+                user_id="u", kind="note", text="recent note", confidence=0.9, created_at=NOW - timedelta(days=29)
+            ),
+        ]
+    )
     await write(mem, goal="I prefer PDF reports.", tools_used=[], answer="ok", now=NOW - timedelta(days=181))
     await write(mem, goal="I report to Alice.", tools_used=[], answer="ok", now=NOW - timedelta(days=100))
     counts = await mem.expire(NOW)
@@ -260,8 +299,10 @@ async def test_a_fact_stated_on_a_rolled_back_branch_is_not_recalled_on_the_bran
     again = mem.plan_turn(**turn(goal="I prefer PDF reports.", tools_used=[], answer="ok!"), origin_message_id="m-kept")
     await mem.write_plan(again, now=NOW)
     assert (await mem.semantic.facts("u"))[0].origin is None
-    assert any("prefers format: pdf" in x for x in
-               await mem.recall("u", "the report", thread_id="t1", visible_origins={"m-kept"}, now=NOW))
+    assert any(
+        "prefers format: pdf" in x
+        for x in await mem.recall("u", "the report", thread_id="t1", visible_origins={"m-kept"}, now=NOW)
+    )
 
 
 async def test_a_store_written_before_the_origin_column_is_migrated(tmp_path):
@@ -276,6 +317,7 @@ async def test_a_store_written_before_the_origin_column_is_migrated(tmp_path):
         con.executescript(old_schema)
         assert "origin" not in {r[1] for r in con.execute("PRAGMA table_info(semantic_facts)")}
     kg = SemanticMemory(path)
-    result = await kg.upsert("u", "user", "prefers_format", "pdf", object_is_entity=False, confidence=0.9,
-                             origin="t\x00m")
+    result = await kg.upsert(
+        "u", "user", "prefers_format", "pdf", object_is_entity=False, confidence=0.9, origin="t\x00m"
+    )
     assert result.fact.origin == "t\x00m"

@@ -18,7 +18,9 @@ from memory.service import MemoryService
 
 @pytest.fixture
 async def store(tmp_path):
-    mem = MemoryService(tmp_path / "data", episodic=LanceEpisodicStore(tmp_path / "data" / "episodic.lance", HashEmbedder()))
+    mem = MemoryService(
+        tmp_path / "data", episodic=LanceEpisodicStore(tmp_path / "data" / "episodic.lance", HashEmbedder())
+    )
     for user, goal in (("alice", "I prefer PDF reports."), ("bob", "I prefer markdown reports.")):
         await mem.write_plan(mem.plan_turn(user, "t", goal, "ok", [], None, []))
     yield HermesMemoryStore(lambda: mem), mem
@@ -39,7 +41,9 @@ async def test_query_filter_get_and_offset(store):
     hits = await s.asearch(("memories", "bob"), query="markdown reports")
     assert hits and all(h.score is not None for h in hits)
     prefs = await s.asearch(("memories", "bob", "episodic"), filter={"kind": "preference"})
-    assert len(prefs) == 1 and (await s.aget(("memories", "bob", "episodic"), prefs[0].key)).value["kind"] == "preference"
+    assert (
+        len(prefs) == 1 and (await s.aget(("memories", "bob", "episodic"), prefs[0].key)).value["kind"] == "preference"
+    )
     assert await s.aget(("memories", "alice", "episodic"), prefs[0].key) is None  # bob's id, alice's namespace
     assert len(await s.asearch(("memories", "bob"), limit=1, offset=1)) == 1
 

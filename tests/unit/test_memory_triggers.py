@@ -32,9 +32,14 @@ def box() -> FakeToolbox:
     to the graph)."""
     b = FakeToolbox()
     b.add("lookup_total", lambda: {"total": 48213.5, "region": "Nordwest"})
-    b.add("make_report", lambda title="r": {"path": f"out/{title}.md"},
-          {"type": "object", "properties": {"title": {"type": "string"}}, "required": []},
-          side_effect=True, requested_by=(r"\breport\b",), artifact_field="path")
+    b.add(
+        "make_report",
+        lambda title="r": {"path": f"out/{title}.md"},
+        {"type": "object", "properties": {"title": {"type": "string"}}, "required": []},
+        side_effect=True,
+        requested_by=(r"\breport\b",),
+        artifact_field="path",
+    )
     return b
 
 
@@ -79,8 +84,11 @@ async def test_a_plausible_answer_from_the_models_own_knowledge_is_not_a_task_ei
 
 async def test_a_claimed_side_effect_that_did_not_happen_is_not_a_completed_task(scripted):
     # the model says it made the report, twice, and never calls the tool: the run stops
-    ctx = scripted([AIMessage("Report saved to out/sales.md."), AIMessage("Report saved to out/sales.md.")], box(),
-                   embeddings="hash")
+    ctx = scripted(
+        [AIMessage("Report saved to out/sales.md."), AIMessage("Report saved to out/sales.md.")],
+        box(),
+        embeddings="hash",
+    )
     out = await run(ctx, "Make the sales report")
     assert out["stop_reason"]
     assert await tasks(ctx) == []
@@ -94,9 +102,14 @@ async def test_a_read_then_a_claimed_effect_is_an_unverified_claim(scripted, ans
 
 
 async def test_steps_done_with_a_nonsense_answer_is_completed_but_the_answer_is_not_quoted(scripted):
-    ctx = scripted([tool_call("make_report", {"title": "sales"}), AIMessage("blue blue blue blue blue blue blue blue "
-                                                                            "blue blue blue blue blue")],
-                   box(), embeddings="hash")
+    ctx = scripted(
+        [
+            tool_call("make_report", {"title": "sales"}),
+            AIMessage("blue blue blue blue blue blue blue blue blue blue blue blue blue"),
+        ],
+        box(),
+        embeddings="hash",
+    )
     await run(ctx, "Make the sales report")
     (event,) = await tasks(ctx)
     assert event.metadata["outcome"] == "completed" and "repetition" in event.metadata["answer_defects"]
@@ -106,13 +119,16 @@ async def test_steps_done_with_a_nonsense_answer_is_completed_but_the_answer_is_
 
 
 async def test_a_grounded_answer_to_a_question_is_a_task_at_a_lower_confidence(scripted):
-    ctx = scripted([tool_call("lookup_total"), AIMessage("Total sales were 48213.5, mostly Nordwest.")], box(),
-                   embeddings="hash")
+    ctx = scripted(
+        [tool_call("lookup_total"), AIMessage("Total sales were 48213.5, mostly Nordwest.")], box(), embeddings="hash"
+    )
     await run(ctx, "What were the total sales?")
     (event,) = await tasks(ctx)
     assert event.confidence == pytest.approx(1 - 0.6 * 0.6)  # a tool result + an answer drawn from it
     assert "48213.5" in event.text and event.metadata["evidence"] == [
-        "1 tool(s) succeeded", "the answer quotes the tool results"]
+        "1 tool(s) succeeded",
+        "the answer quotes the tool results",
+    ]
 
 
 async def test_a_read_with_an_answer_not_drawn_from_it_is_not_a_task(scripted):
@@ -130,6 +146,7 @@ async def test_the_flagship_wording_is_not_a_cross_session_reference(scripted):
 
 
 # --- the policy ------------------------------------------------------------------------------
+
 
 def test_confidence_grows_with_the_evidence():
     steps = TurnEvidence(required_steps=("a",), steps_done=("a",), tools_succeeded=("a",))
@@ -151,13 +168,23 @@ def test_stopped_needs_some_work_done_and_never_quotes_the_notice():
     assert verdict.outcome == "stopped" and not verdict.keep_answer
 
 
-@pytest.mark.parametrize("answer, kind", [
-    ("", "empty"), ("…!?", "no_words"), ("<|endoftext|>", "control_tokens"), ("[INST] hi [/INST]", "control_tokens"),
-    ("the the the the the the the the the the the the", "repetition"), ("abcdef" * 5, "repetition"),
-    ("好好好好好好好好好好好好好好", "repetition"), ("Summarise the sales", "echo"),
-    ("I'm unable to access the database.", "inability"), ("As an AI, I have no data.", "inability"),
-    ("对不起，我不知道。", "inability"), ("申し訳ありません、できません。", "inability"),
-])
+@pytest.mark.parametrize(
+    "answer, kind",
+    [
+        ("", "empty"),
+        ("…!?", "no_words"),
+        ("<|endoftext|>", "control_tokens"),
+        ("[INST] hi [/INST]", "control_tokens"),
+        ("the the the the the the the the the the the the", "repetition"),
+        ("abcdef" * 5, "repetition"),
+        ("好好好好好好好好好好好好好好", "repetition"),
+        ("Summarise the sales", "echo"),
+        ("I'm unable to access the database.", "inability"),
+        ("As an AI, I have no data.", "inability"),
+        ("对不起，我不知道。", "inability"),
+        ("申し訳ありません、できません。", "inability"),
+    ],
+)
 def test_answer_defects(answer, kind):
     assert kind in answer_defects(answer, "Summarise the sales")
 
@@ -169,27 +196,67 @@ def test_sound_answers_have_no_defect(answer):
 
 # --- cross-session references: earlier conversations and artifacts, not time ranges ----------
 
-@pytest.mark.parametrize("text", [
-    "Do it like last time", "Send the report from March again", "same as before please", "As before, but shorter.",
-    "Format it as usual", "the summary you made yesterday", "Use the previous report as a template",
-    "Resend last week's report", "Last month's report again, please", "As we discussed, go ahead.",
-    "Do you remember what I asked?", "We did this before, same steps.", "Pick up where we left off.",
-    "像上次一样做个报告", "和以前一样发到群里", "把上个月的报告再发一次", "之前的报告", "上个月做的报告还在吗", "照旧",
-    "前回のようにまとめて", "先月のレポートをもう一度", "いつも通りでお願いします",
-    "como la última vez", "el informe de marzo", "comme la dernière fois", "le rapport de mars",
-    "wie letztes Mal", "der Bericht vom März",
-])
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Do it like last time",
+        "Send the report from March again",
+        "same as before please",
+        "As before, but shorter.",
+        "Format it as usual",
+        "the summary you made yesterday",
+        "Use the previous report as a template",
+        "Resend last week's report",
+        "Last month's report again, please",
+        "As we discussed, go ahead.",
+        "Do you remember what I asked?",
+        "We did this before, same steps.",
+        "Pick up where we left off.",
+        "像上次一样做个报告",
+        "和以前一样发到群里",
+        "把上个月的报告再发一次",
+        "之前的报告",
+        "上个月做的报告还在吗",
+        "照旧",
+        "前回のようにまとめて",
+        "先月のレポートをもう一度",
+        "いつも通りでお願いします",
+        "como la última vez",
+        "el informe de marzo",
+        "comme la dernière fois",
+        "le rapport de mars",
+        "wie letztes Mal",
+        "der Bericht vom März",
+    ],
+)
 def test_references_to_an_earlier_session_fire(text):
     assert detect_cross_session(text)
 
 
-@pytest.mark.parametrize("text", [
-    "Summarise last month's sales into an analysis report, post it to the project group, and remind me every month.",
-    "What were sales last week?", "Show revenue for last month", "Compare last quarter with this quarter",
-    "the sales from March", "Write last month's report", "Make the March report", "Summarise this month's sales",
-    "How did we do last year?", "orders since yesterday",
-    "总结上个月的销售额", "上星期的销售数据", "写上个月的报告", "去年的收入是多少", "3月的订单",
-    "先月の売上をまとめて", "las ventas del mes pasado", "les ventes du mois dernier", "die Umsätze vom letzten Monat",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Summarise last month's sales into an analysis report, post it to the project group, and remind me every month.",
+        "What were sales last week?",
+        "Show revenue for last month",
+        "Compare last quarter with this quarter",
+        "the sales from March",
+        "Write last month's report",
+        "Make the March report",
+        "Summarise this month's sales",
+        "How did we do last year?",
+        "orders since yesterday",
+        "总结上个月的销售额",
+        "上星期的销售数据",
+        "写上个月的报告",
+        "去年的收入是多少",
+        "3月的订单",
+        "先月の売上をまとめて",
+        "las ventas del mes pasado",
+        "les ventes du mois dernier",
+        "die Umsätze vom letzten Monat",
+    ],
+)
 def test_time_ranges_about_data_do_not_fire(text):
     assert detect_cross_session(text) is None

@@ -40,7 +40,12 @@ def flatten(f) -> list[tuple[str, str, Any]]:
 def test_parse_url():
     p = parse_weaviate_url("https://mem.example.com")
     assert (p.http_host, p.http_port, p.http_secure, p.grpc_host, p.grpc_port, p.grpc_secure) == (
-        "mem.example.com", 443, True, "mem.example.com", 50051, True,
+        "mem.example.com",
+        443,
+        True,
+        "mem.example.com",
+        50051,
+        True,
     )
     p = parse_weaviate_url("http://localhost:9090", grpc_port=6000)
     assert (p.http_port, p.http_secure, p.grpc_port) == (9090, False, 6000)
@@ -60,8 +65,13 @@ def test_from_url_builds_an_unconnected_async_client():
 
 def test_properties_round_trip():
     e = EpisodicEvent(
-        user_id="u", kind="preference", text="user preference: 以后都用PDF", created_at=NOW, confidence=0.9,
-        evidence="inferred", metadata={"thread_id": "t1", "tools": ["a"]},
+        user_id="u",
+        kind="preference",
+        text="user preference: 以后都用PDF",
+        created_at=NOW,
+        confidence=0.9,
+        evidence="inferred",
+        metadata={"thread_id": "t1", "tools": ["a"]},
     )
     props = event_to_properties(e)
     assert props["created_at"] == NOW and props["metadata_json"] == '{"thread_id": "t1", "tools": ["a"]}'

@@ -69,17 +69,25 @@ def report_box():
     from tests.conftest import FakeToolbox
 
     box = FakeToolbox()
-    box.add("make_report", lambda title="r": {"path": f"out/{title}.md"},
-            {"type": "object", "properties": {"title": {"type": "string"}}, "required": []},
-            side_effect=True, requested_by=(r"\breport\b",), artifact_field="path")
+    box.add(
+        "make_report",
+        lambda title="r": {"path": f"out/{title}.md"},
+        {"type": "object", "properties": {"title": {"type": "string"}}, "required": []},
+        side_effect=True,
+        requested_by=(r"\breport\b",),
+        artifact_field="path",
+    )
     return box
 
 
 async def test_like_last_time_brings_back_the_earlier_task(scripted):
     from tests.conftest import tool_call
 
-    ctx = scripted([tool_call("make_report", {"title": "march"}), AIMessage("Saved out/march.md."), AIMessage("ok")],
-                   report_box(), embeddings="hash")
+    ctx = scripted(
+        [tool_call("make_report", {"title": "march"}), AIMessage("Saved out/march.md."), AIMessage("ok")],
+        report_box(),
+        embeddings="hash",
+    )
     await turn(ctx, "Summarise the March sales figures into a report", "a")
     await turn(ctx, "Do it like last time", "b")
     prompt = system_prompt(scripted, ctx)

@@ -13,10 +13,14 @@ from graph.mirror import ThreadMirror, append_turn, mirror_path, record_to_messa
 def conversation() -> list:
     return [
         HumanMessage("weather in Paris?", id="h1"),
-        AIMessage("", id="a1", tool_calls=[
-            {"type": "tool_call", "name": "get_weather", "args": {"city": "Paris"}, "id": "c1"},
-            {"type": "tool_call", "name": "get_time", "args": {}, "id": "c2"},
-        ]),
+        AIMessage(
+            "",
+            id="a1",
+            tool_calls=[
+                {"type": "tool_call", "name": "get_weather", "args": {"city": "Paris"}, "id": "c1"},
+                {"type": "tool_call", "name": "get_time", "args": {}, "id": "c2"},
+            ],
+        ),
         ToolMessage('{"sky": "sunny"}', tool_call_id="c1", name="get_weather", id="t1"),
         ToolMessage("boom", tool_call_id="c2", name="get_time", status="error", id="t2"),
         AIMessage("Sunny.", id="a2", additional_kwargs={"intent": "chat"}),

@@ -17,7 +17,9 @@ from graph.recovery import LOST_RESULT, RecoveryError, is_data_error, recover_th
 
 
 def ai_calls(msg_id: str, *ids: str) -> AIMessage:
-    return AIMessage("", id=msg_id, tool_calls=[{"type": "tool_call", "name": f"tool_{i}", "args": {}, "id": i} for i in ids])
+    return AIMessage(
+        "", id=msg_id, tool_calls=[{"type": "tool_call", "name": f"tool_{i}", "args": {}, "id": i} for i in ids]
+    )
 
 
 def pair_tool_calls(messages):
@@ -40,9 +42,10 @@ def test_missing_results_are_filled_in_place_and_orphans_dropped():
     msgs = [
         HumanMessage("q", id="h"),
         ToolMessage("orphan", tool_call_id="ghost", id="o"),  # its AI message was lost
-        ai_calls("a1", "c1", "c2"), result("c2"),             # c1's result is missing
+        ai_calls("a1", "c1", "c2"),
+        result("c2"),  # c1's result is missing
         HumanMessage("next", id="h2"),
-        ai_calls("a2", "c3"),                                  # cut at the end
+        ai_calls("a2", "c3"),  # cut at the end
     ]
     out, filled, dropped = pair_tool_calls(msgs)
     assert dropped == ["ghost"] and filled == ["c1", "c3"]
@@ -52,8 +55,11 @@ def test_missing_results_are_filled_in_place_and_orphans_dropped():
 
 
 def test_invalid_tool_calls_count_as_calls():
-    bad = AIMessage("", id="a", invalid_tool_calls=[{"type": "invalid_tool_call", "name": "s", "args": "{",
-                                                      "id": "bad1", "error": "json"}])
+    bad = AIMessage(
+        "",
+        id="a",
+        invalid_tool_calls=[{"type": "invalid_tool_call", "name": "s", "args": "{", "id": "bad1", "error": "json"}],
+    )
     out, filled, _ = pair_tool_calls([bad, ToolMessage("error: not JSON", tool_call_id="bad1", status="error")])
     assert filled == [] and len(out) == 2
 
@@ -70,8 +76,11 @@ def test_only_data_errors_trigger_recovery():
 
 async def test_rebuild_into_a_checkpointer_without_sql(tmp_path):
     mirror = ThreadMirror(tmp_path)
-    await mirror.append_turn("r", [HumanMessage("hello", id="h"), ai_calls("a", "c1"), result("c1"),
-                                   AIMessage("answer", id="z")], checkpoint_id="old")
+    await mirror.append_turn(
+        "r",
+        [HumanMessage("hello", id="h"), ai_calls("a", "c1"), result("c1"), AIMessage("answer", id="z")],
+        checkpoint_id="old",
+    )
     agent = make_graph(checkpointer=InMemorySaver())
     report = await recover_thread(agent, mirror, "r", ValueError("corrupt"))
     state = await agent.aget_state({"configurable": {"thread_id": "r"}})
@@ -90,6 +99,7 @@ async def test_rebuild_without_mirror_raises_with_a_next_step(tmp_path):
 
 
 # --- the recovering saver (graph/checkpoints.py), on a real SQLite file -------------------------
+
 
 async def _seeded(tmp_path, thread: str = "s"):
     """A checkpoint file with one finished turn on ``thread`` and its mirror."""
@@ -118,9 +128,13 @@ def _corrupt(db, thread: str, how: str = "parses_as_int") -> None:
     with sqlite3.connect(db) as con:
         cid, blob, kind = con.execute(
             "SELECT checkpoint_id, checkpoint, type FROM checkpoints WHERE thread_id = ? "
-            "ORDER BY checkpoint_id DESC LIMIT 1", (thread,)).fetchone()
-        con.execute("UPDATE checkpoints SET checkpoint = ?, type = ? WHERE thread_id = ? AND checkpoint_id = ?",
-                    (*BAD_ROWS[how](blob, kind), thread, cid))
+            "ORDER BY checkpoint_id DESC LIMIT 1",
+            (thread,),
+        ).fetchone()
+        con.execute(
+            "UPDATE checkpoints SET checkpoint = ?, type = ? WHERE thread_id = ? AND checkpoint_id = ?",
+            (*BAD_ROWS[how](blob, kind), thread, cid),
+        )
 
 
 async def test_open_checkpointer_sets_wal_busy_timeout_and_synchronous(tmp_path):
@@ -218,8 +232,11 @@ async def test_listing_skips_an_unreadable_middle_checkpoint_and_releases_the_lo
     async with open_checkpointer(tmp_path / "c.sqlite", mirror_dir=tmp_path) as saver:
         agent = make_graph(checkpointer=saver)
         for i in range(3):
-            await agent.aupdate_state({"configurable": {"thread_id": "l"}},
-                                      {"messages": [HumanMessage(f"m{i}", id=f"m{i}")]}, as_node="write_memory")
+            await agent.aupdate_state(
+                {"configurable": {"thread_id": "l"}},
+                {"messages": [HumanMessage(f"m{i}", id=f"m{i}")]},
+                as_node="write_memory",
+            )
         ids = [t.checkpoint["id"] async for t in saver.alist({"configurable": {"thread_id": "l"}})]
         with sqlite3.connect(tmp_path / "c.sqlite") as con:
             con.execute("UPDATE checkpoints SET type = 'pickle' WHERE checkpoint_id = ?", (ids[1],))

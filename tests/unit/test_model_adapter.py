@@ -138,9 +138,20 @@ def test_a_call_cut_off_at_the_token_limit_says_so_without_guessing_at_json():
 def test_the_server_s_length_finish_reason_reaches_the_parser():
     chat = JsonToolCallingChat(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
     response = {
-        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "length",
-                     "message": {"role": "assistant", "content": '{"tool_call": {"name": "search", "arguments": {"q": "SELECT a FROM t WHERE'}}],
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "length",
+                "message": {
+                    "role": "assistant",
+                    "content": '{"tool_call": {"name": "search", "arguments": {"q": "SELECT a FROM t WHERE',
+                },
+            }
+        ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 384, "total_tokens": 394},
     }
     message = chat._create_chat_result(response).generations[0].message
@@ -148,7 +159,10 @@ def test_the_server_s_length_finish_reason_reaches_the_parser():
 
 
 def _fn(name: str) -> dict:
-    return {"type": "function", "function": {"name": name, "description": name, "parameters": {"type": "object", "properties": {}}}}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": name, "parameters": {"type": "object", "properties": {}}},
+    }
 
 
 def test_rendered_tools_stay_in_the_prompt_while_the_grammar_allows_only_the_offer():
@@ -158,7 +172,10 @@ def test_rendered_tools_stay_in_the_prompt_while_the_grammar_allows_only_the_off
     bound = chat.bind_tools([_fn("a"), _fn("b"), _fn("c")], tool_choice="required").bind(allowed_tools=["b"])
     payload = chat._get_request_payload([HumanMessage("hi")], **bound.kwargs)
     assert [t["function"]["name"] for t in payload["tools"]] == ["a", "b", "c"]
-    names = [c["properties"]["name"]["const"] for c in payload["extra_body"]["json_schema"]["properties"]["tool_call"]["anyOf"]]
+    names = [
+        c["properties"]["name"]["const"]
+        for c in payload["extra_body"]["json_schema"]["properties"]["tool_call"]["anyOf"]
+    ]
     assert names == ["b"] and "allowed_tools" not in payload
     # nothing allowed: only an answer, the tools still rendered
     answer_only = chat.bind_tools([_fn("a")]).bind(allowed_tools=[])

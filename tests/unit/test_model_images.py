@@ -21,14 +21,17 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"7" * 40
 
 @pytest.mark.parametrize("accepts", [True, False])
 async def test_a_chart_from_a_tool_is_shown_to_an_image_model_only(scripted, tmp_path: Path, accepts: bool):
-    result = types.CallToolResult(content=[
-        types.TextContent(type="text", text="the chart"),
-        types.ImageContent(type="image", data=base64.b64encode(PNG).decode(), mimeType="image/png"),
-    ])
+    result = types.CallToolResult(
+        content=[
+            types.TextContent(type="text", text="the chart"),
+            types.ImageContent(type="image", data=base64.b64encode(PNG).decode(), mimeType="image/png"),
+        ]
+    )
     box = FakeToolbox()
     box.add("draw_chart", lambda: result_to_json(result, None, tmp_path / "images"))
-    ctx = scripted([tool_call("draw_chart", {}, "c1"), AIMessage("Here is the chart.")], box,
-                   model_accepts_images=accepts)
+    ctx = scripted(
+        [tool_call("draw_chart", {}, "c1"), AIMessage("Here is the chart.")], box, model_accepts_images=accepts
+    )
     agent = make_graph(InMemorySaver())
     config = {"configurable": {"thread_id": f"img-{accepts}"}}
     await agent.ainvoke({"messages": [HumanMessage("draw the chart")]}, config, context=ctx)

@@ -37,8 +37,14 @@ def _sse(events: list[dict[str, Any]]) -> bytes:
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
-    return {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
 
 
 def _llama(text: str, pieces: list[str], finish: str = "stop") -> httpx.MockTransport:
@@ -48,25 +54,49 @@ def _llama(text: str, pieces: list[str], finish: str = "stop") -> httpx.MockTran
     def handle(request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
         if not body.get("stream"):
-            return httpx.Response(200, json={
-                "id": "c1", "object": "chat.completion", "created": 0, "model": "m",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-                "usage": USAGE, "timings": TIMINGS})
+            return httpx.Response(
+                200,
+                json={
+                    "id": "c1",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": "m",
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
+                    ],
+                    "usage": USAGE,
+                    "timings": TIMINGS,
+                },
+            )
         events = [_chunk({"role": "assistant", "content": ""})]
         events += [_chunk({"content": p}) for p in pieces]
         events.append(_chunk({}, finish, timings=TIMINGS))
         if (body.get("stream_options") or {}).get("include_usage"):
-            events.append({"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m",
-                           "choices": [], "usage": USAGE})
+            events.append(
+                {
+                    "id": "c1",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": "m",
+                    "choices": [],
+                    "usage": USAGE,
+                }
+            )
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=_sse(events))
 
     return httpx.MockTransport(handle)
 
 
 def _chat(transport: httpx.MockTransport, cls: type = JsonToolCallingChat, **kw: Any) -> Any:
-    return cls(model="m", base_url="http://llama.invalid/v1", api_key="k", max_retries=0,
-               http_client=httpx.Client(transport=transport),
-               http_async_client=httpx.AsyncClient(transport=transport), **kw)
+    return cls(
+        model="m",
+        base_url="http://llama.invalid/v1",
+        api_key="k",
+        max_retries=0,
+        http_client=httpx.Client(transport=transport),
+        http_async_client=httpx.AsyncClient(transport=transport),
+        **kw,
+    )
 
 
 def _split(text: str, size: int) -> list[str]:
@@ -127,8 +157,13 @@ def test_sync_stream_merges_like_the_async_one():
 
 async def test_an_answer_streams_decoded_text_split_mid_escape():
     # cut inside \n, \u00e9, \", a surrogate pair and \\
-    cuts = [ESCAPED.index(s) + 1 for s in ("\\n", "\\u00e9", "\\u00e9") ] + [ESCAPED.index("\\u00e9") + 4]
-    cuts += [ESCAPED.index('\\"') + 1, ESCAPED.index("\\ud83d") + 3, ESCAPED.index("\\ude00"), ESCAPED.index("\\\\") + 1]
+    cuts = [ESCAPED.index(s) + 1 for s in ("\\n", "\\u00e9", "\\u00e9")] + [ESCAPED.index("\\u00e9") + 4]
+    cuts += [
+        ESCAPED.index('\\"') + 1,
+        ESCAPED.index("\\ud83d") + 3,
+        ESCAPED.index("\\ude00"),
+        ESCAPED.index("\\\\") + 1,
+    ]
     cuts = sorted(set(cuts))
     pieces = [ESCAPED[a:b] for a, b in zip([0, *cuts], [*cuts, len(ESCAPED)], strict=True)]
     chat = _chat(_llama(ESCAPED, pieces))
@@ -153,6 +188,7 @@ async def test_a_tool_call_streams_as_one_tool_call_chunk_not_json_text():
 
 # --- hosted providers: tool-call chunk normalisation -------------------------------------------
 
+
 def _hosted(deltas: list[list[dict[str, Any]]]) -> httpx.MockTransport:
     def handle(request: httpx.Request) -> httpx.Response:
         events = [_chunk({"role": "assistant", "content": None, "tool_calls": d}) for d in deltas]
@@ -173,11 +209,17 @@ def _call_delta(index: int, cid: str | None = None, name: str | None = None, arg
 
 
 async def test_two_calls_on_one_index_with_different_ids_merge_into_two_calls():
-    deltas = [[_call_delta(0, "call_a", "search", '{"q": ')], [_call_delta(0, None, None, '"x"}')],
-              [_call_delta(0, "call_b", "fetch", '{"url"')], [_call_delta(0, None, None, ': "u"}')]]
+    deltas = [
+        [_call_delta(0, "call_a", "search", '{"q": ')],
+        [_call_delta(0, None, None, '"x"}')],
+        [_call_delta(0, "call_b", "fetch", '{"url"')],
+        [_call_delta(0, None, None, ': "u"}')],
+    ]
     reply = await _chat(_hosted(deltas), EndpointChat, streaming=True).ainvoke(PROMPT)
     assert [(c["id"], c["name"], c["args"]) for c in reply.tool_calls] == [
-        ("call_a", "search", {"q": "x"}), ("call_b", "fetch", {"url": "u"})]
+        ("call_a", "search", {"q": "x"}),
+        ("call_b", "fetch", {"url": "u"}),
+    ]
     assert not reply.invalid_tool_calls
     # unnormalised, LangChain glues the second call's arguments onto the first
     raw = await _chat(_hosted(deltas), ChatOpenAI, streaming=True).ainvoke(PROMPT)
@@ -185,20 +227,31 @@ async def test_two_calls_on_one_index_with_different_ids_merge_into_two_calls():
 
 
 async def test_a_stream_without_ids_gives_one_call_per_index():
-    deltas = [[_call_delta(0, None, "search", '{"q"')], [_call_delta(1, None, "fetch", '{"url": "u"}')],
-              [_call_delta(0, None, None, ': "x"}')]]
+    deltas = [
+        [_call_delta(0, None, "search", '{"q"')],
+        [_call_delta(1, None, "fetch", '{"url": "u"}')],
+        [_call_delta(0, None, None, ': "x"}')],
+    ]
     reply = await _chat(_hosted(deltas), EndpointChat, streaming=True).ainvoke(PROMPT)
     assert [(c["name"], c["args"]) for c in reply.tool_calls] == [("search", {"q": "x"}), ("fetch", {"url": "u"})]
 
 
 def test_normaliser_keeps_repeated_ids_on_their_call_and_numbers_new_calls_after_all_used():
     seen: dict = {}
-    first = normalise_tool_call_chunks(seen, [
-        {"type": "tool_call_chunk", "name": "a", "args": "", "id": "x", "index": 0},
-        {"type": "tool_call_chunk", "name": "b", "args": "", "id": "y", "index": 1}])
-    again = normalise_tool_call_chunks(seen, [
-        {"type": "tool_call_chunk", "name": None, "args": "{}", "id": "x", "index": 0},
-        {"type": "tool_call_chunk", "name": "c", "args": "{}", "id": "z", "index": 0},
-        {"type": "tool_call_chunk", "name": None, "args": "", "id": None, "index": 0}])
+    first = normalise_tool_call_chunks(
+        seen,
+        [
+            {"type": "tool_call_chunk", "name": "a", "args": "", "id": "x", "index": 0},
+            {"type": "tool_call_chunk", "name": "b", "args": "", "id": "y", "index": 1},
+        ],
+    )
+    again = normalise_tool_call_chunks(
+        seen,
+        [
+            {"type": "tool_call_chunk", "name": None, "args": "{}", "id": "x", "index": 0},
+            {"type": "tool_call_chunk", "name": "c", "args": "{}", "id": "z", "index": 0},
+            {"type": "tool_call_chunk", "name": None, "args": "", "id": None, "index": 0},
+        ],
+    )
     assert [c["index"] for c in first] == [0, 1]
     assert [c["index"] for c in again] == [0, 2, 2]

@@ -33,8 +33,11 @@ POST = ToolSpec(
 LOOKUP = ToolSpec(
     name="lookup_rows",
     description="Look rows up by a query string (read-only test tool).",
-    parameters={"type": "object", "properties": {"q": {"type": "string"}, "limit": {"type": "integer"}},
-                "required": ["q"]},
+    parameters={
+        "type": "object",
+        "properties": {"q": {"type": "string"}, "limit": {"type": "integer"}},
+        "required": ["q"],
+    },
 )
 
 
@@ -65,20 +68,28 @@ def schedule(data_dir, action):
 
 
 BAD = {
-    "unknown_tool": ({"kind": "tool", "tool": "no_such_tool", "args": {}},
-                     ["'no_such_tool' is not a registered tool", "lookup_rows, post_note"]),
-    "typo_in_tool_name": ({"kind": "tool", "tool": "post_notes", "args": {"channel": "p", "text": "t"}},
-                          ["'post_notes' is not a registered tool"]),
-    "missing_required": ({"kind": "tool", "tool": "post_note", "args": {"channel": "p"}},
-                         ["do not fit the parameters of 'post_note'", "'text' is a required property",
-                          "required: channel, text"]),
+    "unknown_tool": (
+        {"kind": "tool", "tool": "no_such_tool", "args": {}},
+        ["'no_such_tool' is not a registered tool", "lookup_rows, post_note"],
+    ),
+    "typo_in_tool_name": (
+        {"kind": "tool", "tool": "post_notes", "args": {"channel": "p", "text": "t"}},
+        ["'post_notes' is not a registered tool"],
+    ),
+    "missing_required": (
+        {"kind": "tool", "tool": "post_note", "args": {"channel": "p"}},
+        ["do not fit the parameters of 'post_note'", "'text' is a required property", "required: channel, text"],
+    ),
     "no_args_at_all": ({"kind": "tool", "tool": "post_note"}, ["'channel' is a required property"]),
-    "misspelt_field": ({"kind": "tool", "tool": "post_note", "args": {"chanel": "p", "text": "t"}},
-                       ["do not fit the parameters of 'post_note'", "takes channel, text"]),
-    "wrong_type": ({"kind": "tool", "tool": "lookup_rows", "args": {"q": "x", "limit": "ten"}},
-                   ["'ten' is not of type 'integer'", "args/limit"]),
-    "constraint": ({"kind": "tool", "tool": "post_note", "args": {"channel": "", "text": "t"}},
-                   ["args/channel"]),
+    "misspelt_field": (
+        {"kind": "tool", "tool": "post_note", "args": {"chanel": "p", "text": "t"}},
+        ["do not fit the parameters of 'post_note'", "takes channel, text"],
+    ),
+    "wrong_type": (
+        {"kind": "tool", "tool": "lookup_rows", "args": {"q": "x", "limit": "ten"}},
+        ["'ten' is not of type 'integer'", "args/limit"],
+    ),
+    "constraint": ({"kind": "tool", "tool": "post_note", "args": {"channel": "", "text": "t"}}, ["args/channel"]),
 }
 
 
@@ -92,12 +103,15 @@ def test_a_tool_action_that_could_never_fire_is_refused_and_nothing_is_written(r
     assert list_reminders(data_dir=registered)["count"] == 0
 
 
-@pytest.mark.parametrize("action", [
-    {"kind": "tool", "tool": "post_note", "args": {"channel": "project", "text": "numbers"}},
-    {"kind": "tool", "tool": "lookup_rows", "args": {"q": "x", "limit": 3}},
-    {"kind": "task", "task": "summarise the sales"},
-    None,
-])
+@pytest.mark.parametrize(
+    "action",
+    [
+        {"kind": "tool", "tool": "post_note", "args": {"channel": "project", "text": "numbers"}},
+        {"kind": "tool", "tool": "lookup_rows", "args": {"q": "x", "limit": 3}},
+        {"kind": "task", "task": "summarise the sales"},
+        None,
+    ],
+)
 def test_actions_that_fit_are_stored(registered, action):
     out = schedule(registered, action)
     assert out["already_existed"] is False

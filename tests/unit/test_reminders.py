@@ -53,14 +53,21 @@ def post_tool(effects: list, fail_first: int = 0) -> tuple[ToolSpec, object]:
         effects.append((request_id, args))
         return {"posted": len(effects)}
 
-    spec = ToolSpec(name="post_note", description="Post a note to a channel (test tool with a side effect).",
-                    parameters={"type": "object", "properties": {"channel": {"type": "string"},
-                                                                 "text": {"type": "string"}},
-                                "required": ["channel", "text"]}, side_effect=True)
+    spec = ToolSpec(
+        name="post_note",
+        description="Post a note to a channel (test tool with a side effect).",
+        parameters={
+            "type": "object",
+            "properties": {"channel": {"type": "string"}, "text": {"type": "string"}},
+            "required": ["channel", "text"],
+        },
+        side_effect=True,
+    )
     return spec, run
 
 
 # -- the reminder model -------------------------------------------------------------------------
+
 
 def test_day_31_and_february_30_are_stated_adjustments_not_errors(tmp_path):
     nov = schedule_reminder("pay rent", 31, "09:00", data_dir=tmp_path, now=at(2026, 11, 5))
@@ -81,15 +88,24 @@ def test_day_31_and_february_30_are_stated_adjustments_not_errors(tmp_path):
     assert "November 2026 (30 days)" in rent.adjustment
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"day_of_month": 0}, "1-31"), ({"day_of_month": 32}, "1-31"), ({"day_of_month": True}, "1-31"),
-    ({"day_of_month": "31"}, "1-31"), ({"time": "24:00"}, "HH:MM"), ({"time": "9:00"}, "HH:MM"),
-    ({"time": "09:60"}, "HH:MM"), ({"recurrence": "weekly"}, "recurrence"),
-    ({"action": {"kind": "email"}}, "action.kind"), ({"action": {"kind": "tool"}}, "action.tool"),
-    ({"action": {"kind": "tool", "tool": "post_note", "args": [1]}}, "action.args"),
-    ({"action": {"kind": "task", "task": "  "}}, "action.task"),
-    ({"action": {"kind": "task", "thread_id": "../x"}}, "thread_id"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"day_of_month": 0}, "1-31"),
+        ({"day_of_month": 32}, "1-31"),
+        ({"day_of_month": True}, "1-31"),
+        ({"day_of_month": "31"}, "1-31"),
+        ({"time": "24:00"}, "HH:MM"),
+        ({"time": "9:00"}, "HH:MM"),
+        ({"time": "09:60"}, "HH:MM"),
+        ({"recurrence": "weekly"}, "recurrence"),
+        ({"action": {"kind": "email"}}, "action.kind"),
+        ({"action": {"kind": "tool"}}, "action.tool"),
+        ({"action": {"kind": "tool", "tool": "post_note", "args": [1]}}, "action.args"),
+        ({"action": {"kind": "task", "task": "  "}}, "action.task"),
+        ({"action": {"kind": "task", "thread_id": "../x"}}, "thread_id"),
+    ],
+)
 def test_a_bad_day_time_or_action_is_a_clear_error_and_writes_nothing(tmp_path, kwargs, message):
     with pytest.raises(ValueError, match=message):
         schedule_reminder("send the report", **kwargs, data_dir=tmp_path, now=at(2026, 1, 1))
@@ -99,11 +115,18 @@ def test_a_bad_day_time_or_action_is_a_clear_error_and_writes_nothing(tmp_path, 
 def test_actions_default_to_the_text_as_a_task_and_duplicates_are_reused(tmp_path):
     plain = schedule_reminder("Send the monthly sales report", data_dir=tmp_path, now=at(2026, 1, 1))
     assert plain["action"] == {"kind": "task", "task": "Send the monthly sales report"}
-    tool = schedule_reminder("post the numbers", 2, "10:00", action={"kind": "tool", "tool": "post_note",
-                             "args": {"channel": "project", "text": "numbers"}}, data_dir=tmp_path, now=at(2026, 1, 1))
+    tool = schedule_reminder(
+        "post the numbers",
+        2,
+        "10:00",
+        action={"kind": "tool", "tool": "post_note", "args": {"channel": "project", "text": "numbers"}},
+        data_dir=tmp_path,
+        now=at(2026, 1, 1),
+    )
     assert tool["action"] == {"kind": "tool", "tool": "post_note", "args": {"channel": "project", "text": "numbers"}}
-    again = schedule_reminder("post  THE numbers", 2, "10:00", action={"kind": "task", "task": "other"},
-                              data_dir=tmp_path, now=at(2026, 1, 3))
+    again = schedule_reminder(
+        "post  THE numbers", 2, "10:00", action={"kind": "task", "task": "other"}, data_dir=tmp_path, now=at(2026, 1, 3)
+    )
     assert again["already_existed"] and again["id"] == tool["id"] and again["action"] == tool["action"]
     assert "kept" in again["note"]
     listed = list_reminders(data_dir=tmp_path)
@@ -112,11 +135,16 @@ def test_actions_default_to_the_text_as_a_task_and_duplicates_are_reused(tmp_pat
 
 def test_an_old_reminders_db_is_migrated(tmp_path):
     con = sqlite3.connect(tmp_path / "reminders.db")
-    con.execute("CREATE TABLE reminders (id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, "
-                "day_of_month INTEGER NOT NULL, time TEXT NOT NULL, recurrence TEXT NOT NULL, "
-                "created_at TEXT NOT NULL, next_run TEXT NOT NULL)")
-    con.execute("INSERT INTO reminders (text, day_of_month, time, recurrence, created_at, next_run) VALUES "
-                "('old one', 1, '09:00', 'monthly', ?, '2026-02-01T09:00')", (at(2026, 1, 5).astimezone().isoformat(),))
+    con.execute(
+        "CREATE TABLE reminders (id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, "
+        "day_of_month INTEGER NOT NULL, time TEXT NOT NULL, recurrence TEXT NOT NULL, "
+        "created_at TEXT NOT NULL, next_run TEXT NOT NULL)"
+    )
+    con.execute(
+        "INSERT INTO reminders (text, day_of_month, time, recurrence, created_at, next_run) VALUES "
+        "('old one', 1, '09:00', 'monthly', ?, '2026-02-01T09:00')",
+        (at(2026, 1, 5).astimezone().isoformat(),),
+    )
     con.commit()
     con.close()
     [due] = due_reminders(tmp_path, at(2026, 2, 1, 9, 0))
@@ -125,12 +153,17 @@ def test_an_old_reminders_db_is_migrated(tmp_path):
 
 # -- once per period ------------------------------------------------------------------------
 
+
 def test_a_reminder_fires_once_per_period_and_not_before_its_time(tmp_path):
     r = schedule_reminder("review sales", 15, "09:00", data_dir=tmp_path, now=at(2026, 1, 10))
     assert due_reminders(tmp_path, at(2026, 1, 15, 8, 59)) == []
     [due] = due_reminders(tmp_path, at(2026, 1, 15, 9, 0))
     assert (due.period, due.request_id, due.skipped_periods, due.thread_id) == (
-        "2026-01", f"reminder:{r['id']}:2026-01", [], f"reminder-{r['id']}")
+        "2026-01",
+        f"reminder:{r['id']}:2026-01",
+        [],
+        f"reminder-{r['id']}",
+    )
     assert mark_fired(tmp_path, r["id"], "2026-01", now=at(2026, 1, 15, 9, 0))
     assert not mark_fired(tmp_path, r["id"], "2026-01", now=at(2026, 1, 15, 9, 0))  # one claim only
     assert due_reminders(tmp_path, at(2026, 1, 15, 9, 1)) == []  # being fired by a live runner
@@ -177,6 +210,7 @@ def test_a_reminder_never_fired_catches_up_from_its_first_period(tmp_path):
 
 # -- racing runners ---------------------------------------------------------------------------
 
+
 def test_threads_racing_for_one_period_fire_once(tmp_path):
     r = schedule_reminder("x", 1, "09:00", data_dir=tmp_path, now=at(2026, 1, 20))
     barrier = threading.Barrier(16)
@@ -196,19 +230,24 @@ def test_threads_racing_for_one_period_fire_once(tmp_path):
 
 # -- tool actions through a real registry ---------------------------------------------------
 
+
 async def test_a_tool_action_has_one_effect_when_run_1000_times_for_a_period(tmp_path):
     effects: list = []
     ledger = IdempotencyLedger.in_data_dir(tmp_path)
     registry = ToolRegistry(ledger=ledger)
     registry.register(*post_tool(effects))
     try:
-        schedule_reminder("post the numbers", 1, "09:00",
-                          action={"kind": "tool", "tool": "post_note", "args": {"channel": "project", "text": "numbers"}},
-                          data_dir=tmp_path, now=at(2026, 11, 20))
+        schedule_reminder(
+            "post the numbers",
+            1,
+            "09:00",
+            action={"kind": "tool", "tool": "post_note", "args": {"channel": "project", "text": "numbers"}},
+            data_dir=tmp_path,
+            now=at(2026, 11, 20),
+        )
         results = []
         for _ in range(1000):
-            results += await fire_due(tmp_path, at(2026, 12, 1, 9, 30),
-                                      lambda due: call_tool_action(registry, due))
+            results += await fire_due(tmp_path, at(2026, 12, 1, 9, 30), lambda due: call_tool_action(registry, due))
         assert [f.status for f in results] == ["fired"]
         assert effects == [("reminder:1:2026-12", {"channel": "project", "text": "numbers"})]
         # even past the claim (a runner re-firing the period, e.g. after a crash) the ledger
@@ -226,8 +265,14 @@ async def test_a_failing_action_is_retried_then_given_up_for_the_period(tmp_path
     effects: list = []
     registry = ToolRegistry()
     registry.register(*post_tool(effects, fail_first=1))
-    schedule_reminder("post", 1, "09:00", action={"kind": "tool", "tool": "post_note", "args": {"channel": "p", "text": "t"}},
-                      data_dir=tmp_path, now=at(2026, 11, 20))
+    schedule_reminder(
+        "post",
+        1,
+        "09:00",
+        action={"kind": "tool", "tool": "post_note", "args": {"channel": "p", "text": "t"}},
+        data_dir=tmp_path,
+        now=at(2026, 11, 20),
+    )
     fire = lambda due: call_tool_action(registry, due)  # noqa: E731
     [first] = await fire_due(tmp_path, at(2026, 12, 1, 10), fire)
     assert first.status == "failed" and first.will_retry and "chat server down" in first.detail
@@ -248,6 +293,7 @@ async def test_a_failing_action_is_retried_then_given_up_for_the_period(tmp_path
 
 # -- the CLI ----------------------------------------------------------------------------------
 
+
 def scripted_cli(name: str, replies, data_dir, box: FakeToolbox | None = None) -> ScriptedChat:
     model = ScriptedChat(messages=iter(replies))
     model.seen = []
@@ -259,8 +305,9 @@ def scripted_cli(name: str, replies, data_dir, box: FakeToolbox | None = None) -
 def test_cli_reminders_run_fires_a_task_turn_once_on_its_thread(tmp_path):
     schedule_reminder("Check the monthly numbers", 1, "09:00", data_dir=tmp_path, now=at(2026, 8, 20))
     model = scripted_cli("rem-task", [AIMessage("Numbers checked.")], tmp_path)
-    before = runner.invoke(app, ["reminders", "list", "--now", "2026-12-01T09:30", "--data-dir", str(tmp_path)],
-                           env={"COLUMNS": "200"})
+    before = runner.invoke(
+        app, ["reminders", "list", "--now", "2026-12-01T09:30", "--data-dir", str(tmp_path)], env={"COLUMNS": "200"}
+    )
     assert before.exit_code == 0 and "2026-09-01T09:00" in before.output and "(overdue)" in before.output
     args = ["reminders", "run", "--now", "2026-12-01T09:30", "--model", "rem-task", "--data-dir", str(tmp_path)]
     out = runner.invoke(app, [*args, "--json"])
@@ -279,20 +326,30 @@ def test_cli_reminders_run_fires_a_task_turn_once_on_its_thread(tmp_path):
     assert shown.exit_code == 0 and "Numbers checked." in shown.output
     listed = json.loads(runner.invoke(app, ["reminders", "list", "--data-dir", str(tmp_path), "--json"]).output)
     assert listed[0]["last_fired_period"] == "2026-12" and listed[0]["last_firing"]["state"] == "done"
-    due = json.loads(runner.invoke(app, ["reminders", "due", "--now", "2027-01-01T09:00", "--data-dir",
-                                         str(tmp_path), "--json"]).output)
+    due = json.loads(
+        runner.invoke(
+            app, ["reminders", "due", "--now", "2027-01-01T09:00", "--data-dir", str(tmp_path), "--json"]
+        ).output
+    )
     assert [d["period"] for d in due] == ["2027-01"]
 
 
 def test_cli_reminders_run_prints_fired_and_caught_up_periods(tmp_path):
     effects: list = []
-    schedule_reminder("post the numbers", 31, "09:00", action={"kind": "tool", "tool": "post_note",
-                      "args": {"channel": "project", "text": "numbers"}}, data_dir=tmp_path, now=at(2026, 7, 1))
+    schedule_reminder(
+        "post the numbers",
+        31,
+        "09:00",
+        action={"kind": "tool", "tool": "post_note", "args": {"channel": "project", "text": "numbers"}},
+        data_dir=tmp_path,
+        now=at(2026, 7, 1),
+    )
     box = FakeToolbox()
     box.registry.register(*post_tool(effects))
     scripted_cli("rem-tool", [], tmp_path, box)
-    out = runner.invoke(app, ["reminders", "run", "--now", "2026-11-30T10:00", "--model", "rem-tool",
-                              "--data-dir", str(tmp_path)])
+    out = runner.invoke(
+        app, ["reminders", "run", "--now", "2026-11-30T10:00", "--model", "rem-tool", "--data-dir", str(tmp_path)]
+    )
     assert out.exit_code == 0, out.output
     text = " ".join(out.output.split())
     assert "fired reminder 1" in text and "for 2026-11 [tool post_note]" in text
@@ -307,8 +364,9 @@ def test_cli_rejects_a_bad_clock(tmp_path):
 
 
 def test_cli_run_exits_1_when_a_firing_failed_and_says_it_retries(tmp_path):
-    schedule_reminder("post", 1, "09:00", action={"kind": "tool", "tool": "no_such_tool"}, data_dir=tmp_path,
-                      now=at(2026, 11, 20))
+    schedule_reminder(
+        "post", 1, "09:00", action={"kind": "tool", "tool": "no_such_tool"}, data_dir=tmp_path, now=at(2026, 11, 20)
+    )
     scripted_cli("rem-fail", [], tmp_path)
     out = runner.invoke(app, ["reminders", "run", "--now", "2026-12-01T09:30", "--data-dir", str(tmp_path)])
     text = " ".join(out.output.split())
@@ -319,8 +377,14 @@ def test_cli_run_exits_1_when_a_firing_failed_and_says_it_retries(tmp_path):
 def test_serve_checks_every_interval_and_fires_once(tmp_path):
     effects: list = []
     now = dt.datetime.now()
-    schedule_reminder("post", 1, "00:00", action={"kind": "tool", "tool": "post_note", "args": {"channel": "p", "text": "t"}},
-                      data_dir=tmp_path, now=now - dt.timedelta(days=40))
+    schedule_reminder(
+        "post",
+        1,
+        "00:00",
+        action={"kind": "tool", "tool": "post_note", "args": {"channel": "p", "text": "t"}},
+        data_dir=tmp_path,
+        now=now - dt.timedelta(days=40),
+    )
     box = FakeToolbox()
     box.registry.register(*post_tool(effects))
     resources.set_toolbox(Context(data_dir=str(tmp_path)), box)
@@ -331,6 +395,7 @@ def test_serve_checks_every_interval_and_fires_once(tmp_path):
 
 
 # -- the reminders graph, in process ----------------------------------------------------------
+
 
 async def test_the_reminders_graph_fires_tool_and_task_actions_in_process(scripted, data_dir):
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -343,10 +408,22 @@ async def test_the_reminders_graph_fires_tool_and_task_actions_in_process(script
     box.registry.register(*post_tool(effects))
     context = scripted([AIMessage("Reviewed.")], box)
     data_dir.mkdir(parents=True, exist_ok=True)
-    schedule_reminder("post", 1, "09:00", action={"kind": "tool", "tool": "post_note", "args": {"channel": "p", "text": "t"}},
-                      data_dir=data_dir, now=at(2026, 11, 20))
-    schedule_reminder("Review the numbers", 1, "09:00", action={"kind": "task", "task": "Review the numbers",
-                      "thread_id": "monthly-review"}, data_dir=data_dir, now=at(2026, 11, 20))
+    schedule_reminder(
+        "post",
+        1,
+        "09:00",
+        action={"kind": "tool", "tool": "post_note", "args": {"channel": "p", "text": "t"}},
+        data_dir=data_dir,
+        now=at(2026, 11, 20),
+    )
+    schedule_reminder(
+        "Review the numbers",
+        1,
+        "09:00",
+        action={"kind": "task", "task": "Review the numbers", "thread_id": "monthly-review"},
+        data_dir=data_dir,
+        now=at(2026, 11, 20),
+    )
     out = await graph.ainvoke({"now": "2026-12-01T09:30:00"}, context=context)
     assert [(f["reminder_id"], f["status"]) for f in out["fired"]] == [(1, "fired"), (2, "fired")]
     assert out["failed"] == [] and out["skipped"] == [] and out["checked_at"].startswith("2026-12-01T09:30")

@@ -21,8 +21,9 @@ def damage(path, reminder_id: int, column: str, value: str) -> None:
     con.close()
 
 
-@pytest.mark.parametrize(("column", "value"), [("action", "{broken"), ("action", "[1, 2]"), ("time", "99:99"),
-                                               ("created_at", "not-a-date")])
+@pytest.mark.parametrize(
+    ("column", "value"), [("action", "{broken"), ("action", "[1, 2]"), ("time", "99:99"), ("created_at", "not-a-date")]
+)
 def test_a_corrupt_reminder_does_not_stop_the_others(tmp_path, column, value):
     now = dt.datetime(2026, 1, 10)
     bad = schedule_reminder("broken one", 15, "09:00", data_dir=tmp_path, now=now)

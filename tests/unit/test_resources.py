@@ -103,10 +103,16 @@ async def test_every_setting_a_resource_reads_is_in_its_key(fake_open, tmp_path,
     monkeypatch.setattr(resources, "embedded_server", lambda _d=".hermes": _Server())
     monkeypatch.setattr(model_module, "embedded_server", lambda _d=".hermes": _Server())
     for context, build, key in [
-        (Recording(data_dir=str(tmp_path), tool_executor="remote", remote_url="http://x"),
-         resources.get_toolbox, resources.TOOLBOX_SETTINGS),
-        (Recording(data_dir=str(tmp_path), model="gpt-x", base_url="http://127.0.0.1:9/v1"),
-         resources.get_model, resources.MODEL_SETTINGS),
+        (
+            Recording(data_dir=str(tmp_path), tool_executor="remote", remote_url="http://x"),
+            resources.get_toolbox,
+            resources.TOOLBOX_SETTINGS,
+        ),
+        (
+            Recording(data_dir=str(tmp_path), model="gpt-x", base_url="http://127.0.0.1:9/v1"),
+            resources.get_model,
+            resources.MODEL_SETTINGS,
+        ),
         (Recording(data_dir=str(tmp_path)), resources.get_model, resources.MODEL_SETTINGS),  # embedded
         (Recording(data_dir=str(tmp_path), embeddings="hash"), resources.get_memory, resources.MEMORY_SETTINGS),
     ]:
@@ -121,8 +127,9 @@ async def test_every_setting_a_resource_reads_is_in_its_key(fake_open, tmp_path,
 
 async def test_the_toolbox_gets_the_secret_by_the_name_the_context_gives(fake_open, tmp_path, monkeypatch):
     monkeypatch.setenv("MY_REMOTE_TOKEN", "s3cret")
-    await resources.get_toolbox(Context(data_dir=str(tmp_path), remote_token_env="MY_REMOTE_TOKEN",
-                                        container_image="img:1"))
+    await resources.get_toolbox(
+        Context(data_dir=str(tmp_path), remote_token_env="MY_REMOTE_TOKEN", container_image="img:1")
+    )
     assert fake_open[-1].opened_with["remote_token"] == "s3cret"
     assert fake_open[-1].opened_with["container_image"] == "img:1"
     assert "s3cret" not in repr(resources._toolboxes.keys()), "a secret is never part of a key"
@@ -176,11 +183,18 @@ def _environment_reads(path: Path) -> list[int]:
     tree = ast.parse(path.read_text(), filename=str(path))
     lines = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os" \
-                and node.attr in ("environ", "environb", "getenv", "getenvb"):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "os"
+            and node.attr in ("environ", "environb", "getenv", "getenvb")
+        ):
             lines.append(node.lineno)
-        elif isinstance(node, ast.ImportFrom) and node.module == "os" \
-                and any(a.name in ("environ", "getenv") for a in node.names):
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "os"
+            and any(a.name in ("environ", "getenv") for a in node.names)
+        ):
             lines.append(node.lineno)
     return lines
 

@@ -68,7 +68,9 @@ def test_every_envelope_matches_the_envelope_schema():
     from tools.results import ENVELOPE_SCHEMA
 
     cases = [
-        compress("q", {"columns": ["a"], "rows": [[i] for i in range(500)], "row_count": 500}, handle="payloads/x.json"),
+        compress(
+            "q", {"columns": ["a"], "rows": [[i] for i in range(500)], "row_count": 500}, handle="payloads/x.json"
+        ),
         compress("t", "y" * 10_000, handle="payloads/y.json"),
         compress("e", None, status="error", error="boom"),
         compress("s", {"a": 1}),

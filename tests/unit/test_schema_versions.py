@@ -44,7 +44,9 @@ def changed(**edits) -> dict:
 def history(*calls: tuple[str, dict, str]) -> list:
     msgs = [HumanMessage("orders please", id="h1")]
     for i, (tool, args, mid) in enumerate(calls):
-        msgs.append(AIMessage("", id=mid, tool_calls=[{"name": tool, "args": args, "id": f"c{i}", "type": "tool_call"}]))
+        msgs.append(
+            AIMessage("", id=mid, tool_calls=[{"name": tool, "args": args, "id": f"c{i}", "type": "tool_call"}])
+        )
         msgs.append(ToolMessage("{}", tool_call_id=f"c{i}", id=f"t{i}"))
     return msgs
 
@@ -70,9 +72,11 @@ def test_required_field_added():
     assert ch.kind == "required_added" and ch.added_required == ["region"]
     assert ch.expire_cache and ch.mark_history
     assert "new required field 'region' (string)" in ch.migration_note
-    msgs = history(("get_user_orders", {"user_id": "u1"}, "a1"),
-                   ("get_user_orders", {"user_id": "u2", "region": "eu"}, "a2"),
-                   ("other_tool", {"user_id": "u3"}, "a3"))
+    msgs = history(
+        ("get_user_orders", {"user_id": "u1"}, "a1"),
+        ("get_user_orders", {"user_id": "u2", "region": "eu"}, "a2"),
+        ("other_tool", {"user_id": "u3"}, "a3"),
+    )
     assert ch.invalid_calls(msgs) == ["a1"]
 
 
@@ -86,8 +90,9 @@ def test_field_removed():
     ch = classify(BASE, changed(drop=["limit"]), tool="get_user_orders")
     assert ch.kind == "field_removed" and ch.removed == ["limit"]
     assert ch.expire_cache and "field 'limit' was removed" in ch.migration_note
-    msgs = history(("get_user_orders", {"user_id": "u1", "limit": 5}, "a1"),
-                   ("get_user_orders", {"user_id": "u1"}, "a2"))
+    msgs = history(
+        ("get_user_orders", {"user_id": "u1", "limit": 5}, "a1"), ("get_user_orders", {"user_id": "u1"}, "a2")
+    )
     assert ch.invalid_calls(msgs) == ["a1"]
 
 
@@ -111,8 +116,9 @@ def test_type_changed():
     ch = classify(BASE, changed(props={"limit": {"type": "string"}}), tool="get_user_orders")
     assert ch.kind == "type_changed" and ch.type_changed == [("limit", "integer", "string")]
     assert ch.expire_cache and "field 'limit' is now string (was integer)" in ch.migration_note
-    msgs = history(("get_user_orders", {"user_id": "u1", "limit": 3}, "a1"),
-                   ("get_user_orders", {"user_id": "u1"}, "a2"))
+    msgs = history(
+        ("get_user_orders", {"user_id": "u1", "limit": 3}, "a1"), ("get_user_orders", {"user_id": "u1"}, "a2")
+    )
     assert ch.invalid_calls(msgs) == ["a1"]
 
 
@@ -124,16 +130,17 @@ def test_constraints_changed_expires_and_marks_only_calls_the_new_schema_rejects
 
 
 def test_several_classes_at_once_report_the_most_severe():
-    new = changed(drop=["limit"], add={"status": {"type": "string"}},
-                  props={"user_id": {"type": "integer"}})
+    new = changed(drop=["limit"], add={"status": {"type": "string"}}, props={"user_id": {"type": "integer"}})
     ch = classify(BASE, new, tool="t")
     assert set(ch.kinds) == {"optional_added", "field_removed", "type_changed"} and ch.kind == "type_changed"
 
 
 def test_invalid_calls_is_pure_and_accepts_dict_messages():
     ch = classify(BASE, changed(drop=["limit"]), tool="t")
-    msgs = [{"type": "ai", "id": "d1", "tool_calls": [{"name": "t", "args": {"user_id": "u", "limit": 1}, "id": "x"}]},
-            {"type": "human", "id": "h", "content": "hi"}]
+    msgs = [
+        {"type": "ai", "id": "d1", "tool_calls": [{"name": "t", "args": {"user_id": "u", "limit": 1}, "id": "x"}]},
+        {"type": "human", "id": "h", "content": "hi"},
+    ]
     snapshot = copy.deepcopy(msgs)
     assert invalid_calls(msgs, ch) == ["d1"] and msgs == snapshot
 
@@ -154,8 +161,12 @@ async def test_store_versions_persist_across_restarts(tmp_path):
 
 
 def spec(params: dict) -> ToolSpec:
-    return ToolSpec(name="get_user_orders", side_effect=True, parameters=params,
-                    description="Lists the orders of one user; read the rows, never refunds anything.")
+    return ToolSpec(
+        name="get_user_orders",
+        side_effect=True,
+        parameters=params,
+        description="Lists the orders of one user; read the rows, never refunds anything.",
+    )
 
 
 async def run_ok(args, request_id):

@@ -19,12 +19,15 @@ def test_every_field_falls_back_to_its_environment_variable(monkeypatch):
     assert Context(token_budget=1000).token_budget == 1000  # an explicit value wins
 
 
-@pytest.mark.parametrize(("env", "value", "says"), [
-    ("HERMES_MAX_TOOL_ROUNDS", "0", "greater than or equal to 1"),
-    ("HERMES_TOOL_TIMEOUT_S", "-3", "greater than 0"),
-    ("HERMES_TOOL_EXECUTOR", "docker-ish", "'subprocess', 'container' or 'remote'"),
-    ("HERMES_TOOL_TIMEOUTS", "not json", "HERMES_TOOL_TIMEOUTS"),
-])
+@pytest.mark.parametrize(
+    ("env", "value", "says"),
+    [
+        ("HERMES_MAX_TOOL_ROUNDS", "0", "greater than or equal to 1"),
+        ("HERMES_TOOL_TIMEOUT_S", "-3", "greater than 0"),
+        ("HERMES_TOOL_EXECUTOR", "docker-ish", "'subprocess', 'container' or 'remote'"),
+        ("HERMES_TOOL_TIMEOUTS", "not json", "HERMES_TOOL_TIMEOUTS"),
+    ],
+)
 def test_out_of_bounds_values_are_refused_with_the_variable_and_the_rule(monkeypatch, env, value, says):
     monkeypatch.setenv(env, value)
     with pytest.raises(SettingsError) as info:
@@ -35,15 +38,22 @@ def test_out_of_bounds_values_are_refused_with_the_variable_and_the_rule(monkeyp
 
 def test_every_field_has_a_description_for_studio():
     schema = Context.model_json_schema()["properties"]
-    assert all(prop.get("description") for prop in schema.values()), [k for k, p in schema.items()
-                                                                       if not p.get("description")]
+    assert all(prop.get("description") for prop in schema.values()), [
+        k for k, p in schema.items() if not p.get("description")
+    ]
 
 
 def test_the_toolbox_cache_is_keyed_on_every_setting_it_uses(tmp_path):
     base = Context(data_dir=str(tmp_path))
     keys = {resources._key(base)}
-    for change in ({"tool_timeout_s": 3.0}, {"database": "/x.db"}, {"tool_timeouts": {"a": 1.0}},
-                   {"mcp_config": "/m.json"}, {"tool_executor": "container"}, {"heavy_tool_timeout_s": 99.0}):
+    for change in (
+        {"tool_timeout_s": 3.0},
+        {"database": "/x.db"},
+        {"tool_timeouts": {"a": 1.0}},
+        {"mcp_config": "/m.json"},
+        {"tool_executor": "container"},
+        {"heavy_tool_timeout_s": 99.0},
+    ):
         keys.add(resources._key(base.model_copy(update=change)))
     assert len(keys) == 7
     # a setting the toolbox does not use shares it
@@ -59,8 +69,9 @@ async def test_tool_timeouts_come_from_the_settings(tmp_path):
     from tools.spec import HEAVY_TIMEOUT_S
 
     registry = ToolRegistry()
-    register_builtin_tools(registry, Executor.__new__(Executor), ordinary_s=4.0, heavy_s=40.0,
-                           overrides={"query_database": 7.5})
+    register_builtin_tools(
+        registry, Executor.__new__(Executor), ordinary_s=4.0, heavy_s=40.0, overrides={"query_database": 7.5}
+    )
     for spec, _ in BUILTIN_TOOLS:
         got = registry.get(spec.name).timeout_s
         if spec.name == "query_database":

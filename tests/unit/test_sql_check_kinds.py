@@ -68,44 +68,51 @@ def con(shop):
 
 # -- the period check: only a condition counts ----------------------------------------------------
 
-@pytest.mark.parametrize("sql", [
-    "SELECT SUM(total) FROM orders -- order_date",
-    "SELECT SUM(total) FROM orders /* WHERE order_date >= '2026-01-01' */",
-    "SELECT SUM(total) FROM orders WHERE note = 'order_date'",
-    "SELECT SUM(total) FROM orders WHERE note <> 'order_date >= 2026'",
-    "SELECT order_date, SUM(total) FROM orders",
-    "SELECT SUM(total) FROM orders ORDER BY order_date",
-    "SELECT strftime('%Y-%m', order_date) AS m, SUM(total) FROM orders GROUP BY strftime('%Y-%m', order_date)",
-    "SELECT strftime('%Y-%m', order_date) AS m, SUM(total) FROM orders GROUP BY m",
-    "SELECT SUM(total) FROM orders WHERE order_date IS NOT NULL",
-    "SELECT SUM(o.total) FROM orders o JOIN customers c USING (customer_id)",
-    'SELECT SUM(total) FROM orders WHERE "order_date" IS NULL OR note = \'x\'',
-    # as in SQLite, a column of the table wins over an alias of the same name
-    "SELECT order_date AS total, SUM(total) FROM orders WHERE total > 5",
-])
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT SUM(total) FROM orders -- order_date",
+        "SELECT SUM(total) FROM orders /* WHERE order_date >= '2026-01-01' */",
+        "SELECT SUM(total) FROM orders WHERE note = 'order_date'",
+        "SELECT SUM(total) FROM orders WHERE note <> 'order_date >= 2026'",
+        "SELECT order_date, SUM(total) FROM orders",
+        "SELECT SUM(total) FROM orders ORDER BY order_date",
+        "SELECT strftime('%Y-%m', order_date) AS m, SUM(total) FROM orders GROUP BY strftime('%Y-%m', order_date)",
+        "SELECT strftime('%Y-%m', order_date) AS m, SUM(total) FROM orders GROUP BY m",
+        "SELECT SUM(total) FROM orders WHERE order_date IS NOT NULL",
+        "SELECT SUM(o.total) FROM orders o JOIN customers c USING (customer_id)",
+        "SELECT SUM(total) FROM orders WHERE \"order_date\" IS NULL OR note = 'x'",
+        # as in SQLite, a column of the table wins over an alias of the same name
+        "SELECT order_date AS total, SUM(total) FROM orders WHERE total > 5",
+    ],
+)
 def test_naming_a_date_column_is_no_restriction(con, sql):
     # breaker: a date column in a comment, a string, the SELECT list or a GROUP BY passed the
     # check, so the report showed all-time figures under its period
     assert "orders.order_date" in undated_columns(con, sql)
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT SUM(total) FROM orders WHERE order_date >= '2026-01-01'",
-    "SELECT SUM(total) FROM orders WHERE strftime('%Y-%m', order_date) = '2026-02'",
-    "SELECT SUM(o.total) FROM orders AS o WHERE substr(o.order_date, 1, 7) IN ('2026-01', '2026-02')",
-    "SELECT SUM(total) FROM orders WHERE order_date BETWEEN '2026-01-01' AND '2026-01-31'",
-    "SELECT SUM(total) FROM orders WHERE order_date LIKE '2026-02%'",
-    "SELECT SUM(total) FROM orders WHERE NOT order_date < '2026-01-01'",
-    "SELECT SUM(o.total) FROM customers c JOIN orders o ON o.customer_id = c.customer_id AND o.order_date >= '2026-02-01'",
-    "SELECT strftime('%Y-%m', order_date) AS m, SUM(total) FROM orders GROUP BY m HAVING m BETWEEN '2026-01' AND '2026-02'",
-    "SELECT SUM(CASE WHEN order_date >= '2026-02-01' THEN total END) FROM orders",
-    "SELECT SUM(total) FILTER (WHERE order_date >= '2026-02-01') FROM orders",
-    "SELECT SUM(total) FROM (SELECT total FROM orders WHERE order_date >= '2026-02-01')",
-    "WITH recent AS (SELECT * FROM orders WHERE order_date >= '2026-02-01') SELECT SUM(total) FROM recent",
-    "WITH m(month, t) AS (SELECT substr(order_date, 1, 7), total FROM orders) SELECT SUM(t) FROM m WHERE month = '2026-02'",
-    "SELECT SUM(total) FROM orders WHERE order_date = (SELECT MAX(order_date) FROM orders)",
-    "SELECT SUM(total) FROM orders -- all\nWHERE order_date >= '2026-02-01'",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT SUM(total) FROM orders WHERE order_date >= '2026-01-01'",
+        "SELECT SUM(total) FROM orders WHERE strftime('%Y-%m', order_date) = '2026-02'",
+        "SELECT SUM(o.total) FROM orders AS o WHERE substr(o.order_date, 1, 7) IN ('2026-01', '2026-02')",
+        "SELECT SUM(total) FROM orders WHERE order_date BETWEEN '2026-01-01' AND '2026-01-31'",
+        "SELECT SUM(total) FROM orders WHERE order_date LIKE '2026-02%'",
+        "SELECT SUM(total) FROM orders WHERE NOT order_date < '2026-01-01'",
+        "SELECT SUM(o.total) FROM customers c JOIN orders o ON o.customer_id = c.customer_id AND o.order_date >= '2026-02-01'",
+        "SELECT strftime('%Y-%m', order_date) AS m, SUM(total) FROM orders GROUP BY m HAVING m BETWEEN '2026-01' AND '2026-02'",
+        "SELECT SUM(CASE WHEN order_date >= '2026-02-01' THEN total END) FROM orders",
+        "SELECT SUM(total) FILTER (WHERE order_date >= '2026-02-01') FROM orders",
+        "SELECT SUM(total) FROM (SELECT total FROM orders WHERE order_date >= '2026-02-01')",
+        "WITH recent AS (SELECT * FROM orders WHERE order_date >= '2026-02-01') SELECT SUM(total) FROM recent",
+        "WITH m(month, t) AS (SELECT substr(order_date, 1, 7), total FROM orders) SELECT SUM(t) FROM m WHERE month = '2026-02'",
+        "SELECT SUM(total) FROM orders WHERE order_date = (SELECT MAX(order_date) FROM orders)",
+        "SELECT SUM(total) FROM orders -- all\nWHERE order_date >= '2026-02-01'",
+    ],
+)
 def test_a_condition_on_a_date_or_an_expression_of_it_is_a_restriction(con, sql):
     assert undated_columns(con, sql) == []
 
@@ -122,7 +129,10 @@ def test_sql_sqlglot_cannot_parse_is_checked_by_the_names_in_its_code(con, monke
 
 @pytest.mark.parametrize("group_by", ["GROUP BY m", "GROUP BY 1", "GROUP BY strftime('%Y-%m', order_date)"])
 def test_a_report_with_a_group_by_month_alone_is_refused_and_says_why(shop, tmp_path, group_by):
-    per_month = {"label": "By month", "sql": f"SELECT strftime('%Y-%m', order_date) AS m, SUM(total) FROM orders {group_by}"}
+    per_month = {
+        "label": "By month",
+        "sql": f"SELECT strftime('%Y-%m', order_date) AS m, SUM(total) FROM orders {group_by}",
+    }
     with pytest.raises(DatabaseError) as err:
         generate_report("Sales", [per_month], period="2026-01..2026-02", database=shop, data_dir=tmp_path)
     text = str(err.value)
@@ -135,48 +145,63 @@ def test_a_report_with_a_group_by_month_alone_is_refused_and_says_why(shop, tmp_
     assert [r[0] for r in out["queries"][0]["rows"]] == ["2026-01", "2026-02"]
 
 
-@pytest.mark.parametrize(("period", "example"), [
-    ("2026", "WHERE strftime('%Y', orders.order_date) = '2026'"),
-    ("2026-02-05", "WHERE date(orders.order_date) = '2026-02-05'"),
-    ("2026-02-01..2026-02-28", "WHERE date(orders.order_date) BETWEEN '2026-02-01' AND '2026-02-28'"),
-    ("Q1 2026", "a WHERE condition on orders.order_date"),
-])
+@pytest.mark.parametrize(
+    ("period", "example"),
+    [
+        ("2026", "WHERE strftime('%Y', orders.order_date) = '2026'"),
+        ("2026-02-05", "WHERE date(orders.order_date) = '2026-02-05'"),
+        ("2026-02-01..2026-02-28", "WHERE date(orders.order_date) BETWEEN '2026-02-01' AND '2026-02-28'"),
+        ("Q1 2026", "a WHERE condition on orders.order_date"),
+    ],
+)
 def test_the_refusal_shows_a_condition_for_the_form_of_the_period(shop, tmp_path, period, example):
     with pytest.raises(DatabaseError, match="no condition on a date") as err:
-        generate_report("Sales", [{"label": "All", "sql": "SELECT SUM(total) FROM orders"}], period=period,
-                        database=shop, data_dir=tmp_path)
+        generate_report(
+            "Sales",
+            [{"label": "All", "sql": "SELECT SUM(total) FROM orders"}],
+            period=period,
+            database=shop,
+            data_dir=tmp_path,
+        )
     assert example in str(err.value)
 
 
 # -- no false refusals: keyword and odd names, month text, period numbers --------------------------
 
-@pytest.mark.parametrize("sql", [
-    "SELECT name FROM products ORDER BY name",            # ORDER is no use of the table "order"
-    "SELECT name, COUNT(*) FROM products GROUP BY name",  # nor GROUP of "group"
-    'SELECT label FROM "group" ORDER BY label',
-    "SELECT name FROM products WHERE code = '2003'",      # a product code like a year is no period
-])
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT name FROM products ORDER BY name",  # ORDER is no use of the table "order"
+        "SELECT name, COUNT(*) FROM products GROUP BY name",  # nor GROUP of "group"
+        'SELECT label FROM "group" ORDER BY label',
+        "SELECT name FROM products WHERE code = '2003'",  # a product code like a year is no period
+    ],
+)
 def test_tables_without_dates_need_no_date_filter_whatever_their_names(con, sql):
     assert undated_columns(con, sql) == []
 
 
 def test_a_table_named_like_a_keyword_is_checked_when_it_is_used(con):
     assert undated_columns(con, 'SELECT SUM(amount) FROM "order"') == ['"order".placed']
-    assert undated_columns(con, 'SELECT SUM(amount) FROM [order] WHERE placed >= \'2026-02-01\'') == []
-    assert undated_columns(con, 'SELECT SUM(o.amount) FROM `order` o WHERE o.placed LIKE \'2026-02%\'') == []
+    assert undated_columns(con, "SELECT SUM(amount) FROM [order] WHERE placed >= '2026-02-01'") == []
+    assert undated_columns(con, "SELECT SUM(o.amount) FROM `order` o WHERE o.placed LIKE '2026-02%'") == []
 
 
-@pytest.mark.parametrize(("sql", "undated"), [
-    # month text ('Jan 2026') or numbers (years, YYYYMMDD) are periods: a condition on them counts
-    ("SELECT SUM(revenue) FROM monthly WHERE month_label = 'Jan 2026'", []),
-    ("SELECT SUM(revenue) FROM yearly WHERE fiscal_year = 2026", []),
-    ("SELECT SUM(amount) FROM ledger WHERE ym = 202601", []),
-    ("SELECT SUM(amount) FROM labels WHERE period = '2026/01'", []),
-    # and without a condition they are what the figures are not restricted by
-    ("SELECT SUM(revenue) FROM monthly", ["monthly.month_label", "monthly.created_at"]),
-    ("SELECT SUM(amount) FROM labels", ["labels.period"]),
-    ("SELECT SUM(amount) FROM ledger", ["ledger.day", "ledger.ym"]),
-])
+@pytest.mark.parametrize(
+    ("sql", "undated"),
+    [
+        # month text ('Jan 2026') or numbers (years, YYYYMMDD) are periods: a condition on them counts
+        ("SELECT SUM(revenue) FROM monthly WHERE month_label = 'Jan 2026'", []),
+        ("SELECT SUM(revenue) FROM yearly WHERE fiscal_year = 2026", []),
+        ("SELECT SUM(amount) FROM ledger WHERE ym = 202601", []),
+        ("SELECT SUM(amount) FROM labels WHERE period = '2026/01'", []),
+        # and without a condition they are what the figures are not restricted by
+        ("SELECT SUM(revenue) FROM monthly", ["monthly.month_label", "monthly.created_at"]),
+        ("SELECT SUM(amount) FROM labels", ["labels.period"]),
+        ("SELECT SUM(amount) FROM ledger", ["ledger.day", "ledger.ym"]),
+    ],
+)
 def test_month_text_and_period_numbers_are_periods(con, sql, undated):
     assert undated_columns(con, sql) == undated
 
@@ -237,15 +262,18 @@ def keys(tmp_path_factory) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize(("sql", "condition"), [
-    # REFERENCES parent without a column list: the parent's primary key, not a same-named column
-    ("SELECT * FROM child JOIN parent ON 1", "child.parent_ref = parent.pid"),
-    # a composite key is one condition, not two alternative ones
-    ("SELECT * FROM parcel JOIN shipment ON 1", "parcel.region = shipment.region AND parcel.day = shipment.day"),
-    ("SELECT * FROM box JOIN shipment ON 1", "box.r = shipment.region AND box.d = shipment.day"),
-    # odd names are quoted so that the condition runs as written
-    ('SELECT * FROM "line items" JOIN "big orders" ON 1', '"line items"."order-id" = "big orders"."order id"'),
-])
+@pytest.mark.parametrize(
+    ("sql", "condition"),
+    [
+        # REFERENCES parent without a column list: the parent's primary key, not a same-named column
+        ("SELECT * FROM child JOIN parent ON 1", "child.parent_ref = parent.pid"),
+        # a composite key is one condition, not two alternative ones
+        ("SELECT * FROM parcel JOIN shipment ON 1", "parcel.region = shipment.region AND parcel.day = shipment.day"),
+        ("SELECT * FROM box JOIN shipment ON 1", "box.r = shipment.region AND box.d = shipment.day"),
+        # odd names are quoted so that the condition runs as written
+        ('SELECT * FROM "line items" JOIN "big orders" ON 1', '"line items"."order-id" = "big orders"."order id"'),
+    ],
+)
 def test_join_hints_follow_the_declared_keys(keys, sql, condition):
     con = connect_readonly(Path(keys), schema=True)
     try:
@@ -277,7 +305,9 @@ def test_join_hints_are_capped(tmp_path):
     con = sqlite3.connect(path)
     con.execute("CREATE TABLE t0 (id INTEGER PRIMARY KEY)")
     for i in range(1, 60):
-        con.execute(f"CREATE TABLE t{i} (id INTEGER PRIMARY KEY, a_rather_long_link_column_{i} INTEGER REFERENCES t{i - 1})")
+        con.execute(
+            f"CREATE TABLE t{i} (id INTEGER PRIMARY KEY, a_rather_long_link_column_{i} INTEGER REFERENCES t{i - 1})"
+        )
     con.close()
     ro = connect_readonly(path, schema=True)
     try:
@@ -290,23 +320,30 @@ def test_join_hints_are_capped(tmp_path):
 
 # -- dialect hints: code only -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("sql", [
-    "SELECT note FROM orders WHERE note = 'NOW()'",
-    "SELECT note FROM orders WHERE note LIKE '%DATE_SUB(%' -- YEAR(order_date)",
-    "SELECT note FROM orders /* SELECT TOP 5 ... ILIKE */ WHERE note = 'INTERVAL 1 MONTH'",
-    'SELECT "year" FROM orders',
-])
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT note FROM orders WHERE note = 'NOW()'",
+        "SELECT note FROM orders WHERE note LIKE '%DATE_SUB(%' -- YEAR(order_date)",
+        "SELECT note FROM orders /* SELECT TOP 5 ... ILIKE */ WHERE note = 'INTERVAL 1 MONTH'",
+        'SELECT "year" FROM orders',
+    ],
+)
 def test_no_dialect_hint_for_words_in_strings_names_or_comments(sql):
     assert dialect_hint(sql) == ""
 
 
-@pytest.mark.parametrize(("sql", "part"), [
-    ("SELECT YEAR(order_date) FROM orders WHERE note = 'x'", "strftime"),
-    ("SELECT * FROM orders WHERE order_date > NOW ( ) -- now", "date('now')"),
-    ("SELECT TOP 3 * FROM orders", "LIMIT n"),
-    ("SELECT * FROM orders WHERE note ILIKE 'x'", "LIKE"),
-    ("SELECT * FROM orders WHERE order_date > CURRENT_DATE - INTERVAL '1 month'", "date(col, '-1 month')"),
-])
+@pytest.mark.parametrize(
+    ("sql", "part"),
+    [
+        ("SELECT YEAR(order_date) FROM orders WHERE note = 'x'", "strftime"),
+        ("SELECT * FROM orders WHERE order_date > NOW ( ) -- now", "date('now')"),
+        ("SELECT TOP 3 * FROM orders", "LIMIT n"),
+        ("SELECT * FROM orders WHERE note ILIKE 'x'", "LIKE"),
+        ("SELECT * FROM orders WHERE order_date > CURRENT_DATE - INTERVAL '1 month'", "date(col, '-1 month')"),
+    ],
+)
 def test_dialect_hints_for_code(sql, part):
     assert part in dialect_hint(sql)
 
@@ -322,23 +359,26 @@ def test_a_query_error_gives_no_dialect_hint_for_a_string(shop):
 DATED = {"label": "Dated", "sql": "SELECT SUM(total) FROM orders WHERE order_date >= '2026-01-01'"}
 
 
-@pytest.mark.parametrize(("period", "why"), [
-    ("2026-13", "no month 13"),
-    ("2026-00", "no month 00"),
-    ("2026-02-30", "no date of the calendar"),
-    ("2026-05..2026-03", "ends (2026-03) before it starts (2026-05)"),
-    ("2026-05-10..2026-05-01", "before it starts"),
-    ("2026-05 to 2026-03", "before it starts"),
-    ("2026-03..2026-05-01", "both ends of a range"),
-    ("2026-01\n# Injected heading", "line break"),
-    ("2026-01\u2028# Injected heading", "line break"),
-    ("2026-01\x00", "control character"),
-    ("2026-1", "neither YYYY-MM nor YYYY-MM-DD"),
-    ("2026/01", "as YYYY-MM"),
-    ("since 2026-13", "no month 13"),
-    ("**all time**", "Markdown"),
-    ("x" * 101, "at most 100"),
-])
+@pytest.mark.parametrize(
+    ("period", "why"),
+    [
+        ("2026-13", "no month 13"),
+        ("2026-00", "no month 00"),
+        ("2026-02-30", "no date of the calendar"),
+        ("2026-05..2026-03", "ends (2026-03) before it starts (2026-05)"),
+        ("2026-05-10..2026-05-01", "before it starts"),
+        ("2026-05 to 2026-03", "before it starts"),
+        ("2026-03..2026-05-01", "both ends of a range"),
+        ("2026-01\n# Injected heading", "line break"),
+        ("2026-01\u2028# Injected heading", "line break"),
+        ("2026-01\x00", "control character"),
+        ("2026-1", "neither YYYY-MM nor YYYY-MM-DD"),
+        ("2026/01", "as YYYY-MM"),
+        ("since 2026-13", "no month 13"),
+        ("**all time**", "Markdown"),
+        ("x" * 101, "at most 100"),
+    ],
+)
 def test_a_bad_period_is_refused_before_anything_is_written(shop, tmp_path, period, why):
     with pytest.raises(DatabaseError) as err:
         generate_report("Sales", [DATED], period=period, database=shop, data_dir=tmp_path)
@@ -348,12 +388,20 @@ def test_a_bad_period_is_refused_before_anything_is_written(shop, tmp_path, peri
     assert not (tmp_path / "reports").exists()
 
 
-@pytest.mark.parametrize(("period", "shown"), [
-    ("2026", "2026"), ("2026-02", "2026-02"), ("2026-02-05", "2026-02-05"),
-    (" 2026-01 .. 2026-03 ", "2026-01..2026-03"), ("2026-01-01..2026-01-31", "2026-01-01..2026-01-31"),
-    ("Q1 2026", "Q1 2026"), ("2026-01 to 2026-03", "2026-01 to 2026-03"),
-    ("2026年1月", "2026年1月"), ("", ""),
-])
+@pytest.mark.parametrize(
+    ("period", "shown"),
+    [
+        ("2026", "2026"),
+        ("2026-02", "2026-02"),
+        ("2026-02-05", "2026-02-05"),
+        (" 2026-01 .. 2026-03 ", "2026-01..2026-03"),
+        ("2026-01-01..2026-01-31", "2026-01-01..2026-01-31"),
+        ("Q1 2026", "Q1 2026"),
+        ("2026-01 to 2026-03", "2026-01 to 2026-03"),
+        ("2026年1月", "2026年1月"),
+        ("", ""),
+    ],
+)
 def test_good_periods_are_written_as_given(shop, tmp_path, period, shown):
     out = generate_report("Sales", [DATED], period=period, database=shop, data_dir=tmp_path)
     assert out["period"] == shown
@@ -362,10 +410,23 @@ def test_good_periods_are_written_as_given(shop, tmp_path, period, shown):
     assert check_period(period)[0] == shown
 
 
-@pytest.mark.parametrize("period", [
-    "last month", "Sales of last month", "this quarter", "the past 3 months", "year-to-date", "yesterday",
-    "上个月", "本季度", "先月", "le mois dernier", "el mes pasado", "letzten Monat",
-])
+@pytest.mark.parametrize(
+    "period",
+    [
+        "last month",
+        "Sales of last month",
+        "this quarter",
+        "the past 3 months",
+        "year-to-date",
+        "yesterday",
+        "上个月",
+        "本季度",
+        "先月",
+        "le mois dernier",
+        "el mes pasado",
+        "letzten Monat",
+    ],
+)
 def test_a_period_relative_to_today_is_refused_with_the_month_to_write(shop, tmp_path, period):
     # a saved report says which period it covers: "last month" is wrong from the next month on
     with pytest.raises(DatabaseError, match="relative to today") as err:
@@ -382,6 +443,7 @@ def test_a_title_must_be_one_line(shop, tmp_path):
 
 
 # -- big SQL --------------------------------------------------------------------------------------------
+
 
 def test_sql_over_the_limit_is_refused_at_once(shop):
     # breaker: 2.7 MB of SQL took ~20 s in the hint scanning; it is refused before any scan

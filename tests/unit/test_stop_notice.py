@@ -20,7 +20,8 @@ async def test_a_missing_setting_says_fix_the_setting_not_change_the_model(scrip
     box.add("read_sales", no_database)
     ctx = scripted([tool_call("read_sales", {}, "c1"), AIMessage("unused")], box)
     out = await make_graph(InMemorySaver()).ainvoke(
-        {"messages": [HumanMessage("read the sales")]}, {"configurable": {"thread_id": "cfg"}}, context=ctx)
+        {"messages": [HumanMessage("read the sales")]}, {"configurable": {"thread_id": "cfg"}}, context=ctx
+    )
     notice = str(out["messages"][-1].content)
     assert "HERMES_DATABASE" in notice and "stronger" not in notice and "rephrase" not in notice
     assert "do what the reason above says" in notice
@@ -34,6 +35,7 @@ async def test_a_model_that_loops_is_told_to_rephrase_or_use_a_stronger_model(sc
     box.add("lookup", lookup, {"type": "object", "properties": {"q": {"type": "integer"}}, "required": ["q"]})
     ctx = scripted([tool_call("lookup", {"q": i}, f"c{i}") for i in range(5)], box)
     out = await make_graph(InMemorySaver()).ainvoke(
-        {"messages": [HumanMessage("look it up")]}, {"configurable": {"thread_id": "loop"}}, context=ctx)
+        {"messages": [HumanMessage("look it up")]}, {"configurable": {"thread_id": "loop"}}, context=ctx
+    )
     notice = str(out["messages"][-1].content)
     assert "no progress" in notice and "stronger" in notice and "do what the reason" not in notice

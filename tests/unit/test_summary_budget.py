@@ -30,10 +30,14 @@ class SlowSummariser(BaseChatModel):
     def _llm_type(self) -> str:
         return "slow-summariser"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         raise NotImplementedError
 
-    async def _agenerate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         self.seen_max_tokens.append(kw.get("max_tokens"))
         await asyncio.sleep(self.delay_s)
         return ChatResult(generations=[ChatGeneration(message=AIMessage("Figures were discussed."))])

@@ -22,8 +22,9 @@ async def test_every_model_call_sees_the_users_local_date(scripted):
     ctx = scripted([AIMessage("It is December.")], FakeToolbox())
     agent = make_graph(InMemorySaver())
     before = datetime.now().astimezone().date()
-    await agent.ainvoke({"messages": [HumanMessage("which month is it?")]},
-                        {"configurable": {"thread_id": "date"}}, context=ctx)
+    await agent.ainvoke(
+        {"messages": [HumanMessage("which month is it?")]}, {"configurable": {"thread_id": "date"}}, context=ctx
+    )
     after = datetime.now().astimezone().date()
     system = str(scripted.models[ctx.model].seen[-1][0].content)
     assert f"Today is {before:%A}, {before.isoformat()}." in system or after.isoformat() in system

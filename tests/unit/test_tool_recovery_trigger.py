@@ -28,19 +28,36 @@ async def test_a_tool_that_failed_in_itself_then_worked_is_remembered(scripted):
 
     box = FakeToolbox()
     box.add("fetch_value", fetch, {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
-    ctx = scripted([tool_call("fetch_value", {"n": 1}, "a"), tool_call("fetch_value", {"n": 2}, "b"),
-                    AIMessage("The value is 7.")], box)
-    await make_graph(InMemorySaver()).ainvoke({"messages": [HumanMessage("fetch the value")]},
-                                              {"configurable": {"thread_id": "r1"}}, context=ctx)
+    ctx = scripted(
+        [
+            tool_call("fetch_value", {"n": 1}, "a"),
+            tool_call("fetch_value", {"n": 2}, "b"),
+            AIMessage("The value is 7."),
+        ],
+        box,
+    )
+    await make_graph(InMemorySaver()).ainvoke(
+        {"messages": [HumanMessage("fetch the value")]}, {"configurable": {"thread_id": "r1"}}, context=ctx
+    )
     assert any("fetch_value failed, then succeeded" in t for t in await recoveries(ctx))
 
 
 async def test_a_refused_call_followed_by_a_success_is_no_recovery(scripted):
     box = FakeToolbox()
-    box.add("fetch_value", lambda n: {"value": 7},
-            {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
-    ctx = scripted([tool_call("fetch_value", {"n": "not a number"}, "a"), tool_call("fetch_value", {"n": 2}, "b"),
-                    AIMessage("The value is 7.")], box)
-    await make_graph(InMemorySaver()).ainvoke({"messages": [HumanMessage("fetch the value")]},
-                                              {"configurable": {"thread_id": "r2"}}, context=ctx)
+    box.add(
+        "fetch_value",
+        lambda n: {"value": 7},
+        {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+    )
+    ctx = scripted(
+        [
+            tool_call("fetch_value", {"n": "not a number"}, "a"),
+            tool_call("fetch_value", {"n": 2}, "b"),
+            AIMessage("The value is 7."),
+        ],
+        box,
+    )
+    await make_graph(InMemorySaver()).ainvoke(
+        {"messages": [HumanMessage("fetch the value")]}, {"configurable": {"thread_id": "r2"}}, context=ctx
+    )
     assert await recoveries(ctx) == []

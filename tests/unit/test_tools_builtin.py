@@ -36,6 +36,7 @@ def _dump(path: Path) -> list[tuple]:
 
 # -- the demo database -----------------------------------------------------------------------------
 
+
 @pytest.mark.slow  # generates three databases
 def test_sales_db_is_deterministic_and_seed_sensitive(tmp_path):
     a = generate_sales_db(tmp_path / "a.db", end_month=END)
@@ -49,8 +50,9 @@ def test_sales_db_covers_the_requested_months_with_hundreds_of_orders(db):
     con = sqlite3.connect(db)
     months = [r[0] for r in con.execute("SELECT DISTINCT substr(order_date,1,7) FROM orders ORDER BY 1")]
     n_orders = con.execute("SELECT COUNT(*) FROM orders").fetchone()[0]
-    orphans = con.execute("SELECT COUNT(*) FROM orders o WHERE NOT EXISTS "
-                          "(SELECT 1 FROM order_items i WHERE i.order_id = o.order_id)").fetchone()[0]
+    orphans = con.execute(
+        "SELECT COUNT(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = o.order_id)"
+    ).fetchone()[0]
     con.close()
     assert months == ["2025-01", "2025-02", "2025-03", "2025-04", "2025-05", "2025-06"]
     assert 300 <= n_orders <= 1500
@@ -97,6 +99,7 @@ async def test_a_model_supplied_database_argument_is_refused(reg, tmp_path):
 
 # -- reminders ------------------------------------------------------------------------------------------
 
+
 def test_next_monthly_run_rolls_over_and_clamps():
     now = dt.datetime(2025, 1, 31, 10, 0)
     assert next_monthly_run(31, "09:00", now) == dt.datetime(2025, 2, 28, 9, 0)
@@ -104,8 +107,15 @@ def test_next_monthly_run_rolls_over_and_clamps():
     assert next_monthly_run(1, "09:00", dt.datetime(2025, 12, 5)) == dt.datetime(2026, 1, 1, 9, 0)
 
 
-@pytest.mark.parametrize("args", [{"text": "x", "day_of_month": 0}, {"text": "x", "time": "25:00"},
-                                  {"text": "x", "recurrence": "weekly"}, {"text": ""}])
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"text": "x", "day_of_month": 0},
+        {"text": "x", "time": "25:00"},
+        {"text": "x", "recurrence": "weekly"},
+        {"text": ""},
+    ],
+)
 async def test_schedule_reminder_rejects_bad_input(reg, args):
     out = await reg.call("schedule_reminder", args, "bad")
     assert out.status == "error" and out.error_kind == "invalid_arguments"

@@ -21,8 +21,9 @@ ADD_PARAMS = {
 
 
 def spec(name: str = "add_numbers", **kw) -> ToolSpec:
-    return ToolSpec(name=name, description=kw.pop("description", GOOD_DESC),
-                    parameters=kw.pop("parameters", ADD_PARAMS), **kw)
+    return ToolSpec(
+        name=name, description=kw.pop("description", GOOD_DESC), parameters=kw.pop("parameters", ADD_PARAMS), **kw
+    )
 
 
 async def add_runner(args: dict, request_id: str) -> dict:
@@ -30,6 +31,7 @@ async def add_runner(args: dict, request_id: str) -> dict:
 
 
 # -- lint -------------------------------------------------------------------------------------
+
 
 def test_timeouts_follow_the_seed():
     assert (ORDINARY_TIMEOUT_S, HEAVY_TIMEOUT_S) == (10.0, 30.0)
@@ -66,6 +68,7 @@ def test_lint_flags_bad_source():
 
 # -- K6 normalisation ---------------------------------------------------------------------------
 
+
 def test_k6_schema_without_properties_is_normalised():
     raw = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}
     assert normalize_schema(raw) == {"type": "object", "properties": {}}
@@ -74,7 +77,8 @@ def test_k6_schema_without_properties_is_normalised():
 
 def test_normalize_recurses_into_nested_objects_and_combinators():
     raw = {
-        "$schema": "x", "type": "object",
+        "$schema": "x",
+        "type": "object",
         "properties": {
             "opts": {"type": "object", "$schema": "y"},
             "list": {"type": "array", "items": {"type": "object"}},
@@ -103,14 +107,23 @@ async def test_k6_normalised_tool_is_callable_with_empty_args():
     async def hello(args, rid):
         return "hello"
 
-    reg.register(ToolSpec(name="say_hello", description="Says hello; a K6 regression tool for tests.",
-                          parameters=params, source="mcp:x"), hello, strict=False)
+    reg.register(
+        ToolSpec(
+            name="say_hello",
+            description="Says hello; a K6 regression tool for tests.",
+            parameters=params,
+            source="mcp:x",
+        ),
+        hello,
+        strict=False,
+    )
     out = await reg.call("say_hello", {}, "r1")
     assert out.status == "ok" and out.content == "hello"
     assert reg.openai_tools()[0]["function"]["parameters"] == {"type": "object", "properties": {}}
 
 
 # -- registration ---------------------------------------------------------------------------------
+
 
 def test_k5_duplicate_name_is_refused_naming_both_sources():
     reg = ToolRegistry()
@@ -142,11 +155,14 @@ def test_openai_tools_shape():
     reg = ToolRegistry()
     reg.register(spec(), add_runner)
     [tool] = reg.openai_tools()
-    assert tool == {"type": "function", "function": {"name": "add_numbers", "description": GOOD_DESC,
-                                                     "parameters": ADD_PARAMS}}
+    assert tool == {
+        "type": "function",
+        "function": {"name": "add_numbers", "description": GOOD_DESC, "parameters": ADD_PARAMS},
+    }
 
 
 # -- calls --------------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def reg() -> ToolRegistry:
@@ -179,11 +195,14 @@ async def test_k4_exception_in_tool_becomes_error_outcome(reg):
     assert "boom" in out.error and "ValueError" in out.error
 
 
-@pytest.mark.parametrize("args, fragment", [
-    ({"a": 1}, "'b' is a required property"),
-    ({"a": "1", "b": 2}, "is not of type 'integer'"),
-    ({"a": 1, "b": 2, "c": 3}, "Additional properties"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        ({"a": 1}, "'b' is a required property"),
+        ({"a": "1", "b": 2}, "is not of type 'integer'"),
+        ({"a": 1, "b": 2, "c": 3}, "Additional properties"),
+    ],
+)
 async def test_schema_invalid_args_are_refused_before_running(reg, args, fragment):
     out = await reg.call("add_numbers", args, "c")
     assert out.status == "error" and out.error_kind == "invalid_arguments"
@@ -206,6 +225,7 @@ async def test_runner_errors_map_to_kinds():
     def raising(exc):
         async def run(args, rid):
             raise exc
+
         return run
 
     reg.register(spec("times_out", parameters=empty), raising(ToolTimeout("over 10 s")))
@@ -227,8 +247,9 @@ async def test_registry_enforces_timeout_on_hanging_runner(monkeypatch):
     async def hang(args, rid):
         await asyncio.sleep(60)
 
-    reg.register(spec("hangs_forever", parameters={"type": "object", "properties": {}, "required": []},
-                      timeout_s=0.2), hang)
+    reg.register(
+        spec("hangs_forever", parameters={"type": "object", "properties": {}, "required": []}, timeout_s=0.2), hang
+    )
     out = await reg.call("hangs_forever", {}, "c")
     assert out.error_kind == "timeout" and out.latency_s < 5
 
