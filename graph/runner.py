@@ -7,9 +7,11 @@ earlier checkpoint); the ``reminders`` graph, invoked in-process, runs its task 
 
 :func:`execute_turn`, step by step:
 
+0. build the chat model (``graph.resources.get_model``): a model that cannot be used raises
+   ``ModelUnavailableError`` before anything is written;
 1. hold the thread's lock (:func:`thread_lock`: one turn per thread at a time, across processes);
-2. open ``<data_dir>/checkpoints.sqlite`` (``graph.checkpoints.open_checkpointer``) and compile
-   the agent graph with it;
+2. open ``<data_dir>/checkpoints.sqlite`` (``graph.checkpoints.open_checkpointer``) and bind
+   the agent graph to it;
 3. rebuild the thread from its plain-text mirror if its head cannot be read
    (``graph.recovery.ensure_readable``; the observer is told);
 4. stream the graph (``stream_mode`` updates, custom, tasks and messages; the observer sees every
@@ -46,7 +48,7 @@ from graph.checkpoints import checkpoints_file, open_checkpointer
 from graph.context import Context
 from graph.mirror import ThreadMirror
 from graph.recovery import RecoveryReport, ensure_readable
-from graph.resources import drain_background
+from graph.resources import drain_background, get_model
 
 log = logging.getLogger(__name__)
 
@@ -199,6 +201,9 @@ async def execute_turn(
     (turn, resume, fork). ``observer``: who sees the progress and answers questions; with
     ``quiet`` it sees no node updates and is asked nothing."""
     watcher: TurnObserver = observer or _Silent()
+    # a model that cannot be built (no endpoint, an unknown embedded name) fails here, before
+    # the turn writes a checkpoint, a mirror line or a memory file (it is cached for call_model)
+    await get_model(context)
     data_dir = Path(context.data_dir)
     await asyncio.to_thread(data_dir.mkdir, parents=True, exist_ok=True)
     mirror = ThreadMirror(data_dir)

@@ -29,6 +29,7 @@ from graph.cli.common import (
 from graph.cli.render import (
     ConsoleObserver,
     console,
+    err_console,
     flat_metrics,
     preview_markup,
     print_messages,
@@ -192,6 +193,9 @@ def branch_fork(
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON only."),
 ) -> None:
     """Continue from an earlier checkpoint with a new message, as a new branch (it becomes active)."""
+    if not task.strip():
+        err_console.print("[red]error:[/red] the message is empty: say what the new branch should do")
+        raise typer.Exit(1)
     context = context_or_exit(model, base_url, data_dir, max_tool_rounds)
     path_dir = Path(context.data_dir)
     require_db(path_dir)
