@@ -36,7 +36,9 @@ async def test_an_existing_thread_keeps_its_head_when_the_model_is_unusable(scri
         async with open_checkpointer(checkpoints_file(data_dir)) as saver:
             agent = make_graph(saver)
             state = await agent.aget_state(config)
-            return state.config["configurable"]["checkpoint_id"], len([s async for s in agent.aget_state_history(config)])
+            return state.config["configurable"]["checkpoint_id"], len(
+                [s async for s in agent.aget_state_history(config)]
+            )
 
     before = await head_and_count()
     mirror = sorted((data_dir / "mirror").glob("*.jsonl"))
