@@ -22,7 +22,7 @@ from typer.core import TyperGroup
 from graph.branches import BranchError, Branches
 from graph.builder import make_graph
 from graph.checkpoints import checkpoints_file, open_checkpointer
-from graph.cli.render import console, err_console, stop_live
+from graph.cli.render import err_console, stop_live
 from graph.context import Context, MachineSettings, SettingsError
 from graph.mirror import ThreadMirror
 from graph.model import ModelUnavailableError, astop_embedded_server
@@ -164,8 +164,7 @@ def context_or_exit(
     try:
         return make_context(model, base_url, data_dir, max_tool_rounds)
     except ValueError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(1) from None
+        raise typer.Exit(report_error(exc, str(exc))) from None
 
 
 def resolve_data_dir(data_dir: str | None) -> Path:
@@ -276,18 +275,18 @@ def require_db(data_dir: Path) -> Path:
     so the read-only commands neither fail with a traceback nor write to a damaged file."""
     path = checkpoints_file(data_dir)
     if not path.exists():
-        console.print(f"[red]error:[/red] no checkpoints at {path} (wrong --data-dir, or no run yet)")
-        raise typer.Exit(1)
+        raise typer.Exit(report_error(None, f"no checkpoints at {path} (wrong --data-dir, or no run yet)"))
     problem = checkpoint_file_problem(path)
     if problem:
         aside = f"{path}.broken-{time.strftime('%Y%m%d-%H%M%S')}"
-        console.print(
-            f"[red]error:[/red] the checkpoint file cannot be read ({problem}); nothing was changed. Move it "
-            f"aside (mv {path} {aside}) and rerun `hermes run --thread THREAD ...`: each thread is rebuilt "
-            f"from its plain-text mirror in {data_dir / 'mirror'}.",
-            highlight=False,
+        raise typer.Exit(
+            report_error(
+                None,
+                f"the checkpoint file cannot be read ({problem}); nothing was changed. Move it aside "
+                f"(mv {path} {aside}) and rerun `hermes run --thread THREAD ...`: each thread is rebuilt "
+                f"from its plain-text mirror in {data_dir / 'mirror'}.",
+            )
         )
-        raise typer.Exit(1)
     return path
 
 

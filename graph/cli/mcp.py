@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from graph.cli.common import DATA_DIR_OPT, MCP_OPT, app, context_or_exit, guarded, run_sync
+from graph.cli.common import DATA_DIR_OPT, MCP_OPT, app, context_or_exit, guarded, report_error, run_sync
 from graph.cli.render import console
 from graph.resources import open_toolbox
 
@@ -104,7 +105,7 @@ def mcp_list(data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT, json_out: 
             )
         console.print(table)
         for where, problem in tb.problems.items():
-            console.print(f"[yellow]left out[/yellow] {where}: {problem}")
+            console.print(f"[yellow]left out[/yellow] {escape(str(where))}: {escape(str(problem))}")
         return 0
 
     raise typer.Exit(_with_toolbox(data_dir, mcp_config, show))
@@ -116,8 +117,7 @@ def mcp_tools(server: str, data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_O
 
     async def show(tb: Any) -> int:
         if server not in tb.mcp.servers:
-            console.print(f"[red]error:[/red] no MCP server {server!r}; configured: {', '.join(tb.mcp.servers)}")
-            return 1
+            return report_error(None, f"no MCP server {server!r}; configured: {', '.join(tb.mcp.servers)}")
         table = Table(
             "registered name",
             "server's name",
@@ -143,7 +143,7 @@ def mcp_tools(server: str, data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_O
             )
         console.print(table)
         for name, reason in tb.mcp.servers[server].skipped.items():
-            console.print(f"[yellow]skipped[/yellow] {name}: {reason}")
+            console.print(f"[yellow]skipped[/yellow] {escape(str(name))}: {escape(str(reason))}")
         return 0
 
     raise typer.Exit(_with_toolbox(data_dir, mcp_config, show))
@@ -163,14 +163,12 @@ def mcp_call(
         args = json.loads(args_json)
         assert isinstance(args, dict)
     except (json.JSONDecodeError, AssertionError):
-        console.print('[red]error:[/red] ARGS_JSON must be a JSON object, e.g. \'{"channel": "x"}\'')
-        raise typer.Exit(1) from None
+        raise typer.Exit(report_error(None, 'ARGS_JSON must be a JSON object, e.g. \'{"channel": "x"}\'')) from None
 
     async def call(tb: Any) -> int:
         srv = tb.mcp.servers.get(server)
         if srv is None:
-            console.print(f"[red]error:[/red] no MCP server {server!r}; configured: {', '.join(tb.mcp.servers)}")
-            return 1
+            return report_error(None, f"no MCP server {server!r}; configured: {', '.join(tb.mcp.servers)}")
         answer = timeout or srv.settings.timeout_s or 10.0
 
         def progress(value: float, total: float | None, message: str | None) -> None:
@@ -260,13 +258,11 @@ def mcp_auth(
     try:
         entries = load_config(Path(source)) if source else {}
     except MCPConfigError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(1) from None
+        raise typer.Exit(report_error(exc, str(exc))) from None
     entry = entries.get(server)
     if entry is None or not entry.get("auth") or not entry.get("url"):
         where = f"in {source}" if source else "(no MCP config: set --mcp-config or HERMES_MCP_CONFIG)"
-        console.print(f"[red]error:[/red] no HTTP MCP server {server!r} with an 'auth' entry {where}")
-        raise typer.Exit(1)
+        raise typer.Exit(report_error(None, f"no HTTP MCP server {server!r} with an 'auth' entry {where}"))
 
     async def go() -> int:
         srv = MCPServer(
@@ -275,8 +271,7 @@ def mcp_auth(
         try:
             await srv.start()
         except Exception as exc:  # noqa: BLE001 - reported, exit 1
-            console.print(f"[red]error:[/red] {server}: not authorised: {exc}")
-            return 1
+            return report_error(exc, f"{server}: not authorised: {exc}")
         finally:
             await srv.aclose()
         console.print(

@@ -17,7 +17,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from graph.cli.common import DATA_DIR_OPT, app, guarded, run_sync
+from graph.cli.common import DATA_DIR_OPT, app, guarded, report_error, run_sync
 from graph.cli.render import console, err_console
 from graph.context import Context
 from graph.resources import get_memory
@@ -39,8 +39,7 @@ def memory_context(data_dir: str | None, user: str | None, **extra: Any) -> Cont
     try:
         return Context(**overrides)
     except ValueError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(1) from None
+        raise typer.Exit(report_error(exc, str(exc))) from None
 
 
 def _event_json(event) -> dict[str, Any]:
@@ -215,8 +214,7 @@ def memory_show(
         try:
             layer, record = await _resolve(mem, context.user_id, ref)
         except LookupError as exc:
-            err_console.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(1) from None
+            raise typer.Exit(report_error(exc, str(exc))) from None
         data = _event_json(record) if layer == "episodic" else _fact_json(record)
         if layer == "semantic":
             data["evidence_episodes"] = [
@@ -252,8 +250,7 @@ def memory_forget(
         try:
             layer, record = await _resolve(mem, context.user_id, ref)
         except LookupError as exc:
-            err_console.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(1) from None
+            raise typer.Exit(report_error(exc, str(exc))) from None
         text = record.text if layer == "episodic" else record.statement
         if not yes and not typer.confirm(f"forget {layer}:{record.id}: {text[:120]!r}?", default=False):
             console.print("kept")

@@ -20,6 +20,7 @@ from graph.cli.common import (
     context_or_exit,
     guarded,
     reminders_app,
+    report_error,
     resolve_data_dir,
     run_sync,
 )
@@ -51,7 +52,7 @@ def parse_now_or_exit(value: str | None) -> dt.datetime:
     try:
         return dt.datetime.fromisoformat(value)
     except ValueError:
-        err_console.print(f"[red]error:[/red] --now must be ISO-8601 (e.g. 2026-12-01T09:30:00), got {value!r}")
+        report_error(None, f"--now must be ISO-8601 (e.g. 2026-12-01T09:30:00), got {value!r}")
         raise typer.Exit(1) from None
 
 
