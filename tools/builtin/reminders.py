@@ -31,6 +31,13 @@ Periods are months (``"2026-12"``). A day beyond a month's length runs on that m
 (``day_of_month=31`` runs on 30 November, 28 or 29 February): that is a stated adjustment
 (``adjustment`` in the result), never an error. A day outside 1-31 or a time that is not
 ``HH:MM`` is an error and nothing is written. All clocks are injectable (``now``).
+
+The function is called outside the tool's JSON Schema too (tests, the CLI, other code), so it
+applies the schema's bounds itself: ``text`` at most :data:`MAX_TEXT_CHARS` chars,
+``action.task`` at most :data:`MAX_TASK_CHARS`, ``action.args`` plain JSON (an object with
+string keys and finite numbers, at most :data:`MAX_ARGS_DEPTH` levels deep and
+:data:`MAX_ARGS_CHARS` chars as JSON text). Every pattern must match the whole value (a time
+with a trailing newline is not a time).
 """
 
 from __future__ import annotations
@@ -38,22 +45,43 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import json
+import math
 import re
+import reprlib
 import sqlite3
 import time as _time
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import referencing.exceptions
 
 from tools.schema_versions import SCHEMA_FILE
 
-TIME_RE = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
-TOOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{2,63}$")
-THREAD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
+# Matched with ``fullmatch`` only: ``$`` also matches before a trailing newline.
+TIME_RE = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
+TOOL_NAME_RE = re.compile(r"[a-z][a-z0-9_]{2,63}")
+THREAD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}")
 RECURRENCES = ("monthly",)
 ACTION_KINDS = ("task", "tool")
-MAX_TASK_CHARS = 2000
+MAX_TEXT_CHARS = 500  # the tool schema's text maxLength (tools/builtin/catalog.py)
+MAX_TASK_CHARS = 2000  # the tool schema's action.task maxLength
+# The biggest real arguments (generate_report: 8 queries of up to 4000 chars of SQL) are about
+# 35 000 chars; the depth bound keeps every later json.dumps/loads and schema check far from
+# the recursion limit.
+MAX_ARGS_CHARS = 64_000
+MAX_ARGS_DEPTH = 32
+MAX_ACTION_CHARS = 4 * (MAX_ARGS_CHARS + MAX_TASK_CHARS)  # an action given as JSON text (room for escapes)
+# A registered schema jsonschema cannot use (not a valid schema, an unknown type, a $ref that
+# resolves nowhere or only to itself): what validating against it raises.
+_UNUSABLE_SCHEMA = (
+    jsonschema.exceptions.SchemaError,
+    jsonschema.exceptions.UnknownType,
+    jsonschema.exceptions.UndefinedTypeCheck,
+    referencing.exceptions.Unresolvable,
+    RecursionError,
+    re.error,
+)
 DB_FILE = "reminders.db"
 _COLUMNS = (
     "id",
@@ -168,51 +196,112 @@ def next_monthly_run(day_of_month: int, time: str, now: dt.datetime) -> dt.datet
 # -- validation ---------------------------------------------------------------------------------
 
 
+_REPR = reprlib.Repr()  # (keyword arguments only from Python 3.12)
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 60, 60
+_REPR.maxlist = _REPR.maxdict = _REPR.maxtuple = _REPR.maxset = 4
+
+
+def _short(value: Any) -> str:
+    """A bounded ``repr`` for error messages: a megabyte or a 5000-deep value must not be echoed
+    (nor make ``repr`` itself raise RecursionError)."""
+    return _REPR.repr(value)
+
+
+def plain_json_problem(value: Any, where: str = "args") -> str | None:
+    """What keeps ``value`` from being plain JSON within the bounds of ``action.args``, or None.
+
+    Plain JSON: dicts with ``str`` keys, lists, ``str``, ``int``, ``bool``, finite ``float``,
+    None (no tuple, set, bytes, NaN or Infinity, which ``json.dumps`` would silently turn into
+    something else or into non-standard JSON), at most :data:`MAX_ARGS_DEPTH` containers deep
+    and at most :data:`MAX_ARGS_CHARS` chars as JSON text. The walk is iterative and stops as
+    soon as a bound is passed, so no size or depth of input exhausts the stack or the clock."""
+    budget = MAX_ARGS_CHARS  # counts down a lower bound of the JSON text's length
+    stack: list[tuple[Any, tuple[str, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        if len(path) > MAX_ARGS_DEPTH:
+            return f"{where} nest deeper than {MAX_ARGS_DEPTH} levels"
+        budget -= 1 + (len(item) if isinstance(item, (dict, list)) else 0)  # before a huge one is walked
+        if budget < 0:
+            return f"{where} are over {MAX_ARGS_CHARS} chars as JSON"
+        if isinstance(item, dict):
+            for key, sub in item.items():
+                if not isinstance(key, str):
+                    at = _short("/".join((where, *path)))
+                    return f"{at} has a key that is not a string: {_short(key)} ({type(key).__name__})"
+                budget -= len(key) + 3
+                stack.append((sub, (*path, key)))
+        elif isinstance(item, list):
+            stack.extend((sub, (*path, str(i))) for i, sub in enumerate(item))
+        elif isinstance(item, str):
+            budget -= len(item) + 2
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return f"{_short('/'.join((where, *path)))} is {item!r}; JSON has no NaN or Infinity"
+        elif item is not None and not isinstance(item, int):  # bool is an int
+            return f"{_short('/'.join((where, *path)))} is a {type(item).__name__}, not a JSON value"
+        if budget < 0:
+            return f"{where} are over {MAX_ARGS_CHARS} chars as JSON"
+    if len(json.dumps(value, ensure_ascii=False, allow_nan=False)) > MAX_ARGS_CHARS:
+        return f"{where} are over {MAX_ARGS_CHARS} chars as JSON"
+    return None
+
+
 def normalize_action(action: Any, text: str) -> dict[str, Any]:
     """A checked action dict (see module doc); None → ``{"kind": "task", "task": text}``.
-    Raises ValueError naming what is wrong."""
+    ``action`` may be given as JSON text (at most :data:`MAX_ACTION_CHARS` chars). Raises
+    ValueError naming what is wrong, whatever the value (never a TypeError or RecursionError)."""
     if action is None:
         return {"kind": "task", "task": text}
     if isinstance(action, str):
+        if len(action) > MAX_ACTION_CHARS:
+            raise ValueError(f"action is {len(action)} chars of JSON; the limit is {MAX_ACTION_CHARS}")
         try:
             action = json.loads(action)
         except json.JSONDecodeError:
             raise ValueError('action must be an object like {"kind": "task", "task": "..."}') from None
+        except RecursionError:
+            raise ValueError(f"action is JSON nested too deep; args may nest {MAX_ARGS_DEPTH} levels") from None
     if not isinstance(action, dict):
         raise ValueError(f"action must be an object, got {type(action).__name__}")
+    odd = [key for key in action if not isinstance(key, str)]
+    if odd:
+        raise ValueError(f"action keys must be strings, got {_short(odd[0])} ({type(odd[0]).__name__})")
     kind = action.get("kind", "task")
     if kind not in ACTION_KINDS:
-        raise ValueError(f"action.kind must be one of {ACTION_KINDS}, got {kind!r}")
+        raise ValueError(f"action.kind must be one of {ACTION_KINDS}, got {_short(kind)}")
     if kind == "task":
         unknown = sorted(set(action) - {"kind", "task", "thread_id"})
         if unknown:
             raise ValueError(f"a task action takes kind, task, thread_id; unknown: {unknown}")
         task = action.get("task")
         task = text if task is None else task
-        if not isinstance(task, str) or not task.strip():
+        if not isinstance(task, str):
+            raise ValueError(f"action.task must be a string, got {type(task).__name__} {_short(task)}")
+        if not task.strip():
             raise ValueError("action.task is empty; say what the agent should do when it fires")
         if len(task) > MAX_TASK_CHARS:
             raise ValueError(f"action.task is {len(task)} chars; the limit is {MAX_TASK_CHARS}")
         out: dict[str, Any] = {"kind": "task", "task": task.strip()}
         thread = action.get("thread_id")
         if thread not in (None, ""):
-            if not isinstance(thread, str) or not THREAD_RE.match(thread):
-                raise ValueError(f"action.thread_id must match {THREAD_RE.pattern}, got {thread!r}")
+            if not isinstance(thread, str) or not THREAD_RE.fullmatch(thread):
+                raise ValueError(f"action.thread_id must match {THREAD_RE.pattern}, got {_short(thread)}")
             out["thread_id"] = thread
         return out
     unknown = sorted(set(action) - {"kind", "tool", "args"})
     if unknown:
         raise ValueError(f"a tool action takes kind, tool, args; unknown: {unknown}")
     tool = action.get("tool")
-    if not isinstance(tool, str) or not TOOL_NAME_RE.match(tool):
-        raise ValueError(f"action.tool must be a tool name ({TOOL_NAME_RE.pattern}), got {tool!r}")
-    args = action.get("args") or {}
+    if not isinstance(tool, str) or not TOOL_NAME_RE.fullmatch(tool):
+        raise ValueError(f"action.tool must be a tool name ({TOOL_NAME_RE.pattern}), got {_short(tool)}")
+    args = action.get("args")
+    args = {} if args is None else args  # only a missing args means none: [] or "" is not {}
     if not isinstance(args, dict):
-        raise ValueError(f"action.args must be an object, got {type(args).__name__}")
-    try:
-        json.dumps(args)
-    except (TypeError, ValueError):
-        raise ValueError("action.args must be plain JSON") from None
+        raise ValueError(f"action.args must be an object, got {type(args).__name__} {_short(args)}")
+    problem = plain_json_problem(args, "action.args")
+    if problem:
+        raise ValueError(f"action.args must be plain JSON: {problem}")
     return {"kind": "tool", "tool": tool, "args": args}
 
 
@@ -237,7 +326,7 @@ def registered_tools(data_dir: Path | str) -> dict[str, dict[str, Any]] | None:
     for tool, params in rows:
         try:
             schema = json.loads(params)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             continue
         if isinstance(schema, dict):
             known[str(tool)] = schema
@@ -249,7 +338,11 @@ def check_tool_action(action: dict[str, Any], data_dir: Path | str) -> None:
     tool the registry of ``data_dir`` has not registered, or its ``args`` do not fit that
     tool's parameters (the JSON Schema the registry validates calls against, so the firing
     would be refused the same way). Nothing to check against (see :func:`registered_tools`):
-    no error."""
+    no error. A registered schema that jsonschema cannot use (not a valid JSON Schema, an
+    unknown type, a ``$ref`` that resolves nowhere or only to itself) is not the caller's
+    fault and cannot be checked against: the tool is known, so the action is accepted without
+    the arguments check (the registry refuses to register such a schema, so the row is a
+    damaged store's; a firing reports any failure of the call)."""
     known = registered_tools(data_dir)
     if known is None:
         return
@@ -263,9 +356,12 @@ def check_tool_action(action: dict[str, Any], data_dir: Path | str) -> None:
             f"registered tools: {listed or 'none'}"
         )
     try:
-        validator = jsonschema.validators.validator_for(schema)(schema)
-        error = jsonschema.exceptions.best_match(validator.iter_errors(action.get("args") or {}))
-    except jsonschema.exceptions.SchemaError:  # a tool's own broken schema is its registry's problem
+        if not isinstance(schema.get("$schema", ""), str):  # validator_for would raise AttributeError
+            raise jsonschema.exceptions.SchemaError(f"$schema is not a string: {_short(schema['$schema'])}")
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        error = jsonschema.exceptions.best_match(cls(schema).iter_errors(action.get("args") or {}))
+    except _UNUSABLE_SCHEMA:
         return
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path)
@@ -287,7 +383,7 @@ def row_to_reminder(row: tuple) -> dict[str, Any]:
         action = json.loads(out["action"]) if out.get("action") else {"kind": "task", "task": out["text"]}
         if not isinstance(action, dict):
             raise ValueError("the action is not a JSON object")
-    except ValueError as exc:  # a corrupt row is shown as such; it must not hide the others
+    except (ValueError, RecursionError) as exc:  # a corrupt row is shown as such; it must not hide the others
         out["damaged"] = f"its action record cannot be read ({exc}); schedule it again and delete this one"
         action = {"kind": "damaged", "raw": str(out.get("action"))[:200]}
     out["action"] = action
@@ -324,19 +420,26 @@ def schedule_reminder(
     A reminder identical in text (case and spacing ignored), day, time and recurrence is not
     created twice: the existing one is returned with ``already_existed: true`` (asking twice
     must not remind twice; a different ``action`` is not applied, ``note`` says so). Raises
-    ValueError (nothing written) for empty text, a day outside 1-31, a time not ``HH:MM``
-    (24 h), a recurrence other than ``monthly``, a malformed action, or a tool action naming a
+    ValueError (nothing written; never another exception for a bad value) for text that is not
+    a string, empty or over :data:`MAX_TEXT_CHARS` chars, a day outside 1-31, a time not exactly
+    ``HH:MM`` (24 h), a recurrence other than ``monthly``, a malformed action (see
+    :func:`normalize_action`: ``args`` must be a plain-JSON object within
+    :data:`MAX_ARGS_CHARS` chars and :data:`MAX_ARGS_DEPTH` levels), or a tool action naming a
     tool the data directory's registry does not know or arguments that do not fit it
     (:func:`check_tool_action`). ``now``: the clock (default: the real one)."""
+    if text is not None and not isinstance(text, str):
+        raise ValueError(f"text must be a string, got {type(text).__name__} {_short(text)}")
     text = (text or "").strip()
     if not text:
         raise ValueError("text is empty; say what to remind about")
+    if len(text) > MAX_TEXT_CHARS:
+        raise ValueError(f"text is {len(text)} chars; the limit is {MAX_TEXT_CHARS} (put details in action.task)")
     if isinstance(day_of_month, bool) or not isinstance(day_of_month, int) or not 1 <= day_of_month <= 31:
-        raise ValueError(f"day_of_month must be a whole number 1-31, got {day_of_month!r}")
-    if not isinstance(time, str) or not TIME_RE.match(time):
-        raise ValueError(f"time must be HH:MM (24 h, e.g. 09:00), got {time!r}")
+        raise ValueError(f"day_of_month must be a whole number 1-31, got {_short(day_of_month)}")
+    if not isinstance(time, str) or not TIME_RE.fullmatch(time):
+        raise ValueError(f"time must be HH:MM (24 h, e.g. 09:00), got {_short(time)}")
     if recurrence not in RECURRENCES:
-        raise ValueError(f"recurrence must be one of {RECURRENCES}, got {recurrence!r}")
+        raise ValueError(f"recurrence must be one of {RECURRENCES}, got {_short(recurrence)}")
     checked = normalize_action(action, text)
     if checked["kind"] == "tool":
         check_tool_action(checked, data_dir)
