@@ -99,7 +99,12 @@ def build_system_prompt(
     if migrations:
         parts.append("Tool changes since earlier in this conversation:\n" + "\n".join(migrations))
     if memories:
-        parts.append("What you remember (type · date · confidence · evidence):\n" + "\n".join(memories))
+        # a small model answered a new data question by copying the shape of a remembered
+        # answer, with no tool call (fresh user, 2026-12-02): memories are context, not data
+        parts.append(
+            "What you remember (type · date · confidence · evidence). These are earlier turns, not current "
+            "data: answer a question about data from a tool's result, never from these figures:\n" + "\n".join(memories)
+        )
     if archive:
         parts.append("Earlier in this session (summary of older turns):\n" + "\n".join(archive))
     return "\n\n".join(parts)

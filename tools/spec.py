@@ -127,7 +127,7 @@ def lint(spec: ToolSpec) -> list[str]:
     valid ``result_schema``, ``source`` is ``builtin`` or ``mcp:<server>``.
     """
     problems: list[str] = []
-    if not NAME_RE.match(spec.name or ""):
+    if not NAME_RE.fullmatch(spec.name or ""):
         problems.append(f"name {spec.name!r} must match {NAME_RE.pattern} (snake_case, 3-64 chars)")
     desc = (spec.description or "").strip()
     if len(desc) < MIN_DESCRIPTION_CHARS:

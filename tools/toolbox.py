@@ -249,7 +249,7 @@ class Toolbox:
         existing = self.registry.get(base)
         if existing is not None:
             log.warning("MCP tool %s of %s collides with %s; namespacing", tool.name, server.name, existing.source)
-        name = next((c for c in candidates if c not in self.registry and NAME_RE.match(c)), None)
+        name = next((c for c in candidates if c not in self.registry and NAME_RE.fullmatch(c)), None)
         if name is None:
             self.problems[f"{server.name}:{tool.name}"] = f"refused: names {candidates} are taken or invalid"
             return

@@ -112,6 +112,8 @@ def test_current_goal_is_kept_before_older_history():
 def test_prompt_order():
     system = build_system_prompt(["[episodic · 2026-11-01 · confidence 0.90 · direct] ran a report"])
     assert system.index("Hermes") < system.index("What you remember")
+    # recalled figures are context, not data: the model is told to read data with a tool
+    assert "not current data" in system and system.index("not current data") < system.index("ran a report")
     state = State(
         messages=[
             HumanMessage("goal", id="h"),

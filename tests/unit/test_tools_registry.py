@@ -287,3 +287,19 @@ async def test_failed_side_effect_call_may_be_retried():
     assert (await reg.call("flaky_write", {"a": 1, "b": 2}, "r")).status == "error"
     assert (await reg.call("flaky_write", {"a": 1, "b": 2}, "r")).content == "done"
     assert len(attempts) == 2
+
+
+@pytest.mark.parametrize("name", ["good_name\n", "good_name\r\n"])
+def test_a_name_with_a_trailing_line_break_is_refused_by_lint(name):
+    # `$` matches before a final newline: names are checked whole (fullmatch)
+    params = {"type": "object", "properties": {}, "required": []}
+    spec = ToolSpec(name=name, description="A tool whose name ends in a line break.", parameters=params)
+    assert any("must match" in p for p in lint(spec))
+
+
+def test_a_month_with_a_trailing_newline_is_refused_by_the_demo_generator(tmp_path):
+    from tools.builtin.demo_db import generate_sales_db
+
+    with pytest.raises(ValueError):
+        generate_sales_db(tmp_path / "x.db", end_month="2026-01\n")
+    assert not (tmp_path / "x.db").exists()

@@ -126,7 +126,7 @@ def generate_sales_db(path: Path | str, months: int = 6, end_month: str | None =
     Raises ValueError on a malformed ``end_month`` or ``months < 1``.
     """
     end_month = end_month or last_full_month()
-    if not MONTH_RE.match(end_month):
+    if not MONTH_RE.fullmatch(end_month):
         raise ValueError(f"end_month must be YYYY-MM, got {end_month!r}")
     if months < 1:
         raise ValueError("months must be >= 1")
@@ -204,7 +204,7 @@ def generate_invoices_db(path: Path | str, years: int = 3, end_month: str | None
     before today), 25–60 invoices a month, 1–3 lines each; ``net_amount_cents`` = sum of the
     lines, ``vat_cents`` = 20 % of it (rounded). Raises ValueError on bad arguments."""
     end_month = end_month or last_full_month()
-    if not MONTH_RE.match(end_month):
+    if not MONTH_RE.fullmatch(end_month):
         raise ValueError(f"end_month must be YYYY-MM, got {end_month!r}")
     if years < 1:
         raise ValueError("years must be >= 1")

@@ -78,7 +78,7 @@ def load_config(source: Path | str | dict[str, Any]) -> dict[str, dict[str, Any]
 def to_connection(name: str, entry: dict[str, Any]) -> dict[str, Any]:
     """One ``mcpServers`` entry → a langchain-mcp-adapters ``Connection`` dict.
     Raises MCPConfigError (naming the server) when the entry is unusable."""
-    if not SERVER_NAME_RE.match(name):
+    if not SERVER_NAME_RE.fullmatch(name):
         raise MCPConfigError(f"MCP server name {name!r} must match {SERVER_NAME_RE.pattern}")
     if not isinstance(entry, dict):
         raise MCPConfigError(f"MCP server '{name}': entry must be an object")
@@ -266,7 +266,7 @@ def _misc(where: str, entry: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     group = entry.get("replicaGroup", entry.get("replica_group"))
     if group is not None:
-        if not (isinstance(group, str) and SERVER_NAME_RE.match(group)):
+        if not (isinstance(group, str) and SERVER_NAME_RE.fullmatch(group)):
             raise MCPConfigError(
                 f"{where}: 'replicaGroup' must be a name matching {SERVER_NAME_RE.pattern}, got {group!r}"
             )

@@ -64,7 +64,7 @@ Channel = Annotated[
 
 def _check_channel(channel: str) -> str:
     channel = (channel or "").strip().lstrip("#")
-    if not CHANNEL_RE.match(channel):
+    if not CHANNEL_RE.fullmatch(channel):
         raise ValueError(f"invalid channel {channel!r}: use letters, digits, '-', '_' or '.' (max 64)")
     return channel
 
