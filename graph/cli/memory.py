@@ -68,6 +68,8 @@ def memory_list(
 ) -> None:
     """What Hermes remembers of the user, newest first: episodic events and semantic facts
     with their type, date, confidence, evidence and status."""
+    if layer not in ("episodic", "semantic", "all"):
+        raise typer.Exit(report_error(None, f"--layer must be episodic, semantic or all, got {layer!r}"))
     context = memory_context(data_dir, user)
 
     async def go() -> None:

@@ -79,3 +79,10 @@ def test_consolidate_prints_the_runs_counts(data):
     twice = call("consolidate", "--data-dir", data, "--json", "--every", "0.1s", "--times", "2")
     assert twice.exit_code == 0 and len(twice.output.strip().splitlines()) == 2
     assert call("consolidate", "--data-dir", data, "--every", "soon").exit_code != 0
+
+
+@pytest.mark.parametrize("layer", ["facts", "Episodic", ""])
+def test_an_unknown_layer_is_refused_not_listed_as_all(data, layer):
+    out = call("list", "--user", "alice", "--data-dir", data, "--layer", layer)
+    assert out.exit_code == 1
+    assert "--layer must be episodic, semantic or all" in out.stderr
