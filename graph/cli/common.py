@@ -28,6 +28,7 @@ from graph.mirror import ThreadMirror
 from graph.model import ModelUnavailableError, astop_embedded_server
 from graph.resources import aclose_resources
 from graph.runner import NothingToResumeError, ThreadBusyError
+from tools.mcp.config import MCPConfigError
 
 
 def debug() -> bool:
@@ -239,6 +240,8 @@ async def guarded(
         code, message, failure = 2, f"model unavailable: {exc}", exc
     except (ThreadBusyError, NothingToResumeError, BranchError) as exc:
         code, message, failure = 1, str(exc), exc
+    except MCPConfigError as exc:
+        code, message, failure = 1, f"{exc} (the MCP config named by --mcp-config or HERMES_MCP_CONFIG)", exc
     except sqlite3.DatabaseError as exc:
         code, message, failure = 1, damaged_database_message(Path(context.data_dir) if context else None, exc), exc
     except asyncio.CancelledError:

@@ -30,3 +30,13 @@ def test_an_mcp_server_name_with_brackets_is_printed_as_given(tmp_path: Path):
     )
     assert result.exit_code == 1
     assert "no HTTP MCP server 'x[/]y'" in result.stderr
+
+
+@pytest.mark.parametrize("content", ['{"mcpServers": {', "[]", '{"servers": {}}'])
+def test_a_bad_mcp_config_is_one_line_naming_the_setting(tmp_path: Path, content: str):
+    config = tmp_path / "mcp.json"
+    config.write_text(content)
+    result = CliRunner().invoke(app, ["mcp", "list", "--data-dir", str(tmp_path / "d"), "--mcp-config", str(config)])
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "HERMES_MCP_CONFIG" in lines[0] and "HERMES_DEBUG" not in lines[0]
