@@ -151,6 +151,8 @@ class BranchTree:
         if len(hits) == 1:
             return hits[0]
         if not hits:
+            if not self.nodes:  # the thread itself is unknown: say that, not "no checkpoint"
+                raise BranchError(f"no thread {self.thread_id!r} (its threads: `hermes session list`)")
             raise BranchError(
                 f"no checkpoint {ref!r} in thread {self.thread_id!r} (see `hermes branch show {self.thread_id}`)"
             )

@@ -56,7 +56,9 @@ def branch_list(
         async with OpenAgent(path_dir) as (_, branches):
             tree = await branches.branch_tree(thread)
         if not tree.nodes:
-            raise LookupError(f"no checkpoints for thread {thread!r} in {checkpoints_file(path_dir)}")
+            raise LookupError(
+                f"no checkpoints for thread {thread!r} in {checkpoints_file(path_dir)} (its threads: `hermes session list`)"
+            )
         rows: list[dict[str, Any]] = []
         for head in reversed(tree.heads):
             node = tree.nodes[head]
@@ -117,7 +119,9 @@ def branch_show(
         async with OpenAgent(path_dir) as (agent, branches):
             tree = await branches.branch_tree(thread)
             if not tree.nodes:
-                raise LookupError(f"no checkpoints for thread {thread!r} in {checkpoints_file(path_dir)}")
+                raise LookupError(
+                    f"no checkpoints for thread {thread!r} in {checkpoints_file(path_dir)} (its threads: `hermes session list`)"
+                )
             if not checkpoint:
                 console.print(render_tree(tree, compact=compact), highlight=False)
                 return
@@ -320,7 +324,9 @@ def session_show(
                     console.print(f"and it has no mirror at {mirrored.path}")
                 raise typer.Exit(1)
             if snap is None or snap.created_at is None:
-                raise LookupError(f"no checkpoints for thread {thread!r} in {checkpoints_file(path_dir)}")
+                raise LookupError(
+                    f"no checkpoints for thread {thread!r} in {checkpoints_file(path_dir)} (its threads: `hermes session list`)"
+                )
             tree = await branches.branch_tree(thread)
         values = snap.values
         messages = list(values.get("messages") or [])

@@ -4,6 +4,7 @@ refused before anything runs."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,10 @@ def test_a_fork_without_a_message_is_refused(tmp_path: Path, message: str):
     assert result.exit_code == 1
     assert "message is empty" in result.output
     assert not (tmp_path / "checkpoints.sqlite").exists()
+
+
+def test_forking_a_thread_that_does_not_exist_says_so(scripted, data_dir: Path):
+    asyncio.run(execute_turn("hello", scripted([AIMessage("hi there")]), "t1"))
+    result = CliRunner().invoke(app, ["branch", "fork", "nosuch", "abc123", "again", "--data-dir", str(data_dir)])
+    assert result.exit_code == 1
+    assert "no thread 'nosuch'" in result.stderr and "hermes session list" in result.stderr
