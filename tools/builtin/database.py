@@ -64,13 +64,19 @@ MAX_CELL_CHARS = 300
 #: describe_database lists at most this many tables, and this many columns per table.
 MAX_TABLES = 40
 MAX_COLUMNS = 40
-#: Non-NULL values sampled from a text column to decide whether it holds ISO dates.
+#: Non-NULL, non-blank values sampled from a column to decide whether it holds dates.
 DATE_SAMPLE = 20
+#: Share of the sampled values that must be dates (or periods) for a column to count as one:
+#: a stray 'N/A' or '-' among ISO dates must not switch the period check off for that column.
+DATE_SHARE = 0.9
+#: Characters of a name or SQL fragment quoted back in an error message at most.
+MAX_ECHO_CHARS = 200
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _ISO_DATE_RE = re.compile(
     r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
-    r"([ T]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$"
+    r"([ T]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$",
+    re.ASCII,  # ISO dates are written in 0-9: SQLite's date functions read no other digits
 )
 _DATE_TYPE_RE = re.compile(r"DATE|TIMESTAMP", re.IGNORECASE)
 _NUMERIC_TYPE_RE = re.compile(r"INT|REAL|FLOA|DOUB|NUM|DEC|BOOL|BLOB", re.IGNORECASE)
@@ -88,9 +94,19 @@ _PERIOD_TEXT_RE = re.compile(
     rf"|{_MONTH_NAME}[ ,\-']*\d{{2}}(\d{{2}})?|\d{{4}}[ ,\-]*{_MONTH_NAME}"
     r"|\d{4}[ \-]?Q[1-4]|Q[1-4][ \-]?\d{4}|\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}"
     r"|\d{4}-\d{2}-\d{2}([ T].*)?",
-    re.IGNORECASE,
+    re.IGNORECASE | re.ASCII,
 )
-_PERIOD_NUMBER_TEXT_RE = re.compile(r"(19|20)\d{2}((0[1-9]|1[0-2])(\d{2})?)?")
+_PERIOD_NUMBER_TEXT_RE = re.compile(r"(19|20)\d{2}((0[1-9]|1[0-2])(\d{2})?)?", re.ASCII)
+# a column name that says it holds a point in time (created_at, paid_on, order_date, event_time,
+# timestamp, ts, createdAt, sent_at_ms): its integers in an epoch range are Unix timestamps
+_TIME_NAME_RE = re.compile(
+    r"(^|_)(at|on|date|time|timestamp|datetime|ts|epoch)(_(ms|millis|s|secs?|seconds|utc))?$"
+    r"|^(timestamp|datetime|ts|epoch|time|date)(_|$)"
+    r"|(^|_)(created|updated|modified|deleted|inserted)(_|$)"
+)
+#: Unix timestamps a time-named INTEGER column may hold: seconds or milliseconds, 1973-2286.
+_EPOCH_SECONDS = (1e8, 1e10)
+_EPOCH_MILLIS = (1e11, 1e13)
 _PERIOD_NAME_RE = re.compile(
     r"year|month|quarter|period|date|day|week|yyyy|fiscal|(^|_)(yr|mon|qtr|fy|ym|dt)(_|$)", re.IGNORECASE
 )
@@ -347,12 +363,30 @@ def _tree(sql: str) -> exp.Expr | None:
 # -- checking a statement -------------------------------------------------------------------------
 
 
+def strip_bom(sql: str) -> str:
+    """``sql`` without a leading byte-order mark (U+FEFF; text saved by some editors starts with
+    one) and the white space around it: the tokenizer would read it as part of the first word."""
+    return sql.strip().lstrip("\ufeff").strip()
+
+
+def clip(text: str, limit: int = MAX_ECHO_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, with "…" when cut: what an error message quotes
+    back of a name or SQL the caller gave (a 99 kB name must not come back whole)."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def check_select(sql: str) -> str:
     """The statement to run (without a trailing ``;``) if ``sql`` is a single SELECT / WITH /
     VALUES statement of at most MAX_SQL_CHARS characters; raise DatabaseError with the reason
     otherwise. A ``;`` inside a string, a quoted name or a comment does not count as a second
     statement."""
-    if not isinstance(sql, str) or not sql.strip():
+    if not isinstance(sql, str):
+        raise DatabaseError(
+            f"sql must be a string holding one SELECT statement, got {type(sql).__name__}"
+            + (" (send the SQL as text)" if isinstance(sql, (bytes, bytearray)) else "")
+        )
+    sql = strip_bom(sql)
+    if not sql.strip():
         raise DatabaseError("sql is empty; send one SELECT statement")
     statements = _read(sql).statements
     if not statements:
@@ -365,7 +399,7 @@ def check_select(sql: str) -> str:
     if word not in ("SELECT", "WITH", "VALUES"):
         raise DatabaseError(
             f"only a single read-only SELECT (or WITH ... SELECT) statement is allowed, got "
-            f"{word or source.strip()[:20]!r}; this tool cannot write, ATTACH or run PRAGMA"
+            f"{clip(word) or source.strip()[:20]!r}; this tool cannot write, ATTACH or run PRAGMA"
         )
     return source.strip()
 
@@ -637,13 +671,13 @@ def _plain_sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "")
     text = str(exc)
     if "not authorized" in text or "readonly" in text or "read-only" in text:
         return DatabaseError(
-            f"statement refused: the database is read-only here ({text}); only SELECT queries run, nothing was written"
+            f"statement refused: the database is read-only here ({clip(text)}); only SELECT queries run, nothing was written"
         )
     m = re.match(r"no such (table|column|function): (.+)", text)
     if m:
         what, name = m.groups()
         if what == "function":
-            return DatabaseError(f"unknown SQL function {name!r} (SQLite dialect): {text}")
+            return DatabaseError(f"unknown SQL function {clip(name)!r} (SQLite dialect)")
         if what == "column" and (unjoined := _unjoined_table(con, name)):
             # "no such column: regions.name" while regions has a name column: the table is
             # used but missing from FROM / JOIN, which SQLite reports as an unknown column
@@ -651,7 +685,7 @@ def _plain_sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "")
             on = [cond for a, b, cond in steps if unjoined in (a, b)]
             add = f"JOIN {_ident(unjoined)} ON {on[0] if on else '...'}"
             return DatabaseError(
-                f"table {_ident(unjoined)} is used ({name}) but not in the query's FROM or JOIN: "
+                f"table {clip(_ident(unjoined))} is used ({clip(name)}) but not in the query's FROM or JOIN: "
                 f"add {add}.{_join_sentence(having, bare, steps)}"
             )
         hint = _schema_hint(con, sql, only_named=what == "column")
@@ -662,14 +696,14 @@ def _plain_sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "")
             except sqlite3.Error:
                 pass
         return DatabaseError(
-            f"unknown {what} {name!r}: the database has no such {what}.{hint} "
+            f"unknown {what} {clip(name)!r}: the database has no such {what}.{hint} "
             "Call describe_database to see its tables and columns, then fix the SQL"
         )
     if "ambiguous column" in text:
-        return DatabaseError(f"{text}: qualify the column with its table (see describe_database)")
+        return DatabaseError(f"{clip(text)}: qualify the column with its table (see describe_database)")
     hint = _schema_hint(con, sql, only_named=True, limit=600) if sql else ""
     hint = f" Tables and columns it names: {hint}." if hint else ""
-    return DatabaseError(f"SQL error: {text}.{hint}")
+    return DatabaseError(f"SQL error: {clip(text)}.{hint}")
 
 
 def run_select(
@@ -757,10 +791,18 @@ def _day(value: Any, epoch: bool) -> str | None:
 
 
 def _sample(con: sqlite3.Connection, table: str, column: str) -> list[Any]:
-    return [
-        r[0]
-        for r in con.execute(f"SELECT {_q(column)} FROM {_q(table)} WHERE {_q(column)} IS NOT NULL LIMIT {DATE_SAMPLE}")
-    ]
+    """Up to DATE_SAMPLE values of the column that are neither NULL nor blank text."""
+    col = _q(column)
+    rows = con.execute(
+        f"SELECT {col} FROM {_q(table)} WHERE {col} IS NOT NULL AND (typeof({col}) <> 'text' "
+        f"OR trim({col}, ' ' || char(9, 10, 13)) <> '') LIMIT {DATE_SAMPLE}"
+    )
+    return [r[0] for r in rows if not (isinstance(r[0], str) and not r[0].strip())]
+
+
+def _mostly(sample: list[Any], test: Any) -> bool:
+    """At least DATE_SHARE of the (non-empty) ``sample`` passes ``test``."""
+    return bool(sample) and sum(1 for v in sample if test(v)) >= DATE_SHARE * len(sample)
 
 
 def _is_epoch(value: Any) -> bool:
@@ -769,23 +811,48 @@ def _is_epoch(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) >= _EPOCH_MIN
 
 
+def _is_plain_epoch(value: Any) -> bool:
+    """A Unix timestamp in seconds or milliseconds of 1973-2286 (a time-named INTEGER column)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return _EPOCH_SECONDS[0] <= value < _EPOCH_SECONDS[1] or _EPOCH_MILLIS[0] <= value < _EPOCH_MILLIS[1]
+
+
+def _is_iso(value: Any) -> bool:
+    return isinstance(value, str) and bool(_ISO_DATE_RE.match(value.strip()))
+
+
+def _time_named(column: str) -> bool:
+    """The column's name says it holds a point in time: created_at, paid_on, event_time, ts..."""
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", column).lower()
+    return bool(_TIME_NAME_RE.search(snake))
+
+
 def date_kind(con: sqlite3.Connection, table: str, column: str, declared: str) -> str | None:
-    """``"text"`` (ISO date strings), ``"epoch"`` (Unix seconds/ms, from 1973 on, in a
-    DATE/TIMESTAMP column) or None (not a date column). Text columns are sampled: every sampled
-    value must parse as ISO; month text such as 'Jan 2026', '2026/01' or '2026-01' is no date
-    (its MIN/MAX are no date range), see :func:`period_kind`."""
+    """``"text"`` (ISO date strings), ``"epoch"`` (Unix seconds/ms: from 1973 on in a
+    DATE/TIMESTAMP column; 1e8-1e10 s or 1e11-1e13 ms in a numeric column whose name says it
+    is a time, such as created_at, paid_on, event_time, timestamp) or None (not a date column).
+    Up to DATE_SAMPLE values are sampled, NULL and blank ones left out; at least DATE_SHARE
+    (90 %) of them must be dates, so a stray 'N/A' does not hide a date column. Month text such
+    as 'Jan 2026', '2026/01' or '2026-01' is no date (its MIN/MAX are no date range), see
+    :func:`period_kind`."""
     declared_date = bool(_DATE_TYPE_RE.search(declared or ""))
-    if not declared_date and declared and _NUMERIC_TYPE_RE.search(declared):
+    numeric = bool(not declared_date and declared and _NUMERIC_TYPE_RE.search(declared))
+    if numeric and not _time_named(column):
         return None
-    return _date_kind_of(_sample(con, table, column), declared_date)
+    return _date_kind_of(_sample(con, table, column), declared, column)
 
 
-def _date_kind_of(sample: list[Any], declared_date: bool) -> str | None:
+def _date_kind_of(sample: list[Any], declared: str, column: str) -> str | None:
+    declared_date = bool(_DATE_TYPE_RE.search(declared or ""))
+    numeric = bool(not declared_date and declared and _NUMERIC_TYPE_RE.search(declared))
     if not sample:
         return "text" if declared_date else None
-    if all(isinstance(v, str) and _ISO_DATE_RE.match(v.strip()) for v in sample):
+    if not numeric and _mostly(sample, _is_iso):
         return "text"
-    if declared_date and all(_is_epoch(v) for v in sample):
+    if declared_date and _mostly(sample, _is_epoch):
+        return "epoch"
+    if _time_named(column) and _mostly(sample, _is_plain_epoch):
         return "epoch"
     return None
 
@@ -809,23 +876,26 @@ def period_kind(con: sqlite3.Connection, table: str, column: str, declared: str)
     :func:`date_kind`), ``"month-text"`` (every sampled value is a month, quarter, year or date
     in another form: 'Jan 2026', 'January 2026', '2026/01', '2026-01', '01/2026', '2026-Q1',
     '05.01.2026', '2026'), ``"number"`` (years, YYYYMM or YYYYMMDD numbers in a column declared
-    DATE or named like year/month/period/date) or None. Samples at most DATE_SAMPLE values."""
+    DATE or named like year/month/period/date) or None. Samples at most DATE_SAMPLE values,
+    NULL and blank ones left out; DATE_SHARE of them must be of the kind."""
     declared_date = bool(_DATE_TYPE_RE.search(declared or ""))
     numeric = bool(not declared_date and declared and _NUMERIC_TYPE_RE.search(declared))
     hinted = declared_date or bool(_PERIOD_NAME_RE.search(column))
-    if numeric and not hinted:
+    if numeric and not hinted and not _time_named(column):
         return None
     sample = _sample(con, table, column)
-    kind = None if numeric else _date_kind_of(sample, declared_date)
+    kind = _date_kind_of(sample, declared, column)
     if kind or not sample:
         return kind
-    if all(
-        isinstance(v, str)
-        and (_PERIOD_TEXT_RE.fullmatch(v.strip()) or (hinted and _PERIOD_NUMBER_TEXT_RE.fullmatch(v)))
-        for v in sample
+    if _mostly(
+        sample,
+        lambda v: (
+            isinstance(v, str)
+            and bool(_PERIOD_TEXT_RE.fullmatch(v.strip()) or (hinted and _PERIOD_NUMBER_TEXT_RE.fullmatch(v.strip())))
+        ),
     ):
         return "month-text"
-    if hinted and all(_period_number(v) for v in sample):
+    if hinted and _mostly(sample, _period_number):
         return "number"
     return None
 
@@ -835,10 +905,18 @@ def date_range(
 ) -> dict[str, Any]:
     """``{min, max, latest_month, latest_full_month}`` of a date-like column: first and last
     day with data, the month of the last one, and the latest calendar month with data that has
-    ended before ``today`` (None when there is none)."""
-    col, tab = _q(column), _q(table)
+    ended before ``today`` (None when there is none). Only values of the kind count: ISO text
+    for ``"text"``, timestamps from 1973 on for ``"epoch"``."""
+    tab = _q(table)
     epoch = kind == "epoch"
-    filt = f"typeof({col}) IN ('integer', 'real')" if epoch else f"typeof({col}) = 'text'"
+    if epoch:
+        col = _q(column)
+        # timestamps only: a 0 or -1 standing for "unknown" is no date
+        filt = f"typeof({col}) IN ('integer', 'real') AND abs({col}) >= {_EPOCH_MIN:.0f}"
+    else:
+        # ISO text only (blank, 'N/A' ... are left out: 'N/A' sorts after every date)
+        col = f"trim({_q(column)})"
+        filt = f"typeof({_q(column)}) = 'text' AND {col} GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*'"
     lo, hi = con.execute(f"SELECT MIN({col}), MAX({col}) FROM {tab} WHERE {filt}").fetchone()
     current = (today or dt.date.today()).strftime("%Y-%m")
     latest = _month(hi, epoch)
@@ -999,6 +1077,9 @@ def find_undated(con: sqlite3.Connection, sql: str) -> Undated | None:
     the schema pragmas; at most MAX_PERIOD_SAMPLES columns are sampled, within 2 s."""
     from sqlglot import exp
 
+    if not isinstance(sql, str):
+        return None
+    sql = strip_bom(sql)
     scan = _scan(sql)
     if scan is None or len(scan.statements) != 1:
         return None
@@ -1154,8 +1235,9 @@ def query_database(sql: str, *, database: str = "") -> dict[str, Any]:
 
 def describe_database(*, database: str = "") -> dict[str, Any]:
     """Tables and views of the configured database: columns with declared types, primary and
-    foreign keys, row counts, and for date-like columns (declared DATE/DATETIME/TIMESTAMP, or
-    text whose sampled values are ISO dates) ``{min, max, latest_month, latest_full_month}``.
+    foreign keys, row counts, and for date-like columns (see :func:`date_kind`: declared
+    DATE/DATETIME/TIMESTAMP, text whose sampled values are mostly ISO dates, Unix timestamps in a
+    column named like a time) ``{min, max, latest_month, latest_full_month}``.
 
     Returns ``{"database": path, "table_count": n, "tables": [{"name", "type", "row_count",
     "columns": [{"name", "type", "pk"?, "not_null"?, "references"?, "dates"?}]}], "notes"?}``;
