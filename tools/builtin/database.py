@@ -41,6 +41,7 @@ from tools.database_setting import (  # noqa: F401  (the setting's helpers, re-e
     database_location,
     database_read_paths,
 )
+from tools.results import cut_text
 
 if TYPE_CHECKING:
     from sqlglot import exp
@@ -369,10 +370,11 @@ def strip_bom(sql: str) -> str:
     return sql.strip().lstrip("\ufeff").strip()
 
 
-def clip(text: str, limit: int = MAX_ECHO_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, with "…" when cut: what an error message quotes
-    back of a name or SQL the caller gave (a 99 kB name must not come back whole)."""
-    return text if len(text) <= limit else text[:limit] + "…"
+def quote_back(text: str, limit: int = MAX_ECHO_CHARS) -> str:
+    """What an error message quotes back of a name or SQL the caller gave: ``text`` itself, or
+    its first ``limit`` characters with the project's one truncation mark
+    (``tools.results.cut_text``) — a 99 kB name must not come back whole."""
+    return text if len(text) <= limit else cut_text(text, limit)
 
 
 def check_select(sql: str) -> str:
@@ -399,7 +401,7 @@ def check_select(sql: str) -> str:
     if word not in ("SELECT", "WITH", "VALUES"):
         raise DatabaseError(
             f"only a single read-only SELECT (or WITH ... SELECT) statement is allowed, got "
-            f"{clip(word) or source.strip()[:20]!r}; this tool cannot write, ATTACH or run PRAGMA"
+            f"{quote_back(word) or source.strip()[:20]!r}; this tool cannot write, ATTACH or run PRAGMA"
         )
     return source.strip()
 
@@ -671,13 +673,13 @@ def _plain_sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "")
     text = str(exc)
     if "not authorized" in text or "readonly" in text or "read-only" in text:
         return DatabaseError(
-            f"statement refused: the database is read-only here ({clip(text)}); only SELECT queries run, nothing was written"
+            f"statement refused: the database is read-only here ({quote_back(text)}); only SELECT queries run, nothing was written"
         )
     m = re.match(r"no such (table|column|function): (.+)", text)
     if m:
         what, name = m.groups()
         if what == "function":
-            return DatabaseError(f"unknown SQL function {clip(name)!r} (SQLite dialect)")
+            return DatabaseError(f"unknown SQL function {quote_back(name)!r} (SQLite dialect)")
         if what == "column" and (unjoined := _unjoined_table(con, name)):
             # "no such column: regions.name" while regions has a name column: the table is
             # used but missing from FROM / JOIN, which SQLite reports as an unknown column
@@ -685,7 +687,7 @@ def _plain_sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "")
             on = [cond for a, b, cond in steps if unjoined in (a, b)]
             add = f"JOIN {_ident(unjoined)} ON {on[0] if on else '...'}"
             return DatabaseError(
-                f"table {clip(_ident(unjoined))} is used ({clip(name)}) but not in the query's FROM or JOIN: "
+                f"table {quote_back(_ident(unjoined))} is used ({quote_back(name)}) but not in the query's FROM or JOIN: "
                 f"add {add}.{_join_sentence(having, bare, steps)}"
             )
         hint = _schema_hint(con, sql, only_named=what == "column")
@@ -696,14 +698,14 @@ def _plain_sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "")
             except sqlite3.Error:
                 pass
         return DatabaseError(
-            f"unknown {what} {clip(name)!r}: the database has no such {what}.{hint} "
+            f"unknown {what} {quote_back(name)!r}: the database has no such {what}.{hint} "
             "Call describe_database to see its tables and columns, then fix the SQL"
         )
     if "ambiguous column" in text:
-        return DatabaseError(f"{clip(text)}: qualify the column with its table (see describe_database)")
+        return DatabaseError(f"{quote_back(text)}: qualify the column with its table (see describe_database)")
     hint = _schema_hint(con, sql, only_named=True, limit=600) if sql else ""
     hint = f" Tables and columns it names: {hint}." if hint else ""
-    return DatabaseError(f"SQL error: {clip(text)}.{hint}")
+    return DatabaseError(f"SQL error: {quote_back(text)}.{hint}")
 
 
 def run_select(

@@ -19,11 +19,11 @@ from typing import Any
 from tools.builtin.database import (
     QUERY_TIME_LIMIT_S,
     DatabaseError,
-    clip,
     connect_readonly,
     database_file,
     execute_query,
     find_undated,
+    quote_back,
     strip_bom,
     time_limit,
 )
@@ -497,8 +497,8 @@ def generate_report(
                 # a report that states a period must not show all-time figures under it
                 # (measured: Qwen2.5-Coder-1.5B's "2026-11" report summed every month)
                 col, kind = undated.columns[0]
-                col = clip(col)
-                names = ", ".join(clip(c) for c, _ in undated.columns[:3])
+                col = quote_back(col)
+                names = ", ".join(quote_back(c) for c, _ in undated.columns[:3])
                 grouped = (
                     " (its GROUP BY gives a row per period, but of every period: restrict the ones wanted)"
                     if undated.grouped
