@@ -45,6 +45,7 @@ SUITES: dict[str, str] = {
     "tasks": "evals.suites.tasks",
     "mcp": "evals.suites.mcp",
     "sessions": "evals.suites.sessions",
+    "data": "evals.suites.data",
 }
 
 #: The options of ``python -m evals`` that set an :class:`EvalConfig` field, by field. A suite

