@@ -20,7 +20,9 @@ database the counts, per category the counts, and every wrong answer verbatim.
 
     python -m evals data [--model ... | --base-url ...] [--k 3] [--limit N] [--case ID ...]
 
-``--limit N``: the first N questions of each database (the first six are one per category);
+``--limit N``: the first N questions of each database (the first six are one per category).
+The questions run interleaved — the first of each database, then the second ... — so any
+prefix of a run (one stopped early included) is a stratified sample;
 ``--case ID`` (repeatable): only those questions; ``--k``: runs per question.
 """
 
@@ -60,9 +62,10 @@ def choose(cfg: EvalConfig) -> list[Question]:
         if unknown:
             raise ValueError(f"unknown question(s) {', '.join(unknown)}; questions: {', '.join(by_id)}")
         return [by_id[c] for c in dict.fromkeys(cfg.cases)]
-    if cfg.limit:
-        return [q for db in DATABASES for q in [q for q in QUESTIONS if q.db == db][: cfg.limit]]
-    return list(QUESTIONS)
+    per_db = [[q for q in QUESTIONS if q.db == db][: cfg.limit or None] for db in DATABASES]
+    # interleaved (1st of each database, then the 2nd ...): any prefix of a run — one cut short
+    # included — covers every database and, for the first 18, every category on each
+    return [q for i in range(max(map(len, per_db))) for qs in per_db if i < len(qs) for q in [qs[i]]]
 
 
 def make_database(name: str, root: Path) -> Path:
@@ -171,7 +174,7 @@ async def run(cfg: EvalConfig, report: Report) -> None:
                         advance()
         finally:
             await astop_embedded_server()
-    summarise(report)
+            summarise(report)  # a run stopped early (Ctrl-C) still reports what it measured
 
 
 def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
