@@ -25,6 +25,7 @@ from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as _SourceError
 
+from tools.destinations import Rules
 from tools.spec import HEAVY_TIMEOUT_S, ORDINARY_TIMEOUT_S
 
 #: The thread id a run without one is filed under (a graph invoked without a checkpointer):
@@ -177,6 +178,39 @@ class Context(BaseSettings):
         description="Database the data tools read: a SQLite file path or an SQLAlchemy-style URL "
         "sqlite:///path (env HERMES_DATABASE). Empty: no database; the data tools say how to set one.",
     )
+    allowed_destinations: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
+        default_factory=list,
+        max_length=200,
+        description="Destinations side effects may go to without the request naming them (channels, "
+        'recipients, paths, URLs; fnmatch patterns, case-insensitive), e.g. ["sales-team", '
+        '"*@example.com"] (env HERMES_ALLOWED_DESTINATIONS as JSON). Any other destination must be '
+        "named in the user's request (tools/destinations.py).",
+    )
+    destination_aliases: dict[str, Annotated[str, Field(min_length=1, max_length=500)]] = Field(
+        default_factory=dict,
+        description='Phrases of a request that name a destination, e.g. {"project group": "sales-team"}: '
+        '"post it to the project group" may post to sales-team (env HERMES_DESTINATION_ALIASES as JSON).',
+    )
+    sensitive_data: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=list,
+        max_length=500,
+        description='Data marked sensitive: "table", "table.column" or "*.column" (env '
+        "HERMES_SENSITIVE_DATA as JSON). Content taken from it goes only to a destination the "
+        "request names.",
+    )
+    fired_reminder: str = Field(
+        default="",
+        max_length=200,
+        description="Set by the scheduler on a run a reminder's firing started (its request id, "
+        "reminder:<id>:<period>): such a run never schedules, and its destinations come from "
+        "`on_behalf_of`, not from its own text. Empty for a user's turn.",
+    )
+    on_behalf_of: str = Field(
+        default="",
+        max_length=20_000,
+        description="With `fired_reminder`: the text of the user's request that created the reminder "
+        "(the only request words its run's destinations may come from).",
+    )
     user_id: str = Field(default="default", min_length=1, description="Memory namespace owner.")
     episodic: Literal["embedded", "weaviate"] = Field(
         default="embedded",
@@ -237,6 +271,15 @@ class Context(BaseSettings):
         names it), ``""`` when ``name`` is empty or the variable is unset. The one place a
         secret is read: it never enters state, config or a resource key."""
         return os.environ.get(name, "") if name else ""
+
+    def destination_rules(self) -> Rules:
+        """The user's configuration of destinations and sensitive data (DESIGN §2.8)."""
+        return Rules(tuple(self.allowed_destinations), dict(self.destination_aliases), tuple(self.sensitive_data))
+
+    def for_firing(self, request_id: str, on_behalf_of: str) -> Context:
+        """These settings for a run that the firing ``request_id`` starts on behalf of the
+        request ``on_behalf_of`` (the words of the request that created the reminder)."""
+        return self.model_copy(update={"fired_reminder": request_id, "on_behalf_of": on_behalf_of})
 
     def resource_key(self, *names: str) -> tuple[Any, ...]:
         """The values of the fields ``names`` as a hashable key (resource caches are keyed on

@@ -14,6 +14,12 @@ arguments against the tool's JSON Schema and runs the tool in an executor outsid
 server, K8). Calls whose arguments were not valid JSON (``invalid_tool_calls``, K3) get an
 error result without running anything.
 
+**Side effects go only where the user asked** (DESIGN §2.8, ``tools.destinations.guard_calls``):
+a side-effect call whose destination (channel, recipient, path, URL) the request, the user's
+answers or the configuration did not name, or whose content carries sensitive data to a
+destination the request did not name, gets an error result (``destination_refused``) with the
+reason and never runs; a run a reminder's firing started never runs a tool that schedules.
+
 Failure classes (``graph.failures``): timeouts and transport failures are retried with backoff
 under the same ``request_id`` only where the registry reports them as retryable (read-only or
 idempotent tools, or a request never sent); a side-effect call whose outcome is unknown is
@@ -57,6 +63,7 @@ from graph.failures import CUT_OFF, MAX_RETRIES, RETRY_BACKOFF_S, Recovery, reco
 from graph.progress import call_signature, goal_message_id, request_id
 from graph.resources import get_toolbox
 from graph.state import State
+from tools.destinations import goal_results, guard_calls
 from tools.mcp.progress import ProgressEvent, ProgressSink, progress_to
 from tools.registry import ToolOutcome, ToolRegistry
 
@@ -209,6 +216,7 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
     # (interrupt() re-runs this node on resume and returns the answer).
     calls: list[ToolCall] = []
     declined: list[ToolCall] = []
+    answers: dict[str, list[str]] = {}  # the user's answers are the user's words (destinations)
     uncertain = earlier_unknown_outcomes(state.messages, goal_id)
     for call in last.tool_calls:
         if call["name"] not in offered:
@@ -216,7 +224,9 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
         args = call["args"]
         missing = missing_arguments(registry, call["name"], args) if context.ask_user_for_missing else []
         if missing:
-            args = fill(args, missing, interrupt(ask_for(call["name"], missing, registry)))
+            answer = interrupt(ask_for(call["name"], missing, registry))
+            answers[str(call["id"])] = [json.dumps(answer, ensure_ascii=False, default=str)]
+            args = fill(args, missing, answer)
         spec = registry.get(call["name"])
         sig = call_signature({**call, "args": args})
         if spec is not None and spec.side_effect and not spec.idempotent and sig in uncertain:
@@ -225,10 +235,37 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
                 continue
         calls.append({**call, "args": args})
 
-    results: list[dict[str, Any]] = []
+    # Side effects go only where the user asked (DESIGN §2.8, tools/destinations.py): a refused
+    # call becomes an error result naming the value and the request; the run goes on.
+    unbound = await guard_calls(
+        calls,
+        spec_of=registry.get,
+        request=[context.on_behalf_of] if context.fired_reminder else [state.goal],
+        answers=answers,
+        prior=[(n, a, payload_dir / payload_name(i)) for n, a, i in goal_results(state.messages, goal_id)],
+        rules=context.destination_rules(),
+        data_dir=context.data_dir,
+        fired=context.fired_reminder,
+    )
+    results: list[dict[str, Any]] = [
+        {
+            "tool_call_id": c["id"],
+            "name": c["name"],
+            "status": "error",
+            "error_kind": "destination_refused",
+            "error": unbound[str(c["id"])],
+            "payload_path": None,
+            "latency_s": 0.0,
+            "attempts": 0,
+        }
+        for c in calls
+        if str(c["id"]) in unbound
+    ]
+    calls = [c for c in calls if str(c["id"]) not in unbound]
+    errors = len(results)
     counts: dict[str, int] = {}
     latency: dict[str, float] = {}
-    errors = retries = 0
+    retries = 0
     for bad in last.invalid_tool_calls:
         errors += 1
         results.append(

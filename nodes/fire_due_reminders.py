@@ -2,13 +2,18 @@
 reminder of ``<data_dir>/reminders.db`` that is due, exactly once per period
 (``tools.scheduler.fire_due``: atomic claim, missed periods caught up once, bounded retries).
 
-What firing an action means here:
+A firing reminds: ``fire_due`` delivers the reminder's notice to the user (recorded in
+``reminders.db``, ``hermes reminders list`` / ``history``) and, for a ``notify`` action (the
+default), that is all — the reminder's text is never run as a request. What firing an action
+the user asked for means here:
 
-* ``{"kind": "tool"}``: the tool is called through the toolbox's registry
-  (``graph.resources.get_toolbox``) with request id ``reminder:<id>:<period>``, so the
-  idempotency ledger makes a replay of the same period a no-op.
+* ``{"kind": "tool"}``: checked again against the request that created it (its destinations,
+  ``tools.destinations``; refused, it does not run and the firing says why), then the tool is
+  called through the toolbox's registry (``graph.resources.get_toolbox``) with request id
+  ``reminder:<id>:<period>``, so the idempotency ledger makes a replay of the same period a no-op.
 * ``{"kind": "task"}``: the agent graph runs the task as a user turn on the action's thread
-  (default ``reminder-<id>``).
+  (default ``reminder-<id>``), with ``Context.for_firing``: its destinations come from the
+  request that created the reminder, and it runs no tool that schedules.
   - **Inside a LangGraph server** (``langgraph dev``, a deployment: ``langgraph_api.server`` is
     loaded) the turn is a normal server run: ``langgraph_sdk.get_client()`` (no url = this same
     server, in process) ``threads.create(<uuid5 of the thread name>, if_exists="do_nothing")``
@@ -34,6 +39,7 @@ Update: ``checked_at`` (ISO clock used), ``fired``, ``failed``, ``skipped`` (lis
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 import sys
@@ -48,7 +54,7 @@ from langgraph.runtime import Runtime
 from graph.context import Context
 from graph.reminder_state import ReminderState
 from graph.resources import get_toolbox
-from tools.scheduler import Due, call_tool_action, fire_due
+from tools.scheduler import Due, bound_request, call_tool_action, fire_due
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +148,10 @@ async def fire_action(due: Due, context: Context, run_task: TaskRunner) -> dict[
     """Fire one due reminder's action (see module doc); returns ``fire_due``'s result dict."""
     if due.action["kind"] == "tool":
         toolbox = await get_toolbox(context)
-        return await call_tool_action(toolbox.registry, due)
+        return await call_tool_action(
+            toolbox.registry, due, data_dir=context.data_dir, rules=context.destination_rules()
+        )
+    context = context.for_firing(due.request_id, await asyncio.to_thread(bound_request, context.data_dir, due))
     if inside_server():
         return await _task_via_server(due, context)
     return await _task_in_process(due, context, run_task)

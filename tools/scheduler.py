@@ -26,6 +26,16 @@ Rules:
   state ``retry`` (due again at the next check, same request id) until ``MAX_ATTEMPTS``, then
   ``failed``. A claim whose owner process died (same host), or older than ``STALE_CLAIM_S``,
   is taken over. A newer period supersedes an unfinished older one.
+* **A firing reminds.** Every claimed firing delivers the reminder's text to the user as a
+  notice (:func:`record_delivery`: table ``deliveries``, one row per reminder and period, with
+  the action's outcome; :func:`delivery_history`); the action runs besides only when there is
+  one (``notify`` has none, and ``fire`` is not called for it). Nothing here runs the
+  reminder's text as a request.
+* **The action is bound to the request that created it.** A "tool" action is checked again
+  when it fires (:func:`call_tool_action` with ``data_dir``: its destinations against the
+  request recorded with it, :func:`tools.destinations.deferred_refusal`); a refused action does
+  not run, is not retried, and the firing says why. A "task" action runs as a turn on behalf of
+  that request (:func:`bound_request`).
 * **Injected clock.** Every function takes ``now``; naive datetimes are local time.
 """
 
@@ -51,6 +61,7 @@ from tools.builtin.reminders import (
     row_to_reminder,
     scheduled_at,
 )
+from tools.destinations import Rules, binding_for, deferred_refusal
 from tools.idempotency import new_owner, owner_alive
 from tools.results import cut_text
 
@@ -74,7 +85,8 @@ class Due:
     """One firing to do: reminder ``reminder_id`` for ``period`` ("YYYY-MM").
 
     ``scheduled_for``  ISO-8601 local time of the period's run (day clamped to the month)
-    ``action``         ``{"kind": "task", "task", "thread_id"?}`` | ``{"kind": "tool", "tool", "args"}``
+    ``action``         ``{"kind": "notify"}`` | ``{"kind": "task", "task", "thread_id"?}`` |
+                       ``{"kind": "tool", "tool", "args"}``
     ``thread_id``      for task actions: the action's thread or ``reminder-<id>``
     ``request_id``     ``reminder:<id>:<period>``
     ``skipped_periods`` missed periods caught up by this one firing (oldest first)
@@ -94,8 +106,13 @@ class Due:
     attempt: int = 1
 
     def describe(self) -> str:
-        what = f"tool {self.action['tool']}" if self.action["kind"] == "tool" else f"task on thread {self.thread_id}"
-        return f"reminder {self.reminder_id} ({self.text[:60]}) for {self.period}: {what}"
+        kind = self.action["kind"]
+        what = {"tool": f"notice + tool {self.action.get('tool')}", "task": f"notice + task on thread {self.thread_id}"}
+        return f"reminder {self.reminder_id} ({self.text[:60]}) for {self.period}: {what.get(kind, 'notice')}"
+
+    def notice(self) -> str:
+        """The notice this firing delivers to the user."""
+        return f"Reminder ({self.period}): {self.text}"
 
 
 @dataclass
@@ -311,10 +328,18 @@ def mark_fired(
 
 
 def record_outcome(
-    data_dir: Path | str, reminder_id: int, period: str, *, ok: bool, detail: str = "", now: dt.datetime | None = None
+    data_dir: Path | str,
+    reminder_id: int,
+    period: str,
+    *,
+    ok: bool,
+    detail: str = "",
+    now: dt.datetime | None = None,
+    retry: bool = True,
 ) -> bool:
     """Finish a claimed firing: ``done`` when ``ok``; otherwise ``retry`` (due again at the next
-    check) or, after ``MAX_ATTEMPTS``, ``failed``. Returns True when it will be retried."""
+    check) or, after ``MAX_ATTEMPTS`` or when ``retry`` is False (a refusal that a retry would
+    meet again), ``failed``. Returns True when it will be retried."""
     stamp = local_now(now).isoformat(timespec="seconds")
     con = open_reminders_db(data_dir)
     try:
@@ -323,14 +348,14 @@ def record_outcome(
             row = con.execute(
                 "SELECT attempts FROM firings WHERE reminder_id = ? AND period = ?", (reminder_id, period)
             ).fetchone()
-            retry = (not ok) and row is not None and row[0] < MAX_ATTEMPTS
-            state = "done" if ok else ("retry" if retry else "failed")
+            again = retry and (not ok) and row is not None and row[0] < MAX_ATTEMPTS
+            state = "done" if ok else ("retry" if again else "failed")
             con.execute(
                 "UPDATE firings SET state = ?, finished_at = ?, detail = ? WHERE reminder_id = ? AND period = ?",
                 (state, stamp, detail[:2000], reminder_id, period),
             )
             con.execute("COMMIT")
-            return retry
+            return again
         except BaseException:
             if con.in_transaction:
                 con.execute("ROLLBACK")
@@ -370,15 +395,77 @@ def firing_history(data_dir: Path | str, reminder_id: int | None = None) -> list
     return [{**dict(zip(keys, r)), "skipped": json.loads(r[7] or "[]")} for r in rows]
 
 
+def record_delivery(
+    data_dir: Path | str, due: Due, *, outcome: str, detail: str = "", now: dt.datetime | None = None
+) -> None:
+    """Record that ``due``'s notice was delivered (:meth:`Due.notice`), with what its action did:
+    ``outcome`` "delivered" (no action), "done", "failed" or "retry". One row per reminder and
+    period: a retry of the period updates it."""
+    stamp = local_now(now).isoformat(timespec="seconds")
+    con = open_reminders_db(data_dir)
+    try:
+        con.execute(
+            "INSERT OR REPLACE INTO deliveries (reminder_id, period, delivered_at, message, action, outcome, detail) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (due.reminder_id, due.period, stamp, due.notice(), due.action["kind"], outcome, detail[:2000]),
+        )
+    finally:
+        con.close()
+
+
+def delivery_history(data_dir: Path | str, reminder_id: int | None = None) -> list[dict[str, Any]]:
+    """Delivered notices, newest first: ``{reminder_id, period, delivered_at, message, action,
+    outcome, detail}`` (``[]`` when ``data_dir`` has no reminders file)."""
+    if not (Path(data_dir) / "reminders.db").exists():
+        return []
+    con = open_reminders_db(data_dir)
+    try:
+        rows = con.execute(
+            "SELECT reminder_id, period, delivered_at, message, action, outcome, detail FROM deliveries"
+            + (" WHERE reminder_id = ?" if reminder_id is not None else "")
+            + " ORDER BY delivered_at DESC, period DESC, reminder_id",
+            (() if reminder_id is None else (reminder_id,)),
+        ).fetchall()
+    finally:
+        con.close()
+    keys = ("reminder_id", "period", "delivered_at", "message", "action", "outcome", "detail")
+    return [dict(zip(keys, r)) for r in rows]
+
+
+def bound_request(data_dir: Path | str, due: Due) -> str:
+    """The words of the request that created ``due``'s action (recorded when the agent
+    scheduled it, :func:`tools.destinations.record_binding`); "" when none is recorded."""
+    binding = binding_for(data_dir, due.action)
+    return "\n".join(binding["request"]) if binding else ""
+
+
 FireFn = Callable[[Due], Awaitable[dict[str, Any]]]
 
 
-async def call_tool_action(registry: Any, due: Due) -> dict[str, Any]:
+async def call_tool_action(
+    registry: Any, due: Due, *, data_dir: Path | str | None = None, rules: Rules | None = None
+) -> dict[str, Any]:
     """Fire a "tool" action through ``registry`` (a :class:`tools.registry.ToolRegistry`) with
     ``request_id = due.request_id``: a side-effect tool runs at most once per period (the
     registry's idempotency ledger replays a repeated id). Returns ``{"ok", "detail", "tool",
-    "replayed", "content"}`` for :func:`fire_due`."""
+    "replayed", "content"}`` for :func:`fire_due`.
+
+    With ``data_dir`` the action is checked first against the request that created it and the
+    user's ``rules`` (:func:`tools.destinations.deferred_refusal`): refused, it does not run and
+    the result is ``{"ok": False, "retry": False, "detail": <why>}``. Without ``data_dir`` (a
+    caller that checked already) it is not checked."""
     tool = due.action["tool"]
+    if data_dir is not None:
+        why = await asyncio.to_thread(
+            deferred_refusal,
+            registry.get(tool),
+            due.action,
+            data_dir=data_dir,
+            rules=rules or Rules(),
+            label=f"reminder {due.reminder_id}",
+        )
+        if why is not None:
+            return {"ok": False, "retry": False, "detail": f"action refused: {why}", "tool": tool, "content": None}
     outcome = await registry.call(tool, due.action.get("args") or {}, request_id=due.request_id)
     if outcome.status != "ok":
         return {
@@ -399,11 +486,13 @@ async def call_tool_action(registry: Any, due: Due) -> dict[str, Any]:
 
 
 async def fire_due(data_dir: Path | str, now: dt.datetime, fire: FireFn, *, owner: str | None = None) -> list[Firing]:
-    """Fire every reminder due at ``now``: claim it (:func:`mark_fired`), ``await fire(due)``,
-    record the outcome. ``fire`` returns ``{"ok": bool, "detail": str, ...}`` (anything else
-    it returns is kept in :attr:`Firing.result`); an exception counts as ``ok: False``. Database
-    work runs in a thread (safe inside ``langgraph dev``'s event loop). Reminders fire one
-    after another, in id order."""
+    """Fire every reminder due at ``now``: claim it (:func:`mark_fired`), deliver its notice,
+    ``await fire(due)`` when it has an action (not for ``notify``), record the outcome and the
+    delivery (:func:`record_delivery`). ``fire`` returns ``{"ok": bool, "detail": str,
+    "retry"?: bool, ...}`` (``retry: False``: a refusal, not retried; anything else it returns
+    is kept in :attr:`Firing.result`); an exception counts as ``ok: False``. Database work runs
+    in a thread (safe inside ``langgraph dev``'s event loop). Reminders fire one after another,
+    in id order."""
     owner = owner or new_owner()
     out: list[Firing] = []
     for due in await asyncio.to_thread(due_reminders, data_dir, now):
@@ -413,9 +502,14 @@ async def fire_due(data_dir: Path | str, now: dt.datetime, fire: FireFn, *, owne
         if not won:
             out.append(Firing(due, "skipped", "already fired (or being fired) by another runner"))
             continue
+        retry = True
         try:
-            result = dict(await fire(due) or {})
-            ok, detail = bool(result.pop("ok", True)), str(result.pop("detail", ""))
+            if due.action.get("kind") == "notify":
+                result, ok, detail = {}, True, "reminder delivered"
+            else:
+                result = dict(await fire(due) or {})
+                ok, detail = bool(result.pop("ok", True)), str(result.pop("detail", ""))
+                retry = bool(result.pop("retry", True))
         except asyncio.CancelledError:
             await asyncio.shield(
                 asyncio.to_thread(
@@ -425,10 +519,15 @@ async def fire_due(data_dir: Path | str, now: dt.datetime, fire: FireFn, *, owne
             raise
         except Exception as exc:  # noqa: BLE001 - reported in the Firing, retried at the next check
             result, ok, detail = {}, False, f"{type(exc).__name__}: {exc}"
-        retry = await asyncio.to_thread(
-            record_outcome, data_dir, due.reminder_id, due.period, ok=ok, detail=detail, now=now
+        again = await asyncio.to_thread(
+            record_outcome, data_dir, due.reminder_id, due.period, ok=ok, detail=detail, now=now, retry=retry
         )
-        out.append(Firing(due, "fired" if ok else "failed", detail, will_retry=retry, result=result))
+        outcome = (
+            ("delivered" if due.action.get("kind") == "notify" else "done") if ok else ("retry" if again else "failed")
+        )
+        await asyncio.to_thread(record_delivery, data_dir, due, outcome=outcome, detail=detail, now=now)
+        result.setdefault("notice", due.notice())
+        out.append(Firing(due, "fired" if ok else "failed", detail, will_retry=again, result=result))
     return out
 
 
@@ -437,11 +536,14 @@ __all__ = [
     "STALE_CLAIM_S",
     "Due",
     "Firing",
+    "bound_request",
     "call_tool_action",
+    "delivery_history",
     "due_reminders",
     "fire_due",
     "firing_history",
     "mark_fired",
+    "record_delivery",
     "record_outcome",
     "request_id_for",
 ]

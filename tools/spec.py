@@ -24,6 +24,31 @@ HEAVY_TIMEOUT_S: float = 30.0
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]{2,63}$")
 #: Below this many characters a description cannot state scope, typical use and boundary.
 MIN_DESCRIPTION_CHARS = 20
+#: Parameter names that decide where a side effect goes when a tool does not declare
+#: ``destination_args`` (compared case-insensitively, with an optional ``_id``/``_ids``/``s``).
+DESTINATION_NAMES = (
+    "channel",
+    "room",
+    "chat",
+    "recipient",
+    "to",
+    "cc",
+    "bcc",
+    "email",
+    "address",
+    "phone",
+    "url",
+    "uri",
+    "endpoint",
+    "webhook",
+    "path",
+    "file",
+    "filename",
+    "filepath",
+    "destination",
+    "target",
+)
+_DESTINATION_NAME_RE = re.compile(rf"(?i)({'|'.join(DESTINATION_NAMES)})(_?ids?|s)?")
 
 
 class ToolSpec(BaseModel):
@@ -50,6 +75,19 @@ class ToolSpec(BaseModel):
                       path, a URL, an id); the graph lists these as the goal's artifacts.
         result_schema optional JSON Schema of a successful result (for the result pipeline).
         source        ``"builtin"`` or ``"mcp:<server>"`` (named in duplicate errors, K5).
+        destination_args arguments that decide where the effect goes (a channel, recipient,
+                      path, URL): before a side-effect call runs, each value must come from the
+                      user's request or configuration (:mod:`tools.destinations`). None: derived
+                      from the parameter names (:meth:`destination_params`); ``()``: none.
+        sensitive_results every successful result of this tool is sensitive data (MCP
+                      ``_meta["hermes/sensitive"]``): content taken from it goes only to a
+                      destination the request names.
+        schedules     the tool's effect is to schedule future work (a reminder): a run that a
+                      firing started never runs it, so a fired reminder cannot schedule again.
+        deferred_call_arg argument holding a call kept to run later, ``{"kind": "tool", "tool",
+                      "args"}`` or ``{"kind": "task", "task"}``: its destinations are checked
+                      against the request that creates it, which is recorded with it
+                      (:func:`tools.destinations.record_binding`) for the check when it runs.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -64,6 +102,22 @@ class ToolSpec(BaseModel):
     artifact_field: str | None = None
     result_schema: dict[str, Any] | None = None
     source: str = "builtin"
+    destination_args: tuple[str, ...] | None = None
+    sensitive_results: bool = False
+    schedules: bool = False
+    deferred_call_arg: str | None = None
+
+    def destination_params(self) -> tuple[str, ...]:
+        """Arguments that decide where this tool's effect goes: :attr:`destination_args` when
+        declared; otherwise, for a side-effect tool, every parameter whose name says so
+        (:data:`DESTINATION_NAMES`: channel, recipient, to, email, url, path ... — the safe
+        rule for an MCP tool whose server says nothing); a read-only tool has none."""
+        if self.destination_args is not None:
+            return self.destination_args
+        if not self.side_effect:
+            return ()
+        props = self.parameters.get("properties") if isinstance(self.parameters, dict) else None
+        return tuple(p for p in props or {} if _DESTINATION_NAME_RE.fullmatch(p))
 
     @property
     def retry_safe(self) -> bool:
@@ -164,6 +218,10 @@ def lint(spec: ToolSpec) -> list[str]:
             re.compile(pattern)
         except re.error as exc:
             problems.append(f"requested_by pattern {pattern!r} is not a regular expression: {exc}")
+    declared = (params.get("properties") if isinstance(params, dict) else None) or {}
+    for arg in (*(spec.destination_args or ()), *([spec.deferred_call_arg] if spec.deferred_call_arg else [])):
+        if arg not in declared:
+            problems.append(f"metadata names argument {arg!r}, which parameters do not declare")
     if spec.source != "builtin" and not re.match(r"^mcp:.+", spec.source or ""):
         problems.append(f"source {spec.source!r} must be 'builtin' or 'mcp:<server>'")
     return problems

@@ -44,7 +44,9 @@ from tools.idempotency import IdempotencyLedger
 from tools.mcp.client import STARTUP_TIMEOUT_S, MCPClient, MCPServer, MCPTool, Replica, call_replicas, ranked
 from tools.mcp.config import (  # noqa: F401
     META_ARTIFACT_FIELD,
+    META_DESTINATION_ARGS,
     META_REQUESTED_BY,
+    META_SENSITIVE,
     MCPConfigError,
     ToolOverride,
     check_patterns,
@@ -343,6 +345,18 @@ class Toolbox:
                 artifact = value
             else:
                 bad.append(f"_meta {META_ARTIFACT_FIELD!r} must be a non-empty string, got {value!r}")
+        # where the effect goes, and sensitive results (DESIGN §2.8); without them the
+        # destination arguments follow the parameter names (ToolSpec.destination_params)
+        destinations = tool.meta.get(META_DESTINATION_ARGS)
+        if destinations is not None and not (
+            isinstance(destinations, list) and all(isinstance(d, str) and d for d in destinations)
+        ):
+            bad.append(f"_meta {META_DESTINATION_ARGS!r} must be a list of argument names, got {destinations!r}")
+            destinations = None
+        sensitive = tool.meta.get(META_SENSITIVE, False)
+        if not isinstance(sensitive, bool):
+            bad.append(f"_meta {META_SENSITIVE!r} must be true or false, got {sensitive!r}")
+            sensitive = True  # a server that meant to say something: the safe side
         if bad:
             self.problems[f"{server.name}:{tool.name}:_meta"] = "ignored: " + "; ".join(bad)
             log.warning("MCP tool %s of %s: ignored metadata: %s", tool.name, server.name, "; ".join(bad))
@@ -352,6 +366,8 @@ class Toolbox:
             "requested_by": requested_by or (),
             "artifact_field": artifact,
             "timeout_s": override.timeout_s or timeout_s,
+            "destination_args": None if destinations is None else tuple(destinations),
+            "sensitive_results": sensitive,
         }
 
     async def aclose(self) -> None:

@@ -1,5 +1,7 @@
-"""``hermes reminders list|due|run`` and ``hermes serve``: due reminders fired from the CLI, once
-per period (``tools.scheduler``; docs/DESIGN.md §5.4)."""
+"""``hermes reminders list|due|run|history`` and ``hermes serve``: due reminders fired from the
+CLI, once per period (``tools.scheduler``; docs/DESIGN.md §5.4). A firing delivers the reminder's
+notice (recorded; ``list`` and ``history`` show it) and runs the action the user asked for, if
+any; the reminder's text is never run as a request."""
 
 from __future__ import annotations
 
@@ -37,7 +39,9 @@ from graph.runner import execute_turn
 from tools.scheduler import (
     Due,
     Firing,
+    bound_request,
     call_tool_action,
+    delivery_history,
     due_reminders,
     fire_due,
     firing_history,
@@ -57,13 +61,17 @@ def parse_now_or_exit(value: str | None) -> dt.datetime:
 
 
 async def fire_reminder_action(due: Due, context: Context, verbose: bool = False) -> dict[str, Any]:
-    """What firing means from the CLI: a "tool" action calls the tool through the toolbox's
-    registry (request id ``reminder:<id>:<period>``: the ledger replays a repeat); a "task"
-    action runs the agent turn on the action's thread (default ``reminder-<id>``) with
-    ``graph.runner`` (checkpoints, mirror, per-thread lock)."""
+    """What firing an action means from the CLI (``fire_due`` delivers the notice and calls this
+    only for an action): a "tool" action is checked again against the request that created it,
+    then calls the tool through the toolbox's registry (request id ``reminder:<id>:<period>``:
+    the ledger replays a repeat); a "task" action runs the agent turn on the action's thread
+    (default ``reminder-<id>``) with ``graph.runner`` (checkpoints, mirror, per-thread lock), on
+    behalf of that request (``Context.for_firing``: no scheduling, its destinations)."""
     if due.action["kind"] == "tool":
-        return await call_tool_action((await get_toolbox(context)).registry, due)
+        registry = (await get_toolbox(context)).registry
+        return await call_tool_action(registry, due, data_dir=context.data_dir, rules=context.destination_rules())
     thread_id = due.thread_id or f"reminder-{due.reminder_id}"  # task actions always name one
+    context = context.for_firing(due.request_id, await asyncio.to_thread(bound_request, context.data_dir, due))
     summary = await execute_turn(
         due.action.get("task") or due.text,
         context,
@@ -108,7 +116,8 @@ def reminders_list(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Every reminder: schedule, action, next run (the next period to fire; "overdue" when its
-    time has passed: the next check fires it), last fired period and its outcome."""
+    time has passed: the next check fires it), last fired period and its outcome, and the
+    notices delivered (how many, the last one)."""
     clock = parse_now_or_exit(now).astimezone()
     path_dir = resolve_data_dir(data_dir)
     if not (path_dir / "reminders.db").exists():
@@ -121,15 +130,26 @@ def reminders_list(
     last: dict[Any, dict[str, Any]] = {}
     for row in firing_history(path_dir):
         last.setdefault(row["reminder_id"], row)
+    delivered: dict[Any, list[dict[str, Any]]] = {}
+    for row in delivery_history(path_dir):
+        delivered.setdefault(row["reminder_id"], []).append(row)
     if json_out:
-        print(json.dumps([{**r, "last_firing": last.get(r["id"])} for r in listed], ensure_ascii=False, default=str))
+        print(
+            json.dumps(
+                [{**r, "last_firing": last.get(r["id"]), "deliveries": delivered.get(r["id"], [])} for r in listed],
+                ensure_ascii=False,
+                default=str,
+            )
+        )
         return
-    table = Table("id", "text", "day", "time", "action", "next run", "last fired", "outcome")
+    table = Table("id", "text", "day", "time", "action", "next run", "last fired", "outcome", "delivered")
     for r in listed:
         a = r["action"]
-        action = (
-            f"tool {a['tool']}" if a["kind"] == "tool" else f"task ({a.get('thread_id') or 'reminder-' + str(r['id'])})"
-        )
+        action = {
+            "tool": f"tool {a.get('tool')}",
+            "task": f"task ({a.get('thread_id') or 'reminder-' + str(r['id'])})",
+        }.get(a["kind"], "notice only" if a["kind"] == "notify" else a["kind"])
+        notices = delivered.get(r["id"], [])
         fired = last.get(r["id"])
         overdue = dt.datetime.fromisoformat(r["next_run"]).astimezone() <= clock
         table.add_row(
@@ -141,6 +161,35 @@ def reminders_list(
             r["next_run"] + (" (overdue)" if overdue else ""),
             r["last_fired_period"] or "—",
             f"{fired['state']} ({fired['attempts']} attempt(s))" if fired else "—",
+            f"{len(notices)} (last {notices[0]['period']})" if notices else "—",
+        )
+    console.print(table)
+
+
+@reminders_app.command("history")
+def reminders_history(
+    reminder_id: int = typer.Argument(None, help="Only this reminder."),
+    data_dir: str = DATA_DIR_OPT,
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """The notices delivered by firings, newest first: when, which period, the notice, and what
+    the reminder's action did (delivered = notice only; done, failed, retry)."""
+    rows = delivery_history(resolve_data_dir(data_dir), reminder_id)
+    if json_out:
+        print(json.dumps(rows, ensure_ascii=False, default=str))
+        return
+    if not rows:
+        console.print("no reminder has been delivered yet")
+        return
+    table = Table("reminder", "period", "delivered at", "notice", "action", "outcome")
+    for row in rows:
+        table.add_row(
+            str(row["reminder_id"]),
+            row["period"],
+            row["delivered_at"],
+            preview_markup(row["message"][:80]),
+            row["action"],
+            preview_markup(row["outcome"] + (f": {row['detail'][:100]}" if row["outcome"] == "failed" else "")),
         )
     console.print(table)
 
@@ -189,9 +238,10 @@ def reminders_run(
     verbose: bool = typer.Option(False, help="Print the agent's progress for task actions."),
     json_out: bool = typer.Option(False, "--json", help="Print the firings as JSON only."),
 ) -> None:
-    """Fire every reminder due at --now, once per period: task actions run an agent turn on
-    the reminder's thread, tool actions call the tool. Exit 1 if a firing failed (it is retried
-    at the next check, up to 3 attempts)."""
+    """Fire every reminder due at --now, once per period: each delivers its notice; task actions
+    run an agent turn on the reminder's thread, tool actions call the tool (both bound to the
+    request that created the reminder). Exit 1 if a firing failed (it is retried at the next
+    check, up to 3 attempts, unless its action was refused)."""
     clock = parse_now_or_exit(now)
     context = context_or_exit(model, base_url, data_dir, None)
     firings: list[Firing] = []

@@ -321,8 +321,12 @@ def print_firings(firings: list[Any]) -> None:
     adjustments, attempts."""
     for f in firings:
         d = f.due
-        what = f"tool {d.action['tool']}" if d.action["kind"] == "tool" else f"task on thread {d.thread_id}"
+        what = {"tool": f"tool {d.action.get('tool')}", "task": f"task on thread {d.thread_id}"}.get(
+            d.action["kind"], "notice"
+        )
         head = preview_markup(f"reminder {d.reminder_id} ({d.text[:60]}) for {d.period} [{what}]")
+        if f.status != "skipped":  # every claimed firing delivers its notice (tools.scheduler)
+            console.print(f"[bold]notice[/bold] {preview_markup(d.notice())}", highlight=False)
         if f.status == "fired":
             console.print(f"[green]fired[/green] {head}: {preview_markup(f.detail)}", highlight=False)
         elif f.status == "failed":

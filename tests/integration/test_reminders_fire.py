@@ -26,7 +26,14 @@ from tools.toolbox import Toolbox
 pytestmark = pytest.mark.slow
 HERMES = str(Path(sys.executable).parent / "hermes")
 # no model is needed for tool actions; a task action must not start the embedded model here
-NO_MODEL = {"HERMES_MODEL": "no-model", "HERMES_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "x"}
+# the actions here are stored directly, not by a request: their channel is allowed by
+# configuration (a firing re-checks the action's destination, tools/destinations.py)
+NO_MODEL = {
+    "HERMES_MODEL": "no-model",
+    "HERMES_BASE_URL": "http://127.0.0.1:9/v1",
+    "OPENAI_API_KEY": "x",
+    "HERMES_ALLOWED_DESTINATIONS": '["project"]',
+}
 
 
 def posts(data_dir: Path, text: str | None = None) -> list[tuple[str, str]]:
@@ -164,7 +171,14 @@ async def test_the_reminders_graph_on_langgraph_dev_fires_once_by_runs_and_by_cr
         data_dir=data,
         now=created,
     )
-    schedule_reminder("Review the sales numbers", 1, "09:00", data_dir=data, now=created)
+    schedule_reminder(
+        "Monthly sales review",
+        1,
+        "09:00",
+        action={"kind": "task", "task": "Review the sales numbers"},
+        data_dir=data,
+        now=created,
+    )
 
     # a check with an injected clock, through the SDK
     first = await client.runs.wait(None, "reminders", input={"now": "2031-02-01T09:30:00"}, raise_error=False)

@@ -42,6 +42,13 @@ def at(*args: int) -> dt.datetime:
     return T(*args)
 
 
+@pytest.fixture(autouse=True)
+def configured_channels(monkeypatch):
+    """The tool actions here are stored directly, not by a request: their channels are allowed
+    by configuration (a firing re-checks every action's destination, tools/destinations.py)."""
+    monkeypatch.setenv("HERMES_ALLOWED_DESTINATIONS", '["p", "project"]')
+
+
 def post_tool(effects: list, fail_first: int = 0) -> tuple[ToolSpec, object]:
     """A side-effect tool that appends to ``effects`` (fails its first ``fail_first`` calls)."""
     calls = {"n": 0}
@@ -112,9 +119,10 @@ def test_a_bad_day_time_or_action_is_a_clear_error_and_writes_nothing(tmp_path, 
     assert list_reminders(data_dir=tmp_path)["count"] == 0
 
 
-def test_actions_default_to_the_text_as_a_task_and_duplicates_are_reused(tmp_path):
+def test_actions_default_to_a_notice_and_duplicates_are_reused(tmp_path):
+    # a reminder's own text is a notice, never a request to run (issue 27)
     plain = schedule_reminder("Send the monthly sales report", data_dir=tmp_path, now=at(2026, 1, 1))
-    assert plain["action"] == {"kind": "task", "task": "Send the monthly sales report"}
+    assert plain["action"] == {"kind": "notify"}
     tool = schedule_reminder(
         "post the numbers",
         2,
@@ -148,7 +156,7 @@ def test_an_old_reminders_db_is_migrated(tmp_path):
     con.commit()
     con.close()
     [due] = due_reminders(tmp_path, at(2026, 2, 1, 9, 0))
-    assert due.text == "old one" and due.action == {"kind": "task", "task": "old one"} and due.period == "2026-02"
+    assert due.text == "old one" and due.action == {"kind": "notify"} and due.period == "2026-02"
 
 
 # -- once per period ------------------------------------------------------------------------
@@ -162,7 +170,7 @@ def test_a_reminder_fires_once_per_period_and_not_before_its_time(tmp_path):
         "2026-01",
         f"reminder:{r['id']}:2026-01",
         [],
-        f"reminder-{r['id']}",
+        None,  # a plain reminder delivers a notice: no agent turn, no thread
     )
     assert mark_fired(tmp_path, r["id"], "2026-01", now=at(2026, 1, 15, 9, 0))
     assert not mark_fired(tmp_path, r["id"], "2026-01", now=at(2026, 1, 15, 9, 0))  # one claim only
@@ -183,7 +191,14 @@ def test_a_period_that_passed_before_the_reminder_existed_does_not_fire(tmp_path
 
 
 async def test_missed_periods_are_caught_up_once_not_n_times(tmp_path):
-    r = schedule_reminder("send the report", 1, "09:00", data_dir=tmp_path, now=at(2026, 7, 20))
+    r = schedule_reminder(
+        "send the report",
+        1,
+        "09:00",
+        action={"kind": "task", "task": "write the sales report"},
+        data_dir=tmp_path,
+        now=at(2026, 7, 20),
+    )
     fired: list = []
 
     async def fire(due):
@@ -303,7 +318,14 @@ def scripted_cli(name: str, replies, data_dir, box: FakeToolbox | None = None) -
 
 
 def test_cli_reminders_run_fires_a_task_turn_once_on_its_thread(tmp_path):
-    schedule_reminder("Check the monthly numbers", 1, "09:00", data_dir=tmp_path, now=at(2026, 8, 20))
+    schedule_reminder(
+        "Monthly numbers",
+        1,
+        "09:00",
+        action={"kind": "task", "task": "Check the monthly numbers"},
+        data_dir=tmp_path,
+        now=at(2026, 8, 20),
+    )
     model = scripted_cli("rem-task", [AIMessage("Numbers checked.")], tmp_path)
     before = runner.invoke(
         app, ["reminders", "list", "--now", "2026-12-01T09:30", "--data-dir", str(tmp_path)], env={"COLUMNS": "200"}
@@ -417,7 +439,7 @@ async def test_the_reminders_graph_fires_tool_and_task_actions_in_process(script
         now=at(2026, 11, 20),
     )
     schedule_reminder(
-        "Review the numbers",
+        "Monthly review",
         1,
         "09:00",
         action={"kind": "task", "task": "Review the numbers", "thread_id": "monthly-review"},

@@ -168,6 +168,8 @@ GENERATE_REPORT = ToolSpec(
         r"(写|生成|做|总结).{0,20}报告",
     ),
     artifact_field="path",
+    # the file goes to <data_dir>/reports/, named from the title: no argument chooses where
+    destination_args=(),
     result_schema={
         "type": "object",
         "properties": {
@@ -187,9 +189,11 @@ SCHEDULE_REMINDER = ToolSpec(
         "Create a recurring reminder for the user, stored persistently; a scheduler fires it "
         "every month on day_of_month (1-31) at time (HH:MM, 24 h, local time). A day a month "
         "lacks (31 in a 30-day month, 30 in February) runs on that month's last day and the "
-        "result says so in 'adjustment'. Optional 'action' says what firing does: "
-        "{kind: 'task', task: '<request for the agent>'} (default: the text as the task) or "
-        "{kind: 'tool', tool: '<tool name>', args: {...}} (the tool is called once per month). "
+        "result says so in 'adjustment'. Firing delivers the text to the user as a reminder "
+        "(the text is never run as a request). Optional 'action', only when the user asked for "
+        "something to be done each month: {kind: 'task', task: '<request for the agent>'} or "
+        "{kind: 'tool', tool: '<tool name>', args: {...}} (the tool is called once per month; "
+        "its destination must be one the user named). "
         "Returns the reminder with its id, next_run and action; asking again for the same "
         "reminder returns the existing one (already_existed). Typical use: 'remind me every "
         "month to send the sales report'. Only monthly recurrence is supported; a day outside "
@@ -210,9 +214,9 @@ SCHEDULE_REMINDER = ToolSpec(
             "recurrence": {"type": "string", "enum": ["monthly"], "default": "monthly"},
             "action": {
                 "type": "object",
-                "description": "What firing does. Omit it to run the text as a task for the agent.",
+                "description": "What firing does besides reminding. Omit it for a plain reminder.",
                 "properties": {
-                    "kind": {"type": "string", "enum": ["task", "tool"]},
+                    "kind": {"type": "string", "enum": ["notify", "task", "tool"]},
                     "task": {
                         "type": "string",
                         "minLength": 1,
@@ -243,6 +247,10 @@ SCHEDULE_REMINDER = ToolSpec(
     # asking twice returns the existing reminder (schedule_reminder dedupes): safe to retry
     idempotent=True,
     requested_by=(r"\bremind me\b", r"\b(set|schedule|create|add)\b.{0,30}\breminders?\b", r"提醒我"),
+    destination_args=(),
+    # its effect is scheduling; its action runs later, checked against this request then too
+    schedules=True,
+    deferred_call_arg="action",
 )
 
 LIST_REMINDERS = ToolSpec(

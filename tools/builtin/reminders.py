@@ -10,11 +10,18 @@ Table ``reminders``::
     action TEXT JSON (NULL = run the text as a task), last_fired_period TEXT 'YYYY-MM' or NULL,
     last_fired_at TEXT ISO-8601 or NULL
 
-An *action* says what firing does, without knowing any particular tool:
+**A fired reminder reminds**: every firing delivers the reminder's text to the user as a notice
+(table ``deliveries``, shown by ``hermes reminders list`` and ``hermes reminders history``;
+:mod:`tools.scheduler`). The reminder's own text is never run as a request (firing N times
+creates no reminder). An *action*, which the user asked for, says what firing does besides,
+without knowing any particular tool:
 
+* ``{"kind": "notify"}`` — nothing besides the notice: the default (no action, a task action
+  without a task, or a task that is the reminder's own text);
 * ``{"kind": "task", "task": "<text run as a user request>", "thread_id": "<optional>"}`` — the
-  agent runs the task as a turn on ``thread_id`` (default ``reminder-<id>``); the default action
-  is a task whose text is the reminder's text;
+  agent runs the task as a turn on ``thread_id`` (default ``reminder-<id>``), bound to the
+  request that created the reminder (its destinations come from that request) and unable to
+  schedule anything;
 * ``{"kind": "tool", "tool": "<tool name>", "args": {...}}`` — the tool is called through the
   tool registry with request id ``reminder:<id>:<period>`` (its idempotency ledger makes a
   replay of the same period a no-op). It is checked when it is scheduled, not a month later
@@ -25,7 +32,10 @@ An *action* says what firing does, without knowing any particular tool:
   every toolbox opened on the data directory), read here read-only. A data directory no
   registry has used yet (no such file: a bare ``data_dir`` in a test, a remote function server's
   own directory) has nothing to check against and the action is stored as given; a firing
-  still reports an unknown tool or bad arguments as a failed firing.
+  still reports an unknown tool or bad arguments as a failed firing. Where the action's effect
+  goes (its destination arguments) must come from the request that creates it: that check
+  runs in the agent, which has the request (``tools.destinations.guard_calls``, before this
+  function runs), records the request with the action, and runs again when it fires.
 
 Periods are months (``"2026-12"``). A day beyond a month's length runs on that month's last day
 (``day_of_month=31`` runs on 30 November, 28 or 29 February): that is a stated adjustment
@@ -63,7 +73,9 @@ TIME_RE = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
 TOOL_NAME_RE = re.compile(r"[a-z][a-z0-9_]{2,63}")
 THREAD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}")
 RECURRENCES = ("monthly",)
-ACTION_KINDS = ("task", "tool")
+ACTION_KINDS = ("notify", "task", "tool")
+#: The action of a plain reminder: its notice only.
+NOTIFY = {"kind": "notify"}
 MAX_TEXT_CHARS = 500  # the tool schema's text maxLength (tools/builtin/catalog.py)
 MAX_TASK_CHARS = 2000  # the tool schema's action.task maxLength
 # The biggest real arguments (generate_report: 8 queries of up to 4000 chars of SQL) are about
@@ -102,6 +114,10 @@ CREATE TABLE IF NOT EXISTS reminders (
     id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, day_of_month INTEGER NOT NULL,
     time TEXT NOT NULL, recurrence TEXT NOT NULL, created_at TEXT NOT NULL, next_run TEXT NOT NULL,
     action TEXT, last_fired_period TEXT, last_fired_at TEXT);
+CREATE TABLE IF NOT EXISTS deliveries (
+    reminder_id INTEGER NOT NULL, period TEXT NOT NULL, delivered_at TEXT NOT NULL,
+    message TEXT NOT NULL, action TEXT NOT NULL, outcome TEXT NOT NULL, detail TEXT,
+    PRIMARY KEY (reminder_id, period));
 CREATE TABLE IF NOT EXISTS firings (
     reminder_id INTEGER NOT NULL, period TEXT NOT NULL,
     state TEXT NOT NULL CHECK (state IN ('claimed', 'done', 'retry', 'failed')),
@@ -247,12 +263,19 @@ def plain_json_problem(value: Any, where: str = "args") -> str | None:
     return None
 
 
+def _same_text(task: Any, text: Any) -> bool:
+    """``task`` is ``text`` up to case and spacing (then running it would re-run the reminder)."""
+    return isinstance(task, str) and " ".join(task.lower().split()) == " ".join(str(text).lower().split())
+
+
 def normalize_action(action: Any, text: str) -> dict[str, Any]:
-    """A checked action dict (see module doc); None → ``{"kind": "task", "task": text}``.
-    ``action`` may be given as JSON text (at most :data:`MAX_ACTION_CHARS` chars). Raises
-    ValueError naming what is wrong, whatever the value (never a TypeError or RecursionError)."""
+    """A checked action dict (see module doc); None → ``{"kind": "notify"}``, and so is a task
+    action without a task or whose task is the reminder's own ``text`` (a reminder's text is
+    never run as a request). ``action`` may be given as JSON text (at most
+    :data:`MAX_ACTION_CHARS` chars). Raises ValueError naming what is wrong, whatever the value
+    (never a TypeError or RecursionError)."""
     if action is None:
-        return {"kind": "task", "task": text}
+        return dict(NOTIFY)
     if isinstance(action, str):
         if len(action) > MAX_ACTION_CHARS:
             raise ValueError(f"action is {len(action)} chars of JSON; the limit is {MAX_ACTION_CHARS}")
@@ -270,24 +293,31 @@ def normalize_action(action: Any, text: str) -> dict[str, Any]:
     kind = action.get("kind", "task")
     if kind not in ACTION_KINDS:
         raise ValueError(f"action.kind must be one of {ACTION_KINDS}, got {_short(kind)}")
+    if kind == "notify":
+        unknown = sorted(set(action) - {"kind"})
+        if unknown:
+            raise ValueError(f"a notify action takes only kind; unknown: {unknown}")
+        return dict(NOTIFY)
     if kind == "task":
         unknown = sorted(set(action) - {"kind", "task", "thread_id"})
         if unknown:
             raise ValueError(f"a task action takes kind, task, thread_id; unknown: {unknown}")
         task = action.get("task")
-        task = text if task is None else task
-        if not isinstance(task, str):
-            raise ValueError(f"action.task must be a string, got {type(task).__name__} {_short(task)}")
-        if not task.strip():
-            raise ValueError("action.task is empty; say what the agent should do when it fires")
-        if len(task) > MAX_TASK_CHARS:
-            raise ValueError(f"action.task is {len(task)} chars; the limit is {MAX_TASK_CHARS}")
-        out: dict[str, Any] = {"kind": "task", "task": task.strip()}
+        if task is not None:
+            if not isinstance(task, str):
+                raise ValueError(f"action.task must be a string, got {type(task).__name__} {_short(task)}")
+            if not task.strip():
+                raise ValueError("action.task is empty; say what the agent should do when it fires")
+            if len(task) > MAX_TASK_CHARS:
+                raise ValueError(f"action.task is {len(task)} chars; the limit is {MAX_TASK_CHARS}")
+        out: dict[str, Any] = {"kind": "task", "task": (task or "").strip()}
         thread = action.get("thread_id")
         if thread not in (None, ""):
             if not isinstance(thread, str) or not THREAD_RE.fullmatch(thread):
                 raise ValueError(f"action.thread_id must match {THREAD_RE.pattern}, got {_short(thread)}")
             out["thread_id"] = thread
+        if task is None or _same_text(task, text):
+            return dict(NOTIFY)  # the reminder's own text is a reminder, not a request
         return out
     unknown = sorted(set(action) - {"kind", "tool", "args"})
     if unknown:
@@ -380,9 +410,11 @@ def row_to_reminder(row: tuple) -> dict[str, Any]:
     """A ``reminders`` row (``_COLUMNS`` order) as the tools return it (``action`` decoded)."""
     out = dict(zip(_COLUMNS, row))
     try:
-        action = json.loads(out["action"]) if out.get("action") else {"kind": "task", "task": out["text"]}
+        action = json.loads(out["action"]) if out.get("action") else dict(NOTIFY)
         if not isinstance(action, dict):
             raise ValueError("the action is not a JSON object")
+        if action.get("kind") == "task" and _same_text(action.get("task"), out["text"]):
+            action = dict(NOTIFY)  # stored before the rule: its own text is never run as a request
     except (ValueError, RecursionError) as exc:  # a corrupt row is shown as such; it must not hide the others
         out["damaged"] = f"its action record cannot be read ({exc}); schedule it again and delete this one"
         action = {"kind": "damaged", "raw": str(out.get("action"))[:200]}
@@ -443,7 +475,7 @@ def schedule_reminder(
     checked = normalize_action(action, text)
     if checked["kind"] == "tool":
         check_tool_action(checked, data_dir)
-    default_action = checked == {"kind": "task", "task": text}
+    default_action = checked == NOTIFY
     now = local_now(now)
     nxt = scheduled_at(day_of_month, time, now.year, now.month)
     if nxt <= now:

@@ -159,6 +159,8 @@ class ServerSettings:
 #: ``_meta`` keys of an MCP tool that carry Hermes metadata (set by the server).
 META_REQUESTED_BY = "hermes/requested_by"  # list of regular expressions (ToolSpec.requested_by)
 META_ARTIFACT_FIELD = "hermes/artifact_field"  # result field naming what the call produced
+META_DESTINATION_ARGS = "hermes/destination_args"  # arguments naming where the effect goes (ToolSpec)
+META_SENSITIVE = "hermes/sensitive"  # true: every result is sensitive data (ToolSpec.sensitive_results)
 
 #: Keys of a ``tools.<name>`` override (``timeoutSeconds`` is accepted for ``timeout_s``).
 TOOL_OVERRIDE_KEYS = (

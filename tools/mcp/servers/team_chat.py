@@ -9,7 +9,9 @@ limit=20)``. Bad input (empty channel/text, limit outside 1-200) → an MCP ``is
 Metadata for clients: ``post_message`` is annotated as a side effect that is not idempotent
 (``readOnlyHint=False, idempotentHint=False, destructiveHint=False``) and its ``_meta`` says
 which request clauses ask for it (``"hermes/requested_by"``: regular expressions, English and
-Chinese); ``list_messages`` is read-only. Posting the same text twice in one request is
+Chinese) and which argument decides where the post goes (``"hermes/destination_args"``:
+``channel``, checked against the user's request by the client, DESIGN §2.8); ``list_messages``
+is read-only. Posting the same text twice in one request is
 prevented by the client's idempotency ledger, not here: this server posts what it is sent.
 """
 
@@ -78,7 +80,7 @@ POST_REQUESTED_BY = [
 
 @mcp.tool(
     annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False),
-    meta={"hermes/requested_by": POST_REQUESTED_BY},
+    meta={"hermes/requested_by": POST_REQUESTED_BY, "hermes/destination_args": ["channel"]},
 )
 def post_message(
     channel: Channel,
