@@ -24,6 +24,14 @@ It yields a :class:`HermesSqliteSaver` — ``AsyncSqliteSaver`` (langgraph-check
   prints the notice) it reads and lists exactly like ``AsyncSqliteSaver``.
 * ``adelete_for_runs`` and ``aprune`` (the server calls them for ``multitask_strategy=
   "rollback"`` and history pruning; the stock saver lacks them).
+* **Writes retried on a transient lock** (:func:`retry_locked`): the busy timeout covers a
+  writer waiting for another's lock, but SQLite returns ``SQLITE_BUSY`` at once, without
+  waiting, in some WAL cases (a read snapshot that went stale before its write, a WAL being
+  recovered or reset by another process). On a busy machine with many ``hermes`` processes
+  that lost whole turns ("database is locked" in ``aput``, issue 23). Every write of the saver
+  (``setup``, ``aput``, ``aput_writes``, deletes, prune) rolls its transaction back and is
+  retried with jittered exponential backoff for up to ``LOCK_RETRY_S`` seconds; then the error
+  is raised (the run stops with it; nothing it wrote before is lost).
 
 :func:`server_checkpointer` is the ``langgraph.json`` ``checkpointer.path`` target: the same
 file as the CLI (``<HERMES_DATA_DIR or .hermes>/checkpoints.sqlite``), recovery on.
@@ -35,15 +43,21 @@ import asyncio
 import logging
 import os
 import sqlite3
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
 
 import aiosqlite
+import tenacity
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import CheckpointTuple, get_checkpoint_id
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+)
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.checkpoint.sqlite.utils import search_where
 from langgraph.graph import StateGraph
@@ -59,6 +73,42 @@ log = logging.getLogger(__name__)
 CHECKPOINTS_FILE = "checkpoints.sqlite"
 #: Seconds a connection waits for another process's lock before "database is locked".
 BUSY_TIMEOUT_S = 30.0
+#: Seconds a saver write is retried after SQLite answered "database is locked" / "busy" at once
+#: (see the module docstring); first pause 0.05 s, doubling, jittered, at most 2 s each.
+LOCK_RETRY_S = 60.0
+
+
+def is_transient_lock(exc: BaseException) -> bool:
+    """True for SQLite's "database is locked" / "database table is locked" / "busy" errors,
+    which another process's transaction causes and a later attempt can pass."""
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+def retry_locked(conn: aiosqlite.Connection, lock: asyncio.Lock, what: str) -> tenacity.AsyncRetrying:
+    """``async for attempt in retry_locked(conn, lock, "aput"): with attempt: ...``: retries the
+    block on :func:`is_transient_lock` errors for up to :data:`LOCK_RETRY_S` s, rolling back the
+    connection's open transaction before each new attempt (a failed statement can leave the
+    implicit ``BEGIN`` of Python's sqlite3 open). ``lock`` is the saver's connection lock, held
+    for the rollback so that no other task's transaction on the shared connection is undone.
+    Raises the last error when time is up."""
+
+    async def rollback(state: tenacity.RetryCallState) -> None:
+        outcome = state.outcome.exception() if state.outcome else None
+        log.warning("checkpoints: %s hit a lock (%s); retry %d", what, outcome, state.attempt_number)
+        async with lock:
+            try:
+                await conn.rollback()
+            except sqlite3.Error:  # nothing open, or the connection is gone: the retry says which
+                pass
+
+    return tenacity.AsyncRetrying(
+        retry=tenacity.retry_if_exception(is_transient_lock),
+        stop=tenacity.stop_after_delay(LOCK_RETRY_S),
+        wait=tenacity.wait_exponential_jitter(initial=0.05, max=2.0),
+        before_sleep=rollback,
+        reraise=True,
+    )
 
 
 def checkpoints_file(data_dir: str | Path) -> Path:
@@ -75,15 +125,15 @@ async def connect(path: str | Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> a
     conn = await aiosqlite.connect(str(path), timeout=busy_timeout_s)
     try:
         await conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
-        deadline = time.monotonic() + busy_timeout_s
-        while True:  # a new file: every process opening it at once wants to switch it to WAL
-            try:
+        # a new file: every process opening it at once wants to switch it to WAL
+        async for attempt in tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception(is_transient_lock),
+            stop=tenacity.stop_after_delay(busy_timeout_s),
+            wait=tenacity.wait_fixed(0.05),
+            reraise=True,
+        ):
+            with attempt:
                 await conn.execute("PRAGMA journal_mode=WAL")
-                break
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() > deadline:
-                    raise
-                await asyncio.sleep(0.05)
         await conn.execute("PRAGMA synchronous=NORMAL")
     except BaseException:
         await conn.close()
@@ -110,6 +160,40 @@ class HermesSqliteSaver(AsyncSqliteSaver):
         self.builder = builder if builder is not None else agent_builder
         self.recoveries: list[RecoveryReport] = []
         self._thread_locks: dict[str, asyncio.Lock] = {}
+
+    # --- writes, retried on a transient lock ---------------------------------------------
+
+    async def setup(self) -> None:
+        """``AsyncSqliteSaver.setup`` (tables, WAL, the ``task_path`` migration), retried on a
+        transient lock (:func:`retry_locked`)."""
+        if self.is_setup:
+            return
+        async for attempt in retry_locked(self.conn, self.lock, "setup"):
+            with attempt:
+                await super().setup()
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """``AsyncSqliteSaver.aput`` (one ``INSERT OR REPLACE``: repeating it is harmless),
+        retried on a transient lock."""
+        async for attempt in retry_locked(self.conn, self.lock, "aput"):
+            with attempt:
+                return await super().aput(config, checkpoint, metadata, new_versions)
+        raise AssertionError("unreachable: tenacity returns or raises")  # pragma: no cover
+
+    async def aput_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        """``AsyncSqliteSaver.aput_writes`` (keyed rows, ``INSERT OR REPLACE``/``IGNORE``:
+        repeating them is harmless), retried on a transient lock."""
+        async for attempt in retry_locked(self.conn, self.lock, "aput_writes"):
+            with attempt:
+                await super().aput_writes(config, writes, task_id, task_path)
 
     # --- recovery ------------------------------------------------------------------------
 
@@ -261,8 +345,10 @@ class HermesSqliteSaver(AsyncSqliteSaver):
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete the thread's checkpoints and writes; with a mirror, its mirror file is renamed
-        to ``<file>.deleted`` so the thread is not rebuilt from it."""
-        await super().adelete_thread(thread_id)
+        to ``<file>.deleted`` so the thread is not rebuilt from it. Retried on a transient lock."""
+        async for attempt in retry_locked(self.conn, self.lock, "adelete_thread"):
+            with attempt:
+                await super().adelete_thread(thread_id)
         if self.mirror is not None:
             path = self.mirror.path(str(thread_id))
 
@@ -283,14 +369,16 @@ class HermesSqliteSaver(AsyncSqliteSaver):
         await self.setup()
         marks = ",".join("?" * len(ids))
         match = f"json_extract(CAST(metadata AS TEXT), '$.run_id') IN ({marks})"
-        async with self.lock:
-            await self.conn.execute(
-                "DELETE FROM writes WHERE (thread_id, checkpoint_ns, checkpoint_id) IN "
-                f"(SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints WHERE {match})",
-                ids,
-            )
-            await self.conn.execute(f"DELETE FROM checkpoints WHERE {match}", ids)
-            await self.conn.commit()
+        async for attempt in retry_locked(self.conn, self.lock, "adelete_for_runs"):
+            with attempt:
+                async with self.lock:
+                    await self.conn.execute(
+                        "DELETE FROM writes WHERE (thread_id, checkpoint_ns, checkpoint_id) IN "
+                        f"(SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints WHERE {match})",
+                        ids,
+                    )
+                    await self.conn.execute(f"DELETE FROM checkpoints WHERE {match}", ids)
+                    await self.conn.commit()
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``keep_latest``: keep only each namespace's newest checkpoint of the threads (and its
@@ -306,16 +394,17 @@ class HermesSqliteSaver(AsyncSqliteSaver):
             "SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) FROM checkpoints "
             "WHERE thread_id = ? GROUP BY thread_id, checkpoint_ns"
         )
-        async with self.lock:
-            for tid in thread_ids:
-                tid = str(tid)
-                for table in ("writes", "checkpoints"):
-                    await self.conn.execute(
-                        f"DELETE FROM {table} WHERE thread_id = ? AND "
-                        f"(thread_id, checkpoint_ns, checkpoint_id) NOT IN ({keep})",
-                        (tid, tid),
-                    )
-            await self.conn.commit()
+        async for attempt in retry_locked(self.conn, self.lock, "aprune"):
+            with attempt:
+                async with self.lock:
+                    for tid in thread_ids:
+                        for table in ("writes", "checkpoints"):
+                            await self.conn.execute(
+                                f"DELETE FROM {table} WHERE thread_id = ? AND "
+                                f"(thread_id, checkpoint_ns, checkpoint_id) NOT IN ({keep})",
+                                (str(tid), str(tid)),
+                            )
+                    await self.conn.commit()
 
 
 @asynccontextmanager
@@ -353,9 +442,12 @@ async def server_checkpointer() -> AsyncIterator[HermesSqliteSaver]:
 __all__ = [
     "BUSY_TIMEOUT_S",
     "CHECKPOINTS_FILE",
+    "LOCK_RETRY_S",
     "HermesSqliteSaver",
     "checkpoints_file",
     "connect",
+    "is_transient_lock",
     "open_checkpointer",
+    "retry_locked",
     "server_checkpointer",
 ]
