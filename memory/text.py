@@ -83,6 +83,15 @@ def query_terms(query: str, limit: int = 64) -> list[str]:
     return list(dict.fromkeys(keyword_tokens(query)))[:limit]
 
 
+def symbols_only(query: str) -> bool:
+    """True when ``query`` has keyword tokens and every one is an emoji or pictographic symbol
+    (no word, no CJK character): ``"😂😂"``, ``"🎉 👍"``, ``"★★★"``. Such a query is an exact-token
+    lookup; an embedding model places symbols near each other, so its vector half says little."""
+    text = _SKIN_TONE.sub("", unicodedata.normalize("NFKC", query or "").casefold())
+    kinds = {m.lastgroup for m in _TOKEN.finditer(text)}
+    return kinds == {"emoji"}
+
+
 def has_searchable(query: str) -> bool:
     """True when ``query`` has at least one keyword token (a word, a CJK character, an emoji)."""
     return bool(keyword_tokens(query))

@@ -13,7 +13,10 @@ Ranking (the same for both, so switching backend does not change what is recalle
     vector    cosine similarity of the embedder's vectors; a hit that matched no keyword must
               reach the embedder's ``min_similarity``
     fusion    relative-score fusion (Weaviate's ``relativeScoreFusion``): each half min-max
-              normalised to [0, 1] over its candidates, ``relevance = alpha·vector + (1-alpha)·keyword``
+              normalised to [0, 1] over its candidates, ``relevance = alpha·vector + (1-alpha)·keyword``;
+              a query of symbols only (emoji, pictographs: ``memory.text.symbols_only``) is
+              fused with ``alpha = 0`` (:func:`fusion_alpha`): the exact-token match decides, not
+              a 0.5/0.5 tie with the vector half broken by recency
     decay     ``weight = DECAY_FLOOR + (1 - DECAY_FLOOR) · 0.5 ** (age_days / half_life_days)``
     score     ``relevance × weight``
 
@@ -34,7 +37,7 @@ from uuid import uuid4
 from pydantic import BaseModel, Field, field_validator
 
 from memory.policy import EPISODIC_TTL_DAYS
-from memory.text import content_hash, normalise_text  # noqa: F401 - re-exported
+from memory.text import content_hash, normalise_text, symbols_only  # noqa: F401 - re-exported
 
 #: What the event is (seed §4.2 write triggers; "conversation" = a turn of a transcript).
 EventKind = Literal["task", "preference", "tool_recovery", "cross_session", "conversation", "note"]
@@ -122,6 +125,13 @@ def time_decay(created_at: datetime, now: datetime, half_life_days: float = DEFA
         raise ValueError("half_life_days must be > 0")
     age_days = max(0.0, (now - created_at).total_seconds() / 86400.0)
     return DECAY_FLOOR + (1.0 - DECAY_FLOOR) * math.pow(0.5, age_days / half_life_days)
+
+
+def fusion_alpha(query: str, alpha: float) -> float:
+    """The hybrid weight of the vector half for ``query``: ``alpha``, or 0.0 for a query of
+    symbols only (module docstring: embeddings of emoji are close to each other, so a memory
+    with another emoji can out-rank the exact one in the vector half)."""
+    return 0.0 if symbols_only(query) else alpha
 
 
 def _minmax(scores: dict[str, float]) -> dict[str, float]:

@@ -56,6 +56,7 @@ from memory.episodic.base import (
     ScoredEvent,
     SearchMode,
     fuse,
+    fusion_alpha,
     utcnow,
 )
 from memory.text import content_hash, keyword_text, query_terms
@@ -414,7 +415,7 @@ class LanceEpisodicStore:
         return fuse(
             keyword,
             vector,
-            alpha=self.alpha,
+            alpha=fusion_alpha(query, self.alpha),
             now=now,
             half_life_days=self.half_life_days,
             k=k,

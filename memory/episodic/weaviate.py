@@ -59,6 +59,7 @@ from memory.episodic.base import (
     EpisodicEvent,
     ScoredEvent,
     SearchMode,
+    fusion_alpha,
     time_decay,
     utcnow,
 )
@@ -356,7 +357,7 @@ class WeaviateEpisodicStore:
             assert embedder is not None  # without one the mode is keyword
             result = await coll.query.hybrid(
                 query=" ".join(terms),
-                alpha=self.alpha,
+                alpha=fusion_alpha(query, self.alpha),
                 vector=vector,
                 query_properties=["kw"],
                 fusion_type=HybridFusion.RELATIVE_SCORE,

@@ -141,6 +141,41 @@ class EpisodicContract:
         assert texts(await self.search(store, query, mode="keyword")) == [stored]
         assert texts(await self.search(store, query))[0] == stored
 
+    @pytest.mark.parametrize(
+        "query, exact, other",
+        [
+            ("😂😂", "that meme 😂 was the best", "so sad today 😭"),
+            ("😂", "that meme 😂 was the best", "so sad today 😭"),
+            ("🎉 👍", "launch day 🎉 👍 all green", "rocket 🚀 launch"),
+            ("★★★", "hotel rated ★ by the team", "hotel rated ☆ by the press"),
+            ("👍🏽", "approved 👍 by the manager", "rejected 👎 by the manager"),
+        ],
+    )
+    async def test_a_symbol_only_query_ranks_the_exact_symbol_first(self, tmp_path, query, exact, other):
+        """Issue 23 kind 3: the vector half puts another emoji nearer than the exact one; the
+        keyword half ranks right. With no word token in the query the exact match decides (it
+        is the older memory here, so recency cannot be what puts it first)."""
+        emb = TableEmbedder({query: [1, 0, 0], other: [1, 0.05, 0], exact: [0.2, 1, 0]})
+        store = await self.make_store(tmp_path / "sym", emb)
+        try:
+            await store.add_many([ev(exact, days_ago=3), ev(other, days_ago=0)])
+            assert texts(await self.search(store, query))[0] == exact
+            assert texts(await self.search(store, query, mode="keyword")) == [exact]
+        finally:
+            await store.close()
+
+    async def test_a_query_with_words_and_symbols_keeps_the_hybrid(self, tmp_path):
+        """The sibling that must not change: a word in the query keeps the vector half's say."""
+        emb = TableEmbedder({"canine 🐶": [1, 0, 0], DOG: [0.95, 0.3, 0], "quarterly revenue 🐶": [0, 1, 0]})
+        store = await self.make_store(tmp_path / "mixed", emb)
+        try:
+            await store.add_many([ev(DOG), ev("quarterly revenue 🐶")])
+            hits = await self.search(store, "canine 🐶")
+            assert {h.event.text for h in hits} == {DOG, "quarterly revenue 🐶"}
+            assert all(h.vector is not None for h in hits if h.event.text == DOG)
+        finally:
+            await store.close()
+
     @pytest.mark.parametrize("query", ["", "   ", "!!!", "？？。", "...", "\n\t"])
     async def test_a_query_with_nothing_searchable_is_empty_never_everything(self, store, query):
         await store.add_many([ev(DOG), ev("我喜欢喝茶"), ev("party 🎉")])

@@ -35,3 +35,11 @@ def test_query_terms_are_distinct_and_bounded():
 def test_content_hash_ignores_case_and_whitespace():
     assert content_hash("The  Dog ") == content_hash("the dog")
     assert content_hash("the dog") != content_hash("the dogs")
+
+
+def test_symbols_only_tells_a_symbol_lookup_from_a_query_with_words():
+    from memory.text import symbols_only
+
+    assert symbols_only("😂😂") and symbols_only("🎉 👍") and symbols_only("★★★") and symbols_only("👍🏽!")
+    assert not symbols_only("party 🎉") and not symbols_only("喝茶 🍵") and not symbols_only("42 😂")
+    assert not symbols_only("") and not symbols_only("!!!")
