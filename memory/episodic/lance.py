@@ -38,13 +38,17 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import functools
 import json
 import logging
 import os
-from collections.abc import Sequence
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from memory.embeddings import Embedder, similarity_floor
 from memory.episodic.base import (
@@ -67,6 +71,58 @@ log = logging.getLogger(__name__)
 LANCE_DIRNAME = "episodic.lance"
 TABLE = "episodic"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+#: Where an exception raised inside LanceDB comes from (its frames' files, its type's module).
+_LANCE_PARTS = ("/lancedb/", "/lance/", "/pyarrow/")
+_LANCE_MODULES = ("lancedb", "lance", "pyarrow", "pyo3_async_runtimes")
+_RUST_SOURCE = re.compile(r",? /\S+\.rs:\d+:\d+")
+
+
+class EpisodicStoreDamaged(RuntimeError):
+    """The LanceDB folder cannot be read or written (a damaged or foreign folder: LanceDB's own
+    errors, e.g. ``RustPanic: rust future panicked``). The message is one line naming the
+    folder and the way back: move it aside and a new, empty episodic memory starts there."""
+
+    def __init__(self, path: Path, exc: BaseException) -> None:
+        self.path = path
+        text = _RUST_SOURCE.sub("", " ".join(str(exc).split()))  # the Rust file:line is noise here
+        detail = f"{type(exc).__name__}: {text[:200]}{'…' if len(text) > 200 else ''}"
+        aside = f"{path}.damaged-{time.strftime('%Y%m%d-%H%M%S')}"
+        super().__init__(
+            f"the episodic memory folder {path} cannot be read ({detail}). If it is damaged, move it "
+            f"aside (mv {path} {aside}): Hermes then starts a new, empty episodic memory there; the "
+            f"knowledge graph and the threads are not in that folder and are kept"
+        )
+
+
+def _from_lance(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised inside LanceDB / Arrow (not by the embedder or our own checks)."""
+    if type(exc).__module__.split(".")[0] in _LANCE_MODULES:
+        return True
+    tb = exc.__traceback__
+    while tb is not None:
+        if any(part in tb.tb_frame.f_code.co_filename for part in _LANCE_PARTS):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _guarded(
+    method: Callable[Concatenate[LanceEpisodicStore, _P], Awaitable[_R]],
+) -> Callable[Concatenate[LanceEpisodicStore, _P], Awaitable[_R]]:
+    """A store operation whose LanceDB errors become :class:`EpisodicStoreDamaged`."""
+
+    @functools.wraps(method)
+    async def wrapper(self: LanceEpisodicStore, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._guard():
+            return await method(self, *args, **kwargs)
+
+    return wrapper
 
 
 class EmbedderMismatch(RuntimeError):
@@ -181,9 +237,27 @@ class LanceEpisodicStore:
     def in_dir(cls, data_dir: Path, embedder: Embedder, **kwargs) -> LanceEpisodicStore:
         return cls(Path(data_dir) / LANCE_DIRNAME, embedder, **kwargs)
 
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Turn an error LanceDB raises on this folder (a damaged file, a panic in its Rust
+        core, a file where the folder should be) into :class:`EpisodicStoreDamaged`."""
+        try:
+            yield
+        except (EmbedderMismatch, EpisodicStoreDamaged):
+            raise
+        except Exception as exc:
+            ours = isinstance(exc, OSError) and str(getattr(exc, "filename", "") or "").startswith(str(self.path))
+            if ours or _from_lance(exc):
+                raise EpisodicStoreDamaged(self.path, exc) from exc
+            raise
+
     # --- connection -------------------------------------------------------------------------
 
     async def _table(self):
+        with self._guard():
+            return await self._open_table()
+
+    async def _open_table(self):
         loop = asyncio.get_running_loop()
         table = self._tables.get(id(loop))
         if table is not None:
@@ -201,8 +275,10 @@ class LanceEpisodicStore:
             table = await db.open_table(TABLE)
         except ValueError:  # not there yet (exist_ok: another process may create it meanwhile)
             table = await db.create_table(TABLE, schema=_schema(self.embedder.dim), exist_ok=True)
-        vector_field = (await table.schema()).field("vector")
-        dim = vector_field.type.list_size
+        schema = await table.schema()
+        if "vector" not in schema.names:  # a folder of another program, or a damaged schema
+            raise EpisodicStoreDamaged(self.path, ValueError(f"table {TABLE!r} has no vector column"))
+        dim = schema.field("vector").type.list_size
         if dim != self.embedder.dim:
             raise EmbedderMismatch(
                 f"episodic memory in {self.path} holds {dim}-dimensional vectors; the embedder "
@@ -256,6 +332,7 @@ class LanceEpisodicStore:
         rows = await table.query().where(where).select(["id", "dedupe"]).limit(len(keys) * 2).to_list()
         return {r["dedupe"]: r["id"] for r in rows}
 
+    @_guarded
     async def add_many(self, events: Sequence[EpisodicEvent]) -> list[str]:
         if not events:
             return []
@@ -302,6 +379,7 @@ class LanceEpisodicStore:
         except Exception:  # noqa: BLE001 - an optimisation; a concurrent optimize may conflict
             log.warning("episodic store: optimize failed (will retry later)", exc_info=True)
 
+    @_guarded
     async def optimize(
         self, *, cleanup_older_than: timedelta | None = None, build_vector_index: bool = True
     ) -> dict[str, Any]:
@@ -322,6 +400,7 @@ class LanceEpisodicStore:
         done["compaction"] = str(stats.compaction)
         return done
 
+    @_guarded
     async def expire(self, older_than_days: int = DEFAULT_TTL_DAYS, now: datetime | None = None) -> int:
         now = now or utcnow()
         table = await self._table()
@@ -335,6 +414,7 @@ class LanceEpisodicStore:
             self._commits += 1
         return n
 
+    @_guarded
     async def forget(self, user_id: str, event_id: str) -> bool:
         table = await self._table()
         where = f"user_id = {sql_str(user_id)} AND id = {sql_str(event_id)}"
@@ -359,6 +439,7 @@ class LanceEpisodicStore:
             parts.append(f"created_us <= {to_us(until)}")
         return " AND ".join(parts)
 
+    @_guarded
     async def search(
         self,
         user_id: str,
@@ -432,6 +513,7 @@ class LanceEpisodicStore:
                 log.warning("skipping unreadable episodic row %r: %s", row.get("id"), exc)
         return out
 
+    @_guarded
     async def get(self, user_id: str, event_id: str) -> EpisodicEvent | None:
         table = await self._table()
         rows = await (
@@ -443,6 +525,7 @@ class LanceEpisodicStore:
         )
         return _row_to_event(rows[0]) if rows else None
 
+    @_guarded
     async def list(
         self,
         user_id: str,
@@ -463,12 +546,14 @@ class LanceEpisodicStore:
         rows.sort(key=lambda r: r["created_us"], reverse=True)
         return [event for event, _ in self._rows(rows[:limit], lambda r: 0.0).values()]
 
+    @_guarded
     async def recent(self, since: datetime, limit: int = 1000) -> builtins.list[EpisodicEvent]:
         table = await self._table()
         rows = await table.query().where(f"expired_us = 0 AND created_us >= {to_us(since)}").select(_COLUMNS).to_list()
         rows.sort(key=lambda r: r["created_us"], reverse=True)
         return [event for event, _ in self._rows(rows[:limit], lambda r: 0.0).values()]
 
+    @_guarded
     async def count(self, user_id: str | None = None, *, include_expired: bool = False) -> int:
         table = await self._table()
         parts = [] if user_id is None else [f"user_id = {sql_str(user_id)}"]

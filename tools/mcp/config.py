@@ -61,13 +61,26 @@ class MCPConfigError(ValueError):
 
 def load_config(source: Path | str | dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Read the config (a path to JSON, or an already-parsed dict) → ``{name: entry}``.
-    Raises MCPConfigError when the file is not JSON or has no ``mcpServers`` object."""
+    Raises MCPConfigError (naming the file) when it cannot be read, is not UTF-8, is not JSON or
+    has no ``mcpServers`` object."""
     if isinstance(source, dict):
         data = source
     else:
         try:
-            data = json.loads(Path(source).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
+            raw = Path(source).read_bytes()
+        except OSError as exc:
+            raise MCPConfigError(f"cannot read MCP config {source}: {exc}") from exc
+        try:
+            text = raw.decode("utf-8-sig")  # a leading BOM (Windows editors) is not an error
+        except UnicodeDecodeError as exc:
+            line = raw.count(b"\n", 0, exc.start) + 1
+            raise MCPConfigError(
+                f"cannot read MCP config {source}: it is not UTF-8 text (byte 0x{raw[exc.start]:02x} at "
+                f"line {line}, offset {exc.start}); save it as UTF-8 JSON"
+            ) from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
             raise MCPConfigError(f"cannot read MCP config {source}: {exc}") from exc
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
