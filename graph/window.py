@@ -25,7 +25,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from graph.history import Group, message_groups
 from graph.intent import tag_intent
-from tools.results import TRUNCATION_MARK, cut_text
+from tools.results import TRUNCATION_MARK, cut_text, essential_chars
 
 CORE_TURNS = 2  # DESIGN §1.2: the last 2 turns verbatim (the current goal and the one before)
 HISTORY_CHARS = 600  # earlier-goal messages are truncated to this many characters
@@ -100,6 +100,35 @@ def count_tokens(group: Group, limit: int = 0) -> int:
     return total
 
 
+def fit_results(group: Group, budget_tokens: int) -> Group:
+    """``group`` (an AI message and its tool results) with each result cut to one shared char
+    limit so the group fits ``budget_tokens`` (approximate), but never below the result's
+    envelope head (:func:`tools.results.essential_chars`: status, summary, handle) — so the
+    cut group may still exceed the budget. Returns ``group`` itself when it has no tool result
+    to cut, or when the results are already as short as they may get."""
+    results = [i for i, m in enumerate(group) if isinstance(m, ToolMessage) and isinstance(m.content, str)]
+    if not results:
+        return group
+    floors = {i: essential_chars(text_of(group[i])) for i in results}
+    if all(len(text_of(group[i])) <= floors[i] for i in results):
+        return group
+
+    def cut(limit: int) -> Group:
+        out = list(group)
+        for i in results:
+            out[i] = truncate(group[i], max(limit, floors[i]))
+        return out
+
+    lo, hi = 0, max(len(text_of(group[i])) for i in results)
+    while lo < hi:  # the largest shared limit that fits (token count grows with the limit)
+        mid = (lo + hi + 1) // 2
+        if count_tokens(cut(mid)) <= budget_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return cut(lo)
+
+
 def split_turns(groups: list[Group]) -> list[Turn]:
     """Groups → turns: a turn starts at a human message and runs to the next one."""
     turns: list[Turn] = []
@@ -141,8 +170,10 @@ def select_window(
 ) -> list[AnyMessage]:
     """Choose history within ``budget_tokens`` (approximate) as whole groups, in three layers:
 
-    * the **current goal** (last human message and its tool rounds): kept first, its oldest
-      groups dropped if even it exceeds the budget;
+    * the **current goal** (last human message and its tool rounds): kept first; over budget,
+      a round's tool results are cut to fit (:func:`fit_results`, each keeping its envelope
+      head: status, summary, handle) — the newest round always, older ones while their cut
+      form fits, the oldest dropped only then;
     * **core**: the turn before it, verbatim (``CORE_TURNS``);
     * **working**: earlier turns ranked by :func:`turn_relevance` to ``query``/``intent``,
       each message truncated to ``HISTORY_CHARS``, added best-first while the budget allows.
@@ -167,10 +198,18 @@ def select_window(
         head = [truncate(head[0], limit)]
         used = count_tokens(head)
     kept_current: list[Group] = []
-    for group in reversed(current[1:]):
+    for position, group in enumerate(reversed(current[1:])):
         cost = count_tokens(group)
         if used + cost > budget:
-            break
+            # Over budget, a tool round's results are cut, never dropped (issue 23 kind 4: ten
+            # parallel results dropped whole made the model re-run every call): each result keeps
+            # at least its envelope head (status, summary, handle). The newest round always goes
+            # in; an older one only if its cut form fits.
+            fitted = fit_results(group, budget - used)
+            cost = count_tokens(fitted)
+            if fitted is group or (position > 0 and used + cost > budget):
+                break
+            group = fitted
         kept_current.insert(0, group)
         used += cost
     chosen: dict[int, list[Group]] = {len(turns) - 1: [head, *kept_current]}

@@ -13,10 +13,13 @@ Three stages, applied by the ``compress_results`` node:
    model-written ``summary`` aimed at the current goal (the ``compress_results`` node does).
 
 Output shape (the envelope the model sees, JSON; :data:`ENVELOPE_SCHEMA`): ``{"status": "ok"|"error", "summary": str,
-"data": <bounded content>}`` plus, only when they apply, ``"truncated": true``,
-``"total_items": int`` (a list was sampled), ``"handle": str`` (where the full payload is),
-``"notes": [str]`` (what was cut) and ``"error": str``. Empty fields are left out: every
-result is in every later prompt and in every checkpoint, so its keys cost tokens and time.
+"handle": str, "data": <bounded content>}`` — ``handle`` (where the full payload is on disk)
+whenever the caller has one, right after the summary, so that a result the context window must
+cut for its budget still says what it was and where the rest is (:func:`essential_chars`,
+``graph/window.py``) — plus, only when they apply, ``"truncated": true``,
+``"total_items": int`` (a list was sampled), ``"notes": [str]`` (what was cut) and
+``"error": str``. Other empty fields are left out: every result is in every later prompt and
+in every checkpoint, so its keys cost tokens and time.
 Unparseable raw output degrades to a plain-text summary.
 """
 
@@ -39,6 +42,24 @@ TRUNCATION_MARK = " …[truncated]"
 def cut_text(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` chars plus :data:`TRUNCATION_MARK` (no check of its length)."""
     return text[:limit] + TRUNCATION_MARK
+
+
+#: Shortest cut of a tool result's text the context window makes when no envelope head is found.
+MIN_RESULT_CHARS = 160
+
+
+def essential_chars(text: str) -> int:
+    """How many leading characters of a tool message's ``text`` hold its envelope's ``status``,
+    ``summary`` and ``handle`` (what a result cut for the context budget must keep: what it was
+    and where the full payload is); :data:`MIN_RESULT_CHARS` when ``text`` does not start with
+    such a head (not an envelope, or fields in another order), never more than ``len(text)``."""
+    parsed = _parse(text)
+    if isinstance(parsed, dict) and "summary" in parsed:
+        head = {k: parsed[k] for k in ("status", "summary", "handle") if k in parsed}
+        prefix = json.dumps(head, ensure_ascii=False, default=str)[:-1]
+        if text.startswith(prefix):
+            return min(len(text), max(len(prefix) + 1, MIN_RESULT_CHARS))
+    return min(len(text), MIN_RESULT_CHARS)
 
 
 def _sample(items: list[Any], limit: int = MAX_ITEMS) -> list[Any]:
@@ -182,8 +203,12 @@ def compress(
         "summary": (f"{tool}: {summary}" if summary else summarise(tool, value, total))
         if status == "ok"
         else f"{tool} failed: {error}",
-        "data": data,
     }
+    if handle:
+        # right after the summary: a result the context window has to cut (graph/window.py) still
+        # shows what it was and where the whole payload is (:func:`essential_chars`)
+        envelope["handle"] = handle
+    envelope["data"] = data
     if notes:
         envelope.update(truncated=True, handle=handle, notes=notes)
         if total is not None and total > MAX_ITEMS:
