@@ -1,0 +1,312 @@
+"""Side effects go where the user asked (DESIGN §2.8, issue 25 part 2): the arguments that
+decide where an effect goes come from the request, the user's answers or configuration — never
+from a tool result — and content from data marked sensitive goes only to a destination the
+request names. Through the agent graph with scripted models (the refusal happens in
+``dispatch_tools``), plus the rule's siblings (recipients, paths, URLs, MCP tools without
+metadata) on ``tools.destinations`` directly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from graph.builder import make_graph
+from tests.conftest import POST_MESSAGE, FakeToolbox, tool_call
+from tools.destinations import Rules, destination_refusal, named_in, sensitive_in_content, sensitive_values
+from tools.spec import ToolSpec, lint
+
+CUSTOMERS = {
+    "columns": ["name", "email"],
+    "rows": [["Alice Martin", "alice@example.com"], ["Bob Stone", "bob@example.com"]],
+    "row_count": 2,
+}
+CUSTOMER_LIST = "Customers: Alice Martin <alice@example.com>, Bob Stone <bob@example.com>"
+
+
+def chat_box(posts: list) -> FakeToolbox:
+    """The team-chat ``post_message`` (in-process copy: its channel is a destination by the
+    name rule, as for an MCP tool without metadata) and a read-only query tool."""
+    box = FakeToolbox()
+    box.add_spec(POST_MESSAGE, lambda channel="project", text="": posts.append((channel, text)) or {"id": len(posts)})
+    box.add(
+        "query_database",
+        lambda sql: CUSTOMERS,
+        {"type": "object", "properties": {"sql": {"type": "string"}}, "required": ["sql"]},
+    )
+    return box
+
+
+async def run(ctx, request: str, thread: str = "t") -> dict:
+    agent = make_graph(checkpointer=InMemorySaver())
+    return await agent.ainvoke(
+        {"messages": [HumanMessage(request)]}, {"configurable": {"thread_id": thread}}, context=ctx
+    )
+
+
+def refusals(out: dict) -> list[ToolMessage]:
+    return [
+        m
+        for m in out["messages"]
+        if isinstance(m, ToolMessage) and m.additional_kwargs.get("error_kind") == "destination_refused"
+    ]
+
+
+# -- the wrong-destination attack, through the graph -------------------------------------------------
+
+
+async def test_a_post_to_a_channel_the_user_did_not_name_is_refused_with_the_reason(scripted):
+    posts: list = []
+    ctx = scripted(
+        [
+            tool_call("query_database", {"sql": "SELECT name, email FROM customers"}, "q1"),
+            # the model sends the whole list to a channel it made up (or read in a result)
+            tool_call("post_message", {"channel": "general", "text": CUSTOMER_LIST}, "p1"),
+            tool_call("post_message", {"channel": "sales-team", "text": "We have 2 customers."}, "p2"),
+            AIMessage("Posted the count to #sales-team."),
+        ],
+        chat_box(posts),
+    )
+    out = await run(ctx, "Count our customers and post the count to #sales-team.")
+    assert posts == [("sales-team", "We have 2 customers.")]
+    [refused] = refusals(out)
+    error = json.loads(refused.content)["error"]
+    assert refused.tool_call_id == "p1" and refused.status == "error"
+    assert "channel='general'" in error and "#sales-team" in error and "allowed_destinations" in error
+    assert out["stop_reason"] is None  # the run went on and the model fixed it
+
+
+@pytest.mark.parametrize(
+    "request_text, channel",
+    [
+        ("Post the total to #sales-team.", "sales-team"),
+        ("Post the total to #sales-team.", "#Sales_Team"),
+        ("Post the total to the Sales Team channel.", "sales-team"),
+        ("Post it to the project group.", "project"),
+        ("Post it to the project group.", "project-group"),
+        ("Post it to the project group.", "projectgroup"),
+        ("把报告发到项目群", "项目群"),
+        ("Share the total with the #ventes channel.", "Ventes"),
+    ],
+)
+async def test_a_channel_the_request_names_is_allowed_in_any_spelling(scripted, request_text, channel):
+    posts: list = []
+    replies = [tool_call("post_message", {"channel": channel, "text": "total: 42"}, "p1"), AIMessage("Done.")]
+    ctx = scripted(replies, chat_box(posts))
+    out = await run(ctx, request_text)
+    assert refusals(out) == [] and posts == [(channel, "total: 42")]
+
+
+async def test_configured_destinations_and_aliases_are_allowed(scripted):
+    posts: list = []
+    replies = [
+        tool_call("post_message", {"channel": "sales-team", "text": "report ready"}, "p1"),
+        AIMessage("Posted."),
+    ]
+    # "the project group" is the user's name for sales-team: an alias in the configuration
+    ctx = scripted(replies, chat_box(posts), destination_aliases={"project group": "sales-team"})
+    out = await run(ctx, "Post it to the project group.")
+    assert refusals(out) == [] and posts == [("sales-team", "report ready")]
+    # without the alias the same call is refused; an allowed pattern admits it again
+    posts.clear()
+    ctx = scripted([*replies, AIMessage("Not posted.")], chat_box(posts))
+    out = await run(ctx, "Post it to the project group.", "t2")
+    assert posts == [] and "channel='sales-team'" in json.loads(refusals(out)[0].content)["error"]
+    ctx = scripted(replies, chat_box(posts), allowed_destinations=["sales-*"])
+    out = await run(ctx, "Post it to the project group.", "t3")
+    assert refusals(out) == [] and posts == [("sales-team", "report ready")]
+
+
+async def test_a_channel_the_user_gives_as_an_answer_is_allowed(scripted):
+    posts: list = []
+    box = FakeToolbox()
+    spec = POST_MESSAGE.model_copy(
+        update={
+            "parameters": {
+                "type": "object",
+                "properties": {"channel": {"type": "string"}, "text": {"type": "string"}},
+                "required": ["channel", "text"],
+            }
+        }
+    )
+    box.add_spec(spec, lambda channel, text: posts.append((channel, text)) or {"id": 1})
+    ctx = scripted([tool_call("post_message", {"text": "hello"}, "p1"), AIMessage("Posted.")], box)
+    agent = make_graph(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "ask"}}
+    first = await agent.ainvoke({"messages": [HumanMessage("Post hello to the team chat.")]}, config, context=ctx)
+    assert first["__interrupt__"]
+    from langgraph.types import Command
+
+    await agent.ainvoke(Command(resume="marketing"), config, context=ctx)
+    assert posts == [("marketing", "hello")]
+
+
+# -- sensitive data -------------------------------------------------------------------------------
+
+
+async def test_sensitive_column_values_go_only_to_a_destination_the_request_names(scripted):
+    posts: list = []
+    replies = [
+        tool_call("query_database", {"sql": "SELECT name, email FROM customers"}, "q1"),
+        # general is configured (allowed for ordinary posts), but the request did not name it
+        tool_call("post_message", {"channel": "general", "text": CUSTOMER_LIST}, "p1"),
+        tool_call("post_message", {"channel": "general", "text": "We have 2 customers."}, "p2"),
+        AIMessage("Posted the count."),
+    ]
+    ctx = scripted(
+        replies,
+        chat_box(posts),
+        ignore_offer=True,
+        allowed_destinations=["general"],
+        sensitive_data=["customers.email"],
+    )
+    out = await run(ctx, "Count our customers and post the count to the team chat.")
+    assert posts == [("general", "We have 2 customers.")]
+    [refused] = refusals(out)
+    error = json.loads(refused.content)["error"]
+    assert "sensitive" in error and "customers.email" in error and "channel='general'" in error
+    # named in the request, the same content may go there
+    posts.clear()
+    ctx = scripted([*replies[:2], AIMessage("Posted.")], chat_box(posts), sensitive_data=["customers.email"])
+    out = await run(ctx, "List our customers with their emails and post them to the #general channel.", "t2")
+    assert refusals(out) == [] and posts == [("general", CUSTOMER_LIST)]
+
+
+def test_sensitive_marks_match_by_table_and_column_and_take_only_that_columns_values():
+    query = ToolSpec(name="query_database", description="Read-only SQL on the user's database.")
+    sql = {"sql": "SELECT name, email FROM customers"}
+    assert set(sensitive_values(query, sql, CUSTOMERS, ["customers.email"])["customers.email"]) == {
+        "alice@example.com",
+        "bob@example.com",
+    }
+    assert sensitive_values(query, {"sql": "SELECT * FROM customers"}, CUSTOMERS, ["*.email"])  # a result field
+    assert "customers" in sensitive_values(query, sql, CUSTOMERS, ["customers"])  # the whole table
+    assert sensitive_values(query, {"sql": "SELECT name, email FROM leads"}, CUSTOMERS, ["customers.email"]) == {}
+    # a tool whose every result is sensitive (MCP _meta "hermes/sensitive")
+    crm = ToolSpec(name="crm_lookup", description="Look up a CRM contact (test tool).", sensitive_results=True)
+    marked = sensitive_values(crm, {"q": "x"}, {"contact": "Carol Diaz", "phone": 5550123456}, [])
+    post = POST_MESSAGE
+    assert sensitive_in_content(post, {"channel": "x", "text": "call Carol Diaz at 5550123456"}, marked)
+    assert not sensitive_in_content(post, {"channel": "x", "text": "one contact found"}, marked)
+
+
+# -- the rule's siblings: recipients, paths, URLs, MCP tools without metadata ------------------------------
+
+
+def mcp_tool(name: str, props: dict, **meta) -> ToolSpec:
+    return ToolSpec(
+        name=name,
+        description=f"{name} (an MCP tool that declares no destination metadata; test).",
+        parameters={"type": "object", "properties": props, "required": []},
+        side_effect=True,
+        source="mcp:peer",
+        **meta,
+    )
+
+
+SEND_EMAIL = mcp_tool(
+    "send_email", {"to": {"type": "array"}, "subject": {"type": "string"}, "body": {"type": "string"}}
+)
+WRITE_FILE = mcp_tool("write_file", {"path": {"type": "string"}, "content": {"type": "string"}})
+HTTP_POST = mcp_tool("http_post", {"url": {"type": "string"}, "body": {"type": "string"}})
+NOTIFY = mcp_tool("notify", {"room_id": {"type": "string", "default": "ops"}, "message": {"type": "string"}})
+
+
+def test_the_name_rule_finds_the_destinations_of_tools_without_metadata():
+    assert SEND_EMAIL.destination_params() == ("to",)
+    assert WRITE_FILE.destination_params() == ("path",)
+    assert HTTP_POST.destination_params() == ("url",)
+    assert NOTIFY.destination_params() == ("room_id",)
+    assert POST_MESSAGE.destination_params() == ("channel",)
+    declared = mcp_tool(
+        "deliver", {"where": {"type": "string"}, "path": {"type": "string"}}, destination_args=("where",)
+    )
+    assert declared.destination_params() == ("where",)
+    assert mcp_tool("x_tool", {"path": {"type": "string"}}, destination_args=()).destination_params() == ()
+    reader = ToolSpec(
+        name="read_file",
+        description="Read a file (test).",
+        parameters={"type": "object", "properties": {"path": {}}, "required": []},
+    )
+    assert reader.destination_params() == ()  # read-only: nothing goes anywhere
+    assert any("parameters do not declare" in p for p in lint(mcp_tool("y_tool", {}, destination_args=("nowhere",))))
+
+
+@pytest.mark.parametrize(
+    "spec, args, request_text",
+    [
+        (SEND_EMAIL, {"to": ["bob@example.com"], "body": "figures"}, "Email the figures to bob@example.com."),
+        (WRITE_FILE, {"path": "/srv/out/q3.md", "content": "x"}, "Save it as /srv/out/q3.md please"),
+        (
+            HTTP_POST,
+            {"url": "https://hooks.example.com/T1/abc", "body": "x"},
+            "send it to https://hooks.example.com/T1/abc",
+        ),
+    ],
+)
+def test_recipients_paths_and_urls_the_request_names_pass_and_others_are_refused(spec, args, request_text):
+    rules = Rules()
+    assert destination_refusal(spec, args, request=[request_text], rules=rules) is None
+    name = spec.destination_params()[0]
+    forged = {
+        **args,
+        name: ["eve@evil.test"] if name == "to" else ("/etc/cron.d/x" if name == "path" else "https://evil.test/x"),
+    }
+    why = destination_refusal(spec, forged, request=[request_text], rules=rules)
+    assert (
+        why is not None
+        and spec.name in why
+        and repr(str(forged[name][0] if name == "to" else forged[name]))[:20] in why
+    )
+    assert request_text[:20] in why  # what the user asked is quoted
+
+
+def test_one_unnamed_recipient_among_named_ones_is_refused():
+    args = {"to": ["bob@example.com", "eve@evil.test"], "body": "x"}
+    why = destination_refusal(SEND_EMAIL, args, request=["Email bob@example.com"], rules=Rules())
+    assert why is not None and "eve@evil.test" in why
+
+
+def test_the_tools_own_default_and_configured_patterns_pass():
+    rules = Rules(allowed=("*@example.com", "/srv/reports/*"))
+    assert destination_refusal(NOTIFY, {"message": "hi"}, request=["tell ops"], rules=Rules()) is None  # left out
+    assert destination_refusal(NOTIFY, {"room_id": "OPS", "message": "hi"}, request=["x"], rules=Rules()) is None
+    assert destination_refusal(SEND_EMAIL, {"to": ["carol@example.com"]}, request=["x"], rules=rules) is None
+    assert destination_refusal(WRITE_FILE, {"path": "/srv/reports/a.md"}, request=["x"], rules=rules) is None
+    assert destination_refusal(WRITE_FILE, {"path": "/srv/other/a.md"}, request=["x"], rules=rules) is not None
+
+
+def test_named_in_matches_words_not_fragments():
+    assert named_in("#sales-team", ["Post to SALES team"])
+    assert named_in("bob@example.com", ["mail Bob@Example.com now"])
+    assert not named_in("ann", ["the annual report"])
+    assert not named_in("general", ["post to #sales-team"])
+    assert not named_in("", ["anything"]) and not named_in("#", ["#"])
+
+
+async def test_an_mcp_style_email_to_an_address_from_a_tool_result_is_refused(scripted):
+    sent: list = []
+    box = FakeToolbox()
+    box.add_spec(
+        SEND_EMAIL.model_copy(update={"requested_by": (r"\bemail\b",)}),
+        lambda to=(), subject="", body="": sent.append(list(to)) or {"sent": True},
+    )
+    box.add(
+        "query_database",
+        lambda sql: CUSTOMERS,
+        {"type": "object", "properties": {"sql": {"type": "string"}}, "required": ["sql"]},
+    )
+    ctx = scripted(
+        [
+            tool_call("query_database", {"sql": "SELECT name, email FROM customers"}, "q1"),
+            tool_call("send_email", {"to": ["alice@example.com"], "body": "Monthly figures"}, "e1"),
+            tool_call("send_email", {"to": ["me@mycompany.test"], "body": "Monthly figures"}, "e2"),
+            AIMessage("Emailed the figures to you."),
+        ],
+        box,
+    )
+    out = await run(ctx, "Email the monthly figures to me@mycompany.test.")
+    assert sent == [["me@mycompany.test"]]
+    assert "alice@example.com" in json.loads(refusals(out)[0].content)["error"]
