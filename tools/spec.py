@@ -246,12 +246,16 @@ _SUBSCHEMA_SINGLE = (
 _DROPPED = ("$schema", "$id", "$comment", "$anchor", "$dynamicAnchor")
 #: Bound on ``$ref`` expansion (a schema that keeps growing is refused, not expanded forever).
 MAX_SCHEMA_NODES = 20_000
+#: Levels a recursive ``$ref`` (a tree, a linked list, a JSON value type) is inlined before it
+#: is cut to its bare type (issue 23 kind 5: such tools were skipped, now they are offered).
+RECURSION_DEPTH = 3
 
 
 class SchemaNormalizationError(ValueError):
-    """A tool schema that cannot be made usable: a ``$ref`` cycle, a ``$ref`` that points
-    outside the document or nowhere, a schema that is not valid JSON Schema, or one that grows
-    past MAX_SCHEMA_NODES when its references are inlined. The tool is skipped, not the request."""
+    """A tool schema that cannot be made usable: a ``$ref`` that points outside the document or
+    nowhere, a schema that is not valid JSON Schema, or one that grows past MAX_SCHEMA_NODES
+    when its references are inlined. The tool is skipped, not the request. (A ``$ref`` cycle is
+    not an error: it is cut at :data:`RECURSION_DEPTH` levels.)"""
 
 
 def normalize_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
@@ -261,8 +265,10 @@ def normalize_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
     * drops ``$schema`` / ``$id`` / ``$comment`` / anchors (everywhere);
     * inlines local ``$ref`` (``#/$defs/X``, ``#/definitions/X``, any ``#/...`` JSON pointer,
       ``#`` itself) and then drops ``$defs`` / ``definitions`` (kept, normalised, in a schema
-      that has no ``$ref`` at all); a reference cycle, or a reference
-      outside the document, raises :class:`SchemaNormalizationError`;
+      that has no ``$ref`` at all); a recursive reference is inlined :data:`RECURSION_DEPTH`
+      levels deep and then cut to its bare type (the JSON-Schema grammar of the embedded model
+      and strict providers cannot express recursion once inlined); a reference outside the
+      document raises :class:`SchemaNormalizationError`;
     * rewrites type unions: ``{"type": ["string", "null"]}`` → ``{"anyOf": [{"type": "string"},
       {"type": "null"}]}`` (the keywords of each type go with it), ``"nullable": true`` (OpenAPI)
       → the same ``anyOf`` with ``null``; ``oneOf`` → ``anyOf`` (strict OpenAI rejects
@@ -317,8 +323,8 @@ def _inline(node: Any, root: dict[str, Any], stack: tuple[str, ...], counter: li
         return node
     ref = node.get("$ref")
     if isinstance(ref, str):
-        if ref in stack:
-            raise SchemaNormalizationError(f"$ref cycle: {' -> '.join((*stack, ref))}")
+        if stack.count(ref) >= RECURSION_DEPTH:
+            return _recursion_leaf(_pointer(root, ref), ref)
         target = _inline(copy.deepcopy(_pointer(root, ref)), root, (*stack, ref), counter)
         siblings = {
             k: _inline(v, root, stack, counter) for k, v in node.items() if k not in ("$ref", "$defs", "definitions")
@@ -339,6 +345,20 @@ def _inline(node: Any, root: dict[str, Any], stack: tuple[str, ...], counter: li
         )
         for k, v in node.items()
     }
+
+
+def _recursion_leaf(target: Any, ref: str) -> dict[str, Any]:
+    """What a recursive ``$ref`` becomes below :data:`RECURSION_DEPTH` levels: the target's
+    type only (an object: any properties), with a description saying so. Every provider and the
+    embedded model's grammar accept it; the arguments deeper down are checked by the server."""
+    name = "root" if ref == "#" else ref.rsplit("/", 1)[-1]
+    leaf: dict[str, Any] = {"description": f"nested {name} (deeper levels: any value of this type)"}
+    kind = target.get("type") if isinstance(target, dict) else None
+    if isinstance(kind, str):
+        leaf["type"] = kind
+        if kind == "object":
+            leaf["properties"] = {}
+    return leaf
 
 
 def _is_object(schema: dict[str, Any]) -> bool:

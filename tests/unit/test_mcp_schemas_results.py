@@ -14,7 +14,7 @@ from mcp import types
 from tools.errors import ToolFailed
 from tools.mcp.client import tools_from_listing
 from tools.mcp.results import result_to_json
-from tools.spec import SchemaNormalizationError, normalize_schema
+from tools.spec import RECURSION_DEPTH, SchemaNormalizationError, normalize_schema, schema_error
 
 
 def _walk(node):
@@ -83,14 +83,68 @@ def test_refs_inlined_unions_and_nullable_rewritten_validation_unchanged():
             jsonschema.validate(bad, out)
 
 
-def test_cycles_and_bad_refs_raise():
-    cyclic = {
-        "type": "object",
-        "properties": {"node": {"$ref": "#/$defs/Node"}},
-        "$defs": {"Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}},
-    }
-    with pytest.raises(SchemaNormalizationError, match="cycle"):
-        normalize_schema(cyclic)
+def _depth(schema: dict, key: str) -> int:
+    n = 0
+    while key in schema.get("properties", {}):
+        schema, n = schema["properties"][key], n + 1
+    return n
+
+
+@pytest.mark.parametrize(
+    "schema, key, leaf_type",
+    [
+        (  # a linked list through $defs
+            {
+                "type": "object",
+                "properties": {"next": {"$ref": "#/$defs/Node"}},
+                "$defs": {"Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}},
+            },
+            "next",
+            "object",
+        ),
+        (  # the root refers to itself (a tree of objects)
+            {"type": "object", "properties": {"label": {"type": "string"}, "child": {"$ref": "#"}}},
+            "child",
+            "object",
+        ),
+        (  # draft-07 definitions, the recursion inside an array
+            {
+                "type": "object",
+                "properties": {"tree": {"$ref": "#/definitions/T"}},
+                "definitions": {
+                    "T": {
+                        "type": "object",
+                        "properties": {"kids": {"type": "array", "items": {"$ref": "#/definitions/T"}}},
+                    }
+                },
+            },
+            None,
+            None,
+        ),
+    ],
+)
+def test_a_recursive_schema_is_cut_at_a_depth_and_stays_usable(schema, key, leaf_type):
+    """Issue 23 kind 5: recursive tools were skipped at load; now the recursion is inlined
+    RECURSION_DEPTH levels and cut to the bare type, valid for every provider."""
+    out = normalize_schema(schema)
+    assert schema_error(out) is None and "$ref" not in json.dumps(out) and "$defs" not in json.dumps(out)
+    if key:
+        assert _depth(out, key) == RECURSION_DEPTH + 1
+        leaf = out
+        for _ in range(RECURSION_DEPTH + 1):
+            leaf = leaf["properties"][key]
+        assert leaf["type"] == leaf_type and leaf["properties"] == {}
+        deep = {key: {key: {key: {key: {key: {"anything": 1}}}}}}
+        jsonschema.validate(deep, out)  # deeper arguments are the server's to check
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({key: "not an object"}, out)
+    else:
+        tree = out["properties"]["tree"]
+        assert tree["properties"]["kids"]["items"]["properties"]["kids"]["type"] == "array"
+        jsonschema.validate({"tree": {"kids": [{"kids": [{"kids": [{"kids": []}]}]}]}}, out)
+
+
+def test_bad_refs_raise():
     with pytest.raises(SchemaNormalizationError, match="points nowhere"):
         normalize_schema({"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}})
     with pytest.raises(SchemaNormalizationError, match="not a local"):
@@ -112,9 +166,21 @@ def test_a_bad_schema_skips_only_that_tool():
             },
         ),
     ]
+    listed.append(
+        types.Tool(
+            name="elsewhere",
+            description="a $ref outside the document",
+            inputSchema={"type": "object", "properties": {"a": {"$ref": "https://x/schema.json"}}},
+        )
+    )
     tools, skipped = tools_from_listing("srv", listed)
-    assert list(tools) == ["good"]
-    assert "srv" in skipped["loop"] and "'loop'" in skipped["loop"] and "cycle" in skipped["loop"]
+    assert sorted(tools) == ["good", "loop"]  # a recursive schema is offered, cut at a depth
+    assert list(skipped) == ["elsewhere"]
+    assert (
+        "srv" in skipped["elsewhere"]
+        and "'elsewhere'" in skipped["elsewhere"]
+        and "not a local" in skipped["elsewhere"]
+    )
 
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"0" * 100).decode()
