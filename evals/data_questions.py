@@ -413,6 +413,12 @@ def says_unsure(text: str) -> bool:
     return bool(_UNSURE.search(text or "") or _NO_DATA.search(text or ""))
 
 
+def false_no_data(t: Truth, answer: str) -> bool:
+    """True when ``answer`` says there is no data although the truth is not none (scored
+    ``honest-unsure`` when it asserts nothing else; the report counts these apart)."""
+    return t.expect != "none" and bool(_NO_DATA.search(answer or ""))
+
+
 def other_figures(text: str, t: Truth) -> list[float]:
     """Figures in ``text`` that are not the truth, not a number of the question itself and not
     a year (a figure the answer asserts besides the truth)."""

@@ -35,7 +35,17 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from evals.data_questions import CATEGORIES, QUESTIONS, VERDICTS, Question, Truth, facts, score, truth
+from evals.data_questions import (
+    CATEGORIES,
+    QUESTIONS,
+    VERDICTS,
+    Question,
+    Truth,
+    facts,
+    false_no_data,
+    score,
+    truth,
+)
 from evals.harness import EvalConfig, Report
 
 #: The EvalConfig fields this suite reads (the harness refuses the other options).
@@ -135,6 +145,7 @@ async def run_once(
         "verdict": verdict,
         "why": why,
         "answer": answer,
+        "false_no_data": verdict == "honest-unsure" and false_no_data(t, answer),
         "asked": question,
         "stop_reason": stop or ("error" if error else "answered"),
         "tools_called": summary.get("tools_called") or {},
@@ -193,6 +204,7 @@ def summarise(report: Report) -> None:
     report.metric("runs", len(rows))
     report.metric("correct_rate", round(total["correct"] / n, 4))
     report.metric("wrong_as_final", total["wrong"])
+    report.metric("honest_unsure_saying_no_data_where_there_is", sum(bool(r.get("false_no_data")) for r in rows))
     header = ["model", "db", "runs", *VERDICTS, "correct %", "s/run"]
     table = []
     for model in sorted({r["model"] for r in rows}):
@@ -253,6 +265,13 @@ def summarise(report: Report) -> None:
             "",
         ]
     report.text("\n".join(lines))
+    no_data = [r for r in rows if r.get("false_no_data")]
+    if no_data:
+        report.text(
+            "## Honest-unsure answers that say there is no data where there is\n\n"
+            "Scored honest-unsure (no false figure is asserted), but the data answers the question:\n\n"
+            + "\n".join(f"- **{r['id']}** (truth {r['truth']}): {' '.join(r['answer'].split())[:300]}" for r in no_data)
+        )
     errors = [r for r in rows if r["verdict"] == "error"]
     if errors:
         report.text("## Errors\n\n" + "\n".join(f"- {r['id']}: {r['why']}" for r in errors))
