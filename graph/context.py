@@ -301,6 +301,11 @@ class MachineSettings(BaseSettings):
         description="XDG_CACHE_HOME: models go to <it>/hermes/models without HERMES_MODELS_DIR.",
     )
     debug: str = Field(default="", description="HERMES_DEBUG: non-empty = tracebacks instead of one-line errors.")
+    test_hold_answer: str = Field(
+        default="",
+        description="HERMES_TEST_HOLD_ANSWER (tests only): a file path; `hermes run` creates it once the turn "
+        "has finished and waits there, before printing the answer, so a test can kill the process at that point.",
+    )
     embedded_threads: str = Field(default="", description="HERMES_EMBEDDED_THREADS: llama.cpp generation threads.")
     embedded_batch_threads: str = Field(default="", description="HERMES_EMBEDDED_BATCH_THREADS: prompt threads.")
     embedded_ctx: str = Field(default="", description="HERMES_EMBEDDED_CTX: context size, tokens.")

@@ -22,6 +22,17 @@ earlier checkpoint); the ``reminders`` graph, invoked in-process, runs its task 
    ``<data_dir>/mirror/<thread>.jsonl`` (the dual write; a failure only warns);
 6. return the turn's summary (:func:`execute_turn` documents its keys).
 
+**The same request across processes** (docs/DESIGN.md §2.4). A caller that shows the answer to
+a person (the CLI) runs with ``track_delivery``: the finished turn's goal is recorded as
+*answered, not yet delivered* in ``<data_dir>/deliveries.db`` and the caller marks it delivered
+(:func:`answer_delivered`) once the answer is printed. A new message on the same thread whose
+text is that of the thread's latest goal, finished but not delivered (the process died between
+the end of the turn and the print), is the same request: nothing runs, the stored answer comes
+back with a notice (``already_done``) and the goal's calls the idempotency ledger recorded. A
+turn that stopped mid-way is continued instead (:func:`interrupted_turn`), so its calls keep
+their request ids and the ledger replays what already ran. The same text after a delivered
+answer is a new request (``repeat_notice`` says so); ``new_request`` skips the check.
+
 The runner prints nothing itself: what a person sees is the observer's business
 (:class:`TurnObserver`; the CLI's is ``graph.cli.render.ConsoleObserver``). Without an observer
 a turn is silent, asks nobody, and logs warnings and recovery notices (``logging``).
@@ -34,6 +45,8 @@ import contextvars
 import fcntl
 import logging
 import os
+import sqlite3
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -47,8 +60,10 @@ from graph.builder import make_graph
 from graph.checkpoints import checkpoints_file, open_checkpointer
 from graph.context import Context
 from graph.mirror import ThreadMirror
+from graph.progress import current_goal_messages, request_id
 from graph.recovery import RecoveryReport, ensure_readable
 from graph.resources import drain_background, get_model
+from tools.idempotency import IdempotencyLedger
 
 log = logging.getLogger(__name__)
 
@@ -153,13 +168,112 @@ async def _mirror_head(agent: Any, mirror: ThreadMirror, thread_id: str, op: str
         observer.on_warning(f"plain-text mirror not written ({type(exc).__name__}: {exc})")
 
 
+#: The record of answers shown to the user, inside a data_dir (see the module docstring).
+DELIVERIES_FILE = "deliveries.db"
+_DELIVERIES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS answers (
+    thread_id  TEXT NOT NULL,
+    goal_id    TEXT NOT NULL,
+    state      TEXT NOT NULL CHECK (state IN ('pending', 'delivered')),
+    finished   REAL NOT NULL,
+    PRIMARY KEY (thread_id, goal_id)
+);
+"""
+
+
+def _deliveries(data_dir: Path) -> sqlite3.Connection:
+    con = sqlite3.connect(data_dir / DELIVERIES_FILE, timeout=30.0, isolation_level=None)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.executescript(_DELIVERIES_SCHEMA)
+    return con
+
+
+def _delivery_state(data_dir: Path, thread_id: str, goal_id: str) -> str | None:
+    """'pending' (answered, not shown), 'delivered', or None (not tracked). Blocking."""
+    if not (data_dir / DELIVERIES_FILE).exists():
+        return None
+    con = _deliveries(data_dir)
+    try:
+        row = con.execute(
+            "SELECT state FROM answers WHERE thread_id = ? AND goal_id = ?", (thread_id, goal_id)
+        ).fetchone()
+    finally:
+        con.close()
+    return str(row[0]) if row else None
+
+
+def _set_delivery(data_dir: Path, thread_id: str, goal_id: str, state: str) -> None:
+    """Record ``state`` for the goal (blocking); 'pending' never overwrites 'delivered'."""
+    con = _deliveries(data_dir)
+    try:
+        con.execute(
+            "INSERT INTO answers (thread_id, goal_id, state, finished) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (thread_id, goal_id) DO UPDATE SET state = excluded.state, finished = excluded.finished "
+            "WHERE answers.state != 'delivered'",
+            (thread_id, goal_id, state, time.time()),
+        )
+    finally:
+        con.close()
+
+
+def answer_delivered(data_dir: Path | str, thread_id: str, goal_id: str) -> None:
+    """Record that the answer of ``goal_id`` (a summary's ``goal_id``) on ``thread_id`` reached
+    the user (printed, returned): the same text sent again is then a new request. Blocking
+    (a few ms); call it after the answer was written out. No-op for an empty ``goal_id``."""
+    if thread_id and goal_id:
+        _set_delivery(Path(data_dir), thread_id, goal_id, "delivered")
+
+
+def _same_text(a: str, b: str) -> bool:
+    return bool(a) and " ".join(a.split()) == " ".join(b.split())
+
+
+async def _recorded_effects(data_dir: Path, thread_id: str, goal_id: str, messages: list[Any]) -> list[str]:
+    """``tool (ledger state)`` for each call of the goal the idempotency ledger holds a record of
+    (the same request ids ``dispatch_tools`` derives), in call order."""
+    from tools.idempotency import LEDGER_FILE
+
+    if not await asyncio.to_thread((data_dir / LEDGER_FILE).exists):
+        return []
+    ledger = IdempotencyLedger.in_data_dir(data_dir)
+    found: list[str] = []
+    try:
+        for message in current_goal_messages(messages):
+            for call in getattr(message, "tool_calls", None) or []:
+                rid = request_id(thread_id, goal_id, call["name"], call.get("args"))
+                state = await ledger.state(call["name"], rid)
+                if state is not None and f"{call['name']} ({state})" not in found:
+                    found.append(f"{call['name']} ({state})")
+    finally:
+        await ledger.aclose()
+    return found
+
+
 def interrupted_turn(snapshot: Any, task: str) -> bool:
     """True when the thread's head stopped mid-turn (nodes still to run, no question waiting)
     and its current goal is ``task`` (same text, spacing ignored)."""
     if not snapshot.next or snapshot.interrupts:
         return False
-    goal = str((snapshot.values or {}).get("goal") or "")
-    return bool(goal) and " ".join(goal.split()) == " ".join(task.split())
+    return _same_text(str((snapshot.values or {}).get("goal") or ""), task)
+
+
+def _summary(values: dict[str, Any], before: dict[str, Any], thread_id: str, checkpoint_id: Any) -> dict[str, Any]:
+    metrics = values.get("metrics", {})
+    calls = {k: v - (before.get("tool_calls") or {}).get(k, 0) for k, v in (metrics.get("tool_calls") or {}).items()}
+    last = next((m for m in reversed(values.get("messages", [])) if isinstance(m, AIMessage)), None)
+    return {
+        "answer": last.content if last else "",
+        "thread_id": thread_id,
+        "checkpoint_id": checkpoint_id,
+        "tools_called": {k: v for k, v in calls.items() if v},
+        "tokens_in": metrics.get("tokens_in", 0) - before.get("tokens_in", 0),
+        "tokens_out": metrics.get("tokens_out", 0) - before.get("tokens_out", 0),
+        "memory_writes": metrics.get("memory_writes", 0) - before.get("memory_writes", 0),
+        "stop_reason": values.get("stop_reason"),
+        "artifacts": values.get("artifacts") or [],
+        "goal_id": str(values.get("goal_id") or ""),
+        "already_done": None,
+    }
 
 
 async def run_turn(
@@ -191,8 +305,18 @@ async def execute_turn(
     op: str = "turn",
     resume: Any = None,
     observer: TurnObserver | None = None,
+    track_delivery: bool = False,
+    new_request: bool = False,
 ) -> dict[str, Any]:
     """:func:`run_turn` with every option (see the module docstring for the steps).
+
+    ``track_delivery``: the caller shows the answer to a person and calls
+    :func:`answer_delivered` with the summary's ``goal_id`` once it has; until then the turn
+    counts as answered but not delivered. ``new_request``: run ``task`` as a new request even
+    when it repeats the thread's latest goal whose answer was not delivered. The summary has,
+    besides :func:`run_turn`'s keys, ``goal_id`` (the id of the goal's message) and
+    ``already_done`` (None, or the notice when ``task`` was that undelivered request: nothing
+    ran, the summary is the stored one, ``tools_called`` is empty).
 
     ``checkpoint_id``: start from that earlier checkpoint of the thread (a fork: LangGraph
     continues from its config and the run becomes a new branch). ``resume``: answer the
@@ -230,6 +354,17 @@ async def execute_turn(
                 + thread_id
             )
         before = current.values.get("metrics", {}) if thread_id else {}
+        fresh = resume is None and not checkpoint_id and thread_id and not current.next and not current.interrupts
+        goal_id = str(current.values.get("goal_id") or "")
+        if fresh and goal_id and _same_text(str(current.values.get("goal") or ""), task):
+            state = await asyncio.to_thread(_delivery_state, data_dir, thread_id, goal_id)
+            if state == "pending" and not new_request:
+                return await _already_done(current, data_dir, thread_id, goal_id, recovery, watcher)
+            if state == "delivered":
+                watcher.on_warning(
+                    f"the same request as the previous turn of thread {thread_id!r}, whose answer was shown: "
+                    "it runs again as a new request (its side effects too)"
+                )
         graph_input: Any = Command(resume=resume) if resume is not None else {"messages": [HumanMessage(task)]}
         if resume is None and not checkpoint_id and interrupted_turn(current, task):
             # the same task again on a turn that stopped mid-way (a crash, Ctrl-C, a kill):
@@ -280,23 +415,39 @@ async def execute_turn(
         finally:
             await drain_background()  # the node's own mirror write lands first, then the head
             await _mirror_head(agent, mirror, thread_id, op, watcher)
-    values = snapshot.values
-    metrics = values.get("metrics", {})
-    calls = {k: v - (before.get("tool_calls") or {}).get(k, 0) for k, v in (metrics.get("tool_calls") or {}).items()}
-    last = next((m for m in reversed(values.get("messages", [])) if isinstance(m, AIMessage)), None)
-    return {
-        "answer": last.content if last else "",
-        "thread_id": thread_id,
-        "checkpoint_id": snapshot.config["configurable"].get("checkpoint_id"),
-        "tools_called": {k: v for k, v in calls.items() if v},
-        "tokens_in": metrics.get("tokens_in", 0) - before.get("tokens_in", 0),
-        "tokens_out": metrics.get("tokens_out", 0) - before.get("tokens_out", 0),
-        "memory_writes": metrics.get("memory_writes", 0) - before.get("memory_writes", 0),
-        "stop_reason": values.get("stop_reason"),
-        "artifacts": values.get("artifacts") or [],
-        "recovery": recovery.notice() if recovery else None,
-        "question": text if question is not None else None,
-    }
+    summary = _summary(snapshot.values, before, thread_id, snapshot.config["configurable"].get("checkpoint_id"))
+    summary["recovery"] = recovery.notice() if recovery else None
+    summary["question"] = text if question is not None else None
+    if track_delivery and thread_id and summary["goal_id"] and question is None and not snapshot.next:
+        # answered; delivered only once the caller has shown it (answer_delivered)
+        await asyncio.to_thread(_set_delivery, data_dir, thread_id, summary["goal_id"], "pending")
+    return summary
+
+
+async def _already_done(
+    current: Any,
+    data_dir: Path,
+    thread_id: str,
+    goal_id: str,
+    recovery: RecoveryReport | None,
+    watcher: TurnObserver,
+) -> dict[str, Any]:
+    """The summary of the thread's finished, undelivered goal, returned instead of running it
+    again (see the module docstring)."""
+    values = current.values
+    effects = await _recorded_effects(data_dir, thread_id, goal_id, list(values.get("messages") or []))
+    notice = (
+        f"already done: this request finished earlier on thread {thread_id!r} but its answer was never "
+        "shown (the process stopped first); nothing ran again"
+        + (f"; recorded in the idempotency ledger: {', '.join(effects)}" if effects else "")
+        + ". To run it again as a new request, add --again."
+    )
+    watcher.on_warning(notice)
+    summary = _summary(
+        values, values.get("metrics", {}), thread_id, current.config["configurable"].get("checkpoint_id")
+    )
+    summary.update(recovery=recovery.notice() if recovery else None, question=None, already_done=notice)
+    return summary
 
 
 async def invoke_turn(task: str, context: Context, thread_id: str, *, message_id: str | None = None) -> dict[str, Any]:

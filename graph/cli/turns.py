@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
+import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -11,17 +15,34 @@ import typer
 from graph.cli.common import EXIT_ASKED, app, context_or_exit, guarded, run_sync
 from graph.cli.render import ConsoleObserver, console, err_console, print_summary
 from graph.cli.stdin import ainput
-from graph.runner import execute_turn
+from graph.context import Context, MachineSettings
+from graph.runner import answer_delivered, execute_turn
 
 
-def finish(result: dict[str, Any], json_out: bool, code: int) -> None:
+def _hold_for_tests() -> None:
+    """``HERMES_TEST_HOLD_ANSWER``: create that file and wait here (a test kills the process
+    between the end of the turn and the print)."""
+    hold = MachineSettings().test_hold_answer
+    if hold:
+        Path(hold).write_text("turn finished; answer not printed\n")
+        while True:
+            time.sleep(3600)
+
+
+def finish(result: dict[str, Any], json_out: bool, code: int, context: Context | None = None) -> None:
     """Print a turn's summary (JSON with ``--json``) and exit: ``EXIT_ASKED`` when the turn
-    stopped at a question nobody answered."""
+    stopped at a question nobody answered. With ``context``, the answer is then recorded as
+    delivered (``graph.runner.answer_delivered``: the same text again is a new request)."""
     if result:
+        if context is not None and result.get("goal_id"):
+            _hold_for_tests()
         if json_out:
             print(json.dumps(result, ensure_ascii=False, default=str))
         else:
             print_summary(result)
+        sys.stdout.flush()
+        if context is not None and result.get("goal_id") and not result.get("question"):
+            answer_delivered(context.data_dir, result["thread_id"], result["goal_id"])
         if result.get("question") and not code:
             code = EXIT_ASKED
     raise typer.Exit(code)
@@ -36,6 +57,12 @@ def run(
     data_dir: str = typer.Option(None, help="Data directory (default .hermes or HERMES_DATA_DIR)."),
     max_tool_rounds: int = typer.Option(None, help="Cap on tool rounds for this goal."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON only."),
+    again: bool = typer.Option(
+        False,
+        "--again",
+        help="Run the task as a new request even if it repeats the thread's last request whose answer "
+        "was never shown (by default that one's stored answer is shown and nothing runs again).",
+    ),
 ) -> None:
     """Run one task to its end and print the answer and a summary."""
     if not task.strip():
@@ -48,10 +75,20 @@ def run(
         console.print(f"[dim]thread {thread_id}[/dim]")
 
     async def go() -> None:
-        result.update(await execute_turn(task, context, thread_id, quiet=json_out, observer=ConsoleObserver(json_out)))
+        result.update(
+            await execute_turn(
+                task,
+                context,
+                thread_id,
+                quiet=json_out,
+                observer=ConsoleObserver(json_out),
+                track_delivery=True,
+                new_request=again,
+            )
+        )
 
     code = run_sync(guarded(go, context, thread_id, json_out), thread_id)
-    finish(result, json_out, code)
+    finish(result, json_out, code, context)
 
 
 @app.command()
@@ -70,12 +107,19 @@ def resume(
     async def go() -> None:
         result.update(
             await execute_turn(
-                "", context, thread, quiet=json_out, resume=answer, op="resume", observer=ConsoleObserver(json_out)
+                "",
+                context,
+                thread,
+                quiet=json_out,
+                resume=answer,
+                op="resume",
+                observer=ConsoleObserver(json_out),
+                track_delivery=True,
             )
         )
 
     code = run_sync(guarded(go, context, thread, json_out), thread)
-    finish(result, json_out, code)
+    finish(result, json_out, code, context)
 
 
 @app.command()
@@ -98,6 +142,9 @@ def chat(
                 return
             if not task.strip():
                 return
-            print_summary(await execute_turn(task, context, thread_id, observer=ConsoleObserver()))
+            summary = await execute_turn(task, context, thread_id, observer=ConsoleObserver(), track_delivery=True)
+            print_summary(summary)
+            if summary.get("goal_id") and not summary.get("question"):
+                await asyncio.to_thread(answer_delivered, context.data_dir, thread_id, summary["goal_id"])
 
     raise typer.Exit(run_sync(guarded(go, context, thread_id), thread_id))
