@@ -1,4 +1,4 @@
-"""Questions about data on public and generated sample databases nobody tuned to (issue 18): correct / honest-unsure / wrong per model and database.
+"""Questions about data on public and generated sample databases nobody tuned to: correct / honest-unsure / wrong per model and database.
 
 Every question is one user turn exactly as ``hermes run`` executes it (``graph.runner.run_turn``:
 the real graph, SQLite checkpoints, the subprocess tool executor, the real tools, memory, the
