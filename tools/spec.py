@@ -88,6 +88,9 @@ class ToolSpec(BaseModel):
                       "args"}`` or ``{"kind": "task", "task"}``: its destinations are checked
                       against the request that creates it, which is recorded with it
                       (:func:`tools.destinations.record_binding`) for the check when it runs.
+        network       the tool needs the network (an HTTP API, a remote database). False: the
+                      executor runs it with none — no socket reaches another host or this one
+                      (DESIGN §2.2). MCP tools run in their own server process: not applied.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -106,6 +109,7 @@ class ToolSpec(BaseModel):
     sensitive_results: bool = False
     schedules: bool = False
     deferred_call_arg: str | None = None
+    network: bool = False
 
     def destination_params(self) -> tuple[str, ...]:
         """Arguments that decide where this tool's effect goes: :attr:`destination_args` when
