@@ -38,14 +38,21 @@ NOTE_CONFIDENCE: float = 0.9
 # A sentence ends at . ! ? ; followed by space, right after a CJK stop, or at a line break.
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
 
+# Adverbs a first-person preference may carry ("I always prefer", "I really still like").
+_ADVERBS = (
+    r"(?:(?:really|much|generally|always|usually|normally|still|also|now|definitely|truly|absolutely|just|do|so)\s+)*"
+)
+
 _PREFERENCE_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p, re.IGNORECASE)
     for p in (
-        # English: first-person statements of taste ("I'd like ..." is a request, not a taste).
-        r"\bI(?:'d| would)?\s+(?:really\s+|much\s+|generally\s+)?prefer\b",
+        # English: first-person statements of taste, with any adverbs between ("I always
+        # prefer", "I still really like"; "I'd like ..." is a request, not a taste).
+        r"\bI(?:'d| would)?\s+" + _ADVERBS + r"prefer\b",
         r"\bmy\s+(?:preference|preferred\s+\w+)\s+is\b",
-        r"\bI\s+(?:really\s+)?(?:like|love|hate|dislike)\b",
-        r"\bI\s+(?:do\s+not|don't|never)\s+(?:like|want)\b",
+        r"\bI\s+" + _ADVERBS + r"(?:like|love|hate|dislike|adore|enjoy|detest|loathe)\b",
+        r"\bI\s+" + _ADVERBS + r"(?:do\s+not|don't|never|no\s+longer|can't|cannot)\s+(?:like|want|stand)\b",
+        r"\bI'?m\s+(?:not\s+)?(?:a\s+(?:big\s+|huge\s+)?fan\s+of|into)\b",
         # English: standing instructions.
         r"^(?:please\s+|pls\s+)?(?:always|never)\s+\w",
         r"\b(?:please|pls|you\s+should|you\s+must)\s+(?:always|never)\b",
@@ -55,10 +62,18 @@ _PREFERENCE_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         # Chinese (seed §4.2 trigger words 喜欢 / 不要 / 以后, narrowed to their preference forms).
         r"我(?:更|比较|最|很|不|不太)?喜欢",
         r"我(?:更)?偏好",
-        r"以后(?:都|请|每次|一律|统一|不要|别|就用|改用|用)",
+        r"(?:以后|今后|往后)[^。！？]{0,10}?(?:都|请|每次|一律|统一|不要|别|就用|改用|用)",
         r"从现在(?:开始|起)",
         r"请(?:总是|一直|始终|永远|每次)",
         r"请不要|不要再|别再",
+        r"我(?:真的|非常|很|超|特别|最|一直|都|也|还是)?(?:不|不太)?(?:爱|讨厌|厌恶|受不了)",
+        # Japanese, Spanish, French, German: tastes and "from now on".
+        r"(?:が|は)(?:大)?(?:好き|嫌い)|の方が(?:好き|いい)|好みです|今後は|これからは",
+        r"\b(?:me\s+(?:encanta|encantan|gusta|gustan)|no\s+me\s+gusta[n]?|odio|adoro|prefiero)\b",
+        r"\b(?:a\s+partir\s+de\s+ahora|de\s+ahora\s+en\s+adelante|siempre\s+(?:usa|env[ií]a|escribe))\b",
+        r"(?:\bj'(?:adore|aime|préfère)|\bje\s+(?:\w+\s+)?(?:préfère|déteste|hais|n'aime\s+pas|aime))\b",
+        r"\b(?:désormais|dorénavant|à\s+partir\s+de\s+maintenant)\b",
+        r"\bich\s+(?:\w+\s+)?(?:liebe|hasse|mag|bevorzuge)\b|\b(?:ab\s+jetzt|von\s+nun\s+an|künftig)\b",
     )
 )
 
@@ -534,6 +549,63 @@ class FactCandidate:
 RULE_FACT_CONFIDENCE: float = 0.85
 
 
+#: Opposite predicates: a fact of one and a fact of the other about the same object cannot both
+#: hold; the later statement supersedes the earlier (``memory.semantic``; issue 23 kind 2).
+OPPOSITE_PREDICATES: dict[str, str] = {"likes": "dislikes", "dislikes": "likes"}
+
+_NEG_EN = r"(?:do\s+not|don't|never|no\s+longer|can't|cannot)\s+(?:like|stand)"
+# (pattern, which group holds the verb, which the object); the verb decides the polarity
+_TASTES: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"\bI\s+"
+        + _ADVERBS
+        + r"(?P<verb>"
+        + _NEG_EN
+        + r"|love|like|adore|enjoy|hate|dislike|detest|loathe)\s+(?P<obj>[^.,;!?]+)",
+        r"\bI'?m\s+(?P<verb>not\s+a\s+(?:big\s+|huge\s+)?fan|a\s+(?:big\s+|huge\s+)?fan)\s+of\s+(?P<obj>[^.,;!?]+)",
+        r"我(?:真的|非常|很|超|特别|最|一直|都|也|还是)?(?P<verb>不喜欢|不太喜欢|不爱|讨厌|厌恶|受不了|喜欢|爱)(?:吃|喝|看|听|用|玩)?(?P<obj>[^。！？，,.!?；;]{1,16})",
+        r"(?P<obj>[^。！？、，,.!?\s]{1,16}?)(?:が|は)(?:大)?(?P<verb>好き|嫌い)",
+        r"\b(?P<verb>no\s+me\s+gusta[n]?|me\s+encanta[n]?|me\s+gusta[n]?|odio|adoro)\s+(?P<obj>[^.,;!?]+)",
+        r"(?P<verb>\bj'adore|\bj'aime|\bje\s+(?:\w+\s+)?(?:déteste|hais|n'aime\s+pas|aime|adore))\s+(?P<obj>[^.,;!?]+)",
+        r"\bich\s+(?P<verb>liebe|hasse|mag\s+kein\w*|mag\s+\w+\s+nicht|mag)\s+(?P<obj>[^.,;!?]+)",
+    )
+)
+_NEGATIVE_VERB = re.compile(
+    r"hate|dislike|detest|loathe|n't|not|never|no\s+longer|cannot|不|讨厌|厌恶|受不了|嫌い|odio|déteste|hais|hasse|kein|nicht",
+    re.IGNORECASE,
+)
+# what follows "I like" that is not a thing liked: an infinitive, a clause, a pronoun
+_NOT_AN_OBJECT = re.compile(r"^(?:to|it|that|this|when|if|how|what|you|your|the\s+idea)\b", re.IGNORECASE)
+_ARTICLE = re.compile(r"^(?:the|a|an|el|la|los|las|le|les|l'|das|die|der|den)\s*", re.IGNORECASE)
+# time and degree words after the thing ("I don't like jazz anymore", "I love it again")
+_TRAILING = re.compile(
+    r"(?:\s+(?:anymore|any\s+more|again|now|either|too|a\s+lot|so\s+much|very\s+much|at\s+all|these\s+days|"
+    r"nowadays|ya|más|plus|du\s+tout|nicht\s+mehr|mehr|sehr|auch))+$",
+    re.IGNORECASE,
+)
+
+
+def extract_tastes(sentence: str) -> list[tuple[str, str]]:
+    """``(predicate, object)`` pairs of the likes and dislikes a preference sentence states:
+    "I love Chinese food" → ``("likes", "chinese food")``, "I really don't like Chinese food" /
+    我讨厌中餐 / 寿司が嫌い / odio la comida china / je déteste ... / ich hasse ... →
+    ``("dislikes", ...)``. The object is cut at punctuation, articles dropped, casefolded, at most
+    six words. Nothing for "I like to ...", "I like it when ...". Never raises."""
+    out: list[tuple[str, str]] = []
+    for pattern in _TASTES:
+        for m in pattern.finditer(sentence or ""):
+            obj = " ".join(m.group("obj").split())
+            obj = _TRAILING.sub("", _ARTICLE.sub("", obj)).strip(" '\"").casefold()
+            if not obj or _NOT_AN_OBJECT.search(obj) or len(obj.split()) > 6:
+                continue
+            verb = m.group("verb")
+            predicate = "dislikes" if _NEGATIVE_VERB.search(verb) or verb.lower().startswith("not") else "likes"
+            if (predicate, obj) not in out:
+                out.append((predicate, obj))
+    return out
+
+
 def _clean_name(name: str) -> str:
     return re.sub(r"\s+", " ", name).strip(" .,;:!?'\"")
 
@@ -544,7 +616,9 @@ def extract_facts(text: str) -> list[FactCandidate]:
 
     * lasting preferences (``detect_preferences`` sentences): report/output format
       (``prefers_format``: pdf, markdown, excel ...), answer length (``prefers_answer_length``:
-      short | detailed), reply language (``prefers_language``);
+      short | detailed), reply language (``prefers_language``); else likes and dislikes
+      (``likes`` / ``dislikes`` <thing>, :func:`extract_tastes`: opposite predicates, so "I
+      love X" then "I hate X" is a contradiction the later statement wins);
     * relations: "I report to X" / "my manager is X" / 我向X汇报 (``user reports_to X``),
       "I work at X", "I live in X", "X is in the Y group" / X在Y组 (``X member_of Y group``),
       "X leads the Y team" (``X leads Y team``).
@@ -553,6 +627,7 @@ def extract_facts(text: str) -> list[FactCandidate]:
     out: list[FactCandidate] = []
     conf = RULE_FACT_CONFIDENCE
     for sentence in detect_preferences(text):
+        before = len(out)
         formats = {_FORMATS[m.group(1).lower()] for m in _FORMAT_RE.finditer(sentence)}
         if len(formats) == 1 and _FORMAT_CONTEXT.search(sentence):
             out.append(FactCandidate("user", "prefers_format", formats.pop(), object_is_entity=False, confidence=conf))
@@ -571,6 +646,9 @@ def extract_facts(text: str) -> list[FactCandidate]:
         if m:
             lang = _LANGUAGES[(m.group(1) or m.group(2)).lower()]
             out.append(FactCandidate("user", "prefers_language", lang, object_is_entity=False, confidence=conf))
+        if len(out) == before:  # a format, length or language preference says it all
+            for predicate, obj in extract_tastes(sentence):
+                out.append(FactCandidate("user", predicate, obj, object_is_entity=False, confidence=conf))
     for sentence in split_sentences(text):
         if _ONE_OFF.search(sentence) or (_QUESTION_END.search(sentence) and not _POLITE_REQUEST.search(sentence)):
             continue

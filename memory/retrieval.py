@@ -21,7 +21,7 @@ from inference. Lines are added in that order while the approximate token budget
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from langchain_core.messages import SystemMessage
@@ -111,10 +111,13 @@ def build_block(
     facts: Sequence[Fact] = (),
     episodes: Sequence[ScoredEvent] = (),
     budget_tokens: int = DEFAULT_MEMORY_TOKENS,
+    retracted: Collection[str] = frozenset(),
 ) -> MemoryBlock:
     """Assemble the block in the module docstring's order within ``budget_tokens``. A fact
     that is part of a conflict appears only in its conflict line; an episode that is the
-    evidence of a fact or conflict shown is left out (the fact's line counts it)."""
+    evidence of a fact or conflict shown is left out (the fact's line counts it), and so is an
+    episode in ``retracted`` (a statement the user later contradicted:
+    ``SemanticMemory.retracted_sources``)."""
     in_conflict = {f.id for pair in conflicts for f in pair}
     candidates: list[tuple[str, str]] = []
     candidates += [(format_working(w), f"working:{i}") for i, w in enumerate(working)]
@@ -125,7 +128,7 @@ def build_block(
     # an episode that is the evidence of a fact or conflict shown above is said there already
     # (and two contradicting preference episodes must not read as two truths)
     covered = {i for pair in conflicts for f in pair for i in f.sources} | {i for f in plain for i in f.sources}
-    episodes = [h for h in episodes if h.event.id not in covered]
+    episodes = [h for h in episodes if h.event.id not in covered and h.event.id not in retracted]
     direct = [h for h in episodes if h.event.evidence == "direct"]
     inferred = [h for h in episodes if h.event.evidence != "direct"]
     candidates += [(format_episode(h), f"episodic:{h.event.id}") for h in _by_score(direct)]

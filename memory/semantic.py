@@ -28,7 +28,11 @@ a different value for a single-valued predicate (``policy.FUNCTIONAL_PREDICATES`
 confirmed value exists is stored *pending* beside it — never overwriting it. When the user
 then states or uses one of the two values again, that value is confirmed and the other
 superseded with a timestamp (``resolved``). The prompt shows an undecided pair as a conflict
-(``memory.retrieval``), never as two true facts.
+(``memory.retrieval``), never as two true facts. Opposite predicates
+(``policy.OPPOSITE_PREDICATES``: ``likes`` / ``dislikes``) about the same object are a
+contradiction of the user's own taste: the later statement supersedes the earlier at once
+(``resolved``; tastes change, and both are the user's words), and the earlier statement's
+episodes are no longer recalled (:meth:`SemanticMemory.retracted_sources`).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from uuid import uuid4
 
 from memory.db import DB_FILENAME, SqliteDb
 from memory.episodic.base import utcnow
-from memory.policy import FUNCTIONAL_PREDICATES, SEMANTIC_TTL_DAYS
+from memory.policy import FUNCTIONAL_PREDICATES, OPPOSITE_PREDICATES, SEMANTIC_TTL_DAYS
 from memory.text import keyword_tokens
 
 FactStatus = Literal["confirmed", "pending", "superseded", "archived"]
@@ -293,6 +297,26 @@ class SemanticMemory:
         same = [f for f in live if self._okey(f) == o_key]
         others = [f for f in live if self._okey(f) != o_key]
         stamp = _iso(now)
+        opposite = OPPOSITE_PREDICATES.get(predicate)
+        contradicted = (
+            [f for f in await self._live(db, user_id, s_key, opposite) if self._okey(f) == o_key] if opposite else []
+        )
+        if contradicted:  # the later statement wins: "I love X" … "I hate X"
+            ids = [f.id for f in contradicted]
+            marks = ", ".join("?" for _ in ids)
+            await db.execute(
+                f"UPDATE semantic_facts SET status = 'superseded', valid_to = ?, updated_at = ? WHERE id IN ({marks})",
+                (stamp, stamp, *ids),
+            )
+            result = await self._upsert(
+                db, user_id, subject, s_key, predicate, obj, o_key, object_is_entity, confidence,
+                evidence, sources, subject_type, object_type, now, origin,
+            )  # fmt: skip
+            if result.fact is not None:
+                await db.execute(
+                    f"UPDATE semantic_facts SET superseded_by = ? WHERE id IN ({marks})", (result.fact.id, *ids)
+                )
+            return UpsertResult("resolved", result.fact, [*result.superseded, *ids])
         if same:
             fact = same[0]
             merged = list(dict.fromkeys([*fact.sources, *sources]))
@@ -463,6 +487,23 @@ class SemanticMemory:
         async with self._connect() as db:
             cur = await db.execute(sql, params)
             return [_row_to_fact(r) for r in await cur.fetchall()]
+
+    async def retracted_sources(self, user_id: str) -> set[str]:
+        """Ids of the episodes that were the evidence of a superseded fact and of no live one:
+        what the user said and later contradicted ("I love X" after "I hate X"). Recall leaves
+        them out, so the prompt shows the current statement only."""
+        async with self._connect() as db:
+            cur = await db.execute("SELECT status, sources FROM semantic_facts WHERE user_id = ?", (user_id,))
+            rows = await cur.fetchall()
+        old: set[str] = set()
+        live: set[str] = set()
+        for row in rows:
+            ids = json.loads(row["sources"] or "[]")
+            if row["status"] == "superseded":
+                old.update(ids)
+            elif row["status"] in _LIVE:
+                live.update(ids)
+        return old - live
 
     async def conflicts(self, user_id: str) -> list[tuple[Fact, Fact]]:
         """Undecided conflicts: (confirmed fact, pending challenger) pairs."""

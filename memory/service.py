@@ -259,8 +259,9 @@ class MemoryService:
         except Exception:  # noqa: BLE001
             log.exception("working memory unavailable")
 
-        async def semantic() -> tuple[list, list]:
+        async def semantic() -> tuple[list, list, set[str]]:
             try:
+                retracted = await self.semantic.retracted_sources(user_id)
                 conflicts, facts = await self.semantic.recall(
                     user_id,
                     goal,
@@ -271,10 +272,10 @@ class MemoryService:
                     touch=False,
                 )
                 self._touched.update({f.id: now for f in facts})
-                return conflicts, facts
+                return conflicts, facts, retracted
             except Exception:  # noqa: BLE001
                 log.exception("semantic recall failed for user %r", user_id)
-                return [], []
+                return [], [], set()
 
         async def episodic() -> list[ScoredEvent]:
             try:
@@ -289,9 +290,14 @@ class MemoryService:
                 return []
 
         # the two layers at once: the query embedding (the slow part) overlaps the SQLite reads
-        (conflicts, facts), episodes = await asyncio.gather(semantic(), episodic())
+        (conflicts, facts, retracted), episodes = await asyncio.gather(semantic(), episodic())
         return build_block(
-            working=working, conflicts=conflicts, facts=facts, episodes=episodes, budget_tokens=self.memory_tokens
+            working=working,
+            conflicts=conflicts,
+            facts=facts,
+            episodes=episodes,
+            budget_tokens=self.memory_tokens,
+            retracted=retracted,
         )
 
     async def _episodes(self, user_id, query, k, kinds, now, thread_id, visible_origins) -> list[ScoredEvent]:
