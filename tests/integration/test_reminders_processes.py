@@ -59,7 +59,9 @@ for _ in range(20):
 def test_two_runner_processes_fire_once(tmp_path):
     import time
 
-    schedule_reminder("send the report", 1, "09:00", data_dir=tmp_path, now=at(2026, 8, 20))
+    # an action, so firing calls ``fire`` (a plain reminder only delivers its notice)
+    action = {"kind": "task", "task": "write the sales report"}
+    schedule_reminder("send the report", 1, "09:00", action=action, data_dir=tmp_path, now=at(2026, 8, 20))
     effects = tmp_path / "effects.txt"
     root = Path(__file__).resolve().parents[2]
     start = time.time() + 1.5  # both processes imported and waiting: they start together
@@ -131,7 +133,9 @@ async def test_a_dead_runners_claim_is_taken_over_with_the_same_request_id(tmp_p
 
 
 @pytest.mark.timeout(600)  # 1000 CLI runs in process: ~20 s idle, minutes on a loaded 2-core machine
-def test_cli_reminders_run_1000_times_posts_once(tmp_path):
+def test_cli_reminders_run_1000_times_posts_once(tmp_path, monkeypatch):
+    # stored directly, not by a request: the channel is allowed by configuration (re-checked at firing)
+    monkeypatch.setenv("HERMES_ALLOWED_DESTINATIONS", '["p"]')
     effects: list = []
     schedule_reminder(
         "post",
