@@ -530,7 +530,8 @@ async def guard_calls(
         later_sensitive: list[str] = []
         if reason is None and deferred is not None and deferred.get("kind") == "tool":
             later = spec_of(str(deferred.get("tool")))
-            later_args = deferred.get("args") if isinstance(deferred.get("args"), dict) else {}
+            given = deferred.get("args")
+            later_args: dict[str, Any] = given if isinstance(given, dict) else {}
             if later is not None:
                 later_sensitive = sensitive_in_content(later, later_args, data)
                 why = destination_refusal(later, later_args, request=texts, rules=rules, sensitive=later_sensitive)
