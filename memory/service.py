@@ -27,6 +27,7 @@ from typing import Any
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from memory import policy
+from memory.dates import resolve_relative_dates
 from memory.episodic.base import EpisodicEvent, EpisodicStore, ScoredEvent, utcnow
 from memory.queue import RetryQueue
 from memory.retrieval import DEFAULT_MEMORY_TOKENS, MemoryBlock, build_block, format_episode
@@ -68,8 +69,9 @@ def build_turn_events(
     "task" when ``policy.assess_task`` finds evidence that it completed (or that work was
     done before an early stop) — its confidence is that evidence's; one "preference" per
     stated preference, one "tool_recovery" per tool that failed then succeeded, one
-    "cross_session" when the request refers to an earlier session. ``evidence``: what the
-    runtime observed (default: only the names in ``tools_used``). Pure."""
+    "cross_session" when the request refers to an earlier session. Relative dates in their
+    texts get the absolute date beside them (``memory.dates``, the machine's local time).
+    ``evidence``: what the runtime observed (default: only the names in ``tools_used``). Pure."""
     evidence = evidence or policy.TurnEvidence.from_tools(tools_used)
     tools = list(dict.fromkeys([*(tools_used or []), *evidence.tools_succeeded]))
     meta: dict[str, Any] = {"thread_id": thread_id}
@@ -141,6 +143,8 @@ def build_turn_events(
                 metadata={**meta, "phrase": phrase},
             )
         )
+    for event in events:  # "yesterday" stored as such means another day next week (issue 26)
+        event.text = resolve_relative_dates(event.text, event.created_at.astimezone())
     return events
 
 
