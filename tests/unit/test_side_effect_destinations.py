@@ -310,3 +310,40 @@ async def test_an_mcp_style_email_to_an_address_from_a_tool_result_is_refused(sc
     out = await run(ctx, "Email the monthly figures to me@mycompany.test.")
     assert sent == [["me@mycompany.test"]]
     assert "alice@example.com" in json.loads(refusals(out)[0].content)["error"]
+
+
+# -- deferred calls (a reminder's action) through the guard itself ----------------------------------
+
+
+async def test_a_deferred_call_is_checked_in_any_form_and_bound_with_its_sensitivity(tmp_path):
+    from tools.builtin.catalog import SCHEDULE_REMINDER
+    from tools.destinations import binding_for, deferred_refusal, guard_calls
+
+    specs = {s.name: s for s in (SCHEDULE_REMINDER, POST_MESSAGE)}
+    payload = tmp_path / "q1.json"
+    payload.write_text(json.dumps(CUSTOMERS))
+    rules = Rules(allowed=("general",), sensitive=("customers.email",))
+    request = ["List the customers' emails, post them to #sales-team and remind me every month."]
+    prior = [("query_database", {"sql": "SELECT name, email FROM customers"}, payload)]
+    to_general = {"kind": "tool", "tool": "post_message", "args": {"channel": "general", "text": CUSTOMER_LIST}}
+    to_sales = {"kind": "tool", "tool": "post_message", "args": {"channel": "sales-team", "text": CUSTOMER_LIST}}
+    calls = [
+        # general is configured, but the content is sensitive and the request did not name it;
+        # the action given as JSON text is the same action
+        {"id": "a", "name": "schedule_reminder", "args": {"text": "r", "action": to_general}},
+        {"id": "b", "name": "schedule_reminder", "args": {"text": "r", "action": json.dumps(to_general)}},
+        {"id": "c", "name": "schedule_reminder", "args": {"text": "r", "action": to_sales}},
+    ]
+    refused = await guard_calls(
+        calls, spec_of=specs.get, request=request, answers={}, prior=prior, rules=rules, data_dir=tmp_path
+    )
+    assert set(refused) == {"a", "b"} and all("sensitive" in r and "general" in r for r in refused.values())
+    binding = binding_for(tmp_path, to_sales)
+    assert binding is not None and binding["request"] == request and binding["sensitive"] == ["customers.email"]
+    assert binding_for(tmp_path, to_general) is None
+    # when it fires: allowed as recorded; the same content to the configured channel is not
+    assert deferred_refusal(POST_MESSAGE, to_sales, data_dir=tmp_path, rules=rules, label="reminder 1") is None
+    # an action changed after it was recorded has no request: only configured channels pass
+    changed = {**to_sales, "args": {**to_sales["args"], "channel": "random"}}
+    why = deferred_refusal(POST_MESSAGE, changed, data_dir=tmp_path, rules=rules, label="reminder 1")
+    assert why is not None and "'random'" in why and "no request is recorded" in why
