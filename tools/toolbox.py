@@ -347,13 +347,15 @@ class Toolbox:
                 bad.append(f"_meta {META_ARTIFACT_FIELD!r} must be a non-empty string, got {value!r}")
         # where the effect goes, and sensitive results (DESIGN §2.8); without them the
         # destination arguments follow the parameter names (ToolSpec.destination_params)
-        destinations = tool.meta.get(META_DESTINATION_ARGS)
+        destinations = override.destination_args
+        if destinations is None:
+            destinations = tool.meta.get(META_DESTINATION_ARGS)
         if destinations is not None and not (
-            isinstance(destinations, list) and all(isinstance(d, str) and d for d in destinations)
+            isinstance(destinations, (list, tuple)) and all(isinstance(d, str) and d for d in destinations)
         ):
             bad.append(f"_meta {META_DESTINATION_ARGS!r} must be a list of argument names, got {destinations!r}")
             destinations = None
-        sensitive = tool.meta.get(META_SENSITIVE, False)
+        sensitive = override.sensitive if override.sensitive is not None else tool.meta.get(META_SENSITIVE, False)
         if not isinstance(sensitive, bool):
             bad.append(f"_meta {META_SENSITIVE!r} must be true or false, got {sensitive!r}")
             sensitive = True  # a server that meant to say something: the safe side
@@ -368,6 +370,7 @@ class Toolbox:
             "timeout_s": override.timeout_s or timeout_s,
             "destination_args": None if destinations is None else tuple(destinations),
             "sensitive_results": sensitive,
+            "reads": tool.reads or (None if side_effect else "data"),  # a read-only tool reads data
         }
 
     async def aclose(self) -> None:

@@ -347,3 +347,57 @@ async def test_a_deferred_call_is_checked_in_any_form_and_bound_with_its_sensiti
     changed = {**to_sales, "args": {**to_sales["args"], "channel": "random"}}
     why = deferred_refusal(POST_MESSAGE, changed, data_dir=tmp_path, rules=rules, label="reminder 1")
     assert why is not None and "'random'" in why and "no request is recorded" in why
+
+
+# -- MCP metadata: the server's _meta, the user's config override ------------------------------------
+
+
+def test_mcp_meta_and_config_declare_destinations_and_sensitive_results():
+    import sys
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from tools.mcp.client import MCPTool
+    from tools.mcp.config import MCPConfigError, server_settings
+    from tools.registry import ToolRegistry
+    from tools.toolbox import Toolbox
+
+    schema = {"type": "object", "properties": {"where": {}, "to": {}, "body": {}}, "required": []}
+
+    def tool(name: str, meta: dict | None = None, read_only: bool = False) -> MCPTool:
+        return MCPTool(
+            name=name,
+            description=f"{name}: a test tool of a fake MCP server.",
+            input_schema=schema,
+            annotations={"readOnlyHint": read_only},
+            meta=meta or {},
+        )
+
+    entry = {
+        "command": sys.executable,
+        "tools": {"mail": {"destination_args": ["to"]}, "lookup": {"sensitive": True}},
+    }
+    server = SimpleNamespace(
+        name="peer",
+        tools={
+            t.name: t
+            for t in (
+                tool("deliver", {"hermes/destination_args": ["where"], "hermes/sensitive": False}),
+                tool("mail", {"hermes/destination_args": ["where"]}),  # the user's config wins
+                tool("lookup", read_only=True),
+                tool("crm", {"hermes/sensitive": True}, read_only=True),
+                tool("odd", {"hermes/destination_args": "where"}),
+            )
+        },
+        settings=server_settings("peer", entry),
+    )
+    tb = Toolbox(Path("."), ToolRegistry(), executor=None, mcp=None)  # type: ignore[arg-type]
+    tb._register_server(server, 10.0)  # type: ignore[arg-type]
+    spec = tb.registry.get
+    assert spec("deliver").destination_params() == ("where",) and not spec("deliver").sensitive_results
+    assert spec("mail").destination_params() == ("to",)
+    assert spec("lookup").sensitive_results and spec("crm").sensitive_results
+    assert spec("odd").destination_params() == ("to",)  # bad _meta ignored (and said): the name rule
+    assert "hermes/destination_args" in tb.problems["peer:odd:_meta"]
+    with pytest.raises(MCPConfigError, match="destination_args"):
+        server_settings("peer", {"command": "x", "tools": {"mail": {"destination_args": "to"}}})

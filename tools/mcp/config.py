@@ -18,6 +18,8 @@ Hermes keys of an entry (all optional; :func:`server_settings` validates them)::
         "idempotent": true,         overrides idempotentHint (safe to repeat: retries allowed)
         "requested_by": ["regex"],  request clauses that ask for the tool (ToolSpec.requested_by)
         "artifact_field": "url",    result field naming what the call produced
+        "destination_args": ["to"], arguments that decide where the effect goes (DESIGN §2.8)
+        "sensitive": true,          every result is sensitive data (DESIGN §2.8)
         "timeout_s": 60,            (or "timeoutSeconds") this tool's answer timeout
         "max_timeout_s": 600}},     (or "maxTimeoutSeconds") this tool's hard limit
     "maxTimeoutSeconds": 120        (or "max_timeout_s") hard limit of a call that keeps reporting
@@ -138,6 +140,8 @@ class ToolOverride:
     artifact_field: str | None = None
     timeout_s: float | None = None
     max_timeout_s: float | None = None
+    destination_args: tuple[str, ...] | None = None
+    sensitive: bool | None = None
 
 
 #: Pool bounds of a server without a ``pool`` entry (seed: min 2, max 10 live sessions).
@@ -181,6 +185,8 @@ TOOL_OVERRIDE_KEYS = (
     "idempotent",
     "requested_by",
     "artifact_field",
+    "destination_args",
+    "sensitive",
     "timeout_s",
     "timeoutSeconds",
     "max_timeout_s",
@@ -217,7 +223,7 @@ def server_settings(name: str, entry: dict[str, Any]) -> ServerSettings:
         unknown = sorted(set(cfg) - set(TOOL_OVERRIDE_KEYS))
         if unknown:
             raise MCPConfigError(f"{where}: '{field_}' has unknown key(s) {unknown}; known: {list(TOOL_OVERRIDE_KEYS)}")
-        for flag in ("side_effect", "idempotent"):
+        for flag in ("side_effect", "idempotent", "sensitive"):
             if flag in cfg and not isinstance(cfg[flag], bool):
                 raise MCPConfigError(f"{where}: '{field_}.{flag}' must be true or false, got {cfg[flag]!r}")
         requested = cfg.get("requested_by")
@@ -226,7 +232,16 @@ def server_settings(name: str, entry: dict[str, Any]) -> ServerSettings:
         artifact = cfg.get("artifact_field")
         if artifact is not None and not (isinstance(artifact, str) and artifact.strip()):
             raise MCPConfigError(f"{where}: '{field_}.artifact_field' must be a non-empty string, got {artifact!r}")
+        destinations = cfg.get("destination_args")
+        if destinations is not None and not (
+            isinstance(destinations, list) and all(isinstance(d, str) and d for d in destinations)
+        ):
+            raise MCPConfigError(
+                f"{where}: '{field_}.destination_args' must be a list of argument names, got {destinations!r}"
+            )
         tools[str(tool)] = ToolOverride(
+            destination_args=None if destinations is None else tuple(destinations),
+            sensitive=cfg.get("sensitive"),
             side_effect=cfg.get("side_effect"),
             idempotent=cfg.get("idempotent"),
             requested_by=requested,
