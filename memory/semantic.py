@@ -33,6 +33,12 @@ superseded with a timestamp (``resolved``). The prompt shows an undecided pair a
 contradiction of the user's own taste: the later statement supersedes the earlier at once
 (``resolved``; tastes change, and both are the user's words), and the earlier statement's
 episodes are no longer recalled (:meth:`SemanticMemory.retracted_sources`).
+
+Forgetting is final (:meth:`SemanticMemory.forget`): the fact is deleted and a tombstone
+(``semantic_forgotten``: its key and source episodes) keeps it from coming back — an upsert of
+the same fact read from those same episodes (consolidation re-reading them, a model extraction)
+is refused (``forgotten``), and the episodes are no longer recalled. Only a new statement (a
+new episode) brings the fact back.
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ from memory.policy import FUNCTIONAL_PREDICATES, OPPOSITE_PREDICATES, SEMANTIC_T
 from memory.text import keyword_tokens
 
 FactStatus = Literal["confirmed", "pending", "superseded", "archived"]
-UpsertOutcome = Literal["added", "duplicate", "pending_conflict", "resolved", "rejected"]
+UpsertOutcome = Literal["added", "duplicate", "pending_conflict", "resolved", "rejected", "forgotten"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS semantic_entities (
@@ -84,6 +90,16 @@ CREATE TABLE IF NOT EXISTS semantic_facts (
     conflict_with    TEXT,
     superseded_by    TEXT,
     origin           TEXT                -- thread id, NUL, message id of the turn that stated it; NULL: not branch-bound
+);
+-- what the user asked to forget: the fact's key and the episodes it was read from (issue 26)
+CREATE TABLE IF NOT EXISTS semantic_forgotten (
+    user_id      TEXT NOT NULL,
+    subject      TEXT NOT NULL,
+    predicate    TEXT NOT NULL,
+    object       TEXT NOT NULL,
+    sources      TEXT NOT NULL DEFAULT '[]',
+    forgotten_at TEXT NOT NULL,
+    PRIMARY KEY (user_id, subject, predicate, object)
 );
 CREATE INDEX IF NOT EXISTS semantic_out ON semantic_facts (user_id, subject, predicate, status);
 CREATE INDEX IF NOT EXISTS semantic_in ON semantic_facts (user_id, object, predicate, status);
@@ -227,9 +243,12 @@ class SemanticMemory:
         object_type: str = "thing",
         origin: str | None = None,
         now: datetime | None = None,
+        restated: bool = False,
     ) -> UpsertResult:
         """Add or reinforce ``subject —predicate→ obj`` (module docstring: duplicates,
-        conflicts, resolution). Atomic (one ``BEGIN IMMEDIATE`` transaction)."""
+        conflicts, resolution). Atomic (one ``BEGIN IMMEDIATE`` transaction). A fact the user
+        forgot is refused (``forgotten``) when read again from the episodes it was forgotten
+        with; ``restated``: the user states it anew in this turn — the tombstone is lifted."""
         if confidence < self.min_confidence:
             return UpsertResult("rejected", None)
         now = now or utcnow()
@@ -238,6 +257,15 @@ class SemanticMemory:
         async with self._connect() as db:
             await db.execute("BEGIN IMMEDIATE")
             try:
+                if restated:
+                    await db.execute(
+                        "DELETE FROM semantic_forgotten WHERE user_id = ? AND subject = ? AND predicate = ?"
+                        " AND object = ?",
+                        (user_id, s_key, predicate, o_key),
+                    )
+                elif await self._forgotten(db, user_id, s_key, predicate, o_key, list(sources)):
+                    await db.execute("ROLLBACK")
+                    return UpsertResult("forgotten", None)
                 result = await self._upsert(
                     db,
                     user_id,
@@ -403,10 +431,75 @@ class SemanticMemory:
         return fact if fact and fact.user_id == user_id else None
 
     async def forget(self, user_id: str, fact_id: str) -> bool:
-        """Delete a fact for good (the user asked). True if it existed."""
+        """Delete a fact for good (the user asked) and leave its tombstone (module docstring):
+        the same fact read again from the same episodes is refused, and those episodes are no
+        longer recalled. True if it existed."""
         async with self._connect() as db:
-            cur = await db.execute("DELETE FROM semantic_facts WHERE user_id = ? AND id = ?", (user_id, fact_id))
-            return cur.rowcount > 0
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                fact = await self._get(db, fact_id)
+                if fact is None or fact.user_id != user_id:
+                    await db.execute("ROLLBACK")
+                    return False
+                await self._tombstone(db, fact, fact.sources)
+                await db.execute("DELETE FROM semantic_facts WHERE user_id = ? AND id = ?", (user_id, fact_id))
+                await db.execute("COMMIT")
+            except BaseException:
+                await db.execute("ROLLBACK")
+                raise
+        return True
+
+    async def forget_source(self, user_id: str, episode_id: str) -> int:
+        """An episode was forgotten: the facts read from it lose it as a source, and a fact
+        left with no source (it rested on that episode alone) is forgotten as well (a
+        tombstone). Returns how many facts were forgotten."""
+        forgotten = 0
+        async with self._connect() as db:
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                cur = await db.execute(
+                    _SELECT + " WHERE f.user_id = ? AND f.sources LIKE ?", (user_id, f'%"{episode_id}"%')
+                )
+                for fact in [_row_to_fact(r) for r in await cur.fetchall()]:
+                    rest = [i for i in fact.sources if i != episode_id]
+                    if rest:
+                        await db.execute(
+                            "UPDATE semantic_facts SET sources = ? WHERE id = ?", (json.dumps(rest), fact.id)
+                        )
+                        continue
+                    await self._tombstone(db, fact, [episode_id])
+                    await db.execute("DELETE FROM semantic_facts WHERE id = ?", (fact.id,))
+                    forgotten += 1
+                await db.execute("COMMIT")
+            except BaseException:
+                await db.execute("ROLLBACK")
+                raise
+        return forgotten
+
+    async def _tombstone(self, db, fact: Fact, sources: Sequence[str]) -> None:
+        cur = await db.execute(
+            "SELECT sources FROM semantic_forgotten WHERE user_id = ? AND subject = ? AND predicate = ? AND object = ?",
+            (fact.user_id, fact.subject, fact.predicate, fact.object),
+        )
+        row = await cur.fetchone()
+        merged = list(dict.fromkeys([*(json.loads(row["sources"]) if row else []), *sources]))
+        await db.execute(
+            "INSERT OR REPLACE INTO semantic_forgotten (user_id, subject, predicate, object, sources, forgotten_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (fact.user_id, fact.subject, fact.predicate, fact.object, json.dumps(merged), _iso(utcnow())),
+        )
+
+    async def _forgotten(
+        self, db, user_id: str, s_key: str, predicate: str, o_key: str, sources: Sequence[str]
+    ) -> bool:
+        """True when the user forgot this fact and ``sources`` holds no episode it was not
+        already read from (a re-reading, not a new statement)."""
+        cur = await db.execute(
+            "SELECT sources FROM semantic_forgotten WHERE user_id = ? AND subject = ? AND predicate = ? AND object = ?",
+            (user_id, s_key, predicate, o_key),
+        )
+        row = await cur.fetchone()
+        return row is not None and set(sources) <= set(json.loads(row["sources"]))
 
     async def touch(self, fact_ids: Iterable[str], now: datetime | None = None) -> None:
         """Record that these facts were recalled (use counts drive down-weighting, seed §6.4)."""
@@ -489,12 +582,16 @@ class SemanticMemory:
             return [_row_to_fact(r) for r in await cur.fetchall()]
 
     async def retracted_sources(self, user_id: str) -> set[str]:
-        """Ids of the episodes that were the evidence of a superseded fact and of no live one:
-        what the user said and later contradicted ("I love X" after "I hate X"). Recall leaves
-        them out, so the prompt shows the current statement only."""
+        """Ids of the episodes that were the evidence of a superseded or forgotten fact and of
+        no live one: what the user said and later contradicted ("I love X" after "I hate X") or
+        asked to forget. Recall leaves them out, so the prompt shows the current statement only."""
         async with self._connect() as db:
             cur = await db.execute("SELECT status, sources FROM semantic_facts WHERE user_id = ?", (user_id,))
-            rows = await cur.fetchall()
+            rows = list(await cur.fetchall())
+            cur = await db.execute(
+                "SELECT 'superseded' AS status, sources FROM semantic_forgotten WHERE user_id = ?", (user_id,)
+            )
+            rows += await cur.fetchall()
         old: set[str] = set()
         live: set[str] = set()
         for row in rows:

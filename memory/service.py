@@ -429,6 +429,7 @@ class MemoryService:
                 "sources": sources,
                 "now": (now or utcnow()).isoformat(),
                 "origin": plan.origin,
+                "restated": True,  # the user's words of this turn: a forgotten fact stated anew
             }
             outcome = await self._upsert(payload, counts)
             counts["facts"] += outcome in ("added", "pending_conflict")
@@ -581,9 +582,12 @@ class MemoryService:
     # --- inspection and editing ---------------------------------------------------------------
 
     async def forget(self, user_id: str, ref: str) -> bool:
-        """Delete ``episodic:<id>`` or ``semantic:<id>`` (a bare id: tried as both)."""
+        """Delete ``episodic:<id>`` or ``semantic:<id>`` (a bare id: tried as both), for good:
+        the facts read from a forgotten episode alone are forgotten too, and a forgotten fact
+        is not read again from its episodes by consolidation (``SemanticMemory.forget``)."""
         kind, _, ident = ref.partition(":") if ":" in ref else ("", "", ref)
         if kind in ("", "episodic") and await self.episodic.forget(user_id, ident):
+            await self.semantic.forget_source(user_id, ident)
             return True
         if kind in ("", "semantic") and await self.semantic.forget(user_id, ident):
             return True

@@ -302,10 +302,13 @@ BUILTIN_TOOLS: list[tuple[ToolSpec, str]] = [
 ]
 
 
-def executor_runner(executor: Executor, entrypoint: str, timeout_s: float):
-    """A registry runner that sends the call to ``executor`` (out of process)."""
+def executor_runner(executor: Executor, entrypoint: str, timeout_s: float, network: bool = False):
+    """A registry runner that sends the call to ``executor`` (out of process); ``network``: the
+    tool's ``ToolSpec.network`` (without it the run has no network)."""
 
     async def run(args: dict[str, Any], request_id: str) -> Any:
+        if network:
+            return await executor.run(entrypoint, args, timeout_s=timeout_s, request_id=request_id, network=True)
         return await executor.run(entrypoint, args, timeout_s=timeout_s, request_id=request_id)
 
     return run
@@ -337,5 +340,5 @@ def register_builtin_tools(
         if database_schema and spec.name in SQL_TOOLS:
             update["description"] = f"{spec.description} Tables of the configured database: {database_schema}."
         spec = spec.model_copy(update=update)
-        registry.register(spec, executor_runner(executor, entrypoint, timeout))
+        registry.register(spec, executor_runner(executor, entrypoint, timeout, spec.network))
     return [spec.name for spec, _ in BUILTIN_TOOLS]

@@ -21,9 +21,12 @@ class Executor(Protocol):
     ``run`` returns the function's JSON-decoded result. Raises :class:`ToolTimeout` when the run
     exceeded ``timeout_s`` seconds (the run is interrupted, whole process group), and
     :class:`ToolFailed` when the function raised (message ``"<ExcType>: <text>"``) or the
-    process died without a result.
+    process died without a result. ``network``: the call may use the network (the tool's
+    ``ToolSpec.network``); without it the local backends run it with none.
     """
 
-    async def run(self, entrypoint: str, args: dict[str, Any], *, timeout_s: float, request_id: str) -> Any: ...
+    async def run(
+        self, entrypoint: str, args: dict[str, Any], *, timeout_s: float, request_id: str, network: bool = False
+    ) -> Any: ...
 
     async def aclose(self) -> None: ...

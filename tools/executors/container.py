@@ -150,7 +150,8 @@ class ContainerExecutor(SubprocessExecutor):
     Args (besides those of :class:`SubprocessExecutor`; ``confine`` is always on):
         engine    "auto" | "bwrap" | "docker" | "podman".
         image     image for docker/podman.
-        network   False (default): no network inside the sandbox.
+        network   False (default): no network inside the sandbox, unless the call asks for
+                  it (``run(..., network=True)``, the tool's ``ToolSpec.network``).
         sandbox   an already detected :class:`Sandbox` (skips detection).
     Construction detects the sandbox (blocking, a few ms once per process); use
     ``await asyncio.to_thread(ContainerExecutor, ...)`` from async code.
@@ -184,6 +185,13 @@ class ContainerExecutor(SubprocessExecutor):
 
     # The sandbox forks at once, so the cgroup is joined before it starts (see _command).
     _parent_attaches_cgroup = False
+    # The sandbox makes the namespaces (no network, the agent's state covered) itself.
+    _worker_namespaces = False
+
+    @staticmethod
+    def _covered(ctx: RunContext) -> list[tuple[str, bool]]:
+        """The agent's state to cover in the sandbox: ``(path, is a directory)``."""
+        return [(p, os.path.isdir(p) and not os.path.islink(p)) for p in ctx.extra.get("hide", ())]
 
     def _readable_binds(self, ctx: RunContext | None = None) -> list[str]:
         # the user's database file (+ -wal/-shm/-journal) is bound read-only, never its directory
@@ -206,8 +214,12 @@ class ContainerExecutor(SubprocessExecutor):
                 str(self.data_dir),
                 "--chdir",
                 str(self.data_dir),
+            ]
+            for path, is_dir in self._covered(ctx):  # after the data_dir bind: on top of it
+                argv += ["--tmpfs", path, "--remount-ro", path] if is_dir else ["--ro-bind", "/dev/null", path]
+            argv += [
                 "--unshare-all",
-                *(["--share-net"] if self.network else []),
+                *(["--share-net"] if ctx.extra.get("network") else []),
                 "--die-with-parent",
                 "--new-session",
                 "--cap-drop",
@@ -235,7 +247,9 @@ class ContainerExecutor(SubprocessExecutor):
             ]
             for p in self._readable_binds(ctx):
                 argv += ["-v", f"{p}:{p}:ro"]
-            if not self.network:
+            for path, is_dir in self._covered(ctx):
+                argv += ["--tmpfs", f"{path}:ro,size=4k"] if is_dir else ["-v", f"/dev/null:{path}:ro"]
+            if not ctx.extra.get("network"):
                 argv += ["--network", "none"]
             if self.max_procs:
                 argv += ["--pids-limit", str(self.max_procs)]

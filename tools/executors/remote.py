@@ -79,9 +79,17 @@ class RemoteExecutor:
         return client
 
     async def run(
-        self, entrypoint: str, args: dict[str, Any], *, timeout_s: float, request_id: str, tool: str | None = None
+        self,
+        entrypoint: str,
+        args: dict[str, Any],
+        *,
+        timeout_s: float,
+        request_id: str,
+        tool: str | None = None,
+        network: bool = False,
     ) -> Any:
-        """Run ``entrypoint(**args)`` on the endpoint; see :class:`~tools.executors.base.Executor`."""
+        """Run ``entrypoint(**args)`` on the endpoint; see :class:`~tools.executors.base.Executor`.
+        ``network`` is the function server's business (its own executor's sandbox)."""
         client = await self._client()
         body = {
             "request_id": request_id,

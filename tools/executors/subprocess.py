@@ -12,6 +12,14 @@ Each run is a fresh ``python -P -m tools.executors.worker`` process:
     create one (cgroup v1 ``pids`` hierarchy or a delegated v2 subtree; root ignores
     ``RLIMIT_NPROC``, a cgroup it cannot ignore). The cgroup also lists every descendant, even
     one that called ``setsid``, so nothing escapes the kill;
+  * **no network** unless the call asks for it (``run(..., network=True)``: the tool's
+    ``ToolSpec.network``; or the executor's ``network=True`` for every call): a new network
+    namespace, plus Landlock's TCP rules (kernel ABI >= 4);
+  * **none of the agent's own state** (:data:`AGENT_STATE`: the checkpoints, the idempotency
+    ledger, the memory store, the mirror, MCP tokens ...) nor other threads' ``payloads/``
+    folders: covered in a private mount namespace and refused by the audit hook
+    (:func:`private_entries`); a tool keeps ``reports/``, its own thread's payloads, the
+    reminders files and whatever it writes;
   * file system confined to ``data_dir`` (Landlock where the kernel has it, plus a Python audit
     hook everywhere): ``../`` paths, absolute paths elsewhere and ``/proc/<agent>/environ`` are
     refused (see :mod:`tools.executors.worker`). The one exception is the user's database
@@ -24,6 +32,11 @@ Each run is a fresh ``python -P -m tools.executors.worker`` process:
     up the same way.
 Async-safe: only asyncio subprocess calls in the event loop; file-system set-up, psutil waits
 and cgroup work run in a thread.
+
+Namespaces need root or unprivileged user namespaces (measured here, as root: both work; with
+them a tool can neither connect to 127.0.0.1 nor read ``checkpoints.sqlite``). Where the kernel
+allows neither, the first run logs one warning naming what is missing, and the container
+backend (bubblewrap, often setuid-installed) is the way to confine.
 """
 
 from __future__ import annotations
@@ -31,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import os
 import re
 import shutil
@@ -58,6 +72,62 @@ _MAX_OUTPUT = 32 * 1024 * 1024
 TERM_GRACE_S = 0.5
 #: Command that starts the worker; ``-P`` keeps the working directory off ``sys.path``.
 WORKER_ARGV = ("-P", "-m", "tools.executors.worker")
+#: The agent's own state in a data directory, never shown to a tool: checkpoints, idempotency
+#: ledgers, the answers-delivered record, request bindings, memory (knowledge graph, queue,
+#: episodic store), the plain-text mirror, thread locks, MCP OAuth tokens and media, the bundled
+#: team chat's messages, the embedded model's log. An entry is hidden when its name starts with
+#: one of these (SQLite's -wal/-shm/-journal and moved-aside ``.broken-*`` copies included).
+#: A tool keeps ``reports/``, the reminders and tool-schema files, its own thread's
+#: ``payloads/<thread>/`` and any file it makes. Override with ``SubprocessExecutor(hidden=...)``.
+AGENT_STATE = (
+    "checkpoints.sqlite",
+    "idempotency.db",
+    "remote_idempotency.db",
+    "deliveries.db",
+    "request_bindings.db",
+    "memory.db",
+    "episodic.lance",
+    "mirror",
+    "locks",
+    "mcp_auth",
+    "mcp_media",
+    "team_chat.db",
+    "embedded-llm.log",
+)
+_THREAD_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+log = logging.getLogger(__name__)
+
+
+def request_thread(request_id: str) -> str | None:
+    """The thread a request id (``<thread>:<goal>:<hash>``, ``graph.progress.request_id``)
+    belongs to, as its payload folder names it; None for another form."""
+    parts = request_id.rsplit(":", 2)
+    return _THREAD_SAFE.sub("_", parts[0]) if len(parts) == 3 and parts[0] else None
+
+
+def private_entries(
+    data_dir: Path, request_id: str, state: tuple[str, ...] = AGENT_STATE, keep: tuple[str, ...] = ()
+) -> list[str]:
+    """Paths in ``data_dir`` a tool run for ``request_id`` must not see: the entries named by
+    ``state`` (prefixes) and the other threads' folders of ``payloads`` (all of them when the
+    request names no thread). ``keep``: absolute paths that stay visible (the user's database,
+    import paths) with every entry that contains one. Blocking (lists the directory)."""
+    kept = [os.path.realpath(p) for p in keep]
+
+    def needed(path: Path) -> bool:
+        real = os.path.realpath(path)
+        return any(k == real or k.startswith(real.rstrip("/") + "/") for k in kept)
+
+    try:
+        hidden = [str(e) for e in data_dir.iterdir() if any(e.name.startswith(n) for n in state) and not needed(e)]
+        payloads = data_dir / "payloads"
+        if payloads.is_dir():
+            own = request_thread(request_id)
+            hidden += [str(p) for p in payloads.iterdir() if p.name != own and not needed(p)]
+    except OSError:
+        return []
+    return hidden
 
 
 async def _read_all(stream: asyncio.StreamReader | None, cap: int) -> bytes:
@@ -238,7 +308,10 @@ class SubprocessExecutor:
         file_mb         largest file a run may write, MiB.
         confine         confine the file system to ``data_dir`` (Landlock + audit hook). On by
                         default; ``confine=False`` only for trusted local tools.
-        network         False: no TCP connect/bind (Landlock ABI >= 4 only).
+        network         True: every call may use the network. False (default): only a call
+                        made with ``run(..., network=True)`` (a tool whose spec asks for it).
+        hidden          names (prefixes) of the agent's state in ``data_dir`` a tool never sees
+                        (default :data:`AGENT_STATE`); other threads' payloads are hidden too.
         extra_read      more paths the tool may read.
         database        the user's database setting (SQLite path or ``sqlite:///`` URL; None or
                         "" = none; the toolbox passes ``Context.database``). Resolved here against the current
@@ -260,7 +333,8 @@ class SubprocessExecutor:
         max_procs: int = 64,
         file_mb: int = 1024,
         confine: bool = True,
-        network: bool = True,
+        network: bool = False,
+        hidden: tuple[str, ...] = AGENT_STATE,
         extra_read: tuple[str, ...] = (),
         env_allow: tuple[str, ...] = (),
         grace_s: float = TERM_GRACE_S,
@@ -274,6 +348,8 @@ class SubprocessExecutor:
         self.file_mb = file_mb
         self.confine = confine
         self.network = network
+        self.hidden = tuple(hidden)
+        self._warned = False
         self.extra_read = tuple(str(p) for p in extra_read)
         self.env_allow = tuple(env_allow)
         self.grace_s = grace_s
@@ -299,14 +375,20 @@ class SubprocessExecutor:
     def _payload_extra(self, ctx: RunContext) -> dict[str, Any]:
         return {}
 
+    #: True: the worker makes its own namespaces (network, hidden state); the bubblewrap
+    #: backend makes them itself.
+    _worker_namespaces = True
+
     # -- per-run set-up / tear-down (blocking: run in a thread) ---------------------------------
-    def _setup(self) -> RunContext:
+    def _setup(self, request_id: str = "") -> RunContext:
         from tools.database_setting import database_read_paths
 
         tmpdir = Path(tempfile.mkdtemp(prefix="hermes-tool-"))
         ctx = RunContext(tmpdir=tmpdir, cgroup=PidsCgroup.create(self.max_procs) if self.max_procs else None)
         # per run: a -wal / -shm file may appear or go between runs
         ctx.extra["database_read"] = tuple(database_read_paths(self.database))
+        keep = (*self.extra_paths, *self.extra_read, *ctx.extra["database_read"])
+        ctx.extra["hide"] = private_entries(self.data_dir, request_id, self.hidden, keep) if self.confine else []
         return ctx
 
     def _teardown(self, ctx: RunContext, pid: int | None) -> None:
@@ -317,9 +399,13 @@ class SubprocessExecutor:
         shutil.rmtree(ctx.tmpdir, ignore_errors=True)
 
     # -- the call ---------------------------------------------------------------------------------
-    async def run(self, entrypoint: str, args: dict[str, Any], *, timeout_s: float, request_id: str) -> Any:
-        """Run ``entrypoint(**args)`` in a worker; see :class:`~tools.executors.base.Executor`."""
-        ctx = await asyncio.to_thread(self._setup)
+    async def run(
+        self, entrypoint: str, args: dict[str, Any], *, timeout_s: float, request_id: str, network: bool = False
+    ) -> Any:
+        """Run ``entrypoint(**args)`` in a worker; see :class:`~tools.executors.base.Executor`.
+        ``network``: this call may use the network (its tool's ``ToolSpec.network``)."""
+        ctx = await asyncio.to_thread(self._setup, request_id)
+        ctx.extra["network"] = self.network or network
         pid: int | None = None
         try:
             payload = json.dumps(
@@ -339,7 +425,9 @@ class SubprocessExecutor:
                             "workdir": str(self.data_dir),
                             "tmpdir": self._worker_tmpdir(ctx),
                             "read": list(self.extra_paths + self.extra_read + ctx.extra["database_read"]),
-                            "network": self.network,
+                            "network": ctx.extra["network"],
+                            "hide": ctx.extra["hide"],
+                            "namespaces": self._worker_namespaces,
                         }
                         if self.confine
                         else None
@@ -401,7 +489,32 @@ class SubprocessExecutor:
         stderr = readers[1].result() if readers[1].done() and not readers[1].cancelled() else b""
         if timed_out:
             raise ToolTimeout(f"{entrypoint} exceeded {timeout_s:g} s; process group terminated")
-        return self._decode(entrypoint, proc.returncode, stdout, stderr)
+        result = self._decode(entrypoint, proc.returncode, stdout, stderr)
+        self._check_sandbox(stdout, ctx)
+        return result
+
+    def _check_sandbox(self, stdout: bytes, ctx: RunContext) -> None:
+        """One warning per executor when a run could not be confined as asked (no namespaces:
+        not root and no unprivileged user namespaces; no Landlock TCP rules either)."""
+        if self._warned or not self.confine or not self._worker_namespaces:
+            return
+        try:
+            sandbox = str(json.loads(stdout.decode(errors="replace").strip().splitlines()[-1]).get("sandbox") or "")
+        except (ValueError, IndexError, AttributeError):
+            return
+        missing = []
+        landlock_net = sandbox.startswith("landlock-v") and int(sandbox[10:].split("+")[0] or 0) >= 4
+        if not ctx.extra["network"] and "netns" not in sandbox and not landlock_net:
+            missing.append("network (tools can open sockets)")
+        if ctx.extra["hide"] and "mountns" not in sandbox:
+            missing.append("hiding the agent's state in the data directory (only Python's audit hook refuses it)")
+        if missing:
+            self._warned = True
+            log.warning(
+                "tool sandbox: cannot confine %s: no mount/network namespaces here (run as root, enable "
+                "unprivileged user namespaces, or use HERMES_TOOL_EXECUTOR=container with bubblewrap)",
+                " nor ".join(missing),
+            )
 
     def _teardown_procs(self, ctx: RunContext, pid: int) -> None:
         """SIGTERM, grace, SIGKILL: the process group, the descendants and every cgroup member."""

@@ -7,7 +7,8 @@ JSON payload on stdin::
 
     {"entrypoint": "pkg.mod:func", "args": {...}, "request_id": "...",
      "limits": {"memory_mb": 1024, "cpu_s": 11, "open_files": 256, "procs": 64, "file_mb": 1024},
-     "confine": {"workdir": "/abs/data", "tmpdir": "/abs/tmp", "read": [...], "network": true},
+     "confine": {"workdir": "/abs/data", "tmpdir": "/abs/tmp", "read": [...], "network": false,
+                 "hide": ["/abs/data/checkpoints.sqlite", ...], "namespaces": true},
      "database": "/abs/path/of/the/users.db"}
 
 Before the tool's module is even imported it applies, in this order:
@@ -15,7 +16,14 @@ Before the tool's module is even imported it applies, in this order:
 1. resource limits (``setrlimit``): address space ``memory_mb`` MiB, CPU ``cpu_s`` s, open files,
    processes (effective for non-root users; root is bounded by the executor's pids cgroup),
    file size ``file_mb`` MiB, no core dumps;
-2. file-system confinement (``confine``): **Landlock** where the kernel has it (writes only under
+2. namespaces (``confine``; Linux, as root or with unprivileged user namespaces): without
+   ``network`` a new network namespace (no interface up: no socket reaches any host, this one
+   included); with ``hide`` a private mount table in which each of those paths (the agent's own
+   files in the data directory: checkpoints, ledger, memory, other threads' folders) is covered
+   by an empty read-only tmpfs or ``/dev/null``. ``namespaces: false`` skips this (the bubblewrap
+   backend does it itself). The reply's ``sandbox`` names what was applied
+   (``landlock-v7+netns+mountns``);
+3. file-system confinement (``confine``): **Landlock** where the kernel has it (writes only under
    ``workdir``/``tmpdir``; reads only there, in Python's own trees, the paths in ``read`` and a
    few system files; no signals to processes outside the sandbox; no TCP when ``network`` is
    false), and in every case a Python audit hook that refuses the same paths with a clear
@@ -158,9 +166,12 @@ _MOVE_EVENTS = {"os.rename": 1, "os.link": 1, "shutil.move": 0}
 _READ_EVENTS = {"os.listdir": 0, "os.scandir": 0, "os.chdir": 0}
 
 
-def _install_audit_hook(workdir: str, write_roots: tuple[str, ...], read_roots: tuple[str, ...]) -> None:
+def _install_audit_hook(
+    workdir: str, write_roots: tuple[str, ...], read_roots: tuple[str, ...], hidden: list[str] | tuple[str, ...] = ()
+) -> None:
     busy = [False]
     allowed_write = write_roots + DEVICE_WRITE
+    private = tuple(hidden)
 
     def refuse(path: str, what: str) -> None:
         raise PermissionError(f"{what} {path!r} refused: outside the tool's working directory {workdir}")
@@ -171,6 +182,8 @@ def _install_audit_hook(workdir: str, write_roots: tuple[str, ...], read_roots: 
         if not isinstance(raw, str):  # a file descriptor
             return
         path = _real(raw)
+        if private and _under(path, private):
+            raise PermissionError(f"{what} {raw!r} refused: the agent's own state, not the tool's")
         if not _under(path, allowed_write if write else read_roots):
             refuse(raw, what)
 
@@ -301,16 +314,67 @@ def _landlock(write_roots: tuple[str, ...], read_roots: tuple[str, ...], network
     return abi
 
 
+# Namespaces (Linux): a private mount table hides the agent's own files, a private network
+# namespace (only a loopback that is down) leaves no network at all.
+_CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
+
+
+def _namespaces(hide: list[str], network: bool) -> list[str]:
+    """Enter new mount (and, without ``network``, network) namespaces and cover every path in
+    ``hide`` — an empty read-only tmpfs over a directory, a read-only ``/dev/null`` over a file.
+    As root directly; otherwise inside a new user namespace (uid/gid mapped to themselves) when
+    the kernel allows unprivileged ones. Returns what was done (``["netns", "mountns"]``), ``[]``
+    when nothing could be (the caller says so)."""
+    import ctypes
+
+    if sys.platform != "linux":
+        return []
+    libc = ctypes.CDLL(None, use_errno=True)
+    flags = _CLONE_NEWNS | (0 if network else _CLONE_NEWNET)
+    if libc.unshare(flags) != 0:
+        uid, gid = os.getuid(), os.getgid()
+        if libc.unshare(flags | _CLONE_NEWUSER) != 0:
+            return []
+        try:
+            for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+                with open(f"/proc/self/{name}", "w") as f:
+                    f.write(text)
+        except OSError:
+            return [] if network else ["netns"]
+    done = [] if network else ["netns"]
+    # private first: a mount made here must never propagate back to the machine's namespace
+    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        return done
+    for path in hide:
+        target = path.encode()
+        if os.path.isdir(path) and not os.path.islink(path):
+            ok = libc.mount(b"tmpfs", target, b"tmpfs", _MS_RDONLY | _MS_NOSUID | _MS_NODEV, b"size=4k,mode=000") == 0
+        elif os.path.isfile(path) and not os.path.islink(path):
+            ok = libc.mount(b"/dev/null", target, None, _MS_BIND, None) == 0
+            ok = ok and libc.mount(None, target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY, None) == 0
+        else:
+            continue  # a symlink or a socket: the audit hook and Landlock still refuse it
+        if not ok:
+            raise PermissionError(f"could not hide {path} from the tool (errno {ctypes.get_errno()})")
+    return [*done, "mountns"] if hide else done
+
+
 def _confine(confine: dict) -> str:
     workdir = _real(confine["workdir"])
+    network = bool(confine.get("network", True))
+    hide = [_real(p) for p in confine.get("hide") or ()]
+    parts: list[str] = []
+    if confine.get("namespaces", True) and (hide or not network):
+        parts = _namespaces(hide, network)
     write_roots, read_roots = _roots(confine)
     sandbox = "audit-hook"
     if confine.get("landlock", True) and sys.platform == "linux":
-        abi = _landlock(write_roots, read_roots, bool(confine.get("network", True)))
+        abi = _landlock(write_roots, read_roots, network)
         if abi:
             sandbox = f"landlock-v{abi}"
-    _install_audit_hook(workdir, write_roots, read_roots)
-    return sandbox
+    _install_audit_hook(workdir, write_roots, read_roots, hide)
+    return "+".join([sandbox, *parts])
 
 
 # -- entry point -------------------------------------------------------------------------------

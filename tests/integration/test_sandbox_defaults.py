@@ -1,0 +1,201 @@
+"""Sandbox defaults of the local executors (DESIGN §2.2), with real worker processes: a builtin-
+style tool — registered the way the builtin catalog registers them, so its ``ToolSpec.network``
+decides — has no network unless its definition asks for it, and never sees the agent's own
+state in the data directory (checkpoints, idempotency ledger, memory, mirror, other threads'
+payloads), neither through Python nor through a native program it starts; its own area
+(``reports/``, its thread's payloads) stays usable. Both the default subprocess backend and the
+bubblewrap backend."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tools.builtin.catalog import executor_runner
+from tools.executors import make_executor
+from tools.idempotency import IdempotencyLedger
+from tools.registry import ToolRegistry
+from tools.spec import ToolSpec
+
+pytestmark = pytest.mark.slow  # real worker processes
+
+SECRET = "alice: my card number is 4111"
+
+PROBES = textwrap.dedent("""
+    import socket, subprocess
+
+    def tcp(port: int) -> dict:
+        s = socket.socket()
+        s.settimeout(5)
+        try:
+            s.connect(("127.0.0.1", port))
+            s.sendall(b"from the tool")
+            return {"connected": True}
+        except OSError as exc:
+            return {"connected": False, "error": type(exc).__name__ + ": " + str(exc)}
+        finally:
+            s.close()
+
+    def udp(port: int) -> dict:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            s.sendto(b"from the tool", ("127.0.0.1", port))
+            return {"sent": True}
+        except OSError as exc:
+            return {"sent": False, "error": type(exc).__name__ + ": " + str(exc)}
+        finally:
+            s.close()
+
+    def read(path: str) -> dict:
+        out = {}
+        try:
+            with open(path, "rb") as f:
+                out["python"] = f.read().decode("latin-1")
+        except OSError as exc:
+            out["python_error"] = type(exc).__name__ + ": " + str(exc)
+        # a native program is not bound by Python's audit hook
+        done = subprocess.run(["/bin/cat", path], capture_output=True)
+        out["native"] = done.stdout.decode("latin-1")
+        return out
+
+    def write(path: str) -> dict:
+        try:
+            with open(path, "wb") as f:
+                f.write(b"overwritten by a tool")
+            return {"written": True}
+        except OSError as exc:
+            return {"written": False, "error": type(exc).__name__ + ": " + str(exc)}
+""")
+
+
+def spec(name: str, arg: str, network: bool = False) -> ToolSpec:
+    kind = {"port": "integer", "path": "string"}[arg]
+    return ToolSpec(
+        name=name,
+        description=f"Test probe {name}: reaches for something outside its area (sandbox tests only).",
+        parameters={"type": "object", "properties": {arg: {"type": kind}}, "required": [arg]},
+        network=network,
+    )
+
+
+@pytest.fixture(params=["subprocess", "container"])
+def setup(request, tmp_path: Path):
+    helpers = tmp_path / "helpers"
+    helpers.mkdir()
+    (helpers / "sandbox_probes.py").write_text(PROBES)
+    data = tmp_path / "data"
+    data.mkdir()
+    if request.param == "container":
+        from tools.executors.container import SandboxUnavailable
+
+        try:
+            executor = make_executor("container", data, extra_paths=(str(helpers),), engine="bwrap")
+        except SandboxUnavailable as exc:
+            pytest.skip(f"no bubblewrap here: {exc}")
+    else:
+        executor = make_executor("subprocess", data, extra_paths=(str(helpers),))
+    registry = ToolRegistry(ledger=IdempotencyLedger(None))
+    for name, entry, arg, network in [
+        ("tcp_probe", "tcp", "port", False),
+        ("udp_probe", "udp", "port", False),
+        ("tcp_online", "tcp", "port", True),  # a tool whose definition asks for the network
+        ("read_probe", "read", "path", False),
+        ("write_probe", "write", "path", False),
+    ]:
+        tool = spec(name, arg, network)
+        registry.register(tool, executor_runner(executor, f"sandbox_probes:{entry}", 20, tool.network))
+    return data, registry
+
+
+async def agent_state(data: Path) -> dict[str, Path]:
+    """The agent's files as the runtime writes them, each holding SECRET."""
+    checkpoints = data / "checkpoints.sqlite"
+    with sqlite3.connect(checkpoints) as con:
+        con.execute("CREATE TABLE checkpoints (thread_id TEXT, checkpoint BLOB)")
+        con.execute("INSERT INTO checkpoints VALUES ('alice', ?)", (SECRET.encode(),))
+
+    ledger = IdempotencyLedger.in_data_dir(data)
+
+    async def effect():
+        return {"posted": SECRET}
+
+    await ledger.run_once("post_message", "alice:g:1", effect)
+    await ledger.aclose()
+    (data / "mirror").mkdir()
+    (data / "mirror" / "alice.jsonl").write_text(SECRET)
+    (data / "memory.db").write_text(SECRET)
+    (data / "payloads" / "alice").mkdir(parents=True)
+    (data / "payloads" / "alice" / "r.json").write_text(SECRET)
+    (data / "payloads" / "bob").mkdir(parents=True)
+    (data / "payloads" / "bob" / "r.json").write_text("bob's own result")
+    return {
+        "checkpoints": checkpoints,
+        "ledger": data / "idempotency.db",
+        "mirror": data / "mirror" / "alice.jsonl",
+        "memory": data / "memory.db",
+        "another thread's payload": data / "payloads" / "alice" / "r.json",
+    }
+
+
+async def call(registry: ToolRegistry, name: str, args: dict, thread: str = "bob") -> dict:
+    outcome = await registry.call(name, args, request_id=f"{thread}:goal-1:abc123")
+    assert outcome.status == "ok", outcome
+    return outcome.content
+
+
+async def test_no_network_unless_the_tool_asks_for_it(setup):
+    _data, registry = setup
+    with socket.socket() as listener, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(5)
+        listener.settimeout(0.5)
+        udp.bind(("127.0.0.1", 0))
+        udp.settimeout(0.5)
+
+        tcp = await call(registry, "tcp_probe", {"port": listener.getsockname()[1]})
+        assert tcp["connected"] is False, tcp
+        # not only TCP: no network at all (bubblewrap's namespace has a loopback of its own, so
+        # the datagram may leave the tool, but it never reaches this host's listener)
+        await call(registry, "udp_probe", {"port": udp.getsockname()[1]})
+        with pytest.raises(TimeoutError):
+            listener.accept()
+        with pytest.raises(TimeoutError):
+            udp.recvfrom(100)
+
+        online = await call(registry, "tcp_online", {"port": listener.getsockname()[1]})
+        assert online["connected"] is True, online
+        listener.settimeout(10)
+        conn, _ = listener.accept()
+        with conn:
+            assert conn.recv(100) == b"from the tool"
+
+
+async def test_the_agent_state_is_out_of_reach(setup):
+    data, registry = setup
+    files = await agent_state(data)
+    for what, path in files.items():
+        for form in (str(path), str(path.relative_to(data))):
+            seen = await call(registry, "read_probe", {"path": form})
+            assert SECRET not in str(seen), (what, form, seen)
+        wrote = await call(registry, "write_probe", {"path": str(path)})
+        assert wrote["written"] is False, (what, wrote)
+        assert SECRET.encode() in path.read_bytes() or what == "ledger", what
+    with sqlite3.connect(files["ledger"]) as con:  # the ledger is intact
+        assert con.execute("SELECT count(*) FROM tool_requests").fetchone() == (1,)
+    with sqlite3.connect(files["checkpoints"]) as con:
+        assert con.execute("SELECT thread_id FROM checkpoints").fetchall() == [("alice",)]
+
+
+async def test_the_tool_keeps_its_own_area(setup):
+    data, registry = setup
+    await agent_state(data)
+    own = await call(registry, "read_probe", {"path": "payloads/bob/r.json"})
+    assert own["python"] == own["native"] == "bob's own result"
+    (data / "reports").mkdir()
+    wrote = await call(registry, "write_probe", {"path": "reports/summary.md"})
+    assert wrote["written"] is True
+    assert (data / "reports" / "summary.md").read_bytes() == b"overwritten by a tool"
