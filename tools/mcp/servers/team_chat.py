@@ -86,8 +86,8 @@ def post_message(
     channel: Channel,
     text: Annotated[str, Field(min_length=1, max_length=MAX_TEXT, description="The message (Markdown).")],
 ) -> dict[str, Any]:
-    """Post a message to a team chat channel (e.g. the project group 'sales-team'), visible to
-    everyone in it. Use it to share a finished report or an announcement; Markdown is kept as
+    """Post a message to a team chat channel (the one the user names, e.g. 'project' or
+    'sales-team'), visible to everyone in it. Use it to share a finished report or an announcement; Markdown is kept as
     is. Returns {id, channel, text, created_at}. Empty text or an invalid channel name is an
     error. It does not read messages: use list_messages for that."""
     channel = _check_channel(channel)
