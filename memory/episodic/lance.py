@@ -44,7 +44,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -113,8 +113,8 @@ _R = TypeVar("_R")
 
 
 def _guarded(
-    method: Callable[Concatenate[LanceEpisodicStore, _P], Awaitable[_R]],
-) -> Callable[Concatenate[LanceEpisodicStore, _P], Awaitable[_R]]:
+    method: Callable[Concatenate[LanceEpisodicStore, _P], Coroutine[Any, Any, _R]],
+) -> Callable[Concatenate[LanceEpisodicStore, _P], Coroutine[Any, Any, _R]]:
     """A store operation whose LanceDB errors become :class:`EpisodicStoreDamaged`."""
 
     @functools.wraps(method)
