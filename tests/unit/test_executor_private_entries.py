@@ -1,0 +1,70 @@
+"""Which parts of a data directory a tool run may not see (tools/executors/subprocess.py:
+private_entries); the processes that enforce it: tests/integration/test_sandbox_defaults.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tools.executors.subprocess import private_entries, request_thread
+
+
+def layout(data: Path) -> None:
+    for name in (
+        "checkpoints.sqlite",
+        "checkpoints.sqlite-wal",
+        "checkpoints.sqlite.broken-20261203-090000",
+        "idempotency.db",
+        "idempotency.db-shm",
+        "deliveries.db",
+        "memory.db",
+        "team_chat.db",
+        "reminders.db",
+        "reminders.db-wal",
+        "tool_schemas.db",
+        "sales.sqlite",
+        "notes.txt",
+    ):
+        (data / name).write_text("x")
+    for folder in ("episodic.lance", "mirror", "locks", "mcp_auth", "reports", "payloads/bob", "payloads/alice"):
+        (data / folder).mkdir(parents=True)
+
+
+def names(data: Path, paths: list[str]) -> set[str]:
+    return {str(Path(p).relative_to(data)) for p in paths}
+
+
+def test_the_agent_state_and_other_threads_payloads_are_private(tmp_path):
+    layout(tmp_path)
+    hidden = names(tmp_path, private_entries(tmp_path, "bob:goal-1:abc"))
+    assert hidden == {
+        "checkpoints.sqlite",
+        "checkpoints.sqlite-wal",
+        "checkpoints.sqlite.broken-20261203-090000",
+        "idempotency.db",
+        "idempotency.db-shm",
+        "deliveries.db",
+        "memory.db",
+        "team_chat.db",
+        "episodic.lance",
+        "mirror",
+        "locks",
+        "mcp_auth",
+        "payloads/alice",
+    }
+
+
+def test_a_request_without_a_thread_sees_no_payloads_and_kept_paths_stay(tmp_path):
+    layout(tmp_path)
+    (tmp_path / "memory.db").rename(tmp_path / "memory.db.keep")
+    (tmp_path / "memory.db").mkdir()
+    (tmp_path / "memory.db" / "users.sqlite").write_text("x")  # the user's database, in there
+    hidden = names(tmp_path, private_entries(tmp_path, "reminder-7", keep=(str(tmp_path / "memory.db/users.sqlite"),)))
+    assert {"payloads/alice", "payloads/bob"} <= hidden
+    assert "memory.db" not in hidden and "memory.db.keep" in hidden
+
+
+def test_the_thread_of_a_request_id():
+    assert request_thread("bob:goal-1:abc") == "bob"
+    assert request_thread("sales/β:goal:abc") == "sales__"  # as dispatch_tools names the folder
+    assert request_thread("a:b:goal:abc") == "a_b"  # a thread id may hold ':' (the payload folder's form)
+    assert request_thread("reminder-7") is None
