@@ -63,7 +63,7 @@ from graph.failures import CUT_OFF, MAX_RETRIES, RETRY_BACKOFF_S, Recovery, reco
 from graph.progress import call_signature, goal_message_id, request_id
 from graph.resources import get_toolbox
 from graph.state import State
-from tools.destinations import goal_results, guard_calls
+from tools.destinations import goal_results, guard_calls, user_words
 from tools.mcp.progress import ProgressEvent, ProgressSink, progress_to
 from tools.registry import ToolOutcome, ToolRegistry
 
@@ -240,7 +240,7 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
     unbound = await guard_calls(
         calls,
         spec_of=registry.get,
-        request=[context.on_behalf_of] if context.fired_reminder else [state.goal],
+        request=[context.on_behalf_of] if context.fired_reminder else user_words(state.messages, state.goal),
         answers=answers,
         prior=[(n, a, payload_dir / payload_name(i)) for n, a, i in goal_results(state.messages, goal_id)],
         rules=context.destination_rules(),

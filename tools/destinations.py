@@ -7,7 +7,8 @@ from a tool result alone. A value passes when it is
 
 * named in the user's request (:func:`named_in`: case, ``#``/``@`` and separators ignored,
   ``#sales-team`` = ``sales team`` = ``Sales_Team``; a run of words may be written joined,
-  ``projectgroup``); the request is the goal's text and the user's answers to questions;
+  ``projectgroup``); the request is the user's messages of the conversation
+  (:func:`user_words`) and the user's answers to questions;
 * the default the tool's own schema gives the argument (the call leaves it out, or sets it
   to that default): the tool's configuration, not the model's choice;
 * allowed by the user's configuration (:class:`Rules`): ``allowed`` patterns, always allowed
@@ -453,6 +454,20 @@ def goal_results(messages: Sequence[Any], goal_id: str) -> list[tuple[str, Any, 
     return out
 
 
+#: How many of the conversation's latest user messages count as the request's words.
+MAX_USER_MESSAGES = 20
+
+
+def user_words(messages: Sequence[Any], goal: str = "") -> list[str]:
+    """The user's words in this conversation (its active branch): ``goal`` and the text of the
+    latest :data:`MAX_USER_MESSAGES` human messages — a destination named in an earlier turn
+    ("post the count to #sales-team" … "October") is still the user's."""
+    from langchain_core.messages import HumanMessage
+
+    texts = [m.text if isinstance(m.content, list) else str(m.content) for m in messages if isinstance(m, HumanMessage)]
+    return list(dict.fromkeys([goal, *texts[-MAX_USER_MESSAGES:]]))
+
+
 def _read(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8", errors="replace"))
@@ -559,4 +574,5 @@ __all__ = [
     "record_binding",
     "sensitive_in_content",
     "sensitive_values",
+    "user_words",
 ]

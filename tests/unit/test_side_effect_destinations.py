@@ -401,3 +401,23 @@ def test_mcp_meta_and_config_declare_destinations_and_sensitive_results():
     assert "hermes/destination_args" in tb.problems["peer:odd:_meta"]
     with pytest.raises(MCPConfigError, match="destination_args"):
         server_settings("peer", {"command": "x", "tools": {"mail": {"destination_args": "to"}}})
+
+
+async def test_a_destination_named_in_an_earlier_turn_of_the_conversation_is_the_users(scripted):
+    posts: list = []
+    ctx = scripted(
+        [
+            AIMessage("Noted."),
+            tool_call("post_message", {"channel": "sales-team", "text": "October: 42 orders"}, "p1"),
+            AIMessage("Posted."),
+        ],
+        chat_box(posts),
+    )
+    agent = make_graph(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "two-turns"}}
+    await agent.ainvoke({"messages": [HumanMessage("Our team's channel is #sales-team.")]}, config, context=ctx)
+    # the second turn is a new goal, which names no channel; the user named it in the first
+    out = await agent.ainvoke(
+        {"messages": [HumanMessage("Post October's order count to the team chat.")]}, config, context=ctx
+    )
+    assert refusals(out) == [] and posts == [("sales-team", "October: 42 orders")]
