@@ -9,6 +9,7 @@
     hermes branch rollback THREAD CHECKPOINT | switch THREAD HEAD | fork THREAD CHECKPOINT "<task>"
     hermes reminders list | due | run [--now ISO8601]      hermes serve [--interval 60]
     hermes eval tools|memory|tasks|mcp|sessions [--model M --base-url URL] [--limit N] [--k K]
+    hermes dev [--port 2024] [langgraph dev options]   (a taken port is an error, never a move)
 
 Progress is printed node by node while the graph runs (LangGraph ``stream_mode="updates"``),
 then the answer and a summary: thread id, checkpoint id, tools called, tokens in/out, memory
@@ -50,5 +51,8 @@ from graph.cli import mcp  # noqa: F401  (mcp list|tools|call|test)
 
 # isort: split
 from graph.cli import evals  # noqa: F401  (eval SUITE)
+
+# isort: split
+from graph.cli import dev  # noqa: F401  (dev: langgraph dev on exactly its port)
 
 __all__ = ["app"]

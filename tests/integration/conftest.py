@@ -62,19 +62,20 @@ def free_port() -> int:
 
 
 @contextmanager
-def langgraph_dev(tmp_path: Path, env: dict[str, str]) -> Iterator[tuple[str, Path]]:
+def langgraph_dev(tmp_path: Path, env: dict[str, str], *, via_hermes: bool = False) -> Iterator[tuple[str, Path]]:
     """The real ``langgraph dev --no-browser --no-reload`` on a free port, serving
-    ``langgraph.json`` from the project root, with ``env`` added to the environment. Yields
-    ``(url, log path)``; at the end its whole process group is stopped (SIGTERM, then SIGKILL
-    for what is left, children included)."""
+    ``langgraph.json`` from the project root, with ``env`` added to the environment
+    (``via_hermes``: started as ``hermes dev``, which runs it). Yields ``(url, log path)``; at
+    the end its whole process group is stopped (SIGTERM, then SIGKILL for what is left,
+    children included)."""
     port = free_port()
     log_path = tmp_path / "dev.log"
     log = open(log_path, "wb")  # noqa: SIM115 - closed in finally
+    launcher = [str(Path(sys.executable).parent / ("hermes" if via_hermes else "langgraph")), "dev"]
     proc = subprocess.Popen(
         [
-            str(Path(sys.executable).parent / "langgraph"),
-            "dev",
-            "--no-browser",
+            *launcher,
+            *([] if via_hermes else ["--no-browser"]),
             "--no-reload",
             "--port",
             str(port),
