@@ -2,9 +2,12 @@
 
     START → assemble_context → call_model ─┬─(tool calls)→ dispatch_tools → compress_results
                                            │      → evaluate_progress ─┬─(go on)→ assemble_context
-                                           │                           └─(stop)→ write_memory
-                                           ├─(answer, goal steps missing)→ evaluate_progress
-                                           └─(final answer)→ write_memory → END
+                                           │                           └─(stop, or answer accepted)→ write_memory → END
+                                           └─(answer)→ evaluate_progress
+
+Every answer goes through ``evaluate_progress``: with goal steps missing it sends the model back
+to work; otherwise it judges the answer (grounded, verified, claiming only effects done —
+DESIGN §5.5) and accepts it, sends it back once, or stops.
 
 ``builder`` is the uncompiled ``StateGraph``; ``graph`` (module level, what ``langgraph.json``
 points at) is compiled WITHOUT a checkpointer because the LangGraph server supplies its own;
@@ -21,6 +24,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.context import Context
+from graph.progress import current_goal_messages
 from graph.state import InputState, State
 from nodes.assemble_context import assemble_context
 from nodes.call_model import call_model
@@ -30,21 +34,25 @@ from nodes.evaluate_progress import evaluate_progress
 from nodes.write_memory import write_memory
 
 
-def route_model_output(state: State) -> Literal["dispatch_tools", "evaluate_progress", "write_memory"]:
-    """Edge after ``call_model``: tool calls (valid or not, K3) go to dispatch; an answer given
-    while the goal still has missing steps (``goal_distance`` > 0) goes to evaluate_progress,
-    which sends the model back to work or stops with a reason; any other answer finishes."""
+def route_model_output(state: State) -> Literal["dispatch_tools", "evaluate_progress"]:
+    """Edge after ``call_model``: tool calls (valid or not, K3) go to dispatch; an answer goes
+    to evaluate_progress, which sends the model back to work (steps missing, an answer not
+    grounded or not supported by the results), stops with a reason, or accepts it."""
     last = state.messages[-1] if state.messages else None
     if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
         return "dispatch_tools"
-    if state.goal_distance:
-        return "evaluate_progress"
-    return "write_memory"
+    return "evaluate_progress"
 
 
 def route_progress(state: State) -> Literal["assemble_context", "write_memory"]:
-    """Edge after ``evaluate_progress``: a stop reason ends the loop."""
-    return "write_memory" if state.stop_reason else "assemble_context"
+    """Edge after ``evaluate_progress``: a stop reason ends the loop, and so does an accepted
+    answer (the last message an answer, and no ``progress_note`` sending the model back)."""
+    if state.stop_reason:
+        return "write_memory"
+    last_ai = next((m for m in reversed(current_goal_messages(state.messages)) if isinstance(m, AIMessage)), None)
+    if last_ai is not None and (last_ai.tool_calls or last_ai.invalid_tool_calls):
+        return "assemble_context"  # after a tool round
+    return "assemble_context" if state.progress_note else "write_memory"
 
 
 builder = StateGraph(State, input_schema=InputState, context_schema=Context)

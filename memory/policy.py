@@ -177,6 +177,15 @@ class TurnEvidence:
         side_effects_done  side-effect tools (``ToolSpec.side_effect``) that succeeded
         artifacts          what successful calls produced (``State.artifacts``: paths, URLs, ids)
         result_texts       the successful results' contents (for the grounding check)
+        verified           the runtime's check of the answer against this goal's results
+                           (DESIGN §5.5): True (grounded, every figure and "none" supported),
+                           False (refuted or unsupported), None (not checked: no such check
+                           ran — callers without a graph)
+        unverified         what the check found unsupported ("the figure 1,234 …"), in words
+        unbacked_claims    sentences of the answer claiming an effect that no successful
+                           side-effect call of the goal shows done
+        refs               the evidence the answer rests on: ``tool#call id`` with the request id
+                           and payload handle where known (shown by ``hermes memory list``)
     """
 
     required_steps: tuple[str, ...] = ()
@@ -185,6 +194,10 @@ class TurnEvidence:
     side_effects_done: tuple[str, ...] = ()
     artifacts: tuple[str, ...] = ()
     result_texts: tuple[str, ...] = ()
+    verified: bool | None = None
+    unverified: tuple[str, ...] = ()
+    unbacked_claims: tuple[str, ...] = ()
+    refs: tuple[str, ...] = ()
 
     @classmethod
     def from_tools(cls, tools_used: Sequence[str] | None) -> TurnEvidence:
@@ -228,6 +241,40 @@ _CLAIMS_EFFECT = re.compile(
     r"|已(?:经)?(?:发送|保存|生成|创建|设置|发布|发到|提交)|(?:发送|保存|生成|创建|发布)(?:了|成功)",
     re.I,
 )
+# other languages of the intent rules' neighbours: "j'ai publié", "he enviado", "ich habe ... gesendet",
+# 送信しました (DESIGN §5.5: claimed effects)
+_CLAIMS_EFFECT_OTHER = re.compile(
+    r"\bj'ai\s+(?:\w+\s+){0,2}?(?:publié|envoyé|créé|programmé|enregistré|partagé|généré|posté)\b"
+    r"|\b(?:he|hemos)\s+(?:\w+\s+){0,2}?(?:publicado|enviado|creado|programado|guardado|compartido|generado)\b"
+    r"|\b(?:ich\s+habe|wir\s+haben|wurde|wurden)\b.{0,60}?\b(?:gepostet|gesendet|geschickt|erstellt|geplant|gespeichert|"
+    r"geteilt|veröffentlicht|eingerichtet)\b"
+    r"|(?:送信|投稿|作成|設定|保存|共有|予約)(?:しました|済み|完了)",
+    re.I,
+)
+# a negated or future claim claims nothing: "I have not posted", "I will post", 没有发送, 未发送
+_NOT_A_CLAIM = re.compile(
+    r"\b(?:not|never|n't|will|going\s+to|shall|can|could|would|should|ne\s+\w+\s+pas|no\s+he|nicht|noch\s+nicht)\b"
+    r"|没有|没|未|将|会|要|まだ|していません",
+    re.I,
+)
+
+
+def effect_claims(answer: str) -> list[str]:
+    """The sentences of ``answer`` that claim an effect happened ("I have posted the report to
+    #finance", "Report saved to …", "The reminder has been scheduled", 已发送到群, "j'ai publié …",
+    送信しました); negated or future sentences ("I have not posted", "I will now post") claim
+    nothing. Generic language rules: which tool a claim is about is the caller's business (the
+    tools' metadata). Shape: ``str -> list[str]``; never raises."""
+    out: list[str] = []
+    for sentence in split_sentences(answer or ""):
+        if not (_CLAIMS_EFFECT.search(sentence) or _CLAIMS_EFFECT_OTHER.search(sentence)):
+            continue
+        if _NOT_A_CLAIM.search(sentence):
+            continue
+        out.append(sentence)
+    return out
+
+
 _NUMBER = re.compile(r"\d[\d,.]*\d|\d")
 _WORD = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
 _CJK_PAIR = re.compile(r"(?=([\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af]{2}))")
@@ -320,10 +367,15 @@ def assess_task(goal: str, answer: str, stop_reason: str | None, evidence: TurnE
       from the model's own knowledge, nonsense) is not a task memory.
     """
     defects = answer_defects(answer, goal)
-    if not (evidence.side_effects_done or evidence.artifacts) and _CLAIMS_EFFECT.search(answer or ""):
+    if evidence.unbacked_claims or (
+        not (evidence.side_effects_done or evidence.artifacts) and effect_claims(answer or "")
+    ):
         defects.append("unverified_claim")
+    if evidence.verified is False:
+        defects.append("unverified_answer")
     if stop_reason is not None:
-        if not evidence.tools_succeeded:
+        if not evidence.tools_succeeded or evidence.verified is False:
+            # an unverified answer's stop names what was unsupported: not worth recalling
             return TaskAssessment(None, 0.0, [], defects)
         done = ", ".join(evidence.tools_succeeded)
         return TaskAssessment(
@@ -348,10 +400,19 @@ def assess_task(goal: str, answer: str, stop_reason: str | None, evidence: TurnE
     if not steps_complete and "answer_grounded" not in reasons:
         # a request with no required step: only an answer drawn from a result shows it was done
         return TaskAssessment(None, 0.0, list(reasons.values()), defects)
+    if evidence.verified is False or evidence.unbacked_claims:
+        # refuted or unsupported by this goal's results, or claiming an effect not done: never a
+        # completed-task memory, whatever else was observed (DESIGN §4.4, §5.5)
+        return TaskAssessment(None, 0.0, list(reasons.values()), defects)
     miss = 1.0
     for key in reasons:
         miss *= 1.0 - EVIDENCE_WEIGHTS[key]
-    return TaskAssessment("completed", round(1.0 - miss, 4), list(reasons.values()), defects, keep_answer=not defects)
+    why = list(reasons.values())
+    if evidence.verified:
+        why.append("answer verified against this goal's results")
+    if evidence.refs:
+        why.append("evidence: " + "; ".join(evidence.refs[:8]))
+    return TaskAssessment("completed", round(1.0 - miss, 4), why, defects, keep_answer=not defects)
 
 
 def passes_threshold(confidence: float) -> bool:

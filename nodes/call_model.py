@@ -3,7 +3,8 @@ bound, less ``state.blocked_tools`` (evaluate_progress's masking: a grammar-cons
 cannot even name a blocked tool; with every tool blocked the model can only answer) and less
 every side-effect tool that no clause of the goal asks for (``graph.progress``), ranked by
 relevance to the goal and progress note and cut to ``context.max_tools``, and with
-``tool_choice="required"`` when ``state.must_call_tool``.
+``tool_choice="required"`` when ``state.must_call_tool`` or when a missing step of the goal is
+offered (a mid-task narration — "I will now post …" — costs no model call: DESIGN §5.3).
 
 For the bundled embedded models the prompt shows calls that failed in the tool with ``{}``
 as their arguments (``graph.history.without_failed_arguments``; catalog flag
@@ -168,10 +169,10 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     specs = toolbox.registry.specs()
     blocked = set(state.blocked_tools) | unrequested_side_effects(state.goal, specs)
     blocked |= later_side_effects(state.goal, state.messages, specs)  # steps in request order
+    missing = missing_steps(state.goal, state.messages, specs)
     if state.must_call_tool:
         # a call is required because known steps are missing: offer those steps, and the
         # read-only tools that help do them (a schema, a query), nothing else
-        missing = missing_steps(state.goal, state.messages, specs)
         if missing:
             reads = {s.name for s in specs if not s.side_effect}
             blocked |= set(toolbox.registry.names()) - set(missing) - reads
@@ -182,10 +183,14 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         max_tools,
         must_call=state.must_call_tool,
     )
+    # a step of the task is missing and offered: this call must be a tool call, so the model
+    # cannot spend a call narrating ("I will now post the report …") between steps — an answer
+    # with steps missing is never final anyway (DESIGN §5.3)
+    must_call = state.must_call_tool or bool(set(missing) & {t["function"]["name"] for t in tools})
     # the embedded server reuses its KV cache up to the first changed token: the same tools
     # rendered for the whole goal keep the long prefix cached (measured: evals/README.md)
     rendered = goal_tools(toolbox.registry, state.goal, max_tools + 2) if is_embedded(context) else None
-    bound = _bind(model, tools, state.must_call_tool, rendered)
+    bound = _bind(model, tools, must_call, rendered)
     prompt = state.prompt_messages()
     if is_embedded(context) and embedded_model(context).omit_failed_arguments:
         # the stored history keeps the arguments; only this model's prompt loses them
@@ -201,7 +206,7 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             raise ModelUnavailableError(endpoint_problem(context, exc)) from exc
         # the embedded server died mid-run: start it again (new port) and retry once
         model = await get_model(context)
-        bound = _bind(model, tools, state.must_call_tool, rendered)
+        bound = _bind(model, tools, must_call, rendered)
         try:
             reply = await bound.ainvoke(prompt)
         except openai.APIConnectionError as again:

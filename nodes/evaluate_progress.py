@@ -60,6 +60,15 @@ from graph.progress import (
 )
 from graph.resources import get_toolbox
 from graph.state import State
+from graph.verification import (
+    UNVERIFIED_ANSWER,
+    Check,
+    correct_claims,
+    earlier_answers,
+    goal_results,
+    unbacked_claims,
+    verify,
+)
 from tools.selection import rank_tools
 from tools.spec import ToolSpec
 
@@ -164,6 +173,9 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     done = succeeded_tools(work)
     required = required_steps(state.goal, specs)
     missing = missing_steps(state.goal, state.messages, specs)
+    if answered_early and not missing and last_ai is not None:
+        # a final answer: grounded, verified, claiming only effects done (DESIGN §5.5)
+        return {**update, **judge_answer(state, context, specs, work, last_ai)}
     distance = len(missing)
     round_results = [m for m in work if isinstance(m, ToolMessage) and m.tool_call_id in round_ids]
     all_failed = bool(round_results) and all(m.status == "error" for m in round_results)
@@ -281,7 +293,9 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
         note = f"Progress: steps still to do: {', '.join(missing)}." if missing else ""
     if not look_first:
         blocked -= set(missing)
-    must_call = bool(missing) and (answered_early or not progressed)  # reading: still act next
+    # steps missing after a tool round: the next call is forced, so the model cannot spend a
+    # call narrating ("I will now post the report …") between steps (DESIGN §5.3)
+    must_call = bool(missing)
     update.update(blocked_tools=sorted(blocked), progress_note=note, must_call_tool=must_call)
 
     # 3. round cap
@@ -290,3 +304,79 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
             f"tool-round cap reached: {rounds} rounds for this goal (limit {context.max_tool_rounds})"
         )
     return update
+
+
+def _data_readers(specs: list[ToolSpec], blocked: set[str]) -> list[str]:
+    """Read-only tools whose results hold data (``ToolSpec.reads``), not blocked."""
+    return [s.name for s in specs if s.reads == "data" and not s.side_effect and s.name not in blocked]
+
+
+def judge_answer(
+    state: State, context: Context, specs: list[ToolSpec], work: list[AnyMessage], answer: AIMessage
+) -> dict[str, Any]:
+    """The verdict on a final answer (no step missing), as a state update (DESIGN §5.5):
+
+    * not grounded (a question about data answered without a data read): back to the model once
+      with only the read-only data tools offered and a call required; a second time, stop;
+    * a figure or a "none" its results do not support: back to the model once with what is
+      unsupported; a second time, stop with :data:`UNVERIFIED_ANSWER` (``write_memory`` then
+      gives the honest "could not establish" answer);
+    * accepted: ``progress_note`` "" (the route to ``write_memory``); an answer claiming an effect
+      that no successful call shows is replaced by a corrected one (a Hermes message) saying
+      what was and was not done.
+
+    Each send-back is an early answer for the stall count, and none goes past the round cap."""
+    said = answer.content if isinstance(answer.content, str) else ""
+    results = goal_results(work, specs)
+    blocked = set(state.blocked_tools) | unrequested_side_effects(state.goal, specs)
+    # the read-only data tools, whatever the last round blocked (all tools once the steps are
+    # done): the repeat limit (rule 1) still bounds each call
+    readers = _data_readers(specs, set())
+
+    def verdict(text: str, upto: int) -> Check:
+        return verify(text, state.goal, state.intent, goal_results(work[:upto], specs), specs)
+
+    check = verdict(said, len(work))
+    if check.ok:
+        update: dict[str, Any] = {"progress_note": "", "must_call_tool": False, "stalled_rounds": 0}
+        done = sorted({r.name for r in results})
+        unbacked = unbacked_claims(said, specs, done)
+        if unbacked:
+            effects = [f"{r.name}" for r in results if r.side_effect]
+            fixed = correct_claims(said, unbacked, list(dict.fromkeys(effects)))
+            update["messages"] = [AIMessage(fixed, name="hermes", id=f"corrected-{answer.id or len(work)}")]
+        return update
+    # the same kind of problem in an earlier answer of this goal: it was sent back once already
+    before = [verdict(str(work[i].content), i) for i in earlier_answers(work)[:-1]]
+    again = (not check.grounded and any(not b.grounded for b in before)) or (
+        check.grounded and any(b.grounded and not b.ok for b in before)
+    )
+    stalled = state.stalled_rounds + 1
+    problems = "; ".join(check.problems())
+    if (
+        again
+        or stalled >= MAX_STALLED_ROUNDS
+        or state.tool_rounds >= context.max_tool_rounds
+        or (not check.grounded and not readers)
+    ):
+        return {"stop_reason": f"{UNVERIFIED_ANSWER}: {problems}", "stalled_rounds": stalled}
+    if not check.grounded:
+        return {
+            "stalled_rounds": stalled,
+            "blocked_tools": sorted({s.name for s in specs} - set(readers)),
+            "must_call_tool": True,
+            "progress_note": (
+                f"Your answer is not grounded: {problems}. Read the data the answer needs first: call "
+                f"{' or '.join(readers[:3])} now, then answer from its rows only."
+            ),
+        }
+    return {
+        "stalled_rounds": stalled,
+        "blocked_tools": sorted(blocked | {s.name for s in specs if s.side_effect}),
+        "must_call_tool": False,
+        "progress_note": (
+            f"Your answer is not supported by the tool results of this request: {problems}. Answer again "
+            "stating only figures that are in the results (or read what is missing); if the data does not "
+            "tell, say you could not establish it."
+        ),
+    }

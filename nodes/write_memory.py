@@ -32,9 +32,10 @@ from langgraph.runtime import Runtime
 from graph.context import NO_THREAD, Context, run_thread_id
 from graph.failures import Recovery, recovery_for
 from graph.mirror import append_turn
-from graph.progress import artifacts, current_goal_messages, required_steps
+from graph.progress import artifacts, current_goal_messages, request_id, required_steps
 from graph.resources import get_memory, get_toolbox, run_in_background
 from graph.state import State
+from graph.verification import UNVERIFIED_ANSWER, goal_results, honest_answer, unbacked_claims, verify
 from memory.policy import TurnEvidence
 
 log = logging.getLogger(__name__)
@@ -73,20 +74,53 @@ def stop_notice(
     return " ".join(lines)
 
 
-async def turn_evidence(state: State, context: Context, results: list[ToolMessage]) -> TurnEvidence:
+def evidence_refs(work: list, thread_id: str, goal_id: str, results: list) -> tuple[str, ...]:
+    """``tool#call id (request <id>, <handle>)`` of each successful result of the goal: what a
+    task memory rests on (``hermes memory list`` shows them)."""
+    calls = {c["id"]: c for m in work if isinstance(m, AIMessage) for c in m.tool_calls if c.get("id")}
+    refs = []
+    for r in results:
+        call = calls.get(r.call_id)
+        extra = [f"request {request_id(thread_id, goal_id, r.name, call.get('args', {}))}"] if call else []
+        if r.handle:
+            extra.append(r.handle)
+        refs.append(f"{r.name}#{r.call_id}" + (f" ({', '.join(extra)})" if extra else ""))
+    return tuple(refs)
+
+
+async def turn_evidence(
+    state: State, context: Context, results: list[ToolMessage], answer: str = "", thread_id: str = NO_THREAD
+) -> TurnEvidence:
     """What the state shows of the goal's outcome (``memory.policy.TurnEvidence``): required
-    steps and side-effect flags come from the registered tools' metadata. A toolbox that
-    cannot be opened leaves the steps unknown (the evidence is then weaker, never stronger)."""
+    steps and side-effect flags come from the registered tools' metadata; ``verified`` is the
+    check of ``answer`` against the goal's results (``graph.verification``, DESIGN §5.5) —
+    False for an answer that stopped unverified —, ``unbacked_claims`` the effects it claims that
+    no successful call shows, ``refs`` the results it rests on. A toolbox that cannot be opened
+    leaves the steps unknown and the answer unverified (the evidence is then weaker, never
+    stronger)."""
     ok = [m for m in results if m.status != "error" and m.name]
     succeeded = tuple(dict.fromkeys(m.name for m in ok if m.name))
     required: set[str] = set()
     side_effects: set[str] = set()
     produced: list[str] = []
+    verified: bool | None = False
+    problems: tuple[str, ...] = ()
+    unbacked: tuple[str, ...] = ()
+    refs: tuple[str, ...] = ()
     try:
         specs = (await get_toolbox(context)).registry.specs()
         required = required_steps(state.goal, specs)
         side_effects = {s.name for s in specs if s.side_effect}
         produced = artifacts([*results], specs)  # this goal's only (State.artifacts may be older)
+        work = current_goal_messages(state.messages)
+        found = goal_results(work, specs)
+        check = verify(answer, state.goal, state.intent, found, specs)
+        unverified_stop = (state.stop_reason or "").startswith(UNVERIFIED_ANSWER)
+        # a stop other than an unverified answer presents no answer as final: nothing to verify
+        verified = False if unverified_stop else (None if state.stop_reason else check.ok)
+        problems = tuple(check.problems()) or ((state.stop_reason or "",) if unverified_stop else ())
+        unbacked = tuple(sentence for sentence, _ in unbacked_claims(answer, specs, succeeded))
+        refs = evidence_refs(work, thread_id, state.goal_id, found)
     except Exception:  # noqa: BLE001 - memory never breaks the turn
         log.warning("toolbox unavailable; task evidence without required steps", exc_info=True)
     return TurnEvidence(
@@ -96,6 +130,10 @@ async def turn_evidence(state: State, context: Context, results: list[ToolMessag
         side_effects_done=tuple(n for n in succeeded if n in side_effects),
         artifacts=tuple(produced),
         result_texts=tuple(str(m.content)[:4000] for m in ok),
+        verified=verified,
+        unverified=problems,
+        unbacked_claims=unbacked,
+        refs=refs,
     )
 
 
@@ -118,7 +156,16 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
     stop_reason = state.stop_reason
     if not stop_reason and not said.strip():
         stop_reason = "the model gave no answer"
-    if stop_reason:
+    if stop_reason and stop_reason.startswith(UNVERIFIED_ANSWER):
+        # never the unsupported answer: what could not be established, and what the data shows
+        try:
+            specs = (await get_toolbox(context)).registry.specs()
+        except Exception:  # noqa: BLE001 - the honest answer without the tools' metadata
+            specs = []
+        reason = stop_reason[len(UNVERIFIED_ANSWER) :].lstrip(": ")
+        answer = honest_answer(state.goal, reason, goal_results(work, specs))
+        messages.append(AIMessage(content=answer, name="hermes", id=f"stop-{uuid.uuid4().hex[:12]}"))
+    elif stop_reason:
         tell_user = any(recovery_for(m.additional_kwargs.get("error_kind")) is Recovery.TELL_USER for m in results)
         answer = stop_notice(stop_reason, done, state.artifacts, said, model_can_fix=not tell_user)
         # an id: the mirror chains messages by id
@@ -129,7 +176,7 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
     written = 0
     try:
         memory = get_memory(context)
-        evidence = await turn_evidence(state, context, results)
+        evidence = await turn_evidence(state, context, results, answer, thread_id)
         plan = memory.plan_turn(
             user_id=context.user_id,
             thread_id=thread_id,

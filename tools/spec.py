@@ -11,7 +11,7 @@ import copy
 import functools
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
@@ -91,6 +91,11 @@ class ToolSpec(BaseModel):
         network       the tool needs the network (an HTTP API, a remote database). False: the
                       executor runs it with none — no socket reaches another host or this one
                       (DESIGN §2.2). MCP tools run in their own server process: not applied.
+        reads         what a successful result holds: ``"data"`` (rows, records, values: it can
+                      ground an answer about the user's data), ``"schema"`` (structure only:
+                      tables, columns, counts of objects — never grounds an answer), None (not
+                      declared: neither). MCP: ``_meta["hermes/reads"]``, else ``"data"`` for a
+                      read-only tool (``readOnlyHint``). See DESIGN §5.5.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -110,6 +115,7 @@ class ToolSpec(BaseModel):
     schedules: bool = False
     deferred_call_arg: str | None = None
     network: bool = False
+    reads: Literal["data", "schema"] | None = None
 
     def destination_params(self) -> tuple[str, ...]:
         """Arguments that decide where this tool's effect goes: :attr:`destination_args` when

@@ -151,11 +151,14 @@ async def test_an_insisting_answer_is_kept_in_the_stop_notice(scripted):
     assert "Revenue was 123, really." in notice
 
 
-async def test_an_answer_to_a_goal_without_known_steps_just_finishes():
-    assert (
-        route_model_output(State(messages=[HumanMessage("hi"), AIMessage("hello")], goal="hi", goal_distance=0))
-        == "write_memory"
-    )
+async def test_an_answer_to_a_goal_without_known_steps_just_finishes(runtime):
+    from graph.builder import route_progress
+
+    state = State(messages=[HumanMessage("hi"), AIMessage("hello")], goal="hi", goal_distance=0)
+    assert route_model_output(state) == "evaluate_progress"  # every answer is judged (DESIGN §5.5)
+    update = await evaluate_progress(state, runtime)
+    assert "stop_reason" not in update and update["progress_note"] == ""
+    assert route_progress(State(messages=state.messages, goal="hi", progress_note="")) == "write_memory"
 
 
 async def test_failing_rounds_of_a_goal_without_known_steps_stop(runtime):

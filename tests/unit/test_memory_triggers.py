@@ -125,10 +125,12 @@ async def test_a_grounded_answer_to_a_question_is_a_task_at_a_lower_confidence(s
     await run(ctx, "What were the total sales?")
     (event,) = await tasks(ctx)
     assert event.confidence == pytest.approx(1 - 0.6 * 0.6)  # a tool result + an answer drawn from it
-    assert "48213.5" in event.text and event.metadata["evidence"] == [
+    assert "48213.5" in event.text and event.metadata["evidence"][:3] == [
         "1 tool(s) succeeded",
         "the answer quotes the tool results",
+        "answer verified against this goal's results",
     ]
+    assert event.metadata["evidence"][3].startswith("evidence: lookup_total#")  # the result it rests on
 
 
 async def test_a_read_with_an_answer_not_drawn_from_it_is_not_a_task(scripted):

@@ -33,6 +33,7 @@ DESCRIBE_DATABASE = ToolSpec(
     parameters={"type": "object", "properties": {}, "required": [], "additionalProperties": False},
     timeout_s=ORDINARY_TIMEOUT_S,
     side_effect=False,
+    reads="schema",  # table names, columns, row counts: never the answer to a question about data
     result_schema={
         "type": "object",
         "properties": {
@@ -74,6 +75,7 @@ QUERY_DATABASE = ToolSpec(
     },
     timeout_s=ORDINARY_TIMEOUT_S,
     side_effect=False,
+    reads="data",
     result_schema={
         "type": "object",
         "properties": {
@@ -162,6 +164,7 @@ GENERATE_REPORT = ToolSpec(
     },
     timeout_s=HEAVY_TIMEOUT_S,
     side_effect=True,
+    reads="data",  # its result carries each query's rows
     requested_by=(
         r"\b(write|generate|create|make|produce|prepare|draft|summari[sz]e|compile)\b.{0,80}\breports?\b",
         r"\breport\b.{0,30}\b(for|on|about)\b.{0,20}\b(last|this|previous)\b",
@@ -263,6 +266,7 @@ LIST_REMINDERS = ToolSpec(
     ),
     parameters={"type": "object", "properties": {}, "required": [], "additionalProperties": False},
     timeout_s=ORDINARY_TIMEOUT_S,
+    reads="data",
 )
 
 READ_RESULT = ToolSpec(
@@ -290,6 +294,7 @@ READ_RESULT = ToolSpec(
         "additionalProperties": False,
     },
     timeout_s=ORDINARY_TIMEOUT_S,
+    reads="data",
 )
 
 BUILTIN_TOOLS: list[tuple[ToolSpec, str]] = [

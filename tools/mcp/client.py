@@ -80,6 +80,10 @@ IDLE_CLOSE_S = 120.0
 SHUTDOWN_TIMEOUT_S = 8.0
 
 
+#: ``_meta`` key of a tool: "data" or "schema", what its results hold (``ToolSpec.reads``).
+META_READS = "hermes/reads"
+
+
 @dataclass
 class MCPTool:
     """One tool of a server as listed by ``tools/list``: original ``name``, description,
@@ -112,6 +116,16 @@ class MCPTool:
     def read_only(self) -> bool:
         """The server's ``readOnlyHint`` (MCP default: False)."""
         return self.annotations.get("readOnlyHint") is True
+
+    @property
+    def reads(self) -> str | None:
+        """What a result holds (``ToolSpec.reads``): the tool's ``_meta["hermes/reads"]``
+        ("data" | "schema"); else "data" for a read-only tool — its result may ground an answer
+        about data — and None for a tool with side effects."""
+        declared = self.meta.get(META_READS)
+        if declared in ("data", "schema"):
+            return str(declared)
+        return "data" if self.read_only else None
 
     @property
     def idempotent_hint(self) -> bool | None:

@@ -1,0 +1,474 @@
+"""Grounded, verified answers and claimed effects (DESIGN §5.5). Pure functions; no I/O.
+
+Nothing here knows a tool by name: what a result holds comes from each tool's
+``ToolSpec.reads`` ("data" | "schema"), what a call changed from ``side_effect``, and which
+effect a sentence claims from the tool's own ``requested_by`` words.
+
+* **Grounded**: an answer to a question about data rests on a *data read* of this goal — a
+  successful call of a tool whose results hold data (``reads == "data"``). A schema
+  description is not one, nor is a recalled memory. :func:`about_data` says when a goal is a
+  question about data.
+* **Verified** (:func:`check_answer`): every figure the answer states appears in a result of
+  this goal, or is a rounding of one (thousands separators — ``1,234`` ``1.234`` ``1 234``
+  ``1'234`` —, decimal commas, currency signs, ``%`` against a ratio, ``k`` / ``million`` /
+  万 / 亿, full-width digits), or is a count of a result's listed items, or was in the
+  request; dates (``2025-06``) and times (``09:00``) are checked by their parts; list markers
+  ("1.", "2)") and digits inside names ("U2", "Q3", "mp3") are not figures. A claim that
+  something does not exist (none, zero, "there are no …", 没有, aucun, keine …) rests on a
+  data read that returned zero rows or a count of 0.
+* **Claimed effects** (:func:`unbacked_claims`): a sentence claiming an effect (``memory.policy
+  .effect_claims``) is attributed to the side-effect tool whose ``requested_by`` words it shares
+  most; it is backed only when that tool succeeded in this goal (a claim no tool's words match
+  is backed by any side effect done). :func:`correct_claims` rewrites an answer so it says
+  what was and was not done.
+
+Shapes: a :class:`Result` per successful tool result of the goal (:func:`goal_results`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+
+from graph.progress import required_steps
+from memory.policy import effect_claims, split_sentences
+from tools.spec import ToolSpec
+
+#: Prefix of the stop reason of an answer that could not be verified (DESIGN §5.5).
+UNVERIFIED_ANSWER = "unverified answer"
+#: Characters of the results quoted in an honest "could not establish" answer.
+QUOTE_CHARS = 700
+
+
+@dataclass(frozen=True)
+class Result:
+    """One successful tool result of the goal: ``name``, ``call_id``, ``reads`` (the tool's
+    ``ToolSpec.reads``), ``side_effect``, ``data`` (the envelope's ``data``; the content when it
+    is no envelope), ``summary``, ``handle`` (payload on disk, or None) and ``text`` (the
+    content as the model saw it)."""
+
+    name: str
+    call_id: str
+    reads: str | None
+    side_effect: bool
+    data: Any
+    summary: str
+    handle: str | None
+    text: str
+
+    @property
+    def is_data_read(self) -> bool:
+        return self.reads == "data"
+
+    @property
+    def empty(self) -> bool:
+        """True when this read found nothing: zero rows (``row_count`` 0, ``rows`` []), an
+        empty list or object, or a count of 0 (one row whose one number is 0)."""
+        data = self.data
+        if data is None or data == [] or data == {} or data == "":
+            return True
+        if isinstance(data, Mapping):
+            if data.get("row_count") == 0 or data.get("count") == 0 or data.get("total") == 0:
+                return True
+            rows = data.get("rows")
+            if isinstance(rows, list):
+                if not rows:
+                    return True
+                if len(rows) == 1:
+                    cells = (
+                        rows[0]
+                        if isinstance(rows[0], list)
+                        else list(rows[0].values())
+                        if isinstance(rows[0], dict)
+                        else [rows[0]]
+                    )
+                    numbers = [c for c in cells if isinstance(c, (int, float)) and not isinstance(c, bool)]
+                    return len(numbers) == 1 and numbers[0] == 0 and len(cells) <= 2
+        return False
+
+
+def goal_results(work: Sequence[AnyMessage], specs: Iterable[ToolSpec]) -> list[Result]:
+    """The successful tool results among ``work`` (the current goal's messages), in order,
+    with their tools' metadata (a tool no longer registered reads nothing)."""
+    by_name = {spec.name: spec for spec in specs}
+    out: list[Result] = []
+    for m in work:
+        if not isinstance(m, ToolMessage) or m.status == "error" or not m.name:
+            continue
+        text = m.content if isinstance(m.content, str) else json.dumps(m.content, ensure_ascii=False, default=str)
+        try:
+            envelope = json.loads(text)
+        except (TypeError, ValueError):
+            envelope = None
+        if isinstance(envelope, dict) and "summary" in envelope:
+            data, summary, handle = envelope.get("data"), str(envelope.get("summary") or ""), envelope.get("handle")
+        else:
+            data, summary, handle = (envelope if envelope is not None else text), text[:200], None
+        spec = by_name.get(m.name)
+        out.append(
+            Result(
+                name=m.name,
+                call_id=m.tool_call_id,
+                reads=spec.reads if spec else None,
+                side_effect=bool(spec and spec.side_effect),
+                data=data,
+                summary=summary,
+                handle=handle if isinstance(handle, str) else None,
+                text=text,
+            )
+        )
+    return out
+
+
+# --- figures ----------------------------------------------------------------------------------
+
+_SCALES = {
+    "k": 1e3,
+    "thousand": 1e3,
+    "千": 1e3,
+    "m": 1e6,
+    "mn": 1e6,
+    "million": 1e6,
+    "millions": 1e6,
+    "mio": 1e6,
+    "百万": 1e6,
+    "万": 1e4,
+    "b": 1e9,
+    "bn": 1e9,
+    "billion": 1e9,
+    "billions": 1e9,
+    "亿": 1e8,
+}
+_DATE = re.compile(r"(?<![\d.])(\d{4})[-/.](\d{1,2})(?:[-/.](\d{1,2}))?(?![\d])|(\d{4})年(\d{1,2})月(?:(\d{1,2})日)?")
+_TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])")
+_LIST_MARKER = re.compile(r"(?m)(?:^|[:：]|\n)\s*(?:[-*•]\s*)?\(?\d{1,3}[.)、](?=\s|[^\d\s])(?![\d])|#\d{1,3}\b")
+_FIGURE = re.compile(
+    r"(?<![A-Za-z0-9_.,'])"
+    r"(?P<number>\d{1,3}(?:(?:,|\.|\u00a0|\u202f| |'|’)\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?)"
+    r"(?P<scale>\s?(?:%|percent\b|per\s?cent\b|thousand\b|millions?\b|billions?\b|mio\b|mn\b|bn\b|[kKmMbB](?![A-Za-z])"
+    r"|千|万|亿|百万))?"
+    r"(?![A-Za-z0-9_]|[.,]\d)"
+)
+_WORD_AROUND = re.compile(r"[A-Za-z]")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A number as written: ``text``, the values it may mean (each with the unit of its last
+    shown digit: the rounding it allows), ``percent`` when it is one."""
+
+    text: str
+    readings: tuple[tuple[float, float], ...]
+    percent: bool = False
+    part: bool = False  # of a date or a time
+
+
+def _readings(number: str) -> list[tuple[float, float]]:
+    """(value, unit of the last shown digit) for each way ``number`` may be read."""
+    plain = re.sub(r"[\u00a0\u202f '’]", "", number)
+    out: list[tuple[float, float]] = []
+
+    def integer(digits: str) -> None:
+        value = float(int(digits))
+        zeros = len(digits) - len(digits.rstrip("0")) if value else 0
+        out.append((value, 10.0**zeros))
+
+    def decimal(whole: str, frac: str) -> None:
+        out.append((float(f"{int(whole or '0')}.{frac}"), 10.0 ** -len(frac)))
+
+    if "," in plain and "." in plain:
+        dec = "," if plain.rfind(",") > plain.rfind(".") else "."
+        whole, _, frac = plain.rpartition(dec)
+        decimal(re.sub(r"[,.]", "", whole), frac)
+    elif "," in plain or "." in plain:
+        sep = "," if "," in plain else "."
+        parts = plain.split(sep)
+        if len(parts) > 2:  # 1,234,567 / 1.234.567
+            integer("".join(parts))
+        else:
+            whole, frac = parts
+            decimal(whole, frac)
+            if len(frac) == 3 and 1 <= len(whole) <= 3 and whole != "0":
+                integer(whole + frac)  # 1,234 in English, 1.234 in German
+    else:
+        integer(plain)
+    return out
+
+
+def figures(text: str) -> list[Figure]:
+    """The figures ``text`` states (module docstring: what is and is not a figure), dates and
+    times as their parts."""
+    text = unicodedata.normalize("NFKC", text or "")
+    found: list[Figure] = []
+
+    def date_parts(m: re.Match[str]) -> str:
+        for part in m.groups():
+            if part:
+                found.append(Figure(part, ((float(int(part)), 1.0),), part=True))
+        return " "
+
+    text = _DATE.sub(date_parts, text)
+    text = _TIME.sub(date_parts, text)
+    text = _LIST_MARKER.sub(" ", text)
+    for m in _FIGURE.finditer(text):
+        scale_word = (m.group("scale") or "").strip().lower()
+        percent = scale_word in ("%", "percent", "per cent", "percent", "percent") or scale_word.startswith("per")
+        factor = 1.0 if percent or not scale_word else _SCALES.get(scale_word.replace(" ", ""), 1.0)
+        readings = tuple((v * factor, u * factor) for v, u in _readings(m.group("number")))
+        found.append(Figure(m.group(0).strip(), readings, percent))
+    return found
+
+
+def values_in(value: Any, out: list[float] | None = None, depth: int = 0) -> list[float]:
+    """Every number a JSON value holds: numbers, numbers written in its strings (all readings,
+    dates by parts), and the length of each list (a count of listed items)."""
+    out = [] if out is None else out
+    if depth > 12:
+        return out
+    if isinstance(value, bool) or value is None:
+        return out
+    if isinstance(value, (int, float)):
+        if math.isfinite(value):
+            out.append(float(value))
+    elif isinstance(value, str):
+        for fig in figures(value):
+            out.extend(v for v, _ in fig.readings)
+    elif isinstance(value, list):
+        out.append(float(len(value)))
+        for item in value:
+            values_in(item, out, depth + 1)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            values_in(item, out, depth + 1)
+    return out
+
+
+def _supported(fig: Figure, known: Sequence[float]) -> bool:
+    for value, unit in fig.readings:
+        targets = [value, value / 100.0] if fig.percent else [value]
+        units = [unit, unit / 100.0] if fig.percent else [unit]
+        for target, u in zip(targets, units, strict=True):
+            for k in known:
+                a = abs(k)
+                tolerance = u / 2 + 1e-9 * max(1.0, a)
+                # rounded to the shown digit, or cut there (1234.56 shown as 1234.5)
+                if abs(a - target) <= tolerance or target <= a < target + u:
+                    return True
+    return False
+
+
+_ABSENCE = re.compile(
+    r"\bthere\s+(?:are|were|is|was)\s+no\b|\bno\s+(?:data|records?|rows?|results?|entries|matches|matching|such)\b"
+    r"|\b(?:none|nothing|nobody|zero)\b|\bnot\s+(?:a\s+single|any)\b|\b(?:could|can)\s*(?:n't|not)\s+find\b"
+    r"|\b(?:does|do|did)\s*(?:n't|\s+not)\s+(?:exist|have\s+any|contain\s+any)\b|\bno\s+\w+(?:\s+\w+)?\s+(?:was|were|are|is)\s+found\b"
+    r"|\bno\s+\w+(?:\s+\w+)?\s+(?:in|for|during|at)\s+(?:the|this|that|your|\d{4})\b"
+    r"|没有|不存在|无(?:数据|记录|结果)|为零|为0"
+    r"|ありません|存在しません|ゼロ|\baucun(?:e)?\b|\bil\s+n'y\s+a\s+(?:pas|aucun)|\bn'existe\s+pas\b"
+    r"|\bno\s+hay\b|\bning[uú]n(?:a)?\b|\bno\s+existe\b|\bkeine?n?\b|\bgibt\s+es\s+nicht\b|\bnicht\s+vorhanden\b",
+    re.I,
+)
+
+
+def absence_claims(answer: str) -> list[str]:
+    """Sentences of ``answer`` that say something does not exist or is zero."""
+    out = []
+    for sentence in split_sentences(answer or ""):
+        if _ABSENCE.search(sentence) or any(
+            any(v == 0 for v, _ in f.readings) and not (f.percent or f.part) for f in figures(sentence)
+        ):
+            out.append(sentence)
+    return out
+
+
+def unsupported_figures(answer: str, goal: str, results: Sequence[Result]) -> list[str]:
+    """Figures of ``answer`` that are in no result of ``results`` (nor a rounding or a count
+    of one) and not in ``goal`` (the request), as written, in order, without repeats."""
+    known = [v for r in results for v in values_in(r.data)]
+    known += [v for f in figures(goal) for v, _ in f.readings]
+    out: list[str] = []
+    for fig in figures(answer):
+        if all(v == 0 for v, _ in fig.readings) and not fig.part:
+            continue  # a zero is an absence claim: judged by the reads that returned nothing
+        if not _supported(fig, known) and fig.text not in out:
+            out.append(fig.text)
+    return out
+
+
+@dataclass
+class Check:
+    """:func:`check_answer`'s verdict: ``grounded`` (a data read exists or none is needed),
+    ``figures`` (unsupported ones, as written), ``absences`` (claims of none with no empty
+    read behind them). ``ok`` when nothing is wrong."""
+
+    grounded: bool = True
+    figures: list[str] = field(default_factory=list)
+    absences: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.grounded and not self.figures and not self.absences
+
+    def problems(self) -> list[str]:
+        """What is unsupported, in words (for the model and the stop reason)."""
+        out = []
+        if not self.grounded:
+            out.append("it rests on no data read in this request (a schema or a memory is not data)")
+        if self.figures:
+            out.append(
+                f"the figure{'s' if len(self.figures) > 1 else ''} {', '.join(self.figures[:6])} "
+                f"{'are' if len(self.figures) > 1 else 'is'} in no tool result of this request"
+            )
+        for claim in self.absences[:2]:
+            out.append(f'"{claim[:160]}" rests on no read that found nothing')
+        return out
+
+
+def about_data(answer: str, goal: str, results: Sequence[Result], can_read_data: bool, intent: str = "") -> bool:
+    """Whether the goal is a question about data that must rest on a data read: a tool that
+    reads data can be offered for it (``can_read_data``), it is not a stated preference, and
+    either the model already read for it (a data or schema read: it went to the data for the
+    answer) or the answer states what only data can tell (a figure not in the request, a claim
+    that something does not exist)."""
+    if not can_read_data or intent == "preference":
+        return False
+    if any(r.reads in ("data", "schema") for r in results):
+        return True
+    return bool(unsupported_figures(answer, goal, []) or absence_claims(answer))
+
+
+def check_answer(answer: str, goal: str, results: Sequence[Result], *, needs_data: bool) -> Check:
+    """Check ``answer`` against the goal's ``results`` (module docstring). ``needs_data``: the
+    goal is a question about data (:func:`about_data`), so the answer must rest on a data read."""
+    reads = [r for r in results if r.is_data_read]
+    check = Check(grounded=not needs_data or bool(reads))
+    if not results and not needs_data:
+        return check
+    check.figures = unsupported_figures(answer, goal, results)
+    claims = absence_claims(answer)
+    if claims and not any(r.empty for r in reads):
+        check.absences = claims
+    return check
+
+
+def can_read_data(specs: Iterable[ToolSpec]) -> bool:
+    """True when a read-only tool whose results hold data is registered."""
+    return any(s.reads == "data" and not s.side_effect for s in specs)
+
+
+def verify(answer: str, goal: str, intent: str, results: Sequence[Result], specs: Sequence[ToolSpec]) -> Check:
+    """:func:`check_answer` of ``answer`` with the goal's grounding need decided here: a
+    question about data (:func:`about_data`) with no side-effect step requested (a task's
+    steps are its evidence) must rest on a data read."""
+    needs = about_data(answer, goal, results, can_read_data(specs), intent) and not any(
+        s.side_effect for s in specs if s.name in required_steps(goal, specs)
+    )
+    return check_answer(answer, goal, results, needs_data=needs)
+
+
+def what_the_data_shows(results: Sequence[Result], limit: int = QUOTE_CHARS) -> str:
+    """A short quote of the goal's data reads (each summary and the start of its data), or
+    what was read instead when no data was."""
+    reads = [r for r in results if r.is_data_read] or list(results)
+    if not reads:
+        return "nothing was read in this request"
+    parts = []
+    for r in reads[-3:]:
+        data = json.dumps(r.data, ensure_ascii=False, default=str)
+        parts.append(f"{r.summary} {data[:240]}" + ("…" if len(data) > 240 else ""))
+    text = " | ".join(parts)
+    return text[:limit] + ("…" if len(text) > limit else "")
+
+
+def honest_answer(goal: str, reason: str, results: Sequence[Result]) -> str:
+    """The answer the user gets when the model's could not be verified: what could not be
+    established, why, and what the data read in this request shows (quoted briefly)."""
+    what = " ".join(goal.split())[:200]
+    shows = what_the_data_shows(results)
+    lead = "No data was read" if not any(r.is_data_read for r in results) else "Here is what the data shows"
+    return (
+        f"I could not establish an answer to “{what}”: {reason}. {lead}: {shows}. "
+        "Ask again (perhaps more precisely), or point Hermes at a stronger model (HERMES_BASE_URL / --base-url)."
+    )
+
+
+# --- claimed effects --------------------------------------------------------------------------
+
+_ESCAPE = re.compile(r"\\[A-Za-z]")
+_IRREGULAR = {
+    "sent": "send",
+    "wrote": "write",
+    "written": "write",
+    "made": "make",
+    "built": "build",
+    "told": "tell",
+    "set": "set",
+    "put": "put",
+}
+_CJK_RUN = re.compile(r"[\u4e00-\u9fff\u3040-\u30ff]+")
+
+
+def _stems(text: str) -> set[str]:
+    words = re.findall(r"[a-zà-ÿ]{3,}", text.lower())
+    stems = {(_IRREGULAR.get(w, w))[:4] for w in words if len(w) >= 4 or w in _IRREGULAR}
+    for run in _CJK_RUN.findall(text):
+        stems |= {run[i : i + 2] for i in range(max(1, len(run) - 1))}
+    return stems
+
+
+def claim_words(spec: ToolSpec) -> set[str]:
+    """The words (4-letter stems, CJK pairs) of a side-effect tool's ``requested_by`` patterns:
+    what a sentence claiming its effect shares with a request for it."""
+    return {w for p in spec.request_patterns() for w in _stems(_ESCAPE.sub(" ", p.pattern))}
+
+
+def unbacked_claims(answer: str, specs: Iterable[ToolSpec], done: Iterable[str]) -> list[tuple[str, str | None]]:
+    """``(sentence, tool)`` for each sentence of ``answer`` claiming an effect that no
+    successful call of this goal shows (``done``: names of the tools that succeeded); ``tool`` is
+    the side-effect tool the sentence is about (its ``requested_by`` words it shares most), or
+    None when it names none and no side effect succeeded."""
+    done = set(done)
+    tools = [(s.name, claim_words(s)) for s in specs if s.side_effect]
+    any_effect = bool(done & {name for name, _ in tools})
+    out: list[tuple[str, str | None]] = []
+    for sentence in effect_claims(answer):
+        stems = _stems(sentence)
+        scored = sorted(((len(stems & words), name) for name, words in tools), reverse=True)
+        best = scored[0] if scored and scored[0][0] > 0 else None
+        if best is not None:
+            top = [name for n, name in scored if n == best[0]]
+            if not done & set(top):
+                out.append((sentence, best[1]))
+        elif not any_effect:
+            out.append((sentence, None))
+    return out
+
+
+def correct_claims(answer: str, unbacked: Sequence[tuple[str, str | None]], done_effects: Sequence[str]) -> str:
+    """``answer`` without its unbacked claims, followed by a note of what was not done and
+    what was (the side-effect tools that succeeded)."""
+    body = answer
+    for sentence, _ in unbacked:
+        body = body.replace(sentence, "").strip()
+    lines = [body] if body else []
+    for sentence, tool in unbacked:
+        why = f"no {tool} call succeeded in this request" if tool else "no action with an effect ran in this request"
+        lines.append(f"Not done: “{sentence[:200]}” — {why}.")
+    lines.append("Done: " + (", ".join(done_effects) if done_effects else "no action with an effect") + ".")
+    return "\n".join(lines)
+
+
+def earlier_answers(work: Sequence[AnyMessage]) -> list[int]:
+    """Indexes in ``work`` of the model's answers (AI messages without tool calls, not Hermes's
+    own notices), oldest first."""
+    return [
+        i
+        for i, m in enumerate(work)
+        if isinstance(m, AIMessage) and not (m.tool_calls or m.invalid_tool_calls) and m.name != "hermes"
+    ]
