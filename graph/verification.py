@@ -146,7 +146,11 @@ _SCALES = {
     "billions": 1e9,
     "亿": 1e8,
 }
-_DATE = re.compile(r"(?<![\d.])(\d{4})[-/.](\d{1,2})(?:[-/.](\d{1,2}))?(?![\d])|(\d{4})年(\d{1,2})月(?:(\d{1,2})日)?")
+_DATE = re.compile(
+    r"(?<![\d.,])((?:19|20)\d\d)([-/])(0?[1-9]|1[0-2])(?:\2(0?[1-9]|[12]\d|3[01]))?(?![\d])"
+    r"|(?<![\d.,])((?:19|20)\d\d)\.(0?[1-9]|1[0-2])\.(0?[1-9]|[12]\d|3[01])(?![\d])"
+    r"|(\d{4})年(\d{1,2})月(?:(\d{1,2})日)?"
+)
 _TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])")
 _LIST_MARKER = re.compile(r"(?m)(?:^|[:：]|\n)\s*(?:[-*•]\s*)?\(?\d{1,3}[.)、](?=\s|[^\d\s])(?![\d])|#\d{1,3}\b")
 _FIGURE = re.compile(
@@ -210,7 +214,7 @@ def figures(text: str) -> list[Figure]:
 
     def date_parts(m: re.Match[str]) -> str:
         for part in m.groups():
-            if part:
+            if part and part not in "-/":
                 found.append(Figure(part, ((float(int(part)), 1.0),), part=True))
         return " "
 
@@ -315,8 +319,9 @@ class Check:
     def ok(self) -> bool:
         return self.grounded and not self.figures and not self.absences
 
-    def problems(self) -> list[str]:
-        """What is unsupported, in words (for the model and the stop reason)."""
+    def problems(self, quote: bool = True) -> list[str]:
+        """What is unsupported, in words: for the model (``quote``: the claims of none quoted)
+        and for the stop reason and the user (not quoted: a false "none" is never repeated)."""
         out = []
         if not self.grounded:
             out.append("it rests on no data read in this request (a schema or a memory is not data)")
@@ -325,7 +330,9 @@ class Check:
                 f"the figure{'s' if len(self.figures) > 1 else ''} {', '.join(self.figures[:6])} "
                 f"{'are' if len(self.figures) > 1 else 'is'} in no tool result of this request"
             )
-        for claim in self.absences[:2]:
+        if self.absences and not quote:
+            out.append("its claim that there are none rests on no read that found nothing")
+        for claim in self.absences[:2] if quote else []:
             out.append(f'"{claim[:160]}" rests on no read that found nothing')
         return out
 

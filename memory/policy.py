@@ -181,6 +181,7 @@ class TurnEvidence:
                            (DESIGN §5.5): True (grounded, every figure and "none" supported),
                            False (refuted or unsupported), None (not checked: no such check
                            ran — callers without a graph)
+        rests_on_data      the check had a data read of the goal to go on (``ToolSpec.reads``)
         unverified         what the check found unsupported ("the figure 1,234 …"), in words
         unbacked_claims    sentences of the answer claiming an effect that no successful
                            side-effect call of the goal shows done
@@ -195,6 +196,7 @@ class TurnEvidence:
     artifacts: tuple[str, ...] = ()
     result_texts: tuple[str, ...] = ()
     verified: bool | None = None
+    rests_on_data: bool = False
     unverified: tuple[str, ...] = ()
     unbacked_claims: tuple[str, ...] = ()
     refs: tuple[str, ...] = ()
@@ -238,7 +240,7 @@ _CLAIMS_EFFECT = re.compile(
     + _EFFECT_VERBS
     + r"\b"
     r"|(?:^|[.!?]\s+)(?:the\s+|your\s+)?[^\W\d_]+(?:\s+[^\W\d_]+)?\s+" + _EFFECT_VERBS + r"\b"
-    r"|已(?:经)?(?:发送|保存|生成|创建|设置|发布|发到|提交)|(?:发送|保存|生成|创建|发布)(?:了|成功)",
+    r"|已(?:经)?(?:[将把].{0,16}?)?(?:发送|保存|生成|创建|设置|发布|发到|提交|安排)|(?:发送|保存|生成|创建|发布)(?:了|成功)",
     re.I,
 )
 # other languages of the intent rules' neighbours: "j'ai publié", "he enviado", "ich habe ... gesendet",
@@ -254,7 +256,7 @@ _CLAIMS_EFFECT_OTHER = re.compile(
 # a negated or future claim claims nothing: "I have not posted", "I will post", 没有发送, 未发送
 _NOT_A_CLAIM = re.compile(
     r"\b(?:not|never|n't|will|going\s+to|shall|can|could|would|should|ne\s+\w+\s+pas|no\s+he|nicht|noch\s+nicht)\b"
-    r"|没有|没|未|将|会|要|まだ|していません",
+    r"|没有|没|未|即将|将会|将要|打算|准备|まだ|していません",
     re.I,
 )
 
@@ -397,6 +399,9 @@ def assess_task(goal: str, answer: str, stop_reason: str | None, evidence: TurnE
         or any(a and a in (answer or "") for a in evidence.artifacts)
     ):
         reasons["answer_grounded"] = "the answer quotes the tool results"
+    elif not defects and evidence.verified and evidence.rests_on_data:
+        # "there is none" after a read that found nothing quotes nothing, and is verified
+        reasons["answer_grounded"] = "the answer is verified against a data read"
     if not steps_complete and "answer_grounded" not in reasons:
         # a request with no required step: only an answer drawn from a result shows it was done
         return TaskAssessment(None, 0.0, list(reasons.values()), defects)

@@ -293,9 +293,8 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
         note = f"Progress: steps still to do: {', '.join(missing)}." if missing else ""
     if not look_first:
         blocked -= set(missing)
-    # steps missing after a tool round: the next call is forced, so the model cannot spend a
-    # call narrating ("I will now post the report …") between steps (DESIGN §5.3)
-    must_call = bool(missing)
+    # after a step is done, call_model forces the next call itself while a step is missing
+    must_call = bool(missing) and (answered_early or not progressed)  # reading: still act next
     update.update(blocked_tools=sorted(blocked), progress_note=note, must_call_tool=must_call)
 
     # 3. round cap
@@ -359,7 +358,10 @@ def judge_answer(
         or state.tool_rounds >= context.max_tool_rounds
         or (not check.grounded and not readers)
     ):
-        return {"stop_reason": f"{UNVERIFIED_ANSWER}: {problems}", "stalled_rounds": stalled}
+        return {
+            "stop_reason": f"{UNVERIFIED_ANSWER}: {'; '.join(check.problems(quote=False))}",
+            "stalled_rounds": stalled,
+        }
     if not check.grounded:
         return {
             "stalled_rounds": stalled,

@@ -104,6 +104,7 @@ async def turn_evidence(
     side_effects: set[str] = set()
     produced: list[str] = []
     verified: bool | None = False
+    rests_on_data = False
     problems: tuple[str, ...] = ()
     unbacked: tuple[str, ...] = ()
     refs: tuple[str, ...] = ()
@@ -118,8 +119,18 @@ async def turn_evidence(
         unverified_stop = (state.stop_reason or "").startswith(UNVERIFIED_ANSWER)
         # a stop other than an unverified answer presents no answer as final: nothing to verify
         verified = False if unverified_stop else (None if state.stop_reason else check.ok)
-        problems = tuple(check.problems()) or ((state.stop_reason or "",) if unverified_stop else ())
-        unbacked = tuple(sentence for sentence, _ in unbacked_claims(answer, specs, succeeded))
+        problems = tuple(check.problems(quote=False)) or ((state.stop_reason or "",) if unverified_stop else ())
+        rests_on_data = any(r.is_data_read for r in found)
+        # the model's own last answer: a claim Hermes corrected still makes the answer no evidence
+        own = next(
+            (
+                str(m.content)
+                for m in reversed(work)
+                if isinstance(m, AIMessage) and not m.tool_calls and m.name != "hermes"
+            ),
+            answer,
+        )
+        unbacked = tuple(sentence for sentence, _ in unbacked_claims(own, specs, succeeded))
         refs = evidence_refs(work, thread_id, state.goal_id, found)
     except Exception:  # noqa: BLE001 - memory never breaks the turn
         log.warning("toolbox unavailable; task evidence without required steps", exc_info=True)
@@ -131,6 +142,7 @@ async def turn_evidence(
         artifacts=tuple(produced),
         result_texts=tuple(str(m.content)[:4000] for m in ok),
         verified=verified,
+        rests_on_data=rests_on_data,
         unverified=problems,
         unbacked_claims=unbacked,
         refs=refs,

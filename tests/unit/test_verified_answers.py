@@ -1,0 +1,306 @@
+"""Grounded, verified answers; claimed effects; honest memory; no narration calls (DESIGN §5.5,
+§5.3; issue 18 points 1-3 and 6, issue 27 point 2).
+
+The graph runs in process with a scripted model that respects the offer, the real builtin
+database tools' definitions (``ToolSpec.reads``) run in process on a real SQLite database, and
+the real memory service (hash embeddings). Pure checks of ``graph.verification`` cover the
+number formats and languages.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from graph import resources
+from graph.builder import make_graph
+from graph.verification import (
+    UNVERIFIED_ANSWER,
+    Result,
+    absence_claims,
+    check_answer,
+    unbacked_claims,
+    unsupported_figures,
+)
+from tests.conftest import POST_MESSAGE, FakeToolbox, ScriptedChat, flagship_specs, tool_call
+from tools.builtin.catalog import DESCRIBE_DATABASE, QUERY_DATABASE
+from tools.builtin.database import describe_database, query_database
+from tools.spec import ToolSpec
+
+QUESTION = "Which 5 customers ordered the most in 2025? Answer only, do not post anything."
+
+
+def data_box(db: Path, *extra: ToolSpec) -> FakeToolbox:
+    """The real database tools (their real metadata), run in process on ``db``."""
+    box = FakeToolbox()
+    box.add_spec(DESCRIBE_DATABASE, lambda: describe_database(database=str(db)))
+    box.add_spec(QUERY_DATABASE, lambda sql: query_database(sql, database=str(db)))
+    for spec in extra:
+        box.add_spec(spec, lambda **kw: {"ok": True, "ts": "1733222222.000100"})
+    return box
+
+
+async def run(ctx, text: str, thread: str = "t") -> dict[str, Any]:
+    out = await make_graph(InMemorySaver()).ainvoke(
+        {"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread}}, context=ctx
+    )
+    await resources.drain_background()
+    return out
+
+
+async def task_memories(ctx) -> list:
+    return await resources.get_memory(ctx).episodic.list(ctx.user_id, kinds=["task"])
+
+
+def result(data: Any, name: str = "query_database", reads: str | None = "data") -> Result:
+    return Result(name, "c1", reads, False, data, f"{name}: ok", None, "")
+
+
+ROWS = {"columns": ["name", "total"], "rows": [["Ada", 1234.567], ["Bob", 0.1234]], "row_count": 2}
+
+
+# --- pure rules: figures, roundings, formats, languages -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Ada ordered 1,234.57.",  # thousands separator, rounding to cents
+        "Ada ordered 1235.",  # rounding to units
+        "Ada: about 1.2 thousand; Bob 12.3%.",  # scale word; a percentage of a ratio
+        "Ada a commandé 1 234,57 €.",  # French spaces and decimal comma, currency
+        "Ada hat 1.234,57 bestellt.",  # German separators
+        "Ada 订购了１２３５元。",  # full-width digits (NFKC)
+        "The 2 customers are Ada and Bob.",  # a count of the listed items
+        "In 2025: 1. Ada 1234.6\n2. Bob",  # the question's year; list markers are not figures
+    ],
+)
+def test_a_figure_that_is_a_rounding_or_a_count_of_a_result_passes(answer):
+    assert unsupported_figures(answer, QUESTION, [result(ROWS)]) == []
+
+
+@pytest.mark.parametrize(
+    "answer, bad",
+    [("Ada ordered 1,300.", "1,300"), ("Ada ordered 1.240,00 €", "1.240,00"), ("艾达订购了 999 元", "999")],
+)
+def test_a_figure_in_no_result_is_unsupported(answer, bad):
+    assert unsupported_figures(answer, QUESTION, [result(ROWS)]) == [bad]
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "There are no customers in the database.",
+        "数据库中没有客户。",
+        "Il n'y a aucun client.",
+        "No hay clientes.",
+        "Es gibt keine Kunden.",
+        "顧客はありません。",
+        "0 customers ordered in 2025.",
+    ],
+)
+def test_a_claim_of_none_rests_only_on_a_read_that_found_nothing(claim):
+    assert absence_claims(claim) == [claim]
+    empty = result({"columns": ["n"], "rows": [], "row_count": 0})
+    count_zero = result({"columns": ["count(*)"], "rows": [[0]], "row_count": 1})
+    schema = result({"tables": [{"name": "customers", "row_count": 0}]}, "describe_database", "schema")
+    assert check_answer(claim, QUESTION, [empty], needs_data=True).ok
+    assert check_answer(claim, QUESTION, [count_zero], needs_data=True).ok
+    assert not check_answer(claim, QUESTION, [result(ROWS)], needs_data=True).ok
+    # a schema that lists the table (even with a row count) is not a read of its rows
+    assert not check_answer(claim, QUESTION, [schema], needs_data=True).grounded
+
+
+# --- the graph: grounded, then verified, else honest ----------------------------------------------
+
+
+async def test_a_schema_only_none_is_sent_to_read_then_ends_honest_and_is_never_a_memory(scripted, db):
+    ctx = scripted(
+        [
+            tool_call("describe_database", {}, "d1"),
+            AIMessage("There are no customers in the database."),  # no data read: sent to read
+            tool_call("query_database", {"sql": "SELECT name FROM customers LIMIT 5"}, "q1"),
+            AIMessage("There are no customers in the database."),  # the read found rows: back once
+            AIMessage("There are none."),  # still unsupported: honest answer, stop reason
+        ],
+        data_box(db),
+        embeddings="hash",
+    )
+    out = await run(ctx, QUESTION)
+    model = scripted.models[ctx.model]
+    # after the schema-only answer the offer is the read-only data tools, and a call is required
+    assert model.offers[2] == ["query_database"]
+    assert out["stop_reason"].startswith(UNVERIFIED_ANSWER)
+    final = out["messages"][-1].content
+    assert final.startswith("I could not establish") and "Here is what the data shows" in final
+    assert "There are none" not in final
+    assert await task_memories(ctx) == []
+
+
+async def test_a_figure_in_no_result_goes_back_once_and_a_rounding_then_passes(scripted, db):
+    sql = "SELECT COUNT(*) AS n, ROUND(AVG(unit_price) * 1000, 3) AS avg FROM products"
+    rows = query_database(sql, database=str(db))["rows"][0]
+    count, avg = rows[0], rows[1]
+    ctx = scripted(
+        [
+            tool_call("query_database", {"sql": sql}, "q1"),
+            AIMessage(f"There are {count + 7} products."),  # a figure in no result
+            AIMessage(f"There are {count} products, averaging {avg:,.1f} per thousand."),  # a rounding
+        ],
+        data_box(db),
+        embeddings="hash",
+    )
+    out = await run(ctx, "How many products are there, and their average price per thousand?")
+    model = scripted.models[ctx.model]
+    note = model.seen[2][-1].content
+    assert f"{count + 7}" in note and "not supported" in note  # told what is unsupported, once
+    assert out["stop_reason"] is None
+    assert out["messages"][-1].content.startswith(f"There are {count} products")
+    (memory,) = await task_memories(ctx)
+    assert "answer verified against this goal's results" in memory.metadata["evidence"]
+    assert any(e.startswith("evidence: query_database#q1 (request ") for e in memory.metadata["evidence"])
+
+
+async def test_a_zero_row_read_supports_an_absence_claim(scripted, db):
+    sql = "SELECT name FROM customers WHERE name = 'Nobody Such'"
+    ctx = scripted(
+        [tool_call("query_database", {"sql": sql}, "q1"), AIMessage("There is no customer named Nobody Such.")],
+        data_box(db),
+        embeddings="hash",
+    )
+    out = await run(ctx, "Is there a customer named Nobody Such?")
+    assert out["stop_reason"] is None and out["messages"][-1].content == "There is no customer named Nobody Such."
+    assert len(await task_memories(ctx)) == 1
+
+
+async def test_a_figure_stated_without_any_read_is_sent_to_read(scripted, db):
+    ctx = scripted(
+        [
+            AIMessage("There are 42 customers."),  # from nowhere
+            tool_call("query_database", {"sql": "SELECT COUNT(*) FROM customers"}, "q1"),
+            AIMessage("There are 60 customers."),
+        ],
+        data_box(db),
+        embeddings="hash",
+    )
+    out = await run(ctx, "How many customers are there?")
+    assert scripted.models[ctx.model].offers[1] == ["query_database"]
+    assert out["stop_reason"] is None and out["messages"][-1].content == "There are 60 customers."
+
+
+# --- claimed effects (issue 27 point 2) -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "I have posted the report to #finance.",
+        "The figures have been sent to the finance channel.",
+        "我已将结果发送到财务群。",
+    ],
+)
+async def test_a_claimed_effect_that_did_not_happen_is_corrected_before_it_is_shown(scripted, db, claim):
+    ctx = scripted(
+        [
+            tool_call("query_database", {"sql": "SELECT COUNT(*) FROM customers"}, "q1"),
+            AIMessage(f"There are 60 customers. {claim}"),
+        ],
+        data_box(db, POST_MESSAGE),
+        embeddings="hash",
+    )
+    out = await run(ctx, "How many customers are there? Answer only, do not post anything.")
+    shown = out["messages"][-1]
+    assert shown.name == "hermes" and shown.content.startswith("There are 60 customers.")
+    assert "Not done:" in shown.content and "post_message" in shown.content
+    assert "Done: no action with an effect." in shown.content
+    assert claim not in shown.content.split("Not done:")[0]
+    assert await task_memories(ctx) == []  # an answer claiming an effect not done is no memory
+
+
+def test_claims_are_attributed_by_the_tools_requested_by_words():
+    specs = flagship_specs()
+    answer = "I generated the report. I have posted it to the team channel. I will now set the reminder."
+    # the report was made, nothing was posted; the future sentence claims nothing
+    assert unbacked_claims(answer, specs, {"generate_report"}) == [
+        ("I have posted it to the team channel.", "post_message")
+    ]
+    assert unbacked_claims(answer, specs, {"generate_report", "post_message"}) == []
+    assert unbacked_claims("已设置每月提醒。", specs, set()) == [("已设置每月提醒。", "schedule_reminder")]
+
+
+# --- no wasted rounds (issue 18 point 6) ------------------------------------------------------
+
+
+class Feed:
+    """The script as an iterator that its copies share (``bind_tools`` copies the model)."""
+
+    def __init__(self, replies: list) -> None:
+        self.replies = list(replies)
+
+    def __iter__(self) -> Feed:
+        return self
+
+    def __next__(self) -> Any:
+        if not self.replies:
+            raise StopIteration
+        return self.replies.pop(0)
+
+
+class GrammarChat(ScriptedChat):
+    """A scripted model that obeys ``tool_choice="required"`` as a grammar does: under it, a
+    scripted answer cannot be produced and is skipped (the model goes on with its next call)."""
+
+    required: bool = False
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> GrammarChat:
+        bound = super().bind_tools(tools, **kwargs)
+        return bound.model_copy(update={"required": kwargs.get("tool_choice") == "required"})
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[override]
+        feed = self.messages
+        if self.required and isinstance(feed, Feed):
+            while feed.replies and not getattr(feed.replies[0], "tool_calls", None):
+                feed.replies.pop(0)
+        return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+async def test_a_narration_between_steps_costs_no_model_call(data_dir):
+    from graph.context import Context
+    from graph.model import register_model
+
+    box = FakeToolbox()
+    outputs = {
+        "generate_report": {"path": "reports/sales-2025-06.md", "version": 1, "queries": []},
+        "post_message": {"ok": True},
+        "schedule_reminder": {"id": 1, "next_run": "2025-07-01T09:00"},
+    }
+    for spec in flagship_specs():
+        box.add_spec(spec, lambda _o=outputs.get(spec.name, {"ok": True}), **kw: _o)
+    script = [
+        AIMessage("I will now write the report."),
+        tool_call("generate_report", {"title": "Sales 2025-06", "queries": [{"label": "n", "sql": "SELECT 1"}]}),
+        AIMessage("I will now post the report."),
+        tool_call("post_message", {"channel": "project group", "text": "Report: reports/sales-2025-06.md"}),
+        AIMessage("I will now schedule the reminder."),
+        tool_call("schedule_reminder", {"text": "send the sales report"}),
+        AIMessage("Done: report reports/sales-2025-06.md, posted, reminder set."),
+    ]
+    model = GrammarChat(messages=Feed(script))
+    model.seen, model.offers = [], []
+    register_model("grammar-narrator", lambda _ctx: model)
+    ctx = Context(model="grammar-narrator", data_dir=str(data_dir), embeddings="hash")
+    resources.set_toolbox(ctx, box)
+    goal = "Summarise last month's sales into a report, post it to the project group, and remind me every month."
+    out = await run(ctx, goal)
+    assert out["stop_reason"] is None
+    assert [m.name for m in out["messages"] if isinstance(m, ToolMessage)] == [
+        "generate_report",
+        "post_message",
+        "schedule_reminder",
+    ]
+    # 3 steps + the final answer: no call spent on a narration (7 before: each one was answered)
+    assert out["metrics"]["model_calls"] == 4
