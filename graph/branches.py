@@ -42,11 +42,19 @@ target was superseded, a fork resolves its config against the head), so the oper
 fail half-way with the deserialiser's error. The way out is the rebuild from the mirror
 (``graph.recovery``) that the next ``hermes run --thread`` does; the message says so. An optional :class:`~graph.mirror.ThreadMirror`
 is told about every head change, so the plain-text mirror follows the active branch.
+
+Memory follows the active branch too (issue 27): after every head change the memory's branch
+origins (``memory.branch_origins``, in ``<data_dir>/memory.db``) are synced with the new head's
+message ids, so the memories written by turns no longer on the active branch are hidden from
+recall in every session and from ``hermes memory list`` (kept: a switch back restores them).
+A branch moved without these operations (a Studio fork or edit through ``langgraph dev``) is
+synced by the session's next turn (``nodes/assemble_context.py``).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -58,6 +66,9 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
 from graph.mirror import ThreadMirror
+from memory.branch_origins import BranchOrigins
+
+log = logging.getLogger(__name__)
 
 PREVIEW_CHARS = 60
 
@@ -322,15 +333,33 @@ class ThreadSummary:
 class Branches:
     """Branch operations on the threads of ``graph`` (a compiled graph with a checkpointer).
 
-    ``mirror``: if given, every head change is appended to the thread's plain-text mirror."""
+    ``mirror``: if given, every head change is appended to the thread's plain-text mirror.
+    ``origins``: the memory's branch origins, synced after every head change (default: those of
+    the mirror's data directory, where ``memory.db`` lives; none without a mirror)."""
 
-    def __init__(self, graph: CompiledStateGraph[Any, Any, Any, Any], mirror: ThreadMirror | None = None) -> None:
+    def __init__(
+        self,
+        graph: CompiledStateGraph[Any, Any, Any, Any],
+        mirror: ThreadMirror | None = None,
+        origins: BranchOrigins | None = None,
+    ) -> None:
         if graph.checkpointer in (None, False, True):
             raise BranchError(
                 "branches need a graph compiled with a checkpointer (graph.builder.make_graph(checkpointer=...))"
             )
         self.graph = graph
         self.mirror = mirror
+        self.origins = origins or (BranchOrigins.in_dir(mirror.data_dir) if mirror is not None else None)
+
+    async def _sync_memory(self, thread_id: str, messages: list[Any]) -> None:
+        """Tell the memory which messages are on ``thread_id``'s active branch now. A failure
+        is logged, not raised: the head has moved already, and the thread's next turn syncs."""
+        if self.origins is None:
+            return
+        try:
+            await self.origins.sync(thread_id, {str(m.id) for m in messages if getattr(m, "id", None)})
+        except Exception:  # noqa: BLE001
+            log.warning("memory not synced with the active branch of %r", thread_id, exc_info=True)
 
     @staticmethod
     def config(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
@@ -483,11 +512,12 @@ class Branches:
             mechanism = "copy"
             new_config = await self.graph.aupdate_state(config, None, as_node="__copy__")
         head = new_config["configurable"]["checkpoint_id"]
-        if self.mirror is not None:
+        if self.mirror is not None or self.origins is not None:
             state = await self.graph.aget_state(new_config)
-            await self.mirror.append_turn(
-                thread_id, list(state.values.get("messages") or []), checkpoint_id=head, op=op
-            )
+            messages = list(state.values.get("messages") or [])
+            if self.mirror is not None:
+                await self.mirror.append_turn(thread_id, messages, checkpoint_id=head, op=op)
+            await self._sync_memory(thread_id, messages)
         return BranchOp(thread_id, op, base, head, new_config, mechanism)
 
     async def rollback(self, thread_id: str, checkpoint_id: str) -> BranchOp:
@@ -581,12 +611,14 @@ class Branches:
         if isinstance(new_input, str):
             new_input = {"messages": [HumanMessage(new_input)]}
         out = await self.graph.ainvoke(new_input, cast(RunnableConfig, run_config), context=context)
-        if self.mirror is not None:
+        if self.mirror is not None or self.origins is not None:
             state = await self.graph.aget_state(self.config(thread_id))
-            await self.mirror.append_turn(
-                thread_id,
-                list(state.values.get("messages") or []),
-                checkpoint_id=state.config["configurable"]["checkpoint_id"],
-                op="fork",
-            )
+            messages = list(state.values.get("messages") or [])
+            if self.mirror is not None:
+                await self.mirror.append_turn(
+                    thread_id, messages, checkpoint_id=state.config["configurable"]["checkpoint_id"], op="fork"
+                )
+            # the fork's turn synced at its start (assemble_context); its own memories are
+            # written after, as active: this sync is for a fork that ran no new turn (input None)
+            await self._sync_memory(thread_id, messages)
         return out

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -623,6 +623,7 @@ class SemanticMemory:
         now: datetime | None = None,
         thread_id: str | None = None,
         visible_origins: set[str] | None = None,
+        inactive: Collection[tuple[str, str]] = (),
         touch: bool = True,
     ) -> tuple[list[tuple[Fact, Fact]], list[Fact]]:
         """What a new request recalls, in one connection (the agent's hot path): undecided
@@ -630,7 +631,9 @@ class SemanticMemory:
         preferences (confirmed ``prefers_*`` facts about the user) plus up to ``k`` facts
         relevant to ``query`` (as :meth:`search`) — whose use is recorded (:meth:`touch`).
         With ``thread_id`` and ``visible_origins`` (the message ids of the session's active
-        branch), a fact this session stated on a branch that was rolled back is left out.
+        branch), a fact this session stated on a branch that was rolled back is left out;
+        ``inactive``: (thread id, message id) origins of any session that are not on their
+        session's active branch (``memory.branch_origins``): their facts are left out too.
         ``touch=False``: read only — the caller records the use later with :meth:`touch` (the
         UPDATE is a write transaction: 15–25 ms with fsync on a loaded machine, measured)."""
         async with self._connect() as db:
@@ -640,7 +643,9 @@ class SemanticMemory:
                 (user_id,),
             )
             live = [
-                f for f in (_row_to_fact(r) for r in await cur.fetchall()) if visible(f, thread_id, visible_origins)
+                f
+                for f in (_row_to_fact(r) for r in await cur.fetchall())
+                if visible(f, thread_id, visible_origins, inactive)
             ]
             by_id = {f.id: f for f in live}
             conflicts = [
@@ -808,12 +813,23 @@ def origin_of(thread_id: str | None, message_id: str | None) -> str | None:
     return f"{thread_id}\x00{message_id}" if thread_id and message_id else None
 
 
-def visible(fact: Fact, thread_id: str | None, visible_origins: set[str] | None) -> bool:
+def visible(
+    fact: Fact,
+    thread_id: str | None,
+    visible_origins: set[str] | None,
+    inactive: Collection[tuple[str, str]] = (),
+) -> bool:
     """False for a fact this session (``thread_id``) stated on a message that is not on the
-    active branch (``visible_origins``); True otherwise (other sessions, unbound facts)."""
-    if not fact.origin or not thread_id or visible_origins is None:
+    active branch (``visible_origins``), and for a fact of any session whose origin is in
+    ``inactive`` ((thread id, message id) pairs off their session's active branch); True
+    otherwise (other sessions' active branches, unbound facts)."""
+    if not fact.origin:
         return True
     thread, _, message = fact.origin.partition("\x00")
+    if (thread, message) in inactive:
+        return False
+    if not thread_id or visible_origins is None:
+        return True
     return thread != thread_id or message in visible_origins
 
 

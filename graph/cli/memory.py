@@ -21,6 +21,7 @@ from graph.cli.common import DATA_DIR_OPT, app, guarded, report_error, run_sync
 from graph.cli.render import console, err_console
 from graph.context import Context
 from graph.resources import get_memory
+from memory.branch_origins import Origin, is_inactive
 from memory.retrieval import format_episode, format_fact
 from memory.text import has_searchable
 
@@ -50,6 +51,21 @@ def _fact_json(fact) -> dict[str, Any]:
     return {"ref": f"semantic:{fact.id}", **fact.as_dict()}
 
 
+#: What ``list`` says of a memory written by a turn no longer on its session's active branch.
+INACTIVE_BRANCH = "inactive branch"
+
+
+def _event_branch(event, inactive: set[Origin]) -> str:
+    """ "inactive" for an event written on a branch of its session that is not active, else "active"."""
+    meta = event.metadata or {}
+    return "inactive" if is_inactive(meta.get("thread_id"), meta.get("origin_message_id"), inactive) else "active"
+
+
+def _fact_branch(fact, inactive: set[Origin]) -> str:
+    thread, _, message = (fact.origin or "").partition("\x00")
+    return "inactive" if is_inactive(thread, message, inactive) else "active"
+
+
 def _run(coro_factory, context: Context, json_out: bool = False) -> None:
     code = run_sync(guarded(coro_factory, context, json_out=json_out))
     if code:
@@ -62,46 +78,70 @@ def memory_list(
     kind: list[str] = typer.Option(None, "--kind", help="Episodic kinds only (task, preference, ...); repeatable."),
     layer: str = typer.Option("all", "--layer", help="episodic | semantic | all"),
     limit: int = typer.Option(50, min=1, max=10_000, help="At most this many of each layer."),
-    include_old: bool = typer.Option(False, "--all", help="Also expired / superseded / archived records."),
+    include_old: bool = typer.Option(
+        False,
+        "--all",
+        help="Also expired / superseded / archived records, and those written on an inactive branch (marked).",
+    ),
     data_dir: str = DATA_DIR_OPT,
     json_out: bool = JSON_OPT,
 ) -> None:
     """What Hermes remembers of the user, newest first: episodic events and semantic facts
-    with their type, date, confidence, evidence and status."""
+    with their type, date, confidence, evidence and status. Memories written by turns that are
+    no longer on their session's active branch (a rollback, a switch, a fork) are not recalled
+    and not listed; ``--all`` lists them marked "inactive branch" (JSON: ``"branch": "inactive"``)."""
     if layer not in ("episodic", "semantic", "all"):
         raise typer.Exit(report_error(None, f"--layer must be episodic, semantic or all, got {layer!r}"))
     context = memory_context(data_dir, user)
 
     async def go() -> None:
         mem = get_memory(context)
+        inactive = await mem.inactive_origins()
+        # the hidden ones are dropped after the read: read that many more (one turn: a few records)
+        extra = 0 if include_old else 10 * len(inactive)
         events = (
             []
             if layer == "semantic"
-            else await mem.episodic.list(context.user_id, kinds=kind or None, limit=limit, include_expired=include_old)
+            else await mem.episodic.list(
+                context.user_id, kinds=kind or None, limit=limit + extra, include_expired=include_old
+            )
         )
         statuses = ("confirmed", "pending", "superseded", "archived") if include_old else ("confirmed", "pending")
-        facts = [] if layer == "episodic" else await mem.semantic.facts(context.user_id, statuses=statuses, limit=limit)
+        facts = (
+            []
+            if layer == "episodic"
+            else await mem.semantic.facts(context.user_id, statuses=statuses, limit=limit + extra)
+        )
+        event_branch = {e.id: _event_branch(e, inactive) for e in events}
+        fact_branch = {f.id: _fact_branch(f, inactive) for f in facts}
+        if not include_old:
+            events = [e for e in events if event_branch[e.id] == "active"][:limit]
+            facts = [f for f in facts if fact_branch[f.id] == "active"][:limit]
         if json_out:
             print(
                 json.dumps(
                     {
                         "user_id": context.user_id,
-                        "episodic": [_event_json(e) for e in events],
-                        "semantic": [_fact_json(f) for f in facts],
+                        "episodic": [{**_event_json(e), "branch": event_branch[e.id]} for e in events],
+                        "semantic": [{**_fact_json(f), "branch": fact_branch[f.id]} for f in facts],
                     },
                     ensure_ascii=False,
                 )
             )
             return
+        hidden = sum(b == "inactive" for b in [*event_branch.values(), *fact_branch.values()])
+        note = f"{hidden} more written on an inactive branch (not recalled): --all lists them"
         if not events and not facts:
             console.print(f"nothing remembered for user {context.user_id!r} in {context.data_dir}")
+            if hidden and not include_old:
+                console.print(note, highlight=False, markup=False)
             return
         table = Table("ref", "kind / status", "date", "conf.", "memory")
         table.columns[0].no_wrap = True
         for f in facts:
             table.add_row(
                 f"semantic:{f.id[:8]}",
-                f.status,
+                f.status + (f" · {INACTIVE_BRANCH}" if fact_branch[f.id] == "inactive" else ""),
                 f.valid_from.date().isoformat(),
                 f"{f.confidence:.2f}",
                 escape(f.statement),
@@ -109,12 +149,14 @@ def memory_list(
         for e in events:
             table.add_row(
                 f"episodic:{e.id[:8]}",
-                e.kind,
+                e.kind + (f" · {INACTIVE_BRANCH}" if event_branch[e.id] == "inactive" else ""),
                 e.created_at.date().isoformat(),
                 f"{e.confidence:.2f}",
                 escape(e.text[:200]),
             )
         console.print(table)
+        if hidden and not include_old:
+            console.print(note, highlight=False, markup=False)
 
     _run(go, context, json_out)
 

@@ -1,0 +1,92 @@
+"""Which memories belong to a branch that is not active (DESIGN §1.5; issue 27).
+
+A memory written by a turn carries its origin: the session (``thread_id``) and the turn's last
+message id (episodic ``metadata.origin_message_id``, semantic ``origin``). This table records,
+per session, the origin message ids memories were written from, and whether each is on the
+session's active branch. Whoever moves a session's active branch (a rollback, a switch, a
+fork, or the next turn after a change made elsewhere) calls :meth:`BranchOrigins.sync` with
+the message ids of the new active branch; recall in *every* session and ``hermes memory
+list`` then leave out the memories of inactive origins. Nothing is deleted: a switch back
+marks them active again. Knows nothing of the graph: thread and message ids in, sets out.
+
+    origins = BranchOrigins.in_dir(data_dir)          # <data_dir>/memory.db
+    await origins.record("t1", "msg-9")                # a turn of t1 wrote memories (background)
+    inactive = await origins.sync("t1", {"msg-1", …})  # t1's active branch changed (or not)
+    hidden = ("t1", "msg-9") in inactive
+
+Why only recorded origins, not every message of a session: a sync then compares a handful of
+rows (the session's turns that wrote memory) with the active ids, and in the common linear case
+(each turn extends the branch) every recorded origin is still active, so nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from memory.db import DB_FILENAME, SqliteDb
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS memory_origins (
+    thread_id  TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    inactive   INTEGER NOT NULL DEFAULT 0,   -- 1: not on the session's active branch
+    PRIMARY KEY (thread_id, message_id)
+);
+CREATE INDEX IF NOT EXISTS memory_origins_inactive ON memory_origins (inactive);
+"""
+
+#: An origin: (thread id, message id).
+Origin = tuple[str, str]
+
+
+class BranchOrigins:
+    """The origin table in a SQLite file (``path``; normally ``<data_dir>/memory.db``).
+    Every method raises ``sqlite3.Error`` on an unusable file (callers on the answer's path
+    catch it: memory never blocks an answer)."""
+
+    def __init__(self, path: Path) -> None:
+        self.db = SqliteDb(Path(path), SCHEMA)
+
+    @classmethod
+    def in_dir(cls, data_dir: str | Path) -> BranchOrigins:
+        return cls(Path(data_dir) / DB_FILENAME)
+
+    async def record(self, thread_id: str, message_id: str) -> None:
+        """Note that memories were written from message ``message_id`` of ``thread_id``
+        (active: it is the turn that just ran). Idempotent."""
+        async with self.db.connect() as db:
+            await db.execute(
+                "INSERT OR IGNORE INTO memory_origins (thread_id, message_id) VALUES (?, ?)", (thread_id, message_id)
+            )
+
+    async def sync(self, thread_id: str, active_ids: Iterable[str]) -> set[Origin]:
+        """Mark ``thread_id``'s recorded origins active if their message is in ``active_ids``
+        (the message ids of the session's active branch), inactive otherwise; write only the
+        rows whose mark changes. Returns every session's inactive origins after the change."""
+        active = set(active_ids)
+        async with self.db.connect() as db:
+            cur = await db.execute(
+                "SELECT thread_id, message_id, inactive FROM memory_origins WHERE thread_id = ? OR inactive = 1",
+                (thread_id,),
+            )
+            rows = [(str(t), str(m), bool(i)) for t, m, i in await cur.fetchall()]
+            flips = [(int(m not in active), t, m) for t, m, i in rows if t == thread_id and (m not in active) != i]
+            if flips:
+                await db.executemany(
+                    "UPDATE memory_origins SET inactive = ? WHERE thread_id = ? AND message_id = ?", flips
+                )
+        flipped = {(t, m): bool(i) for i, t, m in flips}
+        return {(t, m) for t, m, i in rows if flipped.get((t, m), i)}
+
+    async def inactive(self) -> set[Origin]:
+        """Every session's origins that are not on their session's active branch."""
+        async with self.db.connect() as db:
+            cur = await db.execute("SELECT thread_id, message_id FROM memory_origins WHERE inactive = 1")
+            return {(str(t), str(m)) for t, m in await cur.fetchall()}
+
+
+def is_inactive(thread_id: object, message_id: object, inactive: set[Origin]) -> bool:
+    """True if a memory of origin (``thread_id``, ``message_id``) is on an inactive branch
+    (a memory without an origin never is)."""
+    return bool(thread_id and message_id) and (str(thread_id), str(message_id)) in inactive
