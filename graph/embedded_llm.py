@@ -32,6 +32,12 @@ def main() -> None:
         default=0,
         help="min chunk size (tokens) to reuse from the KV cache via shifting; 0 = off",
     )
+    parser.add_argument(
+        "--slot-dir",
+        type=Path,
+        default=None,
+        help="folder for /slots/0?action=save|restore files (the KV cache kept across processes)",
+    )
     parser.add_argument("--parent-pid", type=int, default=os.getppid())
     args = parser.parse_args()
 
@@ -49,6 +55,8 @@ def main() -> None:
     params.n_ctx = args.ctx
     params.n_parallel = 1
     params.cache_prompt = True  # reuse the KV cache of the common prefix between the loop's calls
+    if args.slot_dir is not None:
+        params.slot_save_path = f"{args.slot_dir}/"  # llama.cpp joins it to the file name as a string
     if args.cache_reuse:
         params.n_cache_reuse = args.cache_reuse
     if args.batch:
