@@ -75,7 +75,7 @@ WORKER_ARGV = ("-P", "-m", "tools.executors.worker")
 #: The agent's own state in a data directory, never shown to a tool: checkpoints, idempotency
 #: ledgers, the answers-delivered record, request bindings, memory (knowledge graph, queue,
 #: episodic store), the plain-text mirror, thread locks, MCP OAuth tokens and media, the bundled
-#: team chat's messages, the embedded model's log. An entry is hidden when its name starts with
+#: team chat's messages, the embedded model's log and saved KV cache. An entry is hidden when its name starts with
 #: one of these (SQLite's -wal/-shm/-journal and moved-aside ``.broken-*`` copies included).
 #: A tool keeps ``reports/``, the reminders and tool-schema files, its own thread's
 #: ``payloads/<thread>/`` and any file it makes. Override with ``SubprocessExecutor(hidden=...)``.
@@ -93,6 +93,7 @@ AGENT_STATE = (
     "mcp_media",
     "team_chat.db",
     "embedded-llm.log",
+    "kv-cache",  # the embedded model's saved KV cache: the tokens of earlier prompts
 )
 _THREAD_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
