@@ -165,21 +165,38 @@ def _prepare(con: sqlite3.Connection, schema: str, *, wal: bool) -> None:
     con.executescript(schema)
 
 
+def _started(pid: int) -> str:
+    """The start time of process ``pid`` as psutil reports it (the same text every time)."""
+    return f"{psutil.Process(pid).create_time():.2f}"
+
+
 def new_owner() -> str:
-    """An owner id ``host:pid:random`` for claims other processes can check (:func:`owner_alive`)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    """An owner id ``host:pid:random:start time`` for claims other processes can check
+    (:func:`owner_alive`)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}:{_started(os.getpid())}"
 
 
 def owner_alive(owner: str) -> bool:
     """Whether the process named by ``owner`` (:func:`new_owner`) still runs; an owner on
-    another host cannot be checked and counts as alive (stale claims expire by age)."""
+    another host cannot be checked and counts as alive (stale claims expire by age). A process
+    with the owner's pid but another start time is not the owner: the owner died and its pid was
+    reused (pids wrap at 32768 on a default Linux, within minutes on a busy machine)."""
     host, _, rest = owner.partition(":")
     if host != socket.gethostname():
         return True  # cannot tell: assume alive
+    parts = rest.split(":")
     try:
-        return psutil.pid_exists(int(rest.split(":")[0]))
+        pid = int(parts[0])
     except ValueError:
         return True
+    if len(parts) < 3:  # an owner id without a start time (an older ledger): the pid alone
+        return psutil.pid_exists(pid)
+    try:
+        return _started(pid) == parts[2]
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.Error:
+        return True  # cannot tell (access denied): assume alive
 
 
 class IdempotencyLedger:
