@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from tests.support.scripted_openai import ScriptedOpenAI
@@ -100,6 +101,17 @@ def run_and_kill(data: Path, thread: str, env: dict[str, str], signal_file: Path
         proc.wait(timeout=30)
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+def kill_started_from(folder: Path) -> None:
+    """SIGKILL every process whose command line names ``folder`` (an MCP server of a killed
+    hermes lives in its own session: the group kill does not reach it)."""
+    for proc in psutil.process_iter(["cmdline"]):
+        if any(str(folder) in part for part in proc.info["cmdline"] or ()):
+            try:
+                proc.kill()
+            except psutil.NoSuchProcess:
+                pass
 
 
 def posts(data: Path) -> list[tuple[str, str]]:
@@ -210,11 +222,18 @@ def test_killed_after_the_effect_before_it_was_recorded_the_same_command_does_no
     )
     with ScriptedOpenAI(script("announce", POST, "order count")) as stub:
         env = hermes_env(stub, HERMES_MCP_CONFIG=str(config), HERMES_TOOL_TIMEOUTS=json.dumps({"announce": 300}))
-        run_and_kill(data, "t1", env, posted)
+        try:
+            run_and_kill(data, "t1", env, posted)
+        finally:
+            kill_started_from(server)  # the server still sleeping in the call
         assert effects.read_text().splitlines() == ["sales-team Order count: 42"]
         assert ledger(data, "announce") == ["running"]  # claimed by a process that is gone
 
-        again = run(data, "t1", env, "--json")
+        try:
+            again = run(data, "t1", env, "--json")
+        finally:
+            kill_started_from(server)
+        assert again.stdout.strip(), again.stderr[-2000:]
         summary = json.loads(again.stdout.strip().splitlines()[-1])
         assert effects.read_text().splitlines() == ["sales-team Order count: 42"]  # not posted again
         assert "announce" in (summary["stop_reason"] or "") and "unknown" in summary["stop_reason"]
