@@ -68,3 +68,20 @@ def test_the_thread_of_a_request_id():
     assert request_thread("sales/β:goal:abc") == "sales__"  # as dispatch_tools names the folder
     assert request_thread("a:b:goal:abc") == "a_b"  # a thread id may hold ':' (the payload folder's form)
     assert request_thread("reminder-7") is None
+
+
+def test_one_warning_when_a_run_could_not_be_confined(tmp_path, caplog):
+    import logging
+
+    from tools.executors.subprocess import RunContext, SubprocessExecutor
+
+    executor = SubprocessExecutor(tmp_path)
+    ctx = RunContext(tmpdir=tmp_path, cgroup=None, extra={"network": False, "hide": [str(tmp_path / "mirror")]})
+    with caplog.at_level(logging.WARNING, logger="tools.executors.subprocess"):
+        executor._check_sandbox(b'{"ok": true, "sandbox": "landlock-v7+netns+mountns"}\n', ctx)
+        assert caplog.records == []
+        executor._check_sandbox(b'{"ok": true, "sandbox": "landlock-v3"}\n', ctx)
+        executor._check_sandbox(b'{"ok": true, "sandbox": "audit-hook"}\n', ctx)
+    assert len(caplog.records) == 1
+    line = caplog.records[0].getMessage()
+    assert "network" in line and "agent's state" in line and "HERMES_TOOL_EXECUTOR=container" in line
