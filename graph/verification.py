@@ -70,7 +70,8 @@ class Result:
     @property
     def empty(self) -> bool:
         """True when this read found nothing: zero rows (``row_count`` 0, ``rows`` []), an
-        empty list or object, or a count of 0 (one row whose one number is 0)."""
+        empty list or object, an object whose lists are all empty, or a count of 0 (one row
+        whose one number is 0)."""
         data = self.data
         if data is None or data == [] or data == {} or data == "":
             return True
@@ -91,6 +92,10 @@ class Result:
                     )
                     numbers = [c for c in cells if isinstance(c, (int, float)) and not isinstance(c, bool)]
                     return len(numbers) == 1 and numbers[0] == 0 and len(cells) <= 2
+                return False
+            # another tool's shape ({"notes": []}, {"items": [], "next": null}): its lists are empty
+            lists = [v for v in data.values() if isinstance(v, list)]
+            return bool(lists) and not any(lists)
         return False
 
 

@@ -3,7 +3,13 @@
 * An empty answer gets a ``stop_reason`` here ("the model gave no answer"): the user is told,
   and such a turn is never remembered as a completed task.
 * If ``stop_reason`` is set, an AI message states it plainly (what stopped the loop, what was
-  done, what to do next), so a stopped run never looks like a normal answer (DESIGN §5).
+  done, what to do next), so a stopped run never looks like a normal answer (DESIGN §5). An
+  answer that could not be verified (``graph.verification.UNVERIFIED_ANSWER``) gets the honest
+  answer instead: what could not be established, and what the data read shows (DESIGN §5.5).
+* Only a verified answer is a task memory: the evidence carries the check of the answer against
+  the goal's results (``TurnEvidence.verified``, the effects it claims that no call shows, the
+  ``tool#call id`` / request id / payload handle refs it rests on), and a new verified answer to
+  the same request supersedes the earlier task memories of it (DESIGN §4.4).
 * The turn is appended to the thread's plain-text mirror (``graph.mirror``, seed §5.3 dual
   write), from which a session whose checkpoint cannot be read is rebuilt.
 * Memory write triggers (seed §4.2) are decided here by ``MemoryService.plan_turn`` (pure:
@@ -23,6 +29,7 @@ records submitted for writing: episodic events + semantic facts).
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from typing import Any
 
@@ -49,6 +56,40 @@ async def _mirror(data_dir: str, thread_id: str, messages: list) -> None:
         await append_turn(data_dir, thread_id, messages)
     except OSError:  # the checkpoint is the primary record; a missing mirror only weakens recovery
         log.warning("plain-text mirror not written for thread %r", thread_id, exc_info=True)
+
+
+def _question_of(text: str) -> str:
+    """The request part of a task memory's text (``completed task: <goal>; tools: …``)."""
+    return " ".join(re.split(r"; (?:tools|produced|answer): ", text, maxsplit=1)[0].split()).casefold()
+
+
+async def _write_superseding(memory: Any, plan: Any, user_id: str) -> None:
+    """Write ``plan``; a verified (completed) task memory in it supersedes the earlier
+    completed-task memories of the same request: they are no longer recalled (forgotten) and
+    the new one keeps what they said under ``metadata["supersedes"]`` (DESIGN §4.4)."""
+    task = next((e for e in plan.events if e.kind == "task" and e.metadata.get("outcome") == "completed"), None)
+    old: list[Any] = []
+    if task is not None:
+        try:
+            earlier = await memory.episodic.list(user_id, kinds=["task"], limit=500)
+            old = [
+                e
+                for e in earlier
+                if e.id != task.id
+                and e.text != task.text
+                and (e.metadata or {}).get("outcome") == "completed"
+                and _question_of(e.text) == _question_of(task.text)
+            ]
+        except Exception:  # noqa: BLE001 - superseding never blocks the write
+            log.warning("earlier task memories unreadable; nothing superseded", exc_info=True)
+        if old:
+            task.metadata = {
+                **task.metadata,
+                "supersedes": [{"ref": f"episodic:{e.id}", "text": e.text[:300]} for e in old],
+            }
+    await memory.write_plan(plan)
+    for e in old:
+        await memory.forget(user_id, f"episodic:{e.id}")
 
 
 def stop_notice(
@@ -203,7 +244,7 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
             evidence=evidence,
         )
         if len(plan):
-            run_in_background(memory.write_plan(plan), name=f"memory-write:{thread_id}")
+            run_in_background(_write_superseding(memory, plan, context.user_id), name=f"memory-write:{thread_id}")
         written = len(plan)
     except Exception:  # memory must never block the answer
         log.exception("memory write failed; the answer is unaffected")

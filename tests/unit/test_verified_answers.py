@@ -304,3 +304,113 @@ async def test_a_narration_between_steps_costs_no_model_call(data_dir):
     ]
     # 3 steps + the final answer: no call spent on a narration (7 before: each one was answered)
     assert out["metrics"]["model_calls"] == 4
+
+
+# --- honest memory (issue 18 point 3) -----------------------------------------------------------
+
+
+async def test_write_memory_never_stores_an_answer_its_results_do_not_support(data_dir, db):
+    """The memory check does not rely on evaluate_progress: an unsupported answer that reached
+    write_memory (a graph wired otherwise, a resumed old checkpoint) is no task memory."""
+    import json
+
+    from langgraph.graph import END, START, StateGraph
+
+    from graph.context import Context
+    from graph.state import State
+    from nodes.write_memory import write_memory
+
+    alone = StateGraph(State, context_schema=Context)
+    alone.add_node(write_memory)
+    alone.add_edge(START, "write_memory")
+    alone.add_edge("write_memory", END)
+    graph = alone.compile()
+    ctx = Context(model="unused", data_dir=str(data_dir), embeddings="hash")
+    resources.set_toolbox(ctx, data_box(db))
+    sql = "SELECT name FROM customers ORDER BY name LIMIT 1"
+    name = query_database(sql, database=str(db))["rows"][0][0]
+    body = {"status": "ok", "summary": "query_database: 1 rows, columns name", "data": {"rows": [[name]]}}
+
+    messages = [
+        HumanMessage("Who is our first customer, and how much did they order?", id="h1"),
+        tool_call("query_database", {"sql": sql}, "q1"),
+        ToolMessage(json.dumps(body), tool_call_id="q1", name="query_database"),
+    ]
+    for answer, stored in ((f"{name} ordered 999,999.", False), (f"Our first customer is {name}.", True)):
+        state = {"messages": [*messages, AIMessage(answer)], "goal": messages[0].content, "intent": "question"}
+        await graph.ainvoke(state, {"configurable": {"thread_id": f"w-{stored}"}}, context=ctx)
+        await resources.drain_background()
+        assert bool(await task_memories(ctx)) is stored, answer
+
+
+async def test_a_new_verified_answer_to_the_same_question_supersedes_the_old(scripted, db):
+    question = "How many customers are there?"
+    count = tool_call("query_database", {"sql": "SELECT COUNT(*) FROM customers"})
+    first = scripted([count, AIMessage("There are 60 customers.")], data_box(db), embeddings="hash")
+    await run(first, question, "a")
+    (old,) = await task_memories(first)
+    again = tool_call("query_database", {"sql": "SELECT COUNT(*) AS n FROM customers"})
+    second = scripted([again, AIMessage("The database holds 60 customers.")], data_box(db), embeddings="hash")
+    await run(second, question, "b")
+    (new,) = await task_memories(second)  # the old one is no longer recalled
+    assert new.id != old.id and "holds 60" in new.text
+    assert new.metadata["supersedes"] == [{"ref": f"episodic:{old.id}", "text": old.text[:300]}]
+
+
+# --- MCP tools: what a result holds comes from the server's annotations ---------------------------
+
+
+def _mcp_specs(**override_tools: dict) -> dict[str, ToolSpec]:
+    from types import SimpleNamespace
+
+    from tools.mcp.client import MCPTool
+    from tools.mcp.config import server_settings
+    from tools.registry import ToolRegistry
+    from tools.toolbox import Toolbox
+
+    schema = {"type": "object", "properties": {}, "required": []}
+
+    def tool(name: str, annotations: dict, meta: dict | None = None) -> MCPTool:
+        return MCPTool(
+            name, f"{name}: a tool of the notes test server, does one thing.", schema, None, annotations, meta or {}
+        )
+
+    tools = [
+        tool("read_notes", {"readOnlyHint": True}),
+        tool("list_note_fields", {"readOnlyHint": True}, {"hermes/reads": "schema"}),
+        tool("post_note", {"readOnlyHint": False}, {"hermes/requested_by": [r"\bpost\b.{0,40}\bnote\b"]}),
+        tool("mystery", {}),
+    ]
+    entry = {"command": "unused", "tools": override_tools}
+    server = SimpleNamespace(name="notes", tools={t.name: t for t in tools}, settings=server_settings("notes", entry))
+    tb = Toolbox(Path("."), ToolRegistry(), executor=None, mcp=None)  # type: ignore[arg-type]
+    tb._register_server(server, 10.0)  # type: ignore[arg-type]
+    return {s.name: s for s in tb.registry.specs()}
+
+
+def test_an_mcp_read_only_tool_reads_data_unless_its_meta_says_schema():
+    specs = _mcp_specs(mystery={"side_effect": False})
+    assert specs["read_notes"].reads == "data"  # readOnlyHint: its results can ground an answer
+    assert specs["list_note_fields"].reads == "schema"  # _meta "hermes/reads"
+    assert specs["post_note"].reads is None
+    assert specs["mystery"].reads == "data"  # the user's config says it only reads
+
+
+async def test_an_answer_after_an_mcp_schema_read_is_sent_to_the_mcp_data_read(scripted):
+    specs = _mcp_specs()
+    box = FakeToolbox()
+    box.add_spec(specs["list_note_fields"], lambda: {"fields": ["title", "body"], "note_count": 3})
+    box.add_spec(specs["read_notes"], lambda: {"notes": []})
+    ctx = scripted(
+        [
+            tool_call("list_note_fields", {}, "s1"),
+            AIMessage("没有任何笔记。"),  # "there are no notes": from a schema read only
+            tool_call("read_notes", {}, "r1"),
+            AIMessage("没有任何笔记。"),  # now it rests on a read that found nothing
+        ],
+        box,
+        embeddings="hash",
+    )
+    out = await run(ctx, "我有多少条笔记？")
+    assert scripted.models[ctx.model].offers[2] == ["read_notes"]
+    assert out["stop_reason"] is None and out["messages"][-1].content == "没有任何笔记。"
