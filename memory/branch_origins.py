@@ -12,7 +12,11 @@ marks them active again. Knows nothing of the graph: thread and message ids in, 
     origins = BranchOrigins.in_dir(data_dir)          # <data_dir>/memory.db
     await origins.record("t1", "msg-9")                # a turn of t1 wrote memories (background)
     inactive = await origins.sync("t1", {"msg-1", …})  # t1's active branch changed (or not)
-    hidden = ("t1", "msg-9") in inactive
+    inactive.visible(("t1", "msg-9"))                  # False once msg-9 left t1's active branch
+
+The episodic store keeps one record per text (K11), so a memory said again on another branch
+returns the first record: :meth:`BranchOrigins.restate` notes the second origin, and a record
+stays visible while any of its origins is on its session's active branch.
 
 Why only recorded origins, not every message of a session: a sync then compares a handful of
 rows (the session's turns that wrote memory) with the active ids, and in the common linear case
@@ -21,7 +25,8 @@ rows (the session's turns that wrote memory) with the active ids, and in the com
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from memory.db import DB_FILENAME, SqliteDb
@@ -34,10 +39,58 @@ CREATE TABLE IF NOT EXISTS memory_origins (
     PRIMARY KEY (thread_id, message_id)
 );
 CREATE INDEX IF NOT EXISTS memory_origins_inactive ON memory_origins (inactive);
+-- a memory record written again by a later turn (K11 returned the stored record)
+CREATE TABLE IF NOT EXISTS memory_restated (
+    memory_id  TEXT NOT NULL,
+    thread_id  TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    PRIMARY KEY (memory_id, thread_id, message_id)
+);
 """
 
 #: An origin: (thread id, message id).
 Origin = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Inactive:
+    """Every session's ``origins`` that are not on their session's active branch, and the
+    ``restated`` records (memory id → the other origins it was written from). ``origin in
+    inactive`` tests the first; :meth:`visible` decides for one memory."""
+
+    origins: frozenset[Origin] = frozenset()
+    restated: Mapping[str, frozenset[Origin]] = field(default_factory=dict)
+
+    def __contains__(self, origin: object) -> bool:
+        return origin in self.origins
+
+    def __len__(self) -> int:
+        return len(self.origins)
+
+    def __iter__(self) -> Iterator[Origin]:
+        return iter(self.origins)
+
+    def visible(
+        self,
+        origin: tuple[object, object] | None,
+        memory_id: str | None = None,
+        *,
+        thread_id: str | None = None,
+        active_ids: set[str] | None = None,
+    ) -> bool:
+        """True if a memory written from ``origin`` (thread id, message id; None or a part
+        missing: not branch-bound) — or from any origin it was restated from — is on its
+        session's active branch. ``thread_id`` with ``active_ids``: that session's active
+        message ids are known to the caller (its own turn) and decide for its origins."""
+        if origin is None or not origin[0] or not origin[1]:
+            return True
+        for thread, message in ((str(origin[0]), str(origin[1])), *self.restated.get(memory_id or "", ())):
+            if thread_id and active_ids is not None and thread == thread_id:
+                if message in active_ids:
+                    return True
+            elif (thread, message) not in self.origins:
+                return True
+        return False
 
 
 class BranchOrigins:
@@ -60,7 +113,16 @@ class BranchOrigins:
                 "INSERT OR IGNORE INTO memory_origins (thread_id, message_id) VALUES (?, ?)", (thread_id, message_id)
             )
 
-    async def sync(self, thread_id: str, active_ids: Iterable[str]) -> set[Origin]:
+    async def restate(self, memory_id: str, thread_id: str, message_id: str) -> None:
+        """Note that record ``memory_id`` was written again, from message ``message_id`` of
+        ``thread_id`` (the store returned the stored record). Idempotent."""
+        async with self.db.connect() as db:
+            await db.execute(
+                "INSERT OR IGNORE INTO memory_restated (memory_id, thread_id, message_id) VALUES (?, ?, ?)",
+                (memory_id, thread_id, message_id),
+            )
+
+    async def sync(self, thread_id: str, active_ids: Iterable[str]) -> Inactive:
         """Mark ``thread_id``'s recorded origins active if their message is in ``active_ids``
         (the message ids of the session's active branch), inactive otherwise; write only the
         rows whose mark changes. Returns every session's inactive origins after the change."""
@@ -76,17 +138,21 @@ class BranchOrigins:
                 await db.executemany(
                     "UPDATE memory_origins SET inactive = ? WHERE thread_id = ? AND message_id = ?", flips
                 )
-        flipped = {(t, m): bool(i) for i, t, m in flips}
-        return {(t, m) for t, m, i in rows if flipped.get((t, m), i)}
+            flipped = {(t, m): bool(i) for i, t, m in flips}
+            origins = frozenset((t, m) for t, m, i in rows if flipped.get((t, m), i))
+            return Inactive(origins, await self._restated(db) if origins else {})
 
-    async def inactive(self) -> set[Origin]:
+    async def inactive(self) -> Inactive:
         """Every session's origins that are not on their session's active branch."""
         async with self.db.connect() as db:
             cur = await db.execute("SELECT thread_id, message_id FROM memory_origins WHERE inactive = 1")
-            return {(str(t), str(m)) for t, m in await cur.fetchall()}
+            origins = frozenset((str(t), str(m)) for t, m in await cur.fetchall())
+            return Inactive(origins, await self._restated(db) if origins else {})
 
-
-def is_inactive(thread_id: object, message_id: object, inactive: set[Origin]) -> bool:
-    """True if a memory of origin (``thread_id``, ``message_id``) is on an inactive branch
-    (a memory without an origin never is)."""
-    return bool(thread_id and message_id) and (str(thread_id), str(message_id)) in inactive
+    @staticmethod
+    async def _restated(db) -> dict[str, frozenset[Origin]]:
+        cur = await db.execute("SELECT memory_id, thread_id, message_id FROM memory_restated")
+        out: dict[str, set[Origin]] = {}
+        for memory_id, thread, message in await cur.fetchall():
+            out.setdefault(str(memory_id), set()).add((str(thread), str(message)))
+        return {k: frozenset(v) for k, v in out.items()}

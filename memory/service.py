@@ -27,7 +27,7 @@ from typing import Any
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from memory import policy
-from memory.branch_origins import BranchOrigins, Origin, is_inactive
+from memory.branch_origins import BranchOrigins, Inactive
 from memory.dates import resolve_relative_dates
 from memory.episodic.base import EpisodicEvent, EpisodicStore, ScoredEvent, utcnow
 from memory.queue import RetryQueue
@@ -322,7 +322,7 @@ class MemoryService:
             retracted=retracted,
         )
 
-    async def _inactive(self, thread_id: str, visible_origins: set[str] | None) -> set[Origin]:
+    async def _inactive(self, thread_id: str, visible_origins: set[str] | None) -> Inactive:
         """Every session's inactive origins, after syncing ``thread_id``'s active branch
         (``visible_origins``) when both are given. Never raises (nothing hidden on failure)."""
         try:
@@ -331,33 +331,35 @@ class MemoryService:
             return await self.origins.inactive()
         except Exception:  # noqa: BLE001 - memory must not break the answer
             log.exception("memory: branch origins unreadable")
-            return set()
+            return Inactive()
 
-    async def sync_branch(self, thread_id: str, active_message_ids: set[str]) -> set[Origin]:
+    async def sync_branch(self, thread_id: str, active_message_ids: set[str]) -> Inactive:
         """Record ``active_message_ids`` as session ``thread_id``'s active branch: its memories
         written by other messages are hidden everywhere until their branch is active again.
         Returns every session's inactive origins. Raises ``sqlite3.Error``."""
         return await self.origins.sync(thread_id, active_message_ids)
 
-    async def inactive_origins(self) -> set[Origin]:
+    async def inactive_origins(self) -> Inactive:
         """Every session's (thread id, message id) origins not on their active branch: the
         memories they wrote are not recalled (``hermes memory list --all`` marks them)."""
         return await self.origins.inactive()
 
     async def _episodes(
-        self, user_id, query, k, kinds, now, thread_id, visible_origins, inactive=frozenset()
+        self, user_id, query, k, kinds, now, thread_id, visible_origins, inactive: Inactive | None = None
     ) -> list[ScoredEvent]:
+        inactive = inactive or Inactive()
         hits = await self.episodic.search(user_id, query, k=k * 3 if thread_id or inactive else k, kinds=kinds, now=now)
 
         def visible(hit: ScoredEvent) -> bool:
+            # only memories written on their session's active branch; this session's own are
+            # judged by its active message ids (the turn knows them before any sync)
             meta = hit.event.metadata or {}
-            if is_inactive(meta.get("thread_id"), meta.get("origin_message_id"), inactive):
-                return False  # written on a branch of its session that is not active
-            # this session's own memories count only if they came from the active branch
-            if not thread_id or visible_origins is None or meta.get("thread_id") != thread_id:
-                return True
-            origin = meta.get("origin_message_id")
-            return origin is None or origin in visible_origins
+            return inactive.visible(
+                (meta.get("thread_id"), meta.get("origin_message_id")),
+                hit.event.id,
+                thread_id=thread_id or None,
+                active_ids=visible_origins,
+            )
 
         return [h for h in hits if h.event.confidence >= self.min_confidence and visible(h)][:k]
 
@@ -368,7 +370,7 @@ class MemoryService:
         have: list[ScoredEvent],
         now: datetime,
         thread_id: str,
-        inactive: set[Origin] | frozenset = frozenset(),
+        inactive: Inactive | None = None,
     ) -> list[ScoredEvent]:
         """The newest task memories of earlier sessions: what "like last time" points at when
         its words match nothing ("do it like last time"). Scored below every search hit."""
@@ -382,7 +384,9 @@ class MemoryService:
                 event.id in seen
                 or event.confidence < self.min_confidence
                 or (thread_id and meta.get("thread_id") == thread_id)
-                or is_inactive(meta.get("thread_id"), meta.get("origin_message_id"), inactive)
+                or not (inactive or Inactive()).visible(
+                    (meta.get("thread_id"), meta.get("origin_message_id")), event.id
+                )
             ):
                 continue
             out.append(ScoredEvent(event=event, relevance=0.0, decay=1.0, score=0.0))
@@ -471,6 +475,7 @@ class MemoryService:
         await self.flush_touches()
         await self._record_origin(plan)
         ids = await self._write_events(plan.events, counts)
+        await self._record_restated(plan, ids)
         sources = [i for e, i in zip(plan.events, ids) if i and e.kind == "preference"]
         for fact in plan.facts:
             payload = {
@@ -506,6 +511,19 @@ class MemoryService:
             await self.origins.record(thread_id, message_id)
         except Exception:  # noqa: BLE001 - the memory itself matters more; it stays visible
             log.warning("memory: origin of thread %r not recorded", thread_id, exc_info=True)
+
+    async def _record_restated(self, plan: TurnPlan, ids: Sequence[str | None]) -> None:
+        # the store returned a record written before (K11, the same text): it is this turn's
+        # too, so it stays visible while either branch is active
+        thread_id, _, message_id = (plan.origin or "").partition("\x00")
+        again = [i for e, i in zip(plan.events, ids) if i and i != e.id]
+        if not (again and thread_id and message_id):
+            return
+        try:
+            for memory_id in again:
+                await self.origins.restate(memory_id, thread_id, message_id)
+        except Exception:  # noqa: BLE001 - at worst the record stays hidden with its first branch
+            log.warning("memory: restated records of thread %r not recorded", thread_id, exc_info=True)
 
     async def _pending_count(self) -> int:
         try:

@@ -21,7 +21,7 @@ from graph.cli.common import DATA_DIR_OPT, app, guarded, report_error, run_sync
 from graph.cli.render import console, err_console
 from graph.context import Context
 from graph.resources import get_memory
-from memory.branch_origins import Origin, is_inactive
+from memory.branch_origins import Inactive
 from memory.retrieval import format_episode, format_fact
 from memory.text import has_searchable
 
@@ -55,15 +55,17 @@ def _fact_json(fact) -> dict[str, Any]:
 INACTIVE_BRANCH = "inactive branch"
 
 
-def _event_branch(event, inactive: set[Origin]) -> str:
-    """ "inactive" for an event written on a branch of its session that is not active, else "active"."""
+def _event_branch(event, inactive: Inactive) -> str:
+    """``"inactive"`` for an event written only on branches of its session that are not
+    active (a rollback, a switch, a fork left them), else ``"active"``."""
     meta = event.metadata or {}
-    return "inactive" if is_inactive(meta.get("thread_id"), meta.get("origin_message_id"), inactive) else "active"
+    shown = inactive.visible((meta.get("thread_id"), meta.get("origin_message_id")), event.id)
+    return "active" if shown else "inactive"
 
 
-def _fact_branch(fact, inactive: set[Origin]) -> str:
+def _fact_branch(fact, inactive: Inactive) -> str:
     thread, _, message = (fact.origin or "").partition("\x00")
-    return "inactive" if is_inactive(thread, message, inactive) else "active"
+    return "active" if inactive.visible((thread, message)) else "inactive"
 
 
 def _run(coro_factory, context: Context, json_out: bool = False) -> None:

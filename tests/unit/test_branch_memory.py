@@ -191,3 +191,36 @@ def test_cli_rollback_switch_and_fork_on_the_sqlite_checkpointer_and_memory_list
     hermes("branch", "fork", "S", turn_ends[0], "from now on I prefer CSV reports", "--model", ctx.model, *dd)
     shown = listing()
     assert not about_pdf(shown["semantic"]) and any(f["object"] == "csv" for f in shown["semantic"])
+
+
+async def test_a_memory_restated_on_the_new_branch_is_recalled_though_its_first_branch_is_inactive(scripted):
+    """The episodic store keeps one record per text (K11): the same preference said again after
+    a rollback returns the first record, written on the abandoned branch. It was said on the
+    active branch too, so it is recalled — in this session and in every other."""
+    ctx = scripted(
+        [AIMessage("Hello, ready."), AIMessage("Noted: PDF from now on."), AIMessage("Noted again.")],
+        box(),
+    )
+    agent = make_graph(checkpointer=InMemorySaver())
+    branches = Branches(agent, mirror=ThreadMirror(ctx.data_dir))
+    mem = resources.get_memory(ctx)
+
+    async def preferences(thread: str, visible: set[str] | None) -> str:
+        return "\n".join(
+            await mem.recall_episodic(
+                ctx.user_id, "PDF reports", kinds=["preference"], thread_id=thread, visible_origins=visible
+            )
+        )
+
+    await turn(agent, ctx, "hello there")
+    await turn(agent, ctx, PREFERENCE)
+    await resources.drain_background()
+    assert "PDF" in await preferences("other", set())
+    await branches.rollback("t", short_id(turn_end(await branches.branch_tree("t"), "Hello, ready.")))
+    assert "PDF" not in await preferences("other", set())
+    await turn(agent, ctx, PREFERENCE)
+    await resources.drain_background()
+    state = await agent.aget_state({"configurable": {"thread_id": "t"}})
+    assert "PDF" in await preferences("other", set())
+    assert "PDF" in await preferences("t", {m.id for m in state.values["messages"]})
+    assert "pdf" in (await recalled(ctx, "which format for reports", "other")).casefold()
