@@ -174,7 +174,8 @@ def memory_search(
     json_out: bool = JSON_OPT,
 ) -> None:
     """Search the user's memories the way recall does (hybrid × time decay) plus matching
-    facts. A query with nothing searchable (only punctuation) finds nothing."""
+    facts. A query with nothing searchable (only punctuation) finds nothing. A memory written
+    on an inactive branch (not recalled) is marked "inactive branch" (JSON: ``"branch"``)."""
     if mode not in ("hybrid", "keyword", "vector"):
         err_console.print("[red]error:[/red] --mode must be hybrid, keyword or vector")
         raise typer.Exit(1)
@@ -185,15 +186,25 @@ def memory_search(
         mem = get_memory(context)
         hits = await mem.episodic.search(context.user_id, query, k, kinds=kind or None, mode=search_mode)
         facts = await mem.semantic.search(context.user_id, query, k)
+        inactive = await mem.inactive_origins()
+        branch = {h.event.id: _event_branch(h.event, inactive) for h in hits}
+        branch.update({f.id: _fact_branch(f, inactive) for f in facts})
+        mark = {i: f"  [{INACTIVE_BRANCH}]" if b == "inactive" else "" for i, b in branch.items()}
         if json_out:
             print(
                 json.dumps(
                     {
                         "episodic": [
-                            {**_event_json(h.event), "score": h.score, "relevance": h.relevance, "decay": h.decay}
+                            {
+                                **_event_json(h.event),
+                                "score": h.score,
+                                "relevance": h.relevance,
+                                "decay": h.decay,
+                                "branch": branch[h.event.id],
+                            }
                             for h in hits
                         ],
-                        "semantic": [_fact_json(f) for f in facts],
+                        "semantic": [{**_fact_json(f), "branch": branch[f.id]} for f in facts],
                     },
                     ensure_ascii=False,
                 )
@@ -203,10 +214,12 @@ def memory_search(
             console.print("no memory matches" + ("" if has_searchable(query) else " (nothing searchable in the query)"))
             return
         for f in facts:
-            console.print(f"semantic:{f.id[:8]}  {format_fact(f)}", highlight=False, markup=False)
+            console.print(f"semantic:{f.id[:8]}  {format_fact(f)}{mark[f.id]}", highlight=False, markup=False)
         for h in hits:
             console.print(
-                f"episodic:{h.event.id[:8]}  score {h.score:.3f}  {format_episode(h)}", highlight=False, markup=False
+                f"episodic:{h.event.id[:8]}  score {h.score:.3f}  {format_episode(h)}{mark[h.event.id]}",
+                highlight=False,
+                markup=False,
             )
 
     _run(go, context, json_out)

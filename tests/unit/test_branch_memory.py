@@ -179,6 +179,9 @@ def test_cli_rollback_switch_and_fork_on_the_sqlite_checkpointer_and_memory_list
     assert all(r["branch"] == "active" for r in every["episodic"] if r not in hidden)
     table = hermes("memory", "list", "--all", "--user", ctx.user_id, *dd)
     assert "inactive branch" in table and "pdf" in table.casefold()
+    found = json.loads(hermes("memory", "search", "PDF reports", "--user", ctx.user_id, *dd, "--json"))
+    assert about_pdf(found["episodic"]) and all(r["branch"] == "inactive" for r in about_pdf(found["episodic"]))
+    assert "[inactive branch]" in hermes("memory", "search", "PDF reports", "--user", ctx.user_id, *dd)
 
     heads = json.loads(hermes("branch", "list", "S", *dd, "--json"))["heads"]
     other = next(h for h in heads if not h["active"])
