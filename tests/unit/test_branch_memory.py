@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -19,6 +20,7 @@ from graph.branches import Branches, short_id
 from graph.builder import make_graph
 from graph.cli import app
 from graph.mirror import ThreadMirror
+from memory.branch_origins import BranchOrigins
 from tests.conftest import FakeToolbox, tool_call
 
 PREFERENCE = "from now on I prefer PDF reports"
@@ -227,3 +229,28 @@ async def test_a_memory_restated_on_the_new_branch_is_recalled_though_its_first_
     assert "PDF" in await preferences("other", set())
     assert "PDF" in await preferences("t", {m.id for m in state.values["messages"]})
     assert "pdf" in (await recalled(ctx, "which format for reports", "other")).casefold()
+
+
+async def test_a_turn_that_extends_the_branch_writes_nothing(tmp_path):
+    """The sync runs on every turn: it writes only when a recorded origin changes side."""
+    origins = BranchOrigins.in_dir(tmp_path)
+    await origins.record("t", "m1")
+    await origins.record("t", "m2")
+    await origins.record("u", "m9")
+    watcher = sqlite3.connect(tmp_path / "memory.db")  # data_version moves on another connection's commit
+
+    def version() -> int:
+        return watcher.execute("PRAGMA data_version").fetchone()[0]
+
+    try:
+        before = version()
+        inactive = await origins.sync("t", {"h0", "m1", "h1", "m2", "h2"})  # the linear case
+        assert not inactive and version() == before
+        inactive = await origins.sync("t", {"h0", "m1", "h3"})  # rolled back before m2
+        assert set(inactive) == {("t", "m2")} and version() != before
+        assert inactive.visible(("u", "m9")) and inactive.visible(("t", None)) and not inactive.visible(("t", "m2"))
+        settled = version()
+        assert set(await origins.sync("t", {"h0", "m1", "h3", "h4"})) == {("t", "m2")} and version() == settled
+        assert not await origins.sync("t", {"h0", "m1", "h1", "m2", "h2", "h5"})  # switched back
+    finally:
+        watcher.close()
