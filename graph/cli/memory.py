@@ -68,6 +68,18 @@ def _fact_branch(fact, inactive: Inactive) -> str:
     return "active" if inactive.visible((thread, message)) else "inactive"
 
 
+def _why_trusted(event) -> str:
+    """For a task memory: the evidence it was written on (the checks it passed, the tool results
+    it rests on: ``tool#call id``, request id, payload handle) and what it superseded, as rich
+    markup lines (DESIGN §4.4, §5.5); "" for other kinds."""
+    meta = event.metadata or {}
+    if event.kind != "task":
+        return ""
+    lines = [f"why: {'; '.join(str(w) for w in meta.get('evidence') or []) or 'no evidence recorded'}"]
+    lines += [f"supersedes {s.get('ref', '?')}" for s in meta.get("supersedes") or [] if isinstance(s, dict)]
+    return "".join(f"\n[dim]{escape(line[:600])}[/dim]" for line in lines)
+
+
 def _run(coro_factory, context: Context, json_out: bool = False) -> None:
     code = run_sync(guarded(coro_factory, context, json_out=json_out))
     if code:
@@ -154,7 +166,7 @@ def memory_list(
                 e.kind + (f" · {INACTIVE_BRANCH}" if event_branch[e.id] == "inactive" else ""),
                 e.created_at.date().isoformat(),
                 f"{e.confidence:.2f}",
-                escape(e.text[:200]),
+                escape(e.text[:200]) + _why_trusted(e),
             )
         console.print(table)
         if hidden and not include_old:

@@ -414,3 +414,31 @@ async def test_an_answer_after_an_mcp_schema_read_is_sent_to_the_mcp_data_read(s
     out = await run(ctx, "我有多少条笔记？")
     assert scripted.models[ctx.model].offers[2] == ["read_notes"]
     assert out["stop_reason"] is None and out["messages"][-1].content == "没有任何笔记。"
+
+
+def test_memory_list_shows_why_a_task_memory_was_trusted(scripted, db, data_dir, monkeypatch):
+    import asyncio
+
+    from typer.testing import CliRunner
+
+    from graph.cli import app
+
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "hash")
+    sql = "SELECT COUNT(*) AS n FROM customers"
+    ctx = scripted(
+        [tool_call("query_database", {"sql": sql}, "q1"), AIMessage("There are 60 customers.")],
+        data_box(db),
+        embeddings="hash",
+    )
+
+    async def answer() -> None:
+        await run(ctx, "How many customers are there?", "why")
+        await resources.aclose_resources()
+
+    asyncio.run(answer())
+    out = CliRunner().invoke(
+        app, ["memory", "list", "--kind", "task", "--data-dir", str(data_dir)], env={"COLUMNS": "400"}
+    )
+    assert out.exit_code == 0, out.output
+    assert "why: 1 tool(s) succeeded" in out.output and "answer verified against this goal's results" in out.output
+    assert "query_database#q1 (request why:" in out.output  # the call, its request id
