@@ -168,6 +168,14 @@ class Context(BaseSettings):
         default=".hermes",
         description="Directory for reports, reminders, team chat, memory, the idempotency ledger and checkpoints.",
     )
+    postgres_url: str = Field(
+        default="",
+        repr=False,  # may carry a password: kept out of reprs and logs
+        description="PostgreSQL URL of the checkpoints (env HERMES_POSTGRES_URL), e.g. "
+        "postgresql://hermes@db:5432/hermes (password from PGPASSWORD or ~/.pgpass). Read when a "
+        "process opens its checkpointer (the CLI per command, the server at start), not per run. "
+        "Empty: <data_dir>/checkpoints.sqlite. The ledger, memory and reminders stay in data_dir.",
+    )
     mcp_config: str = Field(
         default="",
         description="Path to an `mcpServers` JSON file, merged with the bundled team-chat server. "
@@ -317,6 +325,12 @@ class MachineSettings(BaseSettings):
         description="HERMES_AUTH_TOKENS: the server's bearer tokens, JSON "
         "{token: user_id} or the path of a JSON file with it; empty = local mode "
         "(no auth; graph.auth).",
+    )
+    auth_admins: str = Field(
+        default="",
+        description="HERMES_AUTH_ADMINS: user ids of HERMES_AUTH_TOKENS who may change the system "
+        "assistants, run the maintenance graphs and set server-controlled run settings "
+        "(comma-separated or a JSON list; graph.auth).",
     )
 
     def embedded_overrides(self) -> dict[str, str]:
