@@ -9,7 +9,7 @@ effect a sentence claims from the tool's own ``requested_by`` words.
   description is not one, nor is a recalled memory. :func:`about_data` says when a goal is a
   question about data.
 * **Verified** (:func:`check_answer`): every figure the answer states appears in a result of
-  this goal, or is a rounding of one (thousands separators — ``1,234`` ``1.234`` ``1 234``
+  this goal (or in the arguments of the call that returned it: what was read), or is a rounding of one (thousands separators — ``1,234`` ``1.234`` ``1 234``
   ``1'234`` —, decimal commas, currency signs, ``%`` against a ratio, ``k`` / ``million`` /
   万 / 亿, full-width digits), or is a count of a result's listed items, or was in the
   request; dates (``2025-06``) and times (``09:00``) are checked by their parts; list markers
@@ -62,6 +62,7 @@ class Result:
     summary: str
     handle: str | None
     text: str
+    args: Any = None
 
     @property
     def is_data_read(self) -> bool:
@@ -103,6 +104,7 @@ def goal_results(work: Sequence[AnyMessage], specs: Iterable[ToolSpec]) -> list[
     """The successful tool results among ``work`` (the current goal's messages), in order,
     with their tools' metadata (a tool no longer registered reads nothing)."""
     by_name = {spec.name: spec for spec in specs}
+    args = {c["id"]: c.get("args") for m in work if isinstance(m, AIMessage) for c in m.tool_calls if c.get("id")}
     out: list[Result] = []
     for m in work:
         if not isinstance(m, ToolMessage) or m.status == "error" or not m.name:
@@ -127,6 +129,7 @@ def goal_results(work: Sequence[AnyMessage], specs: Iterable[ToolSpec]) -> list[
                 summary=summary,
                 handle=handle if isinstance(handle, str) else None,
                 text=text,
+                args=args.get(m.tool_call_id),
             )
         )
     return out
@@ -300,6 +303,9 @@ def unsupported_figures(answer: str, goal: str, results: Sequence[Result]) -> li
     """Figures of ``answer`` that are in no result of ``results`` (nor a rounding or a count
     of one) and not in ``goal`` (the request), as written, in order, without repeats."""
     known = [v for r in results for v in values_in(r.data)]
+    # what a successful call asked for is what it read ("no sales in 2026-11" after a query
+    # for 2026-11 that found none; "more than 1,000" after a query with that threshold)
+    known += [v for r in results for v in values_in(r.args)]
     known += [v for f in figures(goal) for v, _ in f.readings]
     out: list[str] = []
     for fig in figures(answer):

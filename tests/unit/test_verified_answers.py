@@ -115,6 +115,24 @@ def test_a_claim_of_none_rests_only_on_a_read_that_found_nothing(claim):
     assert not check_answer(claim, QUESTION, [schema], needs_data=True).grounded
 
 
+def test_a_period_with_no_data_may_be_named_from_the_query_that_found_nothing():
+    """The period comes from the call's arguments (what was read), not from a result row."""
+    sql = "SELECT SUM(total) FROM orders WHERE order_date >= '2026-11-01' AND order_date < '2026-12-01'"
+    empty = Result(
+        "query_database",
+        "q1",
+        "data",
+        False,
+        {"columns": ["s"], "rows": [], "row_count": 0},
+        "",
+        None,
+        "",
+        {"sql": sql},
+    )
+    assert check_answer("There were no orders in 2026-11.", "Sales last month?", [empty], needs_data=True).ok
+    assert not check_answer("There were no orders in 2026-10.", "Sales last month?", [empty], needs_data=True).ok
+
+
 # --- the graph: grounded, then verified, else honest ----------------------------------------------
 
 
