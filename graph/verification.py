@@ -71,8 +71,8 @@ class Result:
     @property
     def empty(self) -> bool:
         """True when this read found nothing: zero rows (``row_count`` 0, ``rows`` []), an
-        empty list or object, an object whose lists are all empty, or a count of 0 (one row
-        whose one number is 0)."""
+        empty list or object, an object whose lists are all empty, one row of NULLs or zeros (a
+        SUM or COUNT over no rows), or a count of 0 (one row whose one number is 0)."""
         data = self.data
         if data is None or data == [] or data == {} or data == "":
             return True
@@ -92,7 +92,9 @@ class Result:
                         else [rows[0]]
                     )
                     numbers = [c for c in cells if isinstance(c, (int, float)) and not isinstance(c, bool)]
-                    return len(numbers) == 1 and numbers[0] == 0 and len(cells) <= 2
+                    # SUM/COUNT over no rows: one row of NULLs or zeros; or a label with a count of 0
+                    nothing = all(c is None or c == "" or (c in numbers and c == 0) for c in cells)
+                    return nothing or (len(numbers) == 1 and numbers[0] == 0 and len(cells) <= 2)
                 return False
             # another tool's shape ({"notes": []}, {"items": [], "next": null}): its lists are empty
             lists = [v for v in data.values() if isinstance(v, list)]

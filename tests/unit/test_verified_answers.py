@@ -110,6 +110,8 @@ def test_a_claim_of_none_rests_only_on_a_read_that_found_nothing(claim):
     schema = result({"tables": [{"name": "customers", "row_count": 0}]}, "describe_database", "schema")
     assert check_answer(claim, QUESTION, [empty], needs_data=True).ok
     assert check_answer(claim, QUESTION, [count_zero], needs_data=True).ok
+    null_sum = result({"columns": ["SUM(total)"], "rows": [[None]], "row_count": 1})  # SUM over no rows
+    assert check_answer(claim, QUESTION, [null_sum], needs_data=True).ok
     assert not check_answer(claim, QUESTION, [result(ROWS)], needs_data=True).ok
     # a schema that lists the table (even with a row count) is not a read of its rows
     assert not check_answer(claim, QUESTION, [schema], needs_data=True).grounded
