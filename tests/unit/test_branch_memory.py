@@ -24,6 +24,16 @@ from memory.branch_origins import BranchOrigins
 from tests.conftest import FakeToolbox, tool_call
 
 PREFERENCE = "from now on I prefer PDF reports"
+#: the graph tests run whole turns (0.7-5 s each, measured): the quick tier skips them
+turns = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _hash_embeddings(monkeypatch):
+    """The keyword-hash embedder: what is hidden does not depend on the model; it loads in no time."""
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "hash")
+
+
 TASK = "count the rows with plan b"
 
 
@@ -49,6 +59,7 @@ async def recalled(ctx, query: str, thread: str) -> str:
     return "\n".join(await mem.recall(ctx.user_id, query, k=5, thread_id=thread, visible_origins=set()))
 
 
+@turns
 async def test_rollback_hides_the_rolled_back_turns_memories_everywhere_and_switch_restores_them(scripted):
     ctx = scripted(
         [
@@ -87,6 +98,7 @@ async def test_rollback_hides_the_rolled_back_turns_memories_everywhere_and_swit
     assert not await mem.inactive_origins()
 
 
+@turns
 async def test_a_forks_memories_stay_on_the_fork_and_the_originals_come_back_with_it(scripted):
     ctx = scripted(
         [
@@ -114,6 +126,7 @@ async def test_a_forks_memories_stay_on_the_fork_and_the_originals_come_back_wit
     assert "pdf" in on_original and "csv" not in on_original
 
 
+@turns
 async def test_an_edit_made_outside_hermes_is_caught_by_the_next_turn(scripted):
     """Studio forks through the server (no Hermes branch operation): the next turn on the
     thread records which memories left the active branch before it recalls."""
@@ -135,9 +148,8 @@ async def test_an_edit_made_outside_hermes_is_caught_by_the_next_turn(scripted):
     assert "pdf" not in (await recalled(ctx, "which format for reports", "other")).casefold()
 
 
-@pytest.mark.slow
-def test_cli_rollback_switch_and_fork_on_the_sqlite_checkpointer_and_memory_list(scripted, data_dir, monkeypatch):
-    monkeypatch.setenv("HERMES_EMBEDDINGS", "hash")
+@turns
+def test_cli_rollback_switch_and_fork_on_the_sqlite_checkpointer_and_memory_list(scripted, data_dir):
     toolbox = box()
     ctx = scripted(
         [
@@ -198,6 +210,7 @@ def test_cli_rollback_switch_and_fork_on_the_sqlite_checkpointer_and_memory_list
     assert not about_pdf(shown["semantic"]) and any(f["object"] == "csv" for f in shown["semantic"])
 
 
+@turns
 async def test_a_memory_restated_on_the_new_branch_is_recalled_though_its_first_branch_is_inactive(scripted):
     """The episodic store keeps one record per text (K11): the same preference said again after
     a rollback returns the first record, written on the abandoned branch. It was said on the
