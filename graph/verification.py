@@ -385,11 +385,15 @@ def can_read_data(specs: Iterable[ToolSpec]) -> bool:
 def verify(answer: str, goal: str, intent: str, results: Sequence[Result], specs: Sequence[ToolSpec]) -> Check:
     """:func:`check_answer` of ``answer`` with the goal's grounding need decided here: a
     question about data (:func:`about_data`) with no side-effect step requested (a task's
-    steps are its evidence) must rest on a data read."""
-    needs = about_data(answer, goal, results, can_read_data(specs), intent) and not any(
+    steps are its evidence) must rest on a data read. Figures of the request and of the tools'
+    own descriptions are known (what the model was told), besides the results."""
+    # what the model was told about its tools ("1-8 queries", "at most 500 rows") is no claim
+    # about the user's data: figures from the tools' own descriptions count as known
+    told = "\n".join([goal, *(s.description for s in specs)])
+    needs = about_data(answer, told, results, can_read_data(specs), intent) and not any(
         s.side_effect for s in specs if s.name in required_steps(goal, specs)
     )
-    return check_answer(answer, goal, results, needs_data=needs)
+    return check_answer(answer, told, results, needs_data=needs)
 
 
 def what_the_data_shows(results: Sequence[Result], limit: int = QUOTE_CHARS) -> str:

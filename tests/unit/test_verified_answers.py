@@ -135,6 +135,14 @@ def test_a_period_with_no_data_may_be_named_from_the_query_that_found_nothing():
     assert not check_answer("There were no orders in 2026-10.", "Sales last month?", [empty], needs_data=True).ok
 
 
+def test_what_the_tools_say_of_themselves_is_no_claim_about_data():
+    from graph.verification import verify
+
+    answer = "I can query your database (at most 500 rows) and write reports of 1-8 queries."
+    assert verify(answer, "What can you do?", "question", [], flagship_specs()).ok
+    assert not verify("You have 612 customers.", "What can you do?", "question", [], flagship_specs()).grounded
+
+
 # --- the graph: grounded, then verified, else honest ----------------------------------------------
 
 
