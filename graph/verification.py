@@ -264,6 +264,15 @@ def values_in(value: Any, out: list[float] | None = None, depth: int = 0) -> lis
     return out
 
 
+def _seen(result: Result) -> Any:
+    """The result as the model saw it: the whole envelope (summary, data, totals, notes), else
+    its data."""
+    try:
+        return json.loads(result.text)
+    except (TypeError, ValueError):
+        return result.data
+
+
 def _supported(fig: Figure, known: Sequence[float]) -> bool:
     for value, unit in fig.readings:
         targets = [value, value / 100.0] if fig.percent else [value]
@@ -304,7 +313,7 @@ def absence_claims(answer: str) -> list[str]:
 def unsupported_figures(answer: str, goal: str, results: Sequence[Result]) -> list[str]:
     """Figures of ``answer`` that are in no result of ``results`` (nor a rounding or a count
     of one) and not in ``goal`` (the request), as written, in order, without repeats."""
-    known = [v for r in results for v in values_in(r.data)]
+    known = [v for r in results for v in values_in(_seen(r))]
     # what a successful call asked for is what it read ("no sales in 2026-11" after a query
     # for 2026-11 that found none; "more than 1,000" after a query with that threshold)
     known += [v for r in results for v in values_in(r.args)]
