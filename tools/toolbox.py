@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.builtin.catalog import register_builtin_tools
-from tools.builtin.database import schema_summary
+from tools.builtin.database.schema import schema_summary
 from tools.database_setting import database_location
 from tools.errors import ToolDefinitionError
 from tools.executors import make_executor

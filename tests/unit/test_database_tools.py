@@ -17,19 +17,13 @@ import pytest
 from graph import resources
 from graph.context import Context
 from tests.conftest import DEMO_END_MONTH as END
-from tools.builtin import database as dbmod
-from tools.builtin.database import (
-    NOT_CONFIGURED,
-    DatabaseError,
-    check_select,
-    connect_readonly,
-    database_location,
-    date_range,
-    describe_database,
-    query_database,
-)
+from tools.builtin.database import DatabaseError, describe_database, execution, query_database, schema
+from tools.builtin.database.connection import NOT_CONFIGURED, connect_readonly
+from tools.builtin.database.dates import date_range
+from tools.builtin.database.statement import check_select
 from tools.builtin.demo_db import generate_invoices_db
 from tools.builtin.report import generate_report, slugify
+from tools.database_setting import database_location
 
 
 def digest(path: str | Path) -> str:
@@ -91,14 +85,14 @@ def test_describe_a_differently_shaped_schema(invoices):
 def test_describe_output_is_bounded(tmp_path):
     path = tmp_path / "wide.db"
     con = sqlite3.connect(path)
-    for i in range(dbmod.MAX_TABLES + 10):
+    for i in range(schema.MAX_TABLES + 10):
         con.execute(f"CREATE TABLE t{i:03d} (id INTEGER PRIMARY KEY)")
-    con.execute("CREATE TABLE a_wide (" + ", ".join(f"c{i} TEXT" for i in range(dbmod.MAX_COLUMNS + 20)) + ")")
+    con.execute("CREATE TABLE a_wide (" + ", ".join(f"c{i} TEXT" for i in range(schema.MAX_COLUMNS + 20)) + ")")
     con.commit()
     con.close()
     out = describe_database(database=str(path))
-    assert out["table_count"] == dbmod.MAX_TABLES + 11 and len(out["tables"]) == dbmod.MAX_TABLES
-    assert len(out["tables"][0]["columns"]) == dbmod.MAX_COLUMNS  # a_wide sorts first
+    assert out["table_count"] == schema.MAX_TABLES + 11 and len(out["tables"]) == schema.MAX_TABLES
+    assert len(out["tables"][0]["columns"]) == schema.MAX_COLUMNS  # a_wide sorts first
     assert any("first 40 are described" in n for n in out["notes"])
     assert any("a_wide" in n and "columns" in n for n in out["notes"])
 
@@ -192,14 +186,14 @@ def test_a_huge_result_is_bounded_with_the_true_row_count(sales):
         "SELECT i, printf('%.2000c', 'x') AS wide, zeroblob(64) AS b FROM n",
         database=sales,
     )
-    assert out["row_count"] == 200_000 and len(out["rows"]) == dbmod.MAX_ROWS and out["truncated"] is True
+    assert out["row_count"] == 200_000 and len(out["rows"]) == execution.MAX_ROWS and out["truncated"] is True
     first = out["rows"][0]
-    assert first[0] == 1 and len(first[1]) <= dbmod.MAX_CELL_CHARS + 1 and first[2] == "<64 bytes>"
+    assert first[0] == 1 and len(first[1]) <= execution.MAX_CELL_CHARS + 1 and first[2] == "<64 bytes>"
 
 
 @pytest.mark.slow  # waits out the query time limit
 def test_a_runaway_query_stops_at_the_time_limit(sales, monkeypatch):
-    monkeypatch.setattr(dbmod, "QUERY_TIME_LIMIT_S", 0.5)
+    monkeypatch.setattr(execution, "QUERY_TIME_LIMIT_S", 0.5)
     start = time.monotonic()
     with pytest.raises(DatabaseError, match="time limit"):
         query_database(
@@ -433,7 +427,7 @@ def test_context_database_falls_back_to_the_env_and_keys_the_toolbox(monkeypatch
 def test_the_sql_tools_descriptions_carry_the_users_schema(tmp_path):
     """A model sees the user's tables in the tool definitions even before describe_database."""
     from tools.builtin.catalog import register_builtin_tools
-    from tools.builtin.database import schema_summary
+    from tools.builtin.database.schema import schema_summary
     from tools.builtin.demo_db import generate_invoices_db
     from tools.executors.base import Executor
     from tools.registry import ToolRegistry

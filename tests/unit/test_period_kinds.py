@@ -1,5 +1,5 @@
 """The report period and its date checks as kinds (tools/builtin/report.py,
-tools/builtin/database.py): periods in digits other than ASCII 0-9, periods relative to today in
+tools/builtin/database/): periods in digits other than ASCII 0-9, periods relative to today in
 the languages covered (with a hint in the unit the phrase names), date columns with blanks or a
 stray 'N/A', Unix timestamps in time-named INTEGER columns, and query_database's messages for
 huge names, SQL that is no string and SQL after a byte-order mark."""
@@ -12,14 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tools.builtin.database import (
-    DatabaseError,
-    connect_readonly,
-    date_kind,
-    describe_database,
-    query_database,
-    undated_columns,
-)
+from tools.builtin.database import DatabaseError, describe_database, query_database
+from tools.builtin.database.connection import connect_readonly
+from tools.builtin.database.dates import date_kind
+from tools.builtin.database.period_scope import undated_columns
 from tools.builtin.report import check_period, generate_report
 
 TODAY = dt.date(2026, 5, 14)  # a Thursday

@@ -1,4 +1,4 @@
-"""The SQL the data tools read, as kinds (tools/builtin/database.py, tools/builtin/report.py):
+"""The SQL the data tools read, as kinds (tools/builtin/database/, tools/builtin/report.py):
 what counts as a period restriction in generate_report's check, names that are keywords or odd,
 columns of month text that are no dates, join hints on implicit and composite foreign keys,
 dialect hints only for code, the report's period and title validated before anything is
@@ -12,17 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tools.builtin import database as dbmod
-from tools.builtin.database import (
-    DatabaseError,
-    check_select,
-    connect_readonly,
-    describe_database,
-    dialect_hint,
-    join_hint,
-    query_database,
-    undated_columns,
-)
+from tools.builtin.database import DatabaseError, describe_database, hints, period_scope, query_database, statement
+from tools.builtin.database.connection import connect_readonly
+from tools.builtin.database.hints import dialect_hint, join_hint
+from tools.builtin.database.period_scope import undated_columns
+from tools.builtin.database.statement import check_select
 from tools.builtin.report import check_period, generate_report
 
 SHOP = """
@@ -120,7 +114,7 @@ def test_a_condition_on_a_date_or_an_expression_of_it_is_a_restriction(con, sql)
 def test_sql_sqlglot_cannot_parse_is_checked_by_the_names_in_its_code(con, monkeypatch):
     # a syntax SQLite runs but the parser does not know: a date column the code names counts,
     # one in a comment or a string does not
-    monkeypatch.setattr(dbmod, "_tree", lambda sql: None)
+    monkeypatch.setattr(period_scope, "parse_tree", lambda sql: None)
     assert undated_columns(con, "SELECT SUM(total) FROM orders -- order_date") == ["orders.order_date"]
     assert undated_columns(con, "SELECT SUM(total) FROM orders WHERE note = 'order_date'") == ["orders.order_date"]
     assert undated_columns(con, "SELECT SUM(total) FROM orders WHERE order_date > '2026'") == []
@@ -228,15 +222,15 @@ def test_sampling_is_bounded_per_query(tmp_path, monkeypatch):
     con.commit()
     con.close()
     calls = []
-    real = dbmod.period_kind
-    monkeypatch.setattr(dbmod, "period_kind", lambda *a: calls.append(a) or real(*a))
+    real = period_scope.period_kind
+    monkeypatch.setattr(period_scope, "period_kind", lambda *a: calls.append(a) or real(*a))
     ro = connect_readonly(path, schema=True)
     try:
         sql = "SELECT COUNT(*) FROM w0 JOIN w1 ON w0.c1 = w1.c1 JOIN w2 ON w2.c2 = w1.c2 JOIN w3 ON w3.c3 = w2.c3"
         undated_columns(ro, sql)
     finally:
         ro.close()
-    assert 0 < len(calls) <= dbmod.MAX_PERIOD_SAMPLES
+    assert 0 < len(calls) <= period_scope.MAX_PERIOD_SAMPLES
 
 
 # -- join hints ---------------------------------------------------------------------------------------
@@ -315,7 +309,7 @@ def test_join_hints_are_capped(tmp_path):
     finally:
         ro.close()
     assert hint.startswith(" These tables join on: ") and hint.endswith("; ….")
-    assert len(hint) <= dbmod.MAX_HINT_CHARS + 100
+    assert len(hint) <= hints.MAX_HINT_CHARS + 100
 
 
 # -- dialect hints: code only -------------------------------------------------------------------------
@@ -448,7 +442,7 @@ def test_a_title_must_be_one_line(shop, tmp_path):
 def test_sql_over_the_limit_is_refused_at_once(shop):
     # breaker: 2.7 MB of SQL took ~20 s in the hint scanning; it is refused before any scan
     big = "SELECT " + ", ".join(f"'{i}' AS c{i}" for i in range(250_000)) + " FROM orders"
-    assert len(big) > dbmod.MAX_SQL_CHARS
+    assert len(big) > statement.MAX_SQL_CHARS
     with pytest.raises(DatabaseError, match=r"characters long, over the limit of 100,000"):
         query_database(big, database=shop)
     assert dialect_hint(big + " WHERE YEAR(x)") == ""  # the hints read nothing of it either
@@ -462,6 +456,6 @@ def test_sql_over_the_limit_is_refused_at_once(shop):
 def test_sql_just_under_the_limit_is_read_correctly(shop):
     filler = ", ".join(f"/* {i}; */ 'a;{i}' -- ;\n" for i in range(3500))
     sql = f"SELECT COUNT(*) FROM orders WHERE note NOT IN ({filler})"
-    assert 80_000 < len(sql) <= dbmod.MAX_SQL_CHARS
+    assert 80_000 < len(sql) <= statement.MAX_SQL_CHARS
     assert check_select(sql) == sql
     assert query_database(sql, database=shop)["rows"] == [[3]]

@@ -337,7 +337,7 @@ def register_builtin_tools(
     Timeouts (seconds, seed §2.2): a tool declared heavy (``HEAVY_TIMEOUT_S``) gets ``heavy_s``,
     every other one ``ordinary_s``; ``overrides`` ``{tool name: seconds}`` wins over both.
     ``database_schema``: ``table(col, ...)`` text of the user's database
-    (:func:`tools.builtin.database.schema_summary`), appended to the SQL tools' descriptions."""
+    (:func:`tools.builtin.database.schema.schema_summary`), appended to the SQL tools' descriptions."""
     overrides = overrides or {}
     for spec, entrypoint in BUILTIN_TOOLS:
         timeout = overrides.get(spec.name) or (heavy_s if spec.timeout_s >= HEAVY_TIMEOUT_S else ordinary_s)

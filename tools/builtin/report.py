@@ -16,24 +16,18 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from tools.builtin.database import (
-    QUERY_TIME_LIMIT_S,
-    DatabaseError,
-    connect_readonly,
-    database_file,
-    execute_query,
-    find_undated,
-    quote_back,
-    strip_bom,
-    time_limit,
-)
+from tools.builtin.database.connection import QUERY_TIME_LIMIT_S, connect_readonly, database_file, time_limit
+from tools.builtin.database.execution import execute_query
+from tools.builtin.database.period_scope import find_undated
+from tools.builtin.database.statement import quote_back, strip_bom
+from tools.database_setting import DatabaseError
 
 #: Queries per report.
 MAX_QUERIES = 8
 #: Rows of each query shown in the report and returned in the result.
 REPORT_ROWS = 50
 #: Seconds all the report's queries may take together (the tool's executor limit is 30 s;
-#: lowered under a tighter tool timeout, see :func:`tools.builtin.database.time_limit`).
+#: lowered under a tighter tool timeout, see :func:`tools.builtin.database.connection.time_limit`).
 REPORT_TIME_LIMIT_S = 20.0
 MAX_TITLE_CHARS = 200
 MAX_LABEL_CHARS = 120
@@ -469,7 +463,7 @@ def generate_report(
     says which are), the database is missing or invalid, a query is refused or fails, a
     ``period`` is stated but a query restricts none of the date or period columns of its tables
     (its figures would cover every date; what counts as a restriction:
-    :func:`tools.builtin.database.find_undated` — a GROUP BY month alone does not, even for a
+    :func:`tools.builtin.database.period_scope.find_undated` — a GROUP BY month alone does not, even for a
     period of several months), or every query returned no data (the message names the latest
     period with data of the date columns the queries use).
     """

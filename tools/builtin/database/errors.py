@@ -1,0 +1,61 @@
+"""SQLite errors rendered for the model: what was refused or unknown, the tables and columns
+that do exist, and the hints of :mod:`tools.builtin.database.hints` — each error says how to fix
+the SQL, never only that it failed."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+from tools.builtin.database.hints import dialect_hint, join_hint, join_path, join_sentence, unjoined_table
+from tools.builtin.database.schema import schema_hint
+from tools.builtin.database.statement import identifier, quote_back
+from tools.database_setting import DatabaseError
+
+
+def sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "") -> DatabaseError:
+    error = _plain_sql_error(exc, con, sql)
+    hint = dialect_hint(sql) if "refused" not in str(error) else ""
+    if not hint:
+        return error
+    text = str(error)
+    return DatabaseError(f"{text}{'' if text.endswith('.') else '.'}{hint}")
+
+
+def _plain_sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "") -> DatabaseError:
+    text = str(exc)
+    if "not authorized" in text or "readonly" in text or "read-only" in text:
+        return DatabaseError(
+            f"statement refused: the database is read-only here ({quote_back(text)}); only SELECT queries run, nothing was written"
+        )
+    m = re.match(r"no such (table|column|function): (.+)", text)
+    if m:
+        what, name = m.groups()
+        if what == "function":
+            return DatabaseError(f"unknown SQL function {quote_back(name)!r} (SQLite dialect)")
+        if what == "column" and (unjoined := unjoined_table(con, name)):
+            # "no such column: regions.name" while regions has a name column: the table is
+            # used but missing from FROM / JOIN, which SQLite reports as an unknown column
+            having, bare, steps = join_path(con, sql)
+            on = [cond for a, b, cond in steps if unjoined in (a, b)]
+            add = f"JOIN {identifier(unjoined)} ON {on[0] if on else '...'}"
+            return DatabaseError(
+                f"table {quote_back(identifier(unjoined))} is used ({quote_back(name)}) but not in the query's FROM or JOIN: "
+                f"add {add}.{join_sentence(having, bare, steps)}"
+            )
+        hint = schema_hint(con, sql, only_named=what == "column")
+        hint = f" Tables and columns here: {hint}." if hint else ""
+        if what == "column":
+            try:
+                hint += join_hint(con, sql, name)
+            except sqlite3.Error:
+                pass
+        return DatabaseError(
+            f"unknown {what} {quote_back(name)!r}: the database has no such {what}.{hint} "
+            "Call describe_database to see its tables and columns, then fix the SQL"
+        )
+    if "ambiguous column" in text:
+        return DatabaseError(f"{quote_back(text)}: qualify the column with its table (see describe_database)")
+    hint = schema_hint(con, sql, only_named=True, limit=600) if sql else ""
+    hint = f" Tables and columns it names: {hint}." if hint else ""
+    return DatabaseError(f"SQL error: {quote_back(text)}.{hint}")

@@ -1,0 +1,119 @@
+"""Running one checked SELECT: under the deadline, at most MAX_ROWS rows with bounded cells and
+the true ``row_count``; a result without data carries a note with the dates the data does have
+(:func:`tools.builtin.database.dates.no_data_note`). Shared by ``query_database`` and
+``generate_report``."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from typing import Any
+
+from tools.builtin.database.connection import (
+    QUERY_TIME_LIMIT_S,
+    Deadline,
+    read_authorizer,
+    schema_authorizer,
+    time_limit,
+)
+from tools.builtin.database.dates import no_data_note
+from tools.builtin.database.errors import sql_error
+from tools.builtin.database.statement import check_select, read_sql_or_none
+from tools.database_setting import DatabaseError
+
+#: Rows returned by query_database at most; ``row_count`` still gives the full count.
+MAX_ROWS = 500
+
+
+#: Characters kept of a text cell; blobs become "<N bytes>".
+MAX_CELL_CHARS = 300
+
+
+_AGGREGATE_RE = re.compile(r"\b(count|sum|total|avg|min|max|group_concat)\s*\(", re.IGNORECASE)
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"<{len(value)} bytes>"
+    if isinstance(value, str) and len(value) > MAX_CELL_CHARS:
+        return value[:MAX_CELL_CHARS] + "…"
+    return value
+
+
+def run_select(
+    con: sqlite3.Connection, body: str, *, max_rows: int = MAX_ROWS, time_limit_s: float | None = None
+) -> dict[str, Any]:
+    """Run the checked statement ``body`` on ``con``. Returns ``{columns, rows (<= max_rows,
+    cells bounded), row_count, truncated}``; when the rows beyond ``max_rows`` could not all be
+    counted in time, ``row_count`` is a lower bound and ``row_count_exact`` is False. Raises
+    DatabaseError for refused or bad SQL and for a query over the time limit."""
+    limit = time_limit(QUERY_TIME_LIMIT_S) if time_limit_s is None else time_limit_s
+    with Deadline(con, limit) as deadline:
+        try:
+            cur = con.execute(body)
+            columns = [d[0] for d in cur.description or []]
+            rows = [[_cell(v) for v in r] for r in cur.fetchmany(max_rows)]
+        except sqlite3.Error as exc:
+            if deadline.hit:
+                raise DatabaseError(
+                    f"query stopped after {limit:g} s (time limit): it scans or generates too much. "
+                    "Narrow it with WHERE, aggregate with GROUP BY, or add LIMIT"
+                ) from None
+            raise sql_error(exc, con, body) from None
+        extra, exact = 0, True
+        if len(rows) == max_rows:
+            try:
+                while batch := cur.fetchmany(10_000):
+                    extra += len(batch)
+            except sqlite3.Error as exc:
+                if not deadline.hit:
+                    raise sql_error(exc, con, body) from None
+                exact = False
+    out: dict[str, Any] = {
+        "columns": columns,
+        "rows": rows,
+        "row_count": len(rows) + extra,
+        "truncated": extra > 0 or not exact,
+    }
+    if not exact:
+        out["row_count_exact"] = False
+        out["note"] = (
+            f"more than {out['row_count']} rows; counting stopped at the {limit:g} s time "
+            "limit. Aggregate or filter the query to get totals"
+        )
+    return out
+
+
+def is_empty_result(result: dict[str, Any], sql: str) -> bool:
+    """True when a result carries no data: no rows, or a single row of NULLs, or (for an
+    aggregate query) a single row of NULLs and zeros (COUNT over no rows)."""
+    rows = result.get("rows") or []
+    if not rows:
+        return True
+    if len(rows) != 1:
+        return False
+    values = rows[0]
+    if all(v is None for v in values):
+        return True
+    scan = read_sql_or_none(sql)  # a count( in a string or a comment is no aggregate
+    return bool(_AGGREGATE_RE.search(scan.code if scan else sql)) and all(v is None or v == 0 for v in values)
+
+
+def execute_query(
+    con: sqlite3.Connection, sql: str, *, max_rows: int = MAX_ROWS, time_limit_s: float | None = None
+) -> dict[str, Any]:
+    """check_select + run_select on an open connection (``schema=True``), plus ``note`` and
+    ``data_range`` when the result holds no data. Shared by query_database and generate_report."""
+    body = check_select(sql)
+    con.set_authorizer(read_authorizer)  # the model's SQL never gets the schema pragmas
+    try:
+        result = run_select(con, body, max_rows=max_rows, time_limit_s=time_limit_s)
+    finally:
+        con.set_authorizer(schema_authorizer)
+    if is_empty_result(result, body):
+        result["no_data"] = True
+        why = "it returned no rows" if not result["rows"] else "its values are NULL or 0 (no rows matched)"
+        result["note"], ranges = no_data_note(con, body, why)
+        if ranges:
+            result["data_range"] = ranges
+    return result

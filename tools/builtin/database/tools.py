@@ -1,0 +1,130 @@
+"""The two data tools: ``describe_database`` and ``query_database``. See the package doc for
+which database they read and how."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from tools.builtin.database.connection import (
+    DESCRIBE_TIME_LIMIT_S,
+    Deadline,
+    connect_readonly,
+    database_file,
+    time_limit,
+)
+from tools.builtin.database.dates import date_kind, date_range
+from tools.builtin.database.execution import execute_query
+from tools.builtin.database.schema import MAX_COLUMNS, MAX_TABLES, declared_keys, table_columns
+from tools.builtin.database.statement import quote_name
+from tools.database_setting import DatabaseError
+
+
+def query_database(sql: str, *, database: str = "") -> dict[str, Any]:
+    """Run one read-only SELECT on the configured database (see module doc).
+
+    Returns ``{"columns": [str], "rows": [[...]], "row_count": n, "truncated": bool}``, plus
+    ``"note"`` (and ``"data_range"``) when there is no data for it. Raises DatabaseError for a
+    missing/invalid database, anything but a single SELECT/WITH statement, unknown tables or
+    columns, and queries over the time limit.
+    """
+    path = database_file(database)
+    con = connect_readonly(path, schema=True)
+    try:
+        result = execute_query(con, sql)
+    finally:
+        con.close()
+    result.pop("no_data", None)
+    return result
+
+
+def describe_database(*, database: str = "") -> dict[str, Any]:
+    """Tables and views of the configured database: columns with declared types, primary and
+    foreign keys, row counts, and for date-like columns (see :func:`date_kind`: declared
+    DATE/DATETIME/TIMESTAMP, text whose sampled values are mostly ISO dates, Unix timestamps in a
+    column named like a time) ``{min, max, latest_month, latest_full_month}``.
+
+    Returns ``{"database": path, "table_count": n, "tables": [{"name", "type", "row_count",
+    "columns": [{"name", "type", "pk"?, "not_null"?, "references"?, "dates"?}]}], "notes"?}``;
+    at most MAX_TABLES tables and MAX_COLUMNS columns each (``notes`` says what was left out).
+    Raises DatabaseError when the database is missing or invalid.
+    """
+    path = database_file(database)
+    con = connect_readonly(path, schema=True)
+    notes: list[str] = []
+    try:
+        with Deadline(con, time_limit(DESCRIBE_TIME_LIMIT_S, 0.7)) as deadline:
+            try:
+                entries = con.execute(
+                    "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view') "
+                    "AND name NOT LIKE 'sqlite_%' ORDER BY type = 'view', name"
+                ).fetchall()
+            except sqlite3.Error as exc:
+                raise DatabaseError(f"cannot read the schema of {path}: {exc}") from None
+            if len(entries) > MAX_TABLES:
+                notes.append(
+                    f"{len(entries)} tables and views; the first {MAX_TABLES} are described "
+                    "(query sqlite_master for the rest)"
+                )
+            tables = []
+            for name, kind in entries[:MAX_TABLES]:
+                tables.append(_describe_table(con, name, kind, deadline, notes))
+    finally:
+        con.close()
+    out: dict[str, Any] = {"database": str(path), "table_count": len(entries), "tables": tables}
+    if not entries:
+        notes.append("the database has no tables")
+    if notes:
+        out["notes"] = notes
+    return out
+
+
+def _describe_table(
+    con: sqlite3.Connection, name: str, kind: str, deadline: Deadline, notes: list[str]
+) -> dict[str, Any]:
+    table: dict[str, Any] = {"name": name}
+    if kind == "view":
+        table["type"] = "view"
+    try:
+        cols = table_columns(con, name)
+        fks: dict[str, str] = {}
+        if kind != "view":
+            for parent, src, dst in declared_keys(con, name):
+                for s, d in zip(src, dst):
+                    fks.setdefault(s, f"{parent}.{d}" if d else parent)
+    except sqlite3.Error as exc:
+        table["error"] = f"cannot read its columns: {exc}"
+        return table
+    try:
+        table["row_count"] = (
+            None if deadline.hit else con.execute(f"SELECT COUNT(*) FROM {quote_name(name)}").fetchone()[0]
+        )
+    except sqlite3.Error:
+        table["row_count"] = None
+    if table["row_count"] is None:
+        table["row_count_note"] = "not counted: over the time limit of describe_database"
+    if len(cols) > MAX_COLUMNS:
+        notes.append(f"{name}: {len(cols)} columns, the first {MAX_COLUMNS} are listed")
+    pk_count = sum(1 for c in cols if c[3])
+    columns = []
+    for col, declared, notnull, pk in cols[:MAX_COLUMNS]:
+        entry: dict[str, Any] = {"name": col, "type": declared or "(none)"}
+        if pk:
+            entry["pk"] = True if pk_count == 1 else pk
+        if notnull:
+            entry["not_null"] = True
+        if col in fks:
+            entry["references"] = fks[col]
+        if not deadline.hit:
+            try:
+                kind_ = date_kind(con, name, col, declared)
+                if kind_:
+                    entry["dates"] = date_range(con, name, col, kind_)
+            except sqlite3.Error:
+                pass
+        columns.append(entry)
+    table["columns"] = columns
+    return table
+
+
+__all__ = ["describe_database", "query_database"]
