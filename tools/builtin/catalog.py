@@ -106,7 +106,10 @@ GENERATE_REPORT = ToolSpec(
         "query (writes, unknown table or column) fails the whole report, and so does a stated period "
         "with a query that filters on no date column (its figures would cover every date); if every query finds no "
         "data it is an error naming the latest period with data; in both cases nothing is "
-        "written. It does not send the report anywhere: post it with a chat tool (e.g. "
+        "written. A period without data (e.g. last month when the data ends earlier) is refused "
+        "with the latest month with data and the condition to add: period 'latest' then reports "
+        "that month, titled as the latest month with data; tell the user which month it is."
+        " It does not send the report anywhere: post it with a chat tool (e.g. "
         "post_message). For a quick figure without a file use query_database."
     ),
     parameters={

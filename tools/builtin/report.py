@@ -19,6 +19,7 @@ from typing import Any
 from tools.builtin.database.connection import QUERY_TIME_LIMIT_S, connect_readonly, database_file, time_limit
 from tools.builtin.database.execution import execute_query
 from tools.builtin.database.period_scope import find_undated
+from tools.builtin.database.periods import LATEST, data_columns, latest_month, latest_title, period_resolution
 from tools.builtin.database.statement import quote_back, strip_bom
 from tools.database_setting import DatabaseError
 
@@ -34,6 +35,8 @@ MAX_LABEL_CHARS = 120
 MAX_SQL_CHARS = 4000
 MAX_VERSIONS = 1000
 MAX_PERIOD_CHARS = 100
+#: ``period`` values asking for the latest full month with data (the report's title says so).
+LATEST_PERIODS = frozenset({LATEST, "latest month", "latest month with data", "latest-month"})
 PERIOD_FORMS = (
     "YYYY, YYYY-MM or YYYY-MM-DD, a range FROM..TO of months or of days (e.g. 2026-03..2026-05, "
     "2026-03-01..2026-03-15), or a short one-line phrase naming a fixed period such as 'Q3 2026'"
@@ -203,34 +206,49 @@ def _count(text: str) -> int:
     return 1
 
 
+def _relative_value(phrase: str, today: dt.date) -> tuple[str, str]:
+    """``(period, unit)`` the relative ``phrase`` names today, in the form check_period accepts
+    for its unit (``("2026-11", "month")`` for 'last month'); ``("", "")`` when it names no unit."""
+    unit = next((u for u, words in _UNIT_WORDS if re.search(words, phrase, re.IGNORECASE)), None)
+    if unit is None:
+        return "", ""
+    n = _count(phrase)
+    if _AGO_RE.search(phrase):
+        lo, hi = _unit_span(today, unit, -n)
+        return _as_period(unit, lo, hi, single=True), unit
+    if _TO_DATE_RE.search(phrase):
+        lo, hi = _unit_span(today, unit, 0)[0], today
+        return _as_period("day", lo, hi, single=False), unit
+    if _NEXT_RE.search(phrase):
+        lo, hi = _unit_span(today, unit, 1)[0], _unit_span(today, unit, n)[1]
+        return _as_period(unit, lo, hi, single=n == 1), unit
+    if _THIS_RE.search(phrase):
+        lo, hi = _unit_span(today, unit, 0)
+        return _as_period(unit, lo, hi, single=True), unit
+    lo, hi = _unit_span(today, unit, -n)[0], _unit_span(today, unit, -1)[1]
+    return _as_period(unit, lo, hi, single=n == 1), unit
+
+
 def _relative_hint(phrase: str, today: dt.date) -> str:
     """What to write instead of the relative ``phrase`` (the part of a period that is
     relative): the period it names today, in the form of its unit, when the phrase names a unit;
     always the general forms with last month as the example."""
     general = f"write {_month_before(today)} for last month, or YYYY, YYYY-MM-DD, FROM..TO"
-    unit = next((u for u, words in _UNIT_WORDS if re.search(words, phrase, re.IGNORECASE)), None)
-    if unit is None:
+    value, unit = _relative_value(phrase, today)
+    plain = not any(r.search(phrase) for r in (_AGO_RE, _TO_DATE_RE, _NEXT_RE, _THIS_RE))
+    if not value or (unit == "month" and plain and _count(phrase) == 1):
         return general
-    n = _count(phrase)
-    if _AGO_RE.search(phrase):
-        lo, hi = _unit_span(today, unit, -n)
-        value = _as_period(unit, lo, hi, single=True)
-    elif _TO_DATE_RE.search(phrase):
-        lo, hi = _unit_span(today, unit, 0)[0], today
-        value = _as_period("day", lo, hi, single=False)
-    elif _NEXT_RE.search(phrase):
-        lo, hi = _unit_span(today, unit, 1)[0], _unit_span(today, unit, n)[1]
-        value = _as_period(unit, lo, hi, single=n == 1)
-    elif _THIS_RE.search(phrase):
-        lo, hi = _unit_span(today, unit, 0)
-        value = _as_period(unit, lo, hi, single=True)
-    else:
-        if unit == "month" and n == 1:
-            return general
-        lo, hi = _unit_span(today, unit, -n)[0], _unit_span(today, unit, -1)[1]
-        value = _as_period(unit, lo, hi, single=n == 1)
     form = _UNIT_FORM[unit] if ".." not in value or unit in ("week", "quarter") else "a range FROM..TO"
     return f"write {value} for {phrase[:40]!r} ({form}); in general {general}"
+
+
+class RelativePeriodError(DatabaseError):
+    """A period relative to today ('last month'): ``named`` is the period it names today
+    (``YYYY-MM``, ``YYYY``, a day or a FROM..TO range; "" when it names no unit)."""
+
+    def __init__(self, message: str, period: str, named: str) -> None:
+        super().__init__(message)
+        self.period, self.named = period, named
 
 
 def _relative_part(period: str) -> str:
@@ -357,9 +375,11 @@ def check_period(period: Any, *, today: dt.date | None = None) -> tuple[str, str
         raise _bad_period(period, "a range is FROM..TO with ISO ends (YYYY-MM or YYYY-MM-DD)")
     if not parts and (relative := _relative_part(period)):
         today = today or dt.date.today()
-        raise DatabaseError(
+        raise RelativePeriodError(
             f"period {period[:60]!r} is relative to today ({today.isoformat()}); a saved report names the "
-            f"period it covers: {_relative_hint(relative, today)}"
+            f"period it covers: {_relative_hint(relative, today)}",
+            period,
+            _relative_value(relative, today)[0],
         )
     for left, right in itertools.pairwise(parts):
         between = period[left.end() : right.start()]
@@ -449,6 +469,61 @@ def _write_new(out_dir: Path, slug: str, text: str) -> tuple[Path, int]:
     raise DatabaseError(f"{MAX_VERSIONS} versions of reports/{slug}.md exist already; choose another title")
 
 
+def _months_of(period: str, form: str) -> tuple[str, str] | None:
+    """First and last month (``YYYY-MM``) of a period of an ISO form; None for a phrase."""
+    lo, _, hi = period.partition("..")
+    hi = hi or lo
+    if form == "year":
+        return f"{lo}-01", f"{lo}-12"
+    if form in ("month", "months", "day", "days"):
+        return lo[:7], hi[:7]
+    return None
+
+
+def _resolve_period(
+    con: Any,
+    checked: list[dict[str, str]],
+    title: str,
+    period: str,
+    form: str,
+    latest: bool,
+    relative: RelativePeriodError | None,
+    today: dt.date,
+) -> tuple[str, str, str]:
+    """``(title, period, form)`` the report is written with: ``period="latest"`` becomes the
+    latest full month with data of the queries' date columns, the title saying so
+    (:func:`tools.builtin.database.periods.latest_title`). Raises DatabaseError for a relative
+    period and for a stated period with no rows in those columns — naming the latest month with
+    data, the period to send and the condition to add (:func:`period_resolution`)."""
+    sqls = [q["sql"] for q in checked]
+    if relative is not None:
+        named = relative.named
+        months = _months_of(named, check_period(named, today=today)[1]) if named else None
+        if months and (resolution := period_resolution(con, sqls, relative.period, months, today)):
+            # what it names today has no data: say what does, not "write <a month without data>"
+            raise DatabaseError(
+                f"no report written: the period is relative to today ({today.isoformat()}), and {resolution}"
+            )
+        raise relative
+    if latest:
+        best = latest_month(data_columns(con, sqls, today))
+        if best is None or best.latest_full_month is None:
+            raise DatabaseError(
+                f'period "{LATEST}" is the latest full month with data of the date columns the queries read, '
+                f"but their tables have no date column with a full month of data; give the period as {PERIOD_FORMS}"
+            )
+        month = best.latest_full_month
+        return latest_title(title, month, today)[: MAX_TITLE_CHARS + 80], month, "month"
+    months = _months_of(period, form) if period else None
+    # dated queries: only the date columns they name decide (a month-text column may restrict)
+    named_only = months is not None and not any(find_undated(con, sql) for sql in sqls)
+    if months is not None and (
+        resolution := period_resolution(con, sqls, period, months, today, named_only=named_only)
+    ):
+        raise DatabaseError(f"no report written: the period {resolution}")
+    return title, period, form
+
+
 def generate_report(
     title: str, queries: list[dict[str, str]], period: str = "", notes: str = "", *, database: str = "", data_dir: Path
 ) -> dict[str, Any]:
@@ -471,7 +546,13 @@ def generate_report(
     if not title or len(title) > MAX_TITLE_CHARS:
         raise DatabaseError(f"title must be 1-{MAX_TITLE_CHARS} characters")
     _one_line("title", title)
-    period, form = check_period(period)
+    today = dt.date.today()
+    latest = isinstance(period, str) and period.strip().lower() in LATEST_PERIODS
+    relative: RelativePeriodError | None = None
+    try:
+        period, form = ("", "") if latest else check_period(period, today=today)
+    except RelativePeriodError as exc:
+        relative, period, form = exc, "", ""
     checked = _check_queries(queries)
     notes = (notes or "").strip()
     path = database_file(database)
@@ -480,6 +561,9 @@ def generate_report(
     budget = time_limit(REPORT_TIME_LIMIT_S, 0.7)
     deadline = time.monotonic() + budget
     try:
+        # a period without data: the refusal carries the latest month with data, the period to
+        # send and the condition to add, so the next call succeeds (never a silent substitute)
+        title, period, form = _resolve_period(con, checked, title, period, form, latest, relative, today)
         for i, q in enumerate(checked, 1):
             left = deadline - time.monotonic()
             if left <= 0.5:
@@ -543,7 +627,10 @@ def generate_report(
             f"`{' '.join(r['sql'].split())}`"
         )
     lines.append("")
-    out_path, version = _write_new(Path(data_dir) / "reports", slugify(title), "\n".join(lines))
+    # the file is named by the title without the latest-month remark
+    out_path, version = _write_new(
+        Path(data_dir) / "reports", slugify(title.split(" (latest month")[0]), "\n".join(lines)
+    )
 
     summary = []
     for r in results:

@@ -1,0 +1,104 @@
+"""Periods without data (issue 18 point 4): on a database whose data ends months before today,
+generate_report's refusal of "last month" (or of a month without data) carries the resolution —
+the latest month with data, the exact period to send and the date condition — so the next call
+succeeds; ``period="latest"`` writes that month's report titled as the latest month with data.
+A scripted model that only follows the refusal's words gets a report in two calls."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+
+import pytest
+
+from tools.builtin.database import DatabaseError
+from tools.builtin.database.periods import month_before
+from tools.builtin.demo_db import generate_invoices_db, month_add
+from tools.builtin.report import generate_report
+
+TODAY = dt.date.today()
+#: the data ends five months before last month: "last month" has none
+END = month_add(month_before(TODAY), -5)
+UNDATED = [
+    {"label": "Net revenue", "sql": "SELECT SUM(net_amount_cents) AS net FROM invoices"},
+    {"label": "Invoices", "sql": "SELECT COUNT(*) AS n FROM invoices"},
+]
+
+
+@pytest.fixture(scope="module")
+def old_books(tmp_path_factory) -> str:
+    return str(generate_invoices_db(tmp_path_factory.mktemp("old") / "books.db", years=1, end_month=END))
+
+
+@pytest.mark.parametrize("period", ["last month", "le mois dernier", "上个月"])
+def test_last_month_without_data_is_refused_with_the_latest_month_the_period_and_the_condition(
+    old_books, tmp_path, period
+):
+    with pytest.raises(DatabaseError) as err:
+        generate_report("Sales report", UNDATED, period=period, database=old_books, data_dir=tmp_path)
+    said = str(err.value)
+    assert f"({month_before(TODAY)}) has no data" in said
+    assert f"latest full month with data is {END}" in said
+    assert 'period="latest"' in said
+    assert f"WHERE strftime('%Y-%m', invoices.issued_on) = '{END}'" in said
+    assert "ask the user" in said
+    assert not (tmp_path / "reports").exists()
+
+
+def test_a_stated_month_without_data_is_refused_before_the_date_condition_is_asked_for(old_books, tmp_path):
+    # reported: a 2026-11 report whose queries had no date condition was refused for the
+    # condition, then (with it) for having no data: one refusal now says both
+    with pytest.raises(DatabaseError) as err:
+        generate_report("Sales", UNDATED, period=month_before(TODAY), database=old_books, data_dir=tmp_path)
+    said = str(err.value)
+    assert said.startswith("no report written") and f"latest full month with data is {END}" in said
+    assert f"strftime('%Y-%m', invoices.issued_on) = '{END}'" in said
+
+
+def test_period_latest_writes_the_latest_month_titled_so(old_books, tmp_path):
+    dated = [{**q, "sql": q["sql"] + f" WHERE strftime('%Y-%m', issued_on) = '{END}'"} for q in UNDATED]
+    out = generate_report("Sales report", dated, period="latest", database=old_books, data_dir=tmp_path)
+    assert out["period"] == END
+    assert out["title"] == f"Sales report — {END} (latest month with data; last month, {month_before(TODAY)}, has none)"
+    text = Path(out["path"]).read_text()
+    assert text.startswith(f"# Sales report — {END} (latest month with data") and f"Period: **{END}**" in text
+    assert Path(out["path"]).name == f"sales-report-{END}.md"
+
+
+def test_period_latest_still_needs_the_date_condition(old_books, tmp_path):
+    with pytest.raises(DatabaseError, match=rf"not the report's period '{END}'.*= '{END}'"):
+        generate_report("Sales", UNDATED, period="latest", database=old_books, data_dir=tmp_path)
+
+
+def scripted_model(error: str, queries: list[dict[str, str]]) -> dict[str, object]:
+    """The next call a model makes that does only what the refusal says: the period it names
+    and the condition it gives, added to every query."""
+    period = re.search(r'period="([^"]+)"', error)
+    where = re.search(r"WHERE (.+?);", error)
+    assert period and where, error
+    return {
+        "period": period[1],
+        "queries": [{**q, "sql": f"{q['sql']} WHERE {where[1]}"} for q in queries],
+    }
+
+
+def test_a_scripted_model_following_the_refusal_gets_the_report_in_two_calls(old_books, tmp_path):
+    calls = 0
+    args: dict[str, object] = {"period": "last month", "queries": UNDATED}
+    while True:
+        calls += 1
+        try:
+            out = generate_report("Sales report", database=old_books, data_dir=tmp_path, **args)  # type: ignore[arg-type]
+            break
+        except DatabaseError as exc:
+            assert calls < 2, f"the refusal did not carry the resolution: {exc}"
+            args = scripted_model(str(exc), UNDATED)
+    assert calls == 2 and out["period"] == END and "latest month with data" in out["title"]
+    assert out["queries"][0]["rows"][0][0] > 0
+
+
+def test_a_relative_period_with_data_is_still_refused_with_the_month_to_write(tmp_path):
+    fresh = str(generate_invoices_db(tmp_path / "fresh.db", years=1))  # ends last month
+    with pytest.raises(DatabaseError, match=f"write {month_before(TODAY)} for last month"):
+        generate_report("Sales", UNDATED, period="last month", database=fresh, data_dir=tmp_path)
