@@ -35,6 +35,12 @@ It yields a :class:`HermesSqliteSaver` — ``AsyncSqliteSaver`` (langgraph-check
 
 :func:`server_checkpointer` is the ``langgraph.json`` ``checkpointer.path`` target: the same
 file as the CLI (``<HERMES_DATA_DIR or .hermes>/checkpoints.sqlite``), recovery on.
+
+**PostgreSQL instead** (``Context.postgres_url``, env ``HERMES_POSTGRES_URL``, not empty): both
+:func:`open_checkpointer` (the CLI, the runner, the reminders graph) and
+:func:`server_checkpointer` yield ``graph.postgres.HermesPostgresSaver`` on that database and
+never touch the SQLite file; what carries over and what does not is in ``graph/postgres.py``
+(no recovery inside the saver, no lock retry; ``adelete_for_runs`` and ``aprune`` yes).
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ import sqlite3
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import aiosqlite
 import tenacity
@@ -66,6 +72,9 @@ from graph.builder import builder as agent_builder
 from graph.context import Context
 from graph.mirror import ThreadMirror
 from graph.recovery import RecoveryError, RecoveryReport, check_shape, is_data_error, rebuild_from_mirror
+
+if TYPE_CHECKING:  # psycopg is imported only when the setting asks for PostgreSQL
+    from graph.postgres import HermesPostgresSaver
 
 log = logging.getLogger(__name__)
 
@@ -382,13 +391,15 @@ class HermesSqliteSaver(AsyncSqliteSaver):
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``keep_latest``: keep only each namespace's newest checkpoint of the threads (and its
-        writes); ``delete_all``: delete the threads."""
-        if strategy == "delete_all":
+        writes); ``delete`` (``BaseCheckpointSaver.aprune``'s name, which the server's thread
+        TTL sends) or ``delete_all`` (the server adapter's fallback name): delete the threads.
+        Raises ``ValueError`` for another strategy."""
+        if strategy in ("delete", "delete_all"):
             for tid in thread_ids:
                 await self.adelete_thread(str(tid))
             return
         if strategy != "keep_latest":
-            raise ValueError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete_all'")
+            raise ValueError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'")
         await self.setup()
         keep = (
             "SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) FROM checkpoints "
@@ -407,18 +418,37 @@ class HermesSqliteSaver(AsyncSqliteSaver):
                     await self.conn.commit()
 
 
+def postgres_url() -> str:
+    """The checkpoint database setting (``Context.postgres_url``, env ``HERMES_POSTGRES_URL``):
+    ``""`` = the data directory's SQLite file."""
+    return Context().postgres_url
+
+
 @asynccontextmanager
 async def open_checkpointer(
     path: str | Path,
     *,
     mirror_dir: str | Path | None = None,
     builder: StateGraph[Any, Any, Any, Any] | None = None,
-) -> AsyncIterator[HermesSqliteSaver]:
+    postgres: str | None = None,
+) -> AsyncIterator[HermesSqliteSaver | HermesPostgresSaver]:
     """``async with open_checkpointer(path) as saver:`` a :class:`HermesSqliteSaver` on the
     SQLite file ``path`` (created if missing) with busy timeout, WAL and ``synchronous=NORMAL``;
     the connection is closed at the end. ``mirror_dir`` (a data directory): recovery from its
     ``mirror/`` inside the saver (see the module docstring). Raises ``sqlite3.Error`` if the
-    file cannot be used as a database."""
+    file cannot be used as a database.
+
+    ``postgres``: a PostgreSQL URL; ``None`` = the setting (:func:`postgres_url`). Not empty:
+    ``path`` is ignored and the saver is ``graph.postgres.HermesPostgresSaver`` on that
+    database (``mirror_dir`` only moves a deleted thread's mirror aside; ``builder`` is unused:
+    no recovery inside it). Raises ``graph.postgres.PostgresUnavailable``."""
+    url = postgres_url() if postgres is None else postgres
+    if url:
+        from graph.postgres import open_postgres_checkpointer  # psycopg only when asked for
+
+        async with open_postgres_checkpointer(url, mirror_dir=mirror_dir) as pg_saver:
+            yield pg_saver
+        return
     conn = await connect(path)
     try:
         saver = HermesSqliteSaver(conn, mirror_dir=mirror_dir, builder=builder)
@@ -429,13 +459,23 @@ async def open_checkpointer(
 
 
 @asynccontextmanager
-async def server_checkpointer() -> AsyncIterator[HermesSqliteSaver]:
+async def server_checkpointer() -> AsyncIterator[HermesSqliteSaver | HermesPostgresSaver]:
     """``langgraph.json`` ``"checkpointer": {"path": "./graph/checkpoints.py:server_checkpointer"}``:
     the data directory's checkpoint file (``HERMES_DATA_DIR``, default ``.hermes`` relative to
-    the server's working directory), shared with the CLI, recovery from the mirror on."""
-    data_dir = Context().data_dir
-    async with open_checkpointer(checkpoints_file(data_dir), mirror_dir=data_dir) as saver:
-        log.info("checkpoints: %s (shared with the hermes CLI)", checkpoints_file(data_dir))
+    the server's working directory), shared with the CLI, recovery from the mirror on; with
+    ``HERMES_POSTGRES_URL``, that PostgreSQL database (shared with every CLI and worker that
+    names it)."""
+    settings = Context()
+    data_dir = settings.data_dir
+    async with open_checkpointer(
+        checkpoints_file(data_dir), mirror_dir=data_dir, postgres=settings.postgres_url
+    ) as saver:
+        if settings.postgres_url:
+            from graph.postgres import redacted
+
+            log.info("checkpoints: PostgreSQL %s (shared with the hermes CLI)", redacted(settings.postgres_url))
+        else:
+            log.info("checkpoints: %s (shared with the hermes CLI)", checkpoints_file(data_dir))
         yield saver
 
 
@@ -448,6 +488,7 @@ __all__ = [
     "connect",
     "is_transient_lock",
     "open_checkpointer",
+    "postgres_url",
     "retry_locked",
     "server_checkpointer",
 ]

@@ -21,7 +21,7 @@ from typer.core import TyperGroup
 
 from graph.branches import BranchError, Branches
 from graph.builder import make_graph
-from graph.checkpoints import checkpoints_file, open_checkpointer
+from graph.checkpoints import checkpoints_file, open_checkpointer, postgres_url
 from graph.cli.render import err_console, stop_live
 from graph.context import Context, MachineSettings, SettingsError
 from graph.mirror import ThreadMirror
@@ -275,8 +275,11 @@ def run_sync(main: Coroutine[Any, Any, int], thread_id: str = "") -> int:
 def require_db(data_dir: Path) -> Path:
     """The checkpoint file of ``data_dir``, or exit 1 when there is none or it cannot be read as
     one (damaged, not SQLite, a directory, no ``checkpoints`` table) — checked read-only first,
-    so the read-only commands neither fail with a traceback nor write to a damaged file."""
+    so the read-only commands neither fail with a traceback nor write to a damaged file. With
+    ``HERMES_POSTGRES_URL`` the checkpoints are in that database: nothing to check here."""
     path = checkpoints_file(data_dir)
+    if postgres_url():
+        return path
     if not path.exists():
         raise typer.Exit(report_error(None, f"no checkpoints at {path} (wrong --data-dir, or no run yet)"))
     problem = checkpoint_file_problem(path)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +27,56 @@ ROOT = Path(__file__).resolve().parents[2]
 # model's own run is test_flagship.py's, which names it. A HERMES_MODEL set by the caller wins.
 PIPELINE_MODEL = "embedded:smollm2-135m"
 os.environ.setdefault("HERMES_MODEL", PIPELINE_MODEL)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A real PostgreSQL 16 for the session (PyPI ``pgserver``: its own binaries, a Unix socket
+    in its data directory, no Docker), stopped and its directory removed at the end. Yields the
+    server's URL (database ``postgres``). Skips the test, saying why, only if the server cannot
+    start here.
+
+    The data directory is a new one directly under the system temp dir, not under pytest's
+    ``tmp_path``: run as root, pgserver runs PostgreSQL as its own ``pgserver`` user, which must
+    traverse the path, and every pytest session resets ``/tmp/pytest-of-<user>`` to 0700."""
+    import pgserver
+
+    pgdata = Path(tempfile.mkdtemp(prefix="hermes-pg-"))
+    try:
+        server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    except Exception as exc:  # noqa: BLE001 - any failure to start is a reason to skip, named
+        shutil.rmtree(pgdata, ignore_errors=True)
+        pytest.skip(f"pgserver could not start PostgreSQL here: {type(exc).__name__}: {exc}")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+        shutil.rmtree(pgdata, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> str:
+    """The URL of a new, empty database on the session's PostgreSQL (one per test: no test
+    sees another's threads)."""
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return postgres_server.replace("/postgres?", f"/{name}?", 1)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def checkpoint_backend(request, monkeypatch) -> str:
+    """Runs the test once per checkpoint store: ``sqlite`` (``HERMES_POSTGRES_URL`` unset: the
+    data directory's file) and ``postgres`` (``HERMES_POSTGRES_URL`` = a new database on the
+    session's real PostgreSQL). Everything that opens its checkpointer through
+    ``graph.checkpoints.open_checkpointer`` (the CLI, the runner) follows the setting."""
+    if request.param == "postgres":
+        monkeypatch.setenv("HERMES_POSTGRES_URL", request.getfixturevalue("postgres_url"))
+    else:
+        monkeypatch.delenv("HERMES_POSTGRES_URL", raising=False)
+    return request.param
 
 
 def server_cwd(tmp_path: Path) -> Path:

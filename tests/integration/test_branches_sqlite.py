@@ -1,13 +1,16 @@
 """Branches and resumption on a real SQLite checkpoint file: case K10 (resuming with the head's
 explicit checkpoint id behaves exactly like resuming by thread id), the agent graph resumed by
-explicit head id, and the ``hermes branch``/``hermes session`` commands end to end."""
+explicit head id, and the ``hermes branch``/``hermes session`` commands end to end.
+
+The tests that take ``checkpoint_backend`` run twice: on the data directory's SQLite file and
+on a real PostgreSQL (``HERMES_POSTGRES_URL``, tests/integration/conftest.py), through
+``graph.checkpoints.open_checkpointer`` as the product opens it."""
 
 from __future__ import annotations
 
 import json
 import operator
 import re
-from pathlib import Path
 from typing import Annotated
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -21,6 +24,7 @@ from typing_extensions import TypedDict
 from graph import resources
 from graph.branches import Branches
 from graph.builder import builder
+from graph.checkpoints import checkpoints_file, open_checkpointer
 from graph.cli import app
 from graph.mirror import ThreadMirror
 from tests.conftest import FakeToolbox, tool_call
@@ -141,23 +145,27 @@ async def run_to_breakpoint_and_resume(agent, scripted, thread: str, resume_with
     assert runs == [1] and out["messages"][-1].content == "Still 7."
     assert sum(isinstance(m, ToolMessage) for m in out["messages"]) == 1
     history = [h async for h in agent.aget_state_history(cfg)]
-    prompts = [[(type(m).__name__, m.content) for m in p] for p in scripted.models[ctx.model].seen]
+
+    def same(content):  # a tool's payload is filed under its thread: payloads/<thread>/...
+        return content.replace(f"payloads/{thread}/", "payloads/<thread>/") if isinstance(content, str) else content
+
+    prompts = [[(type(m).__name__, same(m.content)) for m in p] for p in scripted.models[ctx.model].seen]
     return {
-        "messages": [(type(m).__name__, m.content) for m in out["messages"]],
+        "messages": [(type(m).__name__, same(m.content)) for m in out["messages"]],
         "metrics": {k: out["metrics"][k] for k in ("turns", "model_calls", "tool_calls")},
         "prompts": prompts,
         "structure": [(h.metadata["source"], h.next) for h in reversed(history)],
     }
 
 
-async def test_agent_graph_resumes_by_explicit_head_id_like_by_thread_id(scripted, tmp_path):
+async def test_agent_graph_resumes_by_explicit_head_id_like_by_thread_id(scripted, tmp_path, checkpoint_backend):
     async def by_thread(head_cfg, thread_cfg):
         return thread_cfg
 
     async def by_head_id(head_cfg, thread_cfg):
         return head_cfg
 
-    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "agent.sqlite")) as saver:
+    async with open_checkpointer(tmp_path / "agent.sqlite") as saver:
         agent = builder.compile(checkpointer=saver, interrupt_before=["dispatch_tools"])
         thread = await run_to_breakpoint_and_resume(agent, scripted, "thread", by_thread)
         explicit = await run_to_breakpoint_and_resume(agent, scripted, "explicit", by_head_id)
@@ -189,7 +197,7 @@ def short_ids(output: str, pattern: str) -> list[str]:
     return re.findall(r"([0-9a-f]{8}) step +\d+ " + pattern, output)
 
 
-def test_cli_branch_commands_try_a_rollback_try_b_switch_fork(scripted, data_dir):
+def test_cli_branch_commands_try_a_rollback_try_b_switch_fork(scripted, data_dir, checkpoint_backend, request):
     def plan_a():
         raise RuntimeError("approach A exploded")
 
@@ -267,17 +275,28 @@ def test_cli_branch_commands_try_a_rollback_try_b_switch_fork(scripted, data_dir
     assert "on active branch" in detail and "Hello, ready." in detail
     hermes("branch", "show", "S", "nope-not-an-id", *dd, code=1)
     hermes("branch", "list", "missing-thread", *dd, code=1)
-    hermes("session", "show", "S", "--data-dir", str(data_dir / "elsewhere"), code=1)
+    if checkpoint_backend == "sqlite":  # the thread is in this data directory's file
+        hermes("session", "show", "S", "--data-dir", str(data_dir / "elsewhere"), code=1)
+        return
+    # on PostgreSQL the thread is in the database, which every data directory (machine) shares,
+    # and no SQLite checkpoint file was written
+    assert "Forked reply." in hermes("session", "show", "S", "--data-dir", str(data_dir / "elsewhere"))
+    assert not checkpoints_file(data_dir).exists()
+    import psycopg
+
+    with psycopg.connect(request.getfixturevalue("postgres_url")) as conn:
+        rows = conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = 'S'").fetchone()
+    assert rows is not None and rows[0] > 10
 
 
-async def test_the_mirror_follows_rollbacks_and_forks(scripted, data_dir):
+async def test_the_mirror_follows_rollbacks_and_forks(scripted, data_dir, checkpoint_backend):
     from graph.branches import Branches
     from graph.runner import run_turn
 
     ctx = scripted([AIMessage("r1"), AIMessage("r2"), AIMessage("r3")])
     await run_turn("m1", ctx, "M", quiet=True)
     await run_turn("m2", ctx, "M", quiet=True)
-    async with AsyncSqliteSaver.from_conn_string(str(Path(data_dir) / "checkpoints.sqlite")) as saver:
+    async with open_checkpointer(checkpoints_file(data_dir)) as saver:
         from graph.builder import make_graph
 
         agent = make_graph(checkpointer=saver)

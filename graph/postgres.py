@@ -1,0 +1,178 @@
+"""Checkpoints on PostgreSQL (``HERMES_POSTGRES_URL``; issue 22, first capability).
+
+When the setting is not empty, :func:`graph.checkpoints.open_checkpointer` and
+:func:`graph.checkpoints.server_checkpointer` yield a :class:`HermesPostgresSaver` from here
+instead of the SQLite file: LangGraph's ``AsyncPostgresSaver`` (langgraph-checkpoint-postgres
+3.2.0, tables ``checkpoints``, ``checkpoint_blobs``, ``checkpoint_writes``,
+``checkpoint_migrations``, created by ``setup()``) on a psycopg connection pool, plus what the
+SQLite saver adds where it applies to a database server:
+
+* ``adelete_for_runs`` (the LangGraph server calls it for ``multitask_strategy="rollback"``;
+  the stock saver lacks it). ``aprune`` is the stock one (``"keep_latest"`` / ``"delete"``).
+* ``adelete_thread`` with ``mirror_dir`` also moves the thread's plain-text mirror aside, as
+  on SQLite, so that ``hermes run --thread X`` on this machine does not rebuild a thread that
+  was deleted through the API.
+* **No recovery inside the saver.** Rebuilding from ``<data_dir>/mirror/`` exists for a SQLite
+  file that was damaged, replaced or lost with its disk. A PostgreSQL server is durable on its
+  own (WAL, its backups and replicas), and its workers run on many machines, each with a
+  mirror of only the turns it ran, so none of them is the thread's whole record. The CLI's
+  ``graph.recovery.ensure_readable`` still runs before each turn (a head that cannot be
+  deserialised is rebuilt from this machine's mirror, with the notice printed).
+* **No lock retry.** SQLite's "database is locked" has no Postgres counterpart for these
+  writes (row locks wait; each statement commits on its own, ``autocommit``). A connection
+  broken by a restarted server is replaced: the pool checks each connection before lending it
+  (``AsyncConnectionPool.check_connection``).
+
+A URL the server does not answer is :class:`PostgresUnavailable`, which names the setting and
+the URL without its password.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg import AsyncConnection
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from graph.mirror import ThreadMirror
+
+#: Seconds to wait for the first connection before :class:`PostgresUnavailable`.
+CONNECT_TIMEOUT_S = 10.0
+#: Key of the session advisory lock that serialises ``setup()`` (tables and migrations) among
+#: processes starting at once on a new database: concurrent ``CREATE TABLE IF NOT EXISTS``
+#: statements of two sessions can fail with ``UniqueViolation`` on ``pg_type``.
+SETUP_LOCK_KEY = 0x4845524D4553  # "HERMES"
+#: Connections of one process's pool (the server runs a run's tasks concurrently; the CLI
+#: needs one). Each ``hermes`` process and each server worker has its own pool.
+POOL_MAX_SIZE = 8
+
+
+class PostgresUnavailable(ConnectionError):
+    """The PostgreSQL server of ``HERMES_POSTGRES_URL`` could not be reached in time (the
+    message names the URL without its password and the cause)."""
+
+
+def redacted(url: str) -> str:
+    """``url`` with the password replaced by ``***`` (for messages and logs)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class HermesPostgresSaver(AsyncPostgresSaver):
+    """``AsyncPostgresSaver`` plus ``adelete_for_runs`` and, with ``mirror_dir`` (a data
+    directory), moving a deleted thread's mirror aside (see the module docstring)."""
+
+    def __init__(self, conn: AsyncConnectionPool[AsyncConnection[DictRow]], *, mirror_dir: str | Path | None = None):
+        super().__init__(conn)
+        self.mirror = ThreadMirror(mirror_dir) if mirror_dir is not None else None
+
+    async def setup(self) -> None:
+        """``AsyncPostgresSaver.setup`` (tables, migrations) under a session advisory lock held
+        on another pooled connection (:data:`SETUP_LOCK_KEY`), so that processes starting at
+        once on a new database migrate it one after the other."""
+        pool = self.conn
+        assert isinstance(pool, AsyncConnectionPool)
+        async with pool.connection() as holder:
+            await holder.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK_KEY,))
+            try:
+                await super().setup()
+            finally:
+                await holder.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Delete the thread's checkpoints, blobs and writes; with a mirror, its mirror file is
+        renamed to ``<file>.deleted``."""
+        await super().adelete_thread(thread_id)
+        if self.mirror is not None:
+            await asyncio.to_thread(move_mirror_aside, self.mirror.path(str(thread_id)))
+
+    async def adelete_for_runs(self, run_ids: Iterable[str]) -> None:
+        """Delete the checkpoints whose metadata ``run_id`` is one of ``run_ids``, with their
+        writes, in one transaction. Blobs stay: they are keyed by channel version and may be
+        shared with the thread's other checkpoints (``aprune``/``adelete_thread`` remove them)."""
+        ids = [str(r) for r in run_ids]
+        if not ids:
+            return
+        async with self._cursor() as cur, cur.connection.transaction():
+            await cur.execute(
+                "DELETE FROM checkpoint_writes w USING checkpoints c WHERE c.metadata->>'run_id' = ANY(%s) "
+                "AND w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns "
+                "AND w.checkpoint_id = c.checkpoint_id",
+                (ids,),
+            )
+            await cur.execute("DELETE FROM checkpoints WHERE metadata->>'run_id' = ANY(%s)", (ids,))
+
+
+def move_mirror_aside(path: Path) -> None:
+    """Rename the mirror file ``path`` to ``<name>.deleted`` if it exists (a deleted thread is
+    not rebuilt from it)."""
+    if path.exists():
+        os.replace(path, path.with_name(path.name + ".deleted"))
+
+
+@asynccontextmanager
+async def open_pool(url: str, *, max_size: int = POOL_MAX_SIZE) -> AsyncIterator[AsyncConnectionPool[Any]]:
+    """``async with open_pool(url) as pool:`` a psycopg pool in the mode ``AsyncPostgresSaver``
+    needs (autocommit, dict rows, no server-side prepared statements: safe behind PgBouncer),
+    opened and checked; closed at the end. Raises :class:`PostgresUnavailable` when no
+    connection is made within :data:`CONNECT_TIMEOUT_S`."""
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        url,
+        min_size=1,
+        max_size=max_size,
+        open=False,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        check=AsyncConnectionPool.check_connection,
+        name="hermes-checkpoints",
+    )
+    try:
+        await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+    except PoolTimeout as exc:
+        await pool.close()
+        raise PostgresUnavailable(
+            f"cannot connect to PostgreSQL at {redacted(url)} (HERMES_POSTGRES_URL) within "
+            f"{CONNECT_TIMEOUT_S:g} s: is the server running and the URL right? Unset HERMES_POSTGRES_URL "
+            "to use the data directory's SQLite file."
+        ) from exc
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
+@asynccontextmanager
+async def open_postgres_checkpointer(
+    url: str, *, mirror_dir: str | Path | None = None
+) -> AsyncIterator[HermesPostgresSaver]:
+    """``async with open_postgres_checkpointer(url) as saver:`` a :class:`HermesPostgresSaver`
+    on a pool to ``url`` (a libpq URL, e.g. ``postgresql://user@host:5432/db``; the password
+    may come from ``PGPASSWORD`` or ``~/.pgpass`` instead of the URL), its tables created or
+    migrated (``setup()``). Raises :class:`PostgresUnavailable`."""
+    async with open_pool(url) as pool:
+        saver = HermesPostgresSaver(pool, mirror_dir=mirror_dir)
+        await saver.setup()
+        yield saver
+
+
+__all__ = [
+    "CONNECT_TIMEOUT_S",
+    "POOL_MAX_SIZE",
+    "SETUP_LOCK_KEY",
+    "HermesPostgresSaver",
+    "PostgresUnavailable",
+    "move_mirror_aside",
+    "open_pool",
+    "open_postgres_checkpointer",
+    "redacted",
+]
