@@ -139,6 +139,12 @@ ATTEMPTS: list[Attempt] = [
         lambda w: status(w.http.post("/threads/search", json={}, headers={"x-auth-scheme": "langsmith"})),
     ),
     Attempt(
+        "auth",
+        "the in-process client's `/noauth` path prefix, no token",
+        "401",
+        lambda w: status(w.http.post("/noauth/threads/search", json={})),
+    ),
+    Attempt(
         "assistants",
         "update the system `agent` assistant's context (`base_url` → his server)",
         "403",
