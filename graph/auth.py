@@ -59,7 +59,7 @@ import hmac
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from uuid import UUID, uuid5
 
 from langgraph_sdk import Auth
@@ -360,13 +360,13 @@ def _run_as(container: Any, user: str) -> None:
 
 def _server_graph_ids() -> dict[str, str]:
     """System assistant id → graph id, for :data:`SERVER_GRAPHS`."""
-    from langgraph_api.graph import NAMESPACE_GRAPH  # in the server process only
+    from langgraph_api.graph import NAMESPACE_GRAPH  # type: ignore[import-untyped]  # server process only
 
     return {graph_assistant_id(g, NAMESPACE_GRAPH): g for g in SERVER_GRAPHS}
 
 
 def _system_ids() -> set[str]:
-    from langgraph_api.graph import SYSTEM_ASSISTANT_IDS  # in the server process only
+    from langgraph_api.graph import SYSTEM_ASSISTANT_IDS  # server process only
 
     return set(SYSTEM_ASSISTANT_IDS)
 
@@ -397,7 +397,8 @@ def _owned(user: str) -> Auth.types.FilterType:
 
 
 def _owned_or_system(user: str) -> Auth.types.FilterType:
-    return {"$or": [{OWNER: user}, {"created_by": SYSTEM}]}
+    # "$or" is understood by the server's filter (langgraph_runtime) but not in the SDK's type
+    return cast(Auth.types.FilterType, {"$or": [{OWNER: user}, {"created_by": SYSTEM}]})
 
 
 @auth.on.threads
