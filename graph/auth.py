@@ -306,15 +306,28 @@ class Caller:
         self.user, self.admin = user, admin
 
 
-def _caller(ctx: Auth.types.AuthContext) -> Caller | None:
-    """The caller, or ``None`` in local mode (nothing is checked). In tokens mode a request not
-    authenticated by a token (e.g. a Studio user let in by the server's own Studio auth) is
-    refused: defence in depth behind ``disable_studio_auth``."""
-    if not _tokens():
+def caller_of(user: Any, tokens: Mapping[str, str], admins: frozenset[str]) -> Caller | None:
+    """The :class:`Caller` that ``user`` (the request's ``ctx.user``) is, ``None`` in local mode
+    (``tokens`` empty: nothing is checked). In tokens mode, a user not authenticated by a token
+    (e.g. a Studio user let in by the server's own Studio auth: defence in depth behind
+    ``disable_studio_auth``) or whose id no longer has a token (a cron of a removed user firing)
+    is refused with 403. Admin-ness comes from ``admins`` by user id, not from the request's
+    permissions, so a cron an admin created fires with the admin's rights."""
+    if not tokens:
         return None
-    if not getattr(ctx.user, "is_authenticated", False) or isinstance(ctx.user, Auth.types.StudioUser):
+    identity = getattr(user, "identity", None)
+    if (
+        not getattr(user, "is_authenticated", False)
+        or isinstance(user, Auth.types.StudioUser)
+        or identity not in set(tokens.values())
+    ):
         raise refusal("tokens mode (HERMES_AUTH_TOKENS): this request carries no valid bearer token")
-    return Caller(ctx.user.identity, ADMIN in (ctx.permissions or ()))
+    return Caller(str(identity), identity in admins)
+
+
+def _caller(ctx: Auth.types.AuthContext) -> Caller | None:
+    tokens = _tokens()
+    return caller_of(ctx.user, tokens, load_admins(MachineSettings().auth_admins, tokens) if tokens else frozenset())
 
 
 def _server_settings() -> dict[str, Any]:
@@ -446,7 +459,7 @@ async def own_assistants(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.
             f"users may read and run it, not {ctx.action} it. Create your own assistant instead "
             "(client.assistants.create), or ask an admin (HERMES_AUTH_ADMINS)"
         )
-    if ctx.action == "create":
+    if ctx.action in ("create", "update"):  # an update may move an assistant to another graph
         _refuse_server_graph(caller, value.get("graph_id"))
     if ctx.action in ("create", "update"):
         if not system:

@@ -10,9 +10,11 @@ in a run, a cron and an assistant; the admin can do what users cannot. Runs stop
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from graph.auth import SERVER_GRAPHS, USER_SETTINGS, server_setting_reason
+from graph.auth import USER_SETTINGS, server_setting_reason
 from graph.context import Context
 from tests.integration.conftest import ROOT, server_cwd
 
@@ -110,6 +112,11 @@ async def system_agent_untouched(w: World, patch: dict[str, Any]) -> str:
     code = await status(w.http.patch(f"/assistants/{w.agent}", json=patch, headers=BOB))
     after = view((await w.http.get(f"/assistants/{w.agent}", headers=ALICE)).json())
     return code if after == before else f"{code} changed"
+
+
+async def move_to_maintenance(w: World) -> str:
+    own = (await w.http.post("/assistants", json={"graph_id": "agent"}, headers=BOB)).json()["assistant_id"]
+    return await status(w.http.patch(f"/assistants/{own}", json={"graph_id": "consolidate"}, headers=BOB))
 
 
 async def forced_user(w: World, context: dict[str, Any]) -> str:
@@ -214,6 +221,7 @@ ATTEMPTS: list[Attempt] = [
         "403",
         lambda w: status(w.http.post("/assistants", json={"graph_id": "reminders"}, headers=BOB)),
     ),
+    Attempt("assistants", "move his own assistant to the `consolidate` graph", "403", move_to_maintenance),
     Attempt("threads", "read alice's thread", "404", lambda w: status(w.http.get(f"/threads/{w.thread}", headers=BOB))),
     Attempt(
         "threads",
@@ -421,6 +429,29 @@ def world_env(tmp_path, monkeypatch) -> dict[str, str]:
     return env
 
 
+async def firing_cron(
+    http: httpx.AsyncClient, who: dict[str, str], graph: str, context: dict[str, Any], **body: Any
+) -> str:
+    """A thread of ``who`` with a cron firing every minute on ``graph`` with ``context``; its id."""
+    thread = (await http.post("/threads", json={}, headers=who)).json()["thread_id"]
+    payload = {**body, "assistant_id": graph, "schedule": "* * * * *", "context": context}
+    r = await http.post(f"/threads/{thread}/runs/crons", json=payload, headers=who)
+    assert r.status_code == 200, r.text
+    return thread
+
+
+async def fired(http: httpx.AsyncClient, who: dict[str, str], thread: str) -> dict[str, Any]:
+    """The first run a cron started on ``thread`` (waits for the server's cron scheduler: it fires
+    on the minute; the deadline only bounds a broken scheduler)."""
+    deadline = time.monotonic() + 200
+    while time.monotonic() < deadline:
+        runs = (await http.get(f"/threads/{thread}/runs", headers=who)).json()
+        if runs:
+            return runs[-1]
+        await asyncio.sleep(2)
+    raise AssertionError(f"no cron run on thread {thread} within 200 s")
+
+
 async def setup_world(http: httpx.AsyncClient, tmp_path) -> World:
     w = World(http, str(tmp_path / "data" / "checkpoints.sqlite"))
     system = {
@@ -495,15 +526,23 @@ async def test_every_cross_user_attempt_is_refused_and_the_admin_can(tmp_path, w
         assert r.status_code == 200 and r.json()["context"] == {"max_tool_rounds": 3}, r.text
         r = await http.post("/runs", json=run_body({"database": w.checkpoints}), headers=CAROL)
         assert r.status_code == 200, r.text
-        r = await http.post(
-            "/runs/crons", json={"assistant_id": sorted(SERVER_GRAPHS)[0], "schedule": NEVER}, headers=CAROL
+        # crons fire through the same handlers, as their creator: carol's (admin, a maintenance graph,
+        # a server field) and bob's (his context names alice) both fire; bob's runs as bob
+        carol_thread = await firing_cron(
+            http, CAROL, "consolidate", {"database": w.checkpoints, "tool_timeout_s": 5.0}, input={}
         )
-        assert r.status_code == 200, r.text
+        bob_thread = await firing_cron(http, BOB, "agent", {"user_id": "alice", "temperature": 0.1}, **run_body())
         # ... but is no reader of alice's data
         assert (await http.get(f"/threads/{w.thread}/state", headers=CAROL)).status_code == 404
         r = await http.post("/assistants", json={"graph_id": "agent", "name": "carol's"}, headers=CAROL)
         assert (await http.delete(f"/assistants/{r.json()['assistant_id']}", headers=BOB)).status_code == 404
         assert (await http.delete(f"/assistants/{w.reminders}", headers=CAROL)).status_code in (200, 204)
+
+        carol_run, bob_run = await fired(http, CAROL, carol_thread), await fired(http, BOB, bob_thread)
+        assert carol_run["kwargs"]["context"]["database"] == w.checkpoints
+        assert bob_run["kwargs"]["context"]["user_id"] == "bob" and "alice" not in json.dumps(
+            bob_run["kwargs"]["context"]
+        )
 
         # alice's own things still work for her
         assert SECRET in (await http.get(f"/threads/{w.thread}/state", headers=ALICE)).text

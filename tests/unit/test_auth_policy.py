@@ -8,10 +8,12 @@ import typing
 from uuid import UUID
 
 import pytest
+from langgraph_sdk import Auth
 
 from graph.auth import (
     FORCED_SETTINGS,
     USER_SETTINGS,
+    caller_of,
     force_user,
     graph_assistant_id,
     is_system_assistant,
@@ -145,3 +147,37 @@ def test_system_assistants_are_known_by_id():
     agent = graph_assistant_id("agent", namespace)
     assert agent == "fe096781-5601-53d2-b2f6-0d3403f7e9ca"  # what langgraph dev gave the agent graph
     assert is_system_assistant(UUID(agent), {agent}) and not is_system_assistant("other", {agent})
+
+
+class _User:
+    def __init__(self, identity: str, authenticated: bool = True) -> None:
+        self.identity, self.is_authenticated = identity, authenticated
+
+
+TOKENS = {"t1": "alice", "t2": "carol"}
+
+
+def test_local_mode_has_no_caller():
+    assert caller_of(_User("default", False), {}, frozenset()) is None
+
+
+def test_admins_are_known_by_user_id_not_by_request_permissions():
+    """A cron the admin created fires as a bare user object (no permissions): still the admin."""
+    carol = caller_of(_User("carol"), TOKENS, frozenset({"carol"}))
+    alice = caller_of(_User("alice"), TOKENS, frozenset({"carol"}))
+    assert carol is not None and carol.admin and carol.user == "carol"
+    assert alice is not None and not alice.admin
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        _User("alice", authenticated=False),
+        _User("mallory"),  # no token (any more): e.g. a cron of a removed user
+        Auth.types.StudioUser("langgraph-studio-user", is_authenticated=True),
+    ],
+)
+def test_in_tokens_mode_a_user_without_a_token_is_refused(user):
+    with pytest.raises(Auth.exceptions.HTTPException) as info:
+        caller_of(user, TOKENS, frozenset())
+    assert info.value.status_code == 403 and "bearer token" in str(info.value.detail)
