@@ -444,6 +444,12 @@ _IRREGULAR = {
     "set": "set",
     "put": "put",
 }
+_FIRST_PERSON = re.compile(
+    # a Chinese sentence that starts with 已/已经 has dropped its subject: the speaker's
+    r"\b(?:I|I've|I'd|we|we've|us)\b|我|^\s*已|j'ai|\bnous\s+avons\b|\b(?:he|hemos)\b|\b(?:ich|wir)\b"
+    r"|しました|いたしました",
+    re.I,
+)
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff\u3040-\u30ff]+")
 
 
@@ -465,7 +471,9 @@ def unbacked_claims(answer: str, specs: Iterable[ToolSpec], done: Iterable[str])
     """``(sentence, tool)`` for each sentence of ``answer`` claiming an effect that no
     successful call of this goal shows (``done``: names of the tools that succeeded); ``tool`` is
     the side-effect tool the sentence is about (its ``requested_by`` words it shares most), or
-    None when it names none and no side effect succeeded."""
+    None when it names none and no side effect succeeded. A sentence not in the first person
+    counts only when it shares two of a tool's words ("the report has been sent to the team"),
+    so a sentence about the data ("80 invoices were sent in 2011") claims nothing."""
     done = set(done)
     tools = [(s.name, claim_words(s)) for s in specs if s.side_effect]
     any_effect = bool(done & {name for name, _ in tools})
@@ -473,7 +481,13 @@ def unbacked_claims(answer: str, specs: Iterable[ToolSpec], done: Iterable[str])
     for sentence in effect_claims(answer):
         stems = _stems(sentence)
         scored = sorted(((len(stems & words), name) for name, words in tools), reverse=True)
-        best = scored[0] if scored and scored[0][0] > 0 else None
+        # "I posted …" is the assistant's claim; "80 invoices were sent in 2011" describes data:
+        # a sentence not in the first person claims an effect only with the tool's verb and
+        # object ("the report has been sent to the team": two of its words)
+        mine = bool(_FIRST_PERSON.search(sentence))
+        best = scored[0] if scored and scored[0][0] >= (1 if mine else 2) else None
+        if best is None and not mine:
+            continue
         if best is not None:
             top = [name for n, name in scored if n == best[0]]
             if not done & set(top):

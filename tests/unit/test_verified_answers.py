@@ -258,6 +258,12 @@ def test_claims_are_attributed_by_the_tools_requested_by_words():
     ]
     assert unbacked_claims(answer, specs, {"generate_report", "post_message"}) == []
     assert unbacked_claims("已设置每月提醒。", specs, set()) == [("已设置每月提醒。", "schedule_reminder")]
+    # the passive voice about the user's data claims no effect of Hermes
+    for about_data in ("80 invoices were sent in 2011.", "12 tickets were created in 2026-11.", "没有订单被创建。"):
+        assert unbacked_claims(about_data, specs, set()) == [], about_data
+    assert unbacked_claims("The report has been sent to the team channel.", specs, {"generate_report"}) == [
+        ("The report has been sent to the team channel.", "post_message")
+    ]
 
 
 # --- no wasted rounds (issue 18 point 6) ------------------------------------------------------
