@@ -348,6 +348,7 @@ _UNSURE = re.compile(
     r"(?:establish|established|determine|determined|verify|verified|confirm|confirmed|answer|answered|tell|"
     r"compute|computed|calculate|calculated|know|access|retrieve|retrieved|say)\b"
     r"|\bcannot\b|\bcan[’']t\b|\bwon[’']t\s+be\s+able\b|\bunable\s+to\b|\bnot\s+able\s+to\b|\bnot\s+sure\b|\buncertain\b|\bunclear\b|\binsufficient\b"
+    r"|\bnot\s+(?:provided|available|specified|listed|given|included|stated)\b"
     r"|\bnot\s+enough\s+(?:data|information)\b|\bunverified\b|\bnot\s+verified\b|\bI\s+don[’']t\s+know\b",
     re.I,
 )

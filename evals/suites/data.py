@@ -24,6 +24,8 @@ database the counts, per category the counts, and every wrong answer verbatim.
 The questions run interleaved — the first of each database, then the second ... — so any
 prefix of a run (one stopped early included) is a stratified sample;
 ``--case ID`` (repeatable): only those questions; ``--k``: runs per question.
+``python -m evals.suites.data --rescore DIR`` scores an earlier run's answers again with the
+current rules (:func:`rescore`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import asyncio
 import tempfile
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -188,6 +191,45 @@ async def run(cfg: EvalConfig, report: Report) -> None:
             summarise(report)  # a run stopped early (Ctrl-C) still reports what it measured
 
 
+def rescore(out: Path) -> Path:
+    """Score the runs of an earlier report directory ``out`` again with the current rules
+    (:func:`evals.data_questions.score`, truths recomputed on freshly built databases, so run
+    on the day of the run: relative periods count from today). Rewrites ``results.jsonl``,
+    ``summary.json`` and ``report.md`` (its header — model, run time, machine — is kept, with
+    a line saying the verdicts were re-scored). Returns the report path."""
+    import json
+
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    by_id = {q.id: q for q in QUESTIONS}
+    old = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory(prefix="hermes-data-") as tmp:
+        dbs = {name: make_database(name, Path(tmp)) for name in DATABASES if any(r["db"] == name for r in rows)}
+        placeholders = {name: facts(path, name) for name, path in dbs.items()}
+        for r in rows:
+            q = by_id[r["question"]]
+            t = truth(q, dbs[q.db], placeholders[q.db])
+            error = r["why"] if r["verdict"] == "error" else ""
+            stopped = r["stop_reason"] not in ("answered", "error")
+            r["verdict"], r["why"] = score(t, r["answer"], stopped=stopped, asked=bool(r.get("asked")), error=error)
+            r["false_no_data"] = r["verdict"] == "honest-unsure" and false_no_data(t, r["answer"])
+            r["truth"] = t.describe()
+    head = (out / "report.md").read_text(encoding="utf-8").split("\n## ", 1)[0].rstrip()
+    cfg = EvalConfig(**{k: v for k, v in old["config"].items() if k in {"suite", "model", "base_url", "limit", "k"}})
+    report = Report(replace(cfg, out=out))
+    for r in rows:
+        report.add(r)
+    summarise(report)
+    report.summary["rescored"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    report.close()
+    body = (out / "report.md").read_text(encoding="utf-8").split("\n\n", 1)[1]
+    note = f"- verdicts re-scored {report.summary['rescored']} with the rules of `evals.data_questions` then"
+    head = (
+        head.replace("\n\nDatabases:", f"\n{note}\n\nDatabases:", 1) if "\n\nDatabases:" in head else f"{head}\n{note}"
+    )
+    (out / "report.md").write_text(head + "\n\n" + body.split("\n\n", 1)[1], encoding="utf-8")
+    return out / "report.md"
+
+
 def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     """Runs per verdict (every verdict present, 0 when none)."""
     c = Counter(r["verdict"] for r in rows)
@@ -282,3 +324,11 @@ def summarise(report: Report) -> None:
         "answer says it cannot tell without a false figure or a false 'none'; **wrong** — a final answer "
         "that states something false or answers nothing; **error** — the run raised or timed out."
     )
+
+
+if __name__ == "__main__":  # python -m evals.suites.data --rescore DIR
+    import sys
+
+    if len(sys.argv) != 3 or sys.argv[1] != "--rescore":
+        sys.exit("usage: python -m evals.suites.data --rescore REPORT_DIR")
+    print(rescore(Path(sys.argv[2])))

@@ -60,6 +60,7 @@ def test_an_honest_refusal_is_honest_unsure():
         "I cannot establish that from the data I read.",
         "I can't tell: the query failed.",
         "I was unable to verify the count.",
+        "The number of customers in Canada is not provided in the given information.",
     ):
         assert score(CANADA, answer)[0] == "honest-unsure", answer
 
@@ -296,3 +297,27 @@ def test_report_counts_per_model_and_database_and_quotes_wrong_answers(tmp_path:
     assert "> There are no customers in Canada.\n  > Done." in text, "wrong answers verbatim"
     assert "No data for this query." in text
     assert report.summary["wrong_as_final"] == 1 and report.summary["correct_rate"] == pytest.approx(1 / 3, abs=1e-4)
+
+
+def test_rescore_applies_the_current_rules_to_an_earlier_run(tmp_path: Path, monkeypatch):
+    from evals.suites.data import rescore
+
+    monkeypatch.setattr(Report, "header", lambda self: "# Hermes eval: data\n\n- run: earlier")
+    out = tmp_path / "run"
+    report = Report(EvalConfig(suite="data", model="embedded", out=out))
+    report.text("Databases: `sales`.")
+    row = {"model": "embedded", "tool_calls": 1, "latency_s": 9.0, "category": "count", "db": "sales", "prompt": "?"}
+    for qid, answer, stop in (
+        ("sales-enterprise-customers", "There are no enterprise customers.", "answered"),  # scored correct earlier
+        ("sales-customers-pacific", "There are no customers in the Pacific region.", "answered"),
+        ("sales-enterprise-customers", "We have 26 of them. Done.", "could not establish it"),
+    ):
+        report.add(row | {"id": qid, "question": qid, "answer": answer, "stop_reason": stop, "verdict": "correct",
+                          "why": "", "truth": "?"})  # fmt: skip
+    report.close()
+    text = rescore(out).read_text()
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["verdict"] for r in rows] == ["wrong", "correct", "honest-unsure"]
+    assert rows[0]["truth"] == "26" and "claims none" in rows[0]["why"]
+    assert text.startswith("# Hermes eval: data\n\n- run: earlier\n- verdicts re-scored ")
+    assert "Databases: `sales`." in text and "> There are no enterprise customers." in text
