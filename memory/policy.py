@@ -269,9 +269,10 @@ def effect_claims(answer: str) -> list[str]:
     tools' metadata). Shape: ``str -> list[str]``; never raises."""
     out: list[str] = []
     for sentence in split_sentences(answer or ""):
-        if not (_CLAIMS_EFFECT.search(sentence) or _CLAIMS_EFFECT_OTHER.search(sentence)):
-            continue
-        if _NOT_A_CLAIM.search(sentence):
+        m = _CLAIMS_EFFECT.search(sentence) or _CLAIMS_EFFECT_OTHER.search(sentence)
+        # negated or future where the claim is made ("I have not posted"), not anywhere in the
+        # sentence ("I have posted it so you can see it")
+        if m is None or _NOT_A_CLAIM.search(sentence[max(0, m.start() - 30) : m.end()]):
             continue
         out.append(sentence)
     return out

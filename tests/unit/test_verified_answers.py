@@ -249,6 +249,24 @@ async def test_a_claimed_effect_that_did_not_happen_is_corrected_before_it_is_sh
     assert await task_memories(ctx) == []  # an answer claiming an effect not done is no memory
 
 
+@pytest.mark.parametrize(
+    "sentence, claims",
+    [
+        ("I have posted it so you can see it.", True),  # a "can" after the claim negates nothing
+        ("I posted the report, but could not schedule the reminder.", True),
+        ("I have not posted anything.", False),
+        ("I will now post the report.", False),
+        ("我没有发送消息。", False),
+        ("已发送到群。", True),
+        ("J'ai publié le rapport dans #finance.", True),
+    ],
+)
+def test_a_claim_is_negated_or_future_only_where_it_is_made(sentence, claims):
+    from memory.policy import effect_claims
+
+    assert bool(effect_claims(sentence)) is claims
+
+
 def test_claims_are_attributed_by_the_tools_requested_by_words():
     specs = flagship_specs()
     answer = "I generated the report. I have posted it to the team channel. I will now set the reminder."
