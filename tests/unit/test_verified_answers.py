@@ -354,7 +354,7 @@ async def test_a_narration_between_steps_costs_no_model_call(data_dir):
         "post_message",
         "schedule_reminder",
     ]
-    # 3 steps + the final answer: no call spent on a narration (7 before: each one was answered)
+    # 3 steps + the final answer: no call spent on a narration (6 with the forced call reverted)
     assert out["metrics"]["model_calls"] == 4
 
 
