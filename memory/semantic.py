@@ -244,11 +244,15 @@ class SemanticMemory:
         origin: str | None = None,
         now: datetime | None = None,
         restated: bool = False,
+        inactive: Collection[tuple[str, str]] = (),
     ) -> UpsertResult:
         """Add or reinforce ``subject —predicate→ obj`` (module docstring: duplicates,
         conflicts, resolution). Atomic (one ``BEGIN IMMEDIATE`` transaction). A fact the user
         forgot is refused (``forgotten``) when read again from the episodes it was forgotten
-        with; ``restated``: the user states it anew in this turn — the tombstone is lifted."""
+        with; ``restated``: the user states it anew in this turn — the tombstone is lifted.
+        ``inactive``: (thread id, message id) origins off their session's active branch — a
+        fact stated there neither conflicts with nor is contradicted by this one (the same
+        fact stated again is still a duplicate: it becomes unbound, as on any other branch)."""
         if confidence < self.min_confidence:
             return UpsertResult("rejected", None)
         now = now or utcnow()
@@ -282,6 +286,7 @@ class SemanticMemory:
                     object_type,
                     now,
                     origin,
+                    inactive,
                 )
                 await db.execute("COMMIT")
             except BaseException:
@@ -320,14 +325,22 @@ class SemanticMemory:
         object_type,
         now,
         origin=None,
+        inactive: Collection[tuple[str, str]] = (),
     ) -> UpsertResult:
         live = await self._live(db, user_id, s_key, predicate)
         same = [f for f in live if self._okey(f) == o_key]
-        others = [f for f in live if self._okey(f) != o_key]
+        # a value stated on a branch that is not active contests nothing (issue 27)
+        others = [f for f in live if self._okey(f) != o_key and visible(f, None, None, inactive)]
         stamp = _iso(now)
         opposite = OPPOSITE_PREDICATES.get(predicate)
         contradicted = (
-            [f for f in await self._live(db, user_id, s_key, opposite) if self._okey(f) == o_key] if opposite else []
+            [
+                f
+                for f in await self._live(db, user_id, s_key, opposite)
+                if self._okey(f) == o_key and visible(f, None, None, inactive)
+            ]
+            if opposite
+            else []
         )
         if contradicted:  # the later statement wins: "I love X" … "I hate X"
             ids = [f.id for f in contradicted]
@@ -338,7 +351,7 @@ class SemanticMemory:
             )
             result = await self._upsert(
                 db, user_id, subject, s_key, predicate, obj, o_key, object_is_entity, confidence,
-                evidence, sources, subject_type, object_type, now, origin,
+                evidence, sources, subject_type, object_type, now, origin, inactive,
             )  # fmt: skip
             if result.fact is not None:
                 await db.execute(

@@ -584,8 +584,10 @@ class MemoryService:
     async def _do_upsert(self, payload: dict[str, Any]):
         p = dict(payload)
         now = datetime.fromisoformat(p.pop("now")) if p.get("now") else None
+        # read at write time (a replayed write too): a fact of an inactive branch contests nothing
+        inactive = (await self._inactive("", None)).origins
         return await self.semantic.upsert(
-            p.pop("user_id"), p.pop("subject"), p.pop("predicate"), p.pop("obj"), now=now, **p
+            p.pop("user_id"), p.pop("subject"), p.pop("predicate"), p.pop("obj"), now=now, inactive=inactive, **p
         )
 
     async def write_events(self, events: Sequence[EpisodicEvent]) -> int:

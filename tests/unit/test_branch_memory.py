@@ -120,6 +120,9 @@ async def test_a_forks_memories_stay_on_the_fork_and_the_originals_come_back_wit
 
     on_fork = (await recalled(ctx, "which format for reports", "other")).casefold()
     assert "csv" in on_fork and "pdf" not in on_fork
+    # the fork's fact stands on its own: a preference of an inactive branch contests nothing
+    assert "[semantic · fact" in on_fork and "user prefers format: csv" in on_fork, on_fork
+    assert "conflict" not in on_fork
 
     await branches.switch("t", short_id(original))
     on_original = (await recalled(ctx, "which format for reports", "other")).casefold()
