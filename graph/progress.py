@@ -15,6 +15,8 @@ tracking, masking and stop rules without a change in ``graph/`` or ``nodes/``.
   whatever the model does (``call_model`` binds only the offer; ``dispatch_tools`` refuses
   anything else).
 * **Artifacts** are what successful calls produced, named by each tool's ``artifact_field``.
+* **Shares** are the ready messages successful calls offer about what they produced (each
+  tool's ``share_field``): what a later side effect that shares them is to carry.
 
 Pure functions; no I/O.
 """
@@ -141,4 +143,26 @@ def artifacts(messages: list[AnyMessage], specs: Iterable[ToolSpec]) -> list[str
         value = data.get(field) if isinstance(data, dict) else None
         if value and str(value) not in found:
             found.append(str(value))
+    return found
+
+
+def shares(messages: list[AnyMessage], specs: Iterable[ToolSpec]) -> list[str]:
+    """The ready-to-share texts the successful calls among ``messages`` offer (each tool's
+    ``share_field`` ``{"text": ...}`` in its result envelope's ``data``), in call order: what a
+    later message about those results is to carry (:mod:`tools.content_checks`)."""
+    fields = {spec.name: spec.share_field for spec in specs if spec.share_field}
+    found: list[str] = []
+    for message in messages:
+        if not isinstance(message, ToolMessage) or message.status == "error":
+            continue
+        field = fields.get(message.name or "")
+        if not field or not isinstance(message.content, str):
+            continue
+        try:
+            value = (json.loads(message.content).get("data") or {}).get(field)
+        except (TypeError, ValueError, AttributeError):
+            continue
+        text = value.get("text") if isinstance(value, dict) else None
+        if isinstance(text, str) and text and text not in found:
+            found.append(text)
     return found

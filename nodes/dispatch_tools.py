@@ -63,6 +63,7 @@ from graph.failures import CUT_OFF, MAX_RETRIES, RETRY_BACKOFF_S, Recovery, reco
 from graph.progress import call_signature, goal_message_id, request_id
 from graph.resources import get_toolbox
 from graph.state import State
+from tools.content_checks import content_refusals
 from tools.destinations import goal_results, guard_calls, user_words
 from tools.mcp.progress import ProgressEvent, ProgressSink, progress_to
 from tools.registry import ToolOutcome, ToolRegistry
@@ -262,6 +263,33 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
         if str(c["id"]) in unbound
     ]
     calls = [c for c in calls if str(c["id"]) not in unbound]
+    # Shared content carries the substance (DESIGN §2.9, tools/content_checks.py): content that
+    # only narrates the act, or leaves out the result it shares, is refused with what to include.
+    thin = (
+        {}
+        if context.fired_reminder
+        else content_refusals(
+            calls,
+            spec_of=registry.get,
+            prior=[(n, payload_dir / payload_name(i)) for n, _, i in goal_results(state.messages, goal_id)],
+            request=user_words(state.messages, state.goal),
+        )
+    )
+    results += [
+        {
+            "tool_call_id": c["id"],
+            "name": c["name"],
+            "status": "error",
+            "error_kind": "content_refused",
+            "error": thin[str(c["id"])],
+            "payload_path": None,
+            "latency_s": 0.0,
+            "attempts": 0,
+        }
+        for c in calls
+        if str(c["id"]) in thin
+    ]
+    calls = [c for c in calls if str(c["id"]) not in thin]
     errors = len(results)
     counts: dict[str, int] = {}
     latency: dict[str, float] = {}

@@ -96,6 +96,14 @@ class ToolSpec(BaseModel):
                       tables, columns, counts of objects — never grounds an answer), None (not
                       declared: neither). MCP: ``_meta["hermes/reads"]``, else ``"data"`` for a
                       read-only tool (``readOnlyHint``). See DESIGN §5.5.
+        content_arg   argument holding the content the side effect delivers to people (a
+                      message's text, a reminder's text): it must carry the substance, not
+                      narrate the act (:mod:`tools.content_checks`). MCP:
+                      ``_meta["hermes/content_arg"]``.
+        share_field   field of a successful result holding what to share about what the call
+                      produced: ``{"text": ready message, "must_include": [str], "figures":
+                      [number]}``; a later side effect that sends content elsewhere must carry it
+                      (:mod:`tools.content_checks`). MCP: ``_meta["hermes/share_field"]``.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -116,6 +124,8 @@ class ToolSpec(BaseModel):
     deferred_call_arg: str | None = None
     network: bool = False
     reads: Literal["data", "schema"] | None = None
+    content_arg: str | None = None
+    share_field: str | None = None
 
     def destination_params(self) -> tuple[str, ...]:
         """Arguments that decide where this tool's effect goes: :attr:`destination_args` when
@@ -229,7 +239,8 @@ def lint(spec: ToolSpec) -> list[str]:
         except re.error as exc:
             problems.append(f"requested_by pattern {pattern!r} is not a regular expression: {exc}")
     declared = (params.get("properties") if isinstance(params, dict) else None) or {}
-    for arg in (*(spec.destination_args or ()), *([spec.deferred_call_arg] if spec.deferred_call_arg else [])):
+    named = (*(spec.destination_args or ()), *(a for a in (spec.deferred_call_arg, spec.content_arg) if a))
+    for arg in named:
         if arg not in declared:
             problems.append(f"metadata names argument {arg!r}, which parameters do not declare")
     if spec.source != "builtin" and not re.match(r"^mcp:.+", spec.source or ""):

@@ -36,6 +36,7 @@ from typing import Any
 
 from tools.builtin.catalog import register_builtin_tools
 from tools.builtin.database.schema import schema_summary
+from tools.content_checks import META_CONTENT_ARG, META_SHARE_FIELD
 from tools.database_setting import database_location
 from tools.errors import ToolDefinitionError
 from tools.executors import make_executor
@@ -359,6 +360,16 @@ class Toolbox:
         if not isinstance(sensitive, bool):
             bad.append(f"_meta {META_SENSITIVE!r} must be true or false, got {sensitive!r}")
             sensitive = True  # a server that meant to say something: the safe side
+        # which argument is the delivered content, which result field is there to share
+        content_meta = {
+            key: value
+            for key, meta_key in (("content_arg", META_CONTENT_ARG), ("share_field", META_SHARE_FIELD))
+            if (value := tool.meta.get(meta_key)) is not None
+        }
+        for key, value in list(content_meta.items()):
+            if not (isinstance(value, str) and value.strip()):
+                bad.append(f"_meta for {key} must be a non-empty string, got {value!r}")
+                del content_meta[key]
         if bad:
             self.problems[f"{server.name}:{tool.name}:_meta"] = "ignored: " + "; ".join(bad)
             log.warning("MCP tool %s of %s: ignored metadata: %s", tool.name, server.name, "; ".join(bad))
@@ -371,6 +382,7 @@ class Toolbox:
             "destination_args": None if destinations is None else tuple(destinations),
             "sensitive_results": sensitive,
             "reads": tool.reads or (None if side_effect else "data"),  # a read-only tool reads data
+            **content_meta,
         }
 
     async def aclose(self) -> None:

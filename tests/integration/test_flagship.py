@@ -4,7 +4,11 @@ model (deterministic graph logic), then on the real embedded llama.cpp model."""
 
 from __future__ import annotations
 
+import ast
+import json
+import re
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,21 +69,37 @@ REPORT_QUERIES = [
 ]
 
 
+def result_of(model: ScriptedChat, call_id: str) -> str:
+    """The content of the tool result ``call_id`` in the latest prompt the model was sent."""
+    return next(m.content for m in model.seen[-1] if isinstance(m, ToolMessage) and m.tool_call_id == call_id)
+
+
+def flagship_replies(model: list[ScriptedChat]) -> Iterator[AIMessage]:
+    # the model learns the user's schema and the dates with data first (a read-only tool is
+    # offered beside the missing steps), then writes the report's queries
+    yield tool_call("describe_database", {}, "d1")
+    yield tool_call(
+        "generate_report",
+        {"title": "Sales report, last month", "period": last_full_month(), "queries": REPORT_QUERIES},
+        "r1",
+    )
+    # reported (issue 18): the post narrated the act; it is refused with the message to send
+    yield tool_call("post_message", {"channel": "project", "text": NARRATION}, "p0")
+    refusal = json.loads(result_of(model[0], "p0"))["error"]
+    ready = re.search(r"Ready to send as text: ('.*'|\".*\")", refusal, re.S)
+    assert ready, refusal
+    yield tool_call("post_message", {"channel": "project", "text": ast.literal_eval(ready[1])}, "p1")
+    yield tool_call("schedule_reminder", {"text": "Send the monthly sales report", "day_of_month": 1}, "s1")
+    yield AIMessage("Report written, posted to #project, monthly reminder set.")
+
+
+NARRATION = "I have posted the analysis report to the project group and scheduled the monthly reminder."
+
+
 async def test_flagship_with_a_scripted_model_through_real_mcp_and_sqlite(tmp_path: Path):
-    replies = [
-        # the model learns the user's schema and the dates with data first (a read-only tool is
-        # offered beside the missing steps), then writes the report's queries
-        tool_call("describe_database", {}, "d1"),
-        tool_call(
-            "generate_report",
-            {"title": "Sales report, last month", "period": last_full_month(), "queries": REPORT_QUERIES},
-            "r1",
-        ),
-        tool_call("post_message", {"channel": "project", "text": "Last month's sales report is ready."}, "p1"),
-        tool_call("schedule_reminder", {"text": "Send the monthly sales report", "day_of_month": 1}, "s1"),
-        AIMessage("Report written, posted to #project, monthly reminder set."),
-    ]
-    model = ScriptedChat(messages=iter(replies))
+    holder: list[ScriptedChat] = []
+    model = ScriptedChat(messages=flagship_replies(holder))
+    holder.append(model)
     register_model("flagship-script", lambda _c: model)
     context = Context(model="flagship-script", data_dir=str(tmp_path), database=demo_database(tmp_path))
     before = {p.pid for p in team_chat_processes()}
@@ -102,9 +122,13 @@ async def test_flagship_with_a_scripted_model_through_real_mcp_and_sqlite(tmp_pa
     assert report.exists() and "Revenue by region" in report.read_text()
     assert report.parent == tmp_path / "reports" and not (tmp_path / "sales.db").exists()
     with sqlite3.connect(tmp_path / "team_chat.db") as con:
-        assert con.execute("SELECT channel, text FROM messages").fetchall() == [
-            ("project", "Last month's sales report is ready.")
-        ]
+        posted = con.execute("SELECT channel, text FROM messages").fetchall()
+    # one message, and it carries the result: the period, two figures of the report, its path
+    assert [channel for channel, _ in posted] == ["project"]
+    text = posted[0][1]
+    revenue, orders = json.loads(result_of(model, "r1"))["data"]["queries"][0]["rows"][0]
+    assert last_full_month() in text and str(report) in text
+    assert f"{revenue:,.2f}" in text and f"{orders:,}" in text
     with sqlite3.connect(tmp_path / "reminders.db") as con:
         assert con.execute("SELECT COUNT(*) FROM reminders").fetchone()[0] == 1
     with sqlite3.connect(tmp_path / "checkpoints.sqlite") as con:

@@ -65,6 +65,10 @@ QUERIES = [
 ]
 
 
+#: the post carries the result it shares: period, two figures, where the report is (issue 18)
+POSTED = "Invoicing report {END}: net {net} cents over {count} invoices. Full report: invoicing-report-{END}.md"
+
+
 def script(name: str, replies: list) -> ScriptedChat:
     model = ScriptedChat(messages=iter(replies))
     model.seen, model.offers = [], []
@@ -80,7 +84,9 @@ async def test_flagship_on_a_differently_shaped_database_matches_independent_sql
         [
             tool_call("describe_database", {}, "d1"),
             tool_call("generate_report", {"title": f"Invoicing report {END}", "period": END, "queries": QUERIES}, "r1"),
-            tool_call("post_message", {"channel": "finance", "text": f"Invoicing report {END} is ready."}, "p1"),
+            tool_call(
+                "post_message", {"channel": "finance", "text": POSTED.format(END=END, net=net, count=count)}, "p1"
+            ),
             tool_call("schedule_reminder", {"text": "Send the monthly invoicing report", "day_of_month": 1}, "s1"),
             AIMessage(f"Report for {END} written, posted to #finance, monthly reminder set."),
         ],
@@ -104,7 +110,7 @@ async def test_flagship_on_a_differently_shaped_database_matches_independent_sql
     assert "Figures in this report rest on these queries" in text and "strftime('%Y-%m', issued_on)" in text
     with sqlite3.connect(data / "team_chat.db") as con:
         assert con.execute("SELECT channel, text FROM messages").fetchall() == [
-            ("finance", f"Invoicing report {END} is ready.")
+            ("finance", POSTED.format(END=END, net=net, count=count))
         ]
     with sqlite3.connect(data / "reminders.db") as con:
         assert con.execute("SELECT COUNT(*) FROM reminders").fetchone()[0] == 1

@@ -174,12 +174,15 @@ GENERATE_REPORT = ToolSpec(
         r"(写|生成|做|总结).{0,20}报告",
     ),
     artifact_field="path",
+    # a ready message (title, period, headline figures, path): what a later post must carry
+    share_field="share",
     # the file goes to <data_dir>/reports/, named from the title: no argument chooses where
     destination_args=(),
     result_schema={
         "type": "object",
         "properties": {
             "path": {"type": "string"},
+            "share": {"type": "object"},
             "version": {"type": "integer"},
             "title": {"type": "string"},
             "period": {"type": "string"},
@@ -213,7 +216,8 @@ SCHEDULE_REMINDER = ToolSpec(
                 "type": "string",
                 "minLength": 1,
                 "maxLength": 500,
-                "description": "What to remind the user about.",
+                "description": "What the user is to do when it fires, as an instruction "
+                "(e.g. 'Send the monthly sales report to the project group'), not what was done.",
             },
             "day_of_month": {"type": "integer", "minimum": 1, "maximum": 31, "default": 1},
             "time": {"type": "string", "pattern": r"^([01]\d|2[0-3]):[0-5]\d$", "default": "09:00"},
@@ -257,6 +261,8 @@ SCHEDULE_REMINDER = ToolSpec(
     # its effect is scheduling; its action runs later, checked against this request then too
     schedules=True,
     deferred_call_arg="action",
+    # the text reaches the user when it fires: an instruction, never a narration of this call
+    content_arg="text",
 )
 
 LIST_REMINDERS = ToolSpec(

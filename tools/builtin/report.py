@@ -21,6 +21,7 @@ from tools.builtin.database.execution import execute_query
 from tools.builtin.database.period_scope import find_undated
 from tools.builtin.database.periods import LATEST, data_columns, latest_month, latest_title, period_resolution
 from tools.builtin.database.statement import quote_back, strip_bom
+from tools.builtin.report_share import share
 from tools.database_setting import DatabaseError
 
 #: Queries per report.
@@ -644,4 +645,12 @@ def generate_report(
         if r.get("note"):
             item["note"] = r["note"]
         summary.append(item)
-    return {"path": str(out_path), "version": version, "title": title, "period": period, "queries": summary}
+    # ``share`` right after the path: a result cut for the prompt keeps its head
+    return {
+        "path": str(out_path),
+        "share": share(title, period, str(out_path), results),
+        "version": version,
+        "title": title,
+        "period": period,
+        "queries": summary,
+    }

@@ -80,7 +80,12 @@ POST_REQUESTED_BY = [
 
 @mcp.tool(
     annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False),
-    meta={"hermes/requested_by": POST_REQUESTED_BY, "hermes/destination_args": ["channel"]},
+    meta={
+        "hermes/requested_by": POST_REQUESTED_BY,
+        "hermes/destination_args": ["channel"],
+        # the text is what the team reads: it must carry the substance (tools/content_checks.py)
+        "hermes/content_arg": "text",
+    },
 )
 def post_message(
     channel: Channel,
