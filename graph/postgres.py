@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import tenacity
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow, dict_row
@@ -50,9 +51,15 @@ CONNECT_TIMEOUT_S = 10.0
 #: processes starting at once on a new database: concurrent ``CREATE TABLE IF NOT EXISTS``
 #: statements of two sessions can fail with ``UniqueViolation`` on ``pg_type``.
 SETUP_LOCK_KEY = 0x4845524D4553  # "HERMES"
+#: Seconds a process waits for another's ``setup()`` of the same database before ``TimeoutError``.
+SETUP_WAIT_S = 120.0
 #: Connections of one process's pool (the server runs a run's tasks concurrently; the CLI
 #: needs one). Each ``hermes`` process and each server worker has its own pool.
 POOL_MAX_SIZE = 8
+
+
+class _SetupBusy(TimeoutError):
+    """Another session holds :data:`SETUP_LOCK_KEY` (retried until :data:`SETUP_WAIT_S`)."""
 
 
 class PostgresUnavailable(ConnectionError):
@@ -80,11 +87,28 @@ class HermesPostgresSaver(AsyncPostgresSaver):
     async def setup(self) -> None:
         """``AsyncPostgresSaver.setup`` (tables, migrations) under a session advisory lock held
         on another pooled connection (:data:`SETUP_LOCK_KEY`), so that processes starting at
-        once on a new database migrate it one after the other."""
+        once on a new database migrate it one after the other. The lock is polled
+        (``pg_try_advisory_lock``), not waited for in a statement: a migration runs ``CREATE
+        INDEX CONCURRENTLY``, which waits for every other session's running statement, so a
+        waiter blocked in ``pg_advisory_lock`` would deadlock with the holder (measured: 8
+        sessions' setups on a new database hung). Raises ``TimeoutError`` after
+        :data:`SETUP_WAIT_S` seconds."""
         pool = self.conn
         assert isinstance(pool, AsyncConnectionPool)
         async with pool.connection() as holder:
-            await holder.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK_KEY,))
+            async for attempt in tenacity.AsyncRetrying(
+                retry=tenacity.retry_if_exception_type(_SetupBusy),
+                stop=tenacity.stop_after_delay(SETUP_WAIT_S),
+                wait=tenacity.wait_random(0.05, 0.25),
+                reraise=True,
+            ):
+                with attempt:
+                    cur = await holder.execute("SELECT pg_try_advisory_lock(%s) AS got", (SETUP_LOCK_KEY,))
+                    row = await cur.fetchone()
+                    if not (row and row["got"]):
+                        raise _SetupBusy(
+                            f"another process has been setting up the checkpoint tables for {SETUP_WAIT_S:g} s"
+                        )
             try:
                 await super().setup()
             finally:
@@ -169,6 +193,7 @@ __all__ = [
     "CONNECT_TIMEOUT_S",
     "POOL_MAX_SIZE",
     "SETUP_LOCK_KEY",
+    "SETUP_WAIT_S",
     "HermesPostgresSaver",
     "PostgresUnavailable",
     "move_mirror_aside",

@@ -334,7 +334,10 @@ async def execute_turn(
     recovery: RecoveryReport | None = None
     question: Any = None
     text: str | None = None
-    async with thread_lock(data_dir, thread_id), open_checkpointer(checkpoints_file(data_dir)) as saver:
+    async with (
+        thread_lock(data_dir, thread_id),
+        open_checkpointer(checkpoints_file(data_dir), postgres=context.postgres_url) as saver,
+    ):
         agent = make_graph(checkpointer=saver)
         if thread_id:
             recovery = await ensure_readable(agent, mirror, thread_id)
@@ -465,7 +468,9 @@ async def invoke_turn(task: str, context: Context, thread_id: str, *, message_id
     turn_input: Any = {"messages": [HumanMessage(task, id=message_id)]}
 
     async def turn() -> dict[str, Any]:
-        async with open_checkpointer(checkpoints_file(data_dir), mirror_dir=data_dir) as saver:
+        async with open_checkpointer(
+            checkpoints_file(data_dir), mirror_dir=data_dir, postgres=context.postgres_url
+        ) as saver:
             agent = make_graph(checkpointer=saver)
             return await agent.ainvoke(turn_input, _thread_config(thread_id), context=context)
 
