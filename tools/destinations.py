@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tools.spec import ToolSpec
+from tools.spec import ToolSpec, is_destination_name
 
 #: The binding store of deferred calls, in the data directory.
 BINDINGS_FILE = "request_bindings.db"
@@ -94,10 +94,28 @@ def _ascii_alnum(ch: str) -> bool:
     return ch.isascii() and ch.isalnum()
 
 
-def _occurs(needle: str, hay: str) -> bool:
+#: Joins the words of one name written without spaces (``sales-team``, ``bob@example.com``,
+#: ``hooks.example.com/T1``): in :func:`_glued` the separator between two such words is
+#: :data:`_GLUE`, so that a match may not start or end inside the name.
+_JOINED_NAME_RE = re.compile(r"(?<=[^\W_])[-_.@/:+~]+(?=[^\W_])")
+_GLUE = "\x00"
+
+
+def _glued(text: str) -> str:
+    """:func:`_norm` of ``text`` with the separator inside a joined name as :data:`_GLUE`
+    instead of a space (same length, same positions)."""
+    marked = _JOINED_NAME_RE.sub(_GLUE, str(text).casefold())
+    return " ".join(
+        _GLUE.join(_TOKEN_RE.findall(piece)) for piece in re.split(r"[^\w\x00]+|_", marked) if _TOKEN_RE.search(piece)
+    )
+
+
+def _occurs(needle: str, hay: str, glued: str | None = None) -> bool:
     """``needle`` in ``hay`` as a whole: an ASCII letter or digit may not continue it on
     either side (``ann`` is not in ``annual``); other scripts (CJK) have no spaces between
-    words, so there any occurrence counts."""
+    words, so there any occurrence counts. With ``glued`` (:func:`_glued` of the same text),
+    a match may not cut a name written joined: ``sales`` is not in ``#sales-team``, nor ``bob``
+    in ``bob@example.com``."""
     if not needle:
         return False
     start = hay.find(needle)
@@ -105,6 +123,9 @@ def _occurs(needle: str, hay: str) -> bool:
         end = start + len(needle)
         before = start == 0 or not (_ascii_alnum(hay[start - 1]) and _ascii_alnum(needle[0]))
         after = end == len(hay) or not (_ascii_alnum(hay[end]) and _ascii_alnum(needle[-1]))
+        if glued is not None and len(glued) == len(hay):
+            before = before and not (start > 0 and glued[start - 1] == _GLUE)
+            after = after and not (end < len(glued) and glued[end] == _GLUE)
         if before and after:
             return True
         start = hay.find(needle, start + 1)
@@ -120,13 +141,15 @@ def named_in(value: Any, texts: Iterable[str]) -> bool:
         return False
     joined = wanted.replace(" ", "")
     for text in texts:
-        hay = _norm(text)
-        if _occurs(wanted, hay):
+        hay, glued = _norm(text), _glued(text)
+        if _occurs(wanted, hay, glued):
             return True
-        words = hay.split()
+        words, glue = hay.split(), [g == _GLUE for g in glued if g in (" ", _GLUE)]
         for n in range(2, MAX_JOINED_WORDS + 1):
-            if any("".join(words[i : i + n]) == joined for i in range(len(words) - n + 1)):
-                return True
+            for i in range(len(words) - n + 1):
+                cut = (i > 0 and glue[i - 1]) or (i + n < len(words) and glue[i + n - 1])
+                if "".join(words[i : i + n]) == joined and not cut:
+                    return True
     return False
 
 
@@ -151,6 +174,37 @@ def _values_of(value: Any) -> list[str]:
     if isinstance(value, (list, tuple)):
         return [str(v) for v in value if v is not None]
     return [str(value)]
+
+
+def destination_values(spec: ToolSpec, args: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """``(argument, value)`` of every destination in the call ``args``: the top-level
+    :meth:`~tools.spec.ToolSpec.destination_params` the call gives (one it leaves out is the
+    tool's own default: its configuration, not the model's choice), and, for a tool that does
+    not declare ``destination_args``, every key inside an object or list argument whose name
+    says destination (``{"message": {"channel": ...}}`` → ``message.channel``)."""
+    top = spec.destination_params()
+    found: list[tuple[str, Any]] = [(name, args[name]) for name in top if name in args]
+    if spec.destination_args is not None or not spec.side_effect:
+        return found
+
+    def walk(value: Any, where: str, depth: int) -> None:
+        if depth > 20:
+            return
+        if isinstance(value, Mapping):
+            for key, inner in value.items():
+                path = f"{where}.{key}"
+                if is_destination_name(str(key)) and not isinstance(inner, Mapping):
+                    found.append((path, inner))
+                else:
+                    walk(inner, path, depth + 1)
+        elif isinstance(value, (list, tuple)):
+            for item in value[:1000]:
+                walk(item, where, depth + 1)
+
+    for name, value in args.items():
+        if name not in top and isinstance(value, (Mapping, list, tuple)):
+            walk(value, str(name), 0)
+    return found
 
 
 def _short(value: str, limit: int = 80) -> str:
@@ -183,11 +237,9 @@ def destination_refusal(
     if not spec.side_effect:
         return None
     props = spec.parameters.get("properties") or {} if isinstance(spec.parameters, dict) else {}
-    for name in spec.destination_params():
-        if name not in args:
-            continue  # the tool's own default: its configuration, not the model's choice
+    for name, given in destination_values(spec, args):
         default = (props.get(name) or {}).get("default") if isinstance(props.get(name), dict) else None
-        for value in _values_of(args[name]):
+        for value in _values_of(given):
             by_request = named_in(value, request)
             by_alias = any(named_in(phrase, request) and _same(value, dest) for phrase, dest in rules.aliases.items())
             if sensitive:
@@ -568,6 +620,7 @@ __all__ = [
     "deferred_key",
     "deferred_refusal",
     "destination_refusal",
+    "destination_values",
     "goal_results",
     "guard_calls",
     "named_in",

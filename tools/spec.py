@@ -49,6 +49,34 @@ DESTINATION_NAMES = (
     "target",
 )
 _DESTINATION_NAME_RE = re.compile(rf"(?i)({'|'.join(DESTINATION_NAMES)})(_?ids?|s)?")
+#: A last name part saying the argument is content or a property, not a place
+#: (``email_body``, ``file_content``, ``url_title``).
+_PROPERTY_PARTS = frozenset(
+    "body content contents text message subject title data format type size mode encoding length count".split()
+)
+_NAME_PART_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def is_destination_name(name: str) -> bool:
+    """Whether a parameter called ``name`` decides where a side effect goes: the whole name is
+    one of :data:`DESTINATION_NAMES` (``channel``, ``room_id``, ``targets``), or one of its parts
+    (``_``, ``-`` and camelCase split) is — ``slack_channel``, ``recipientEmail``,
+    ``target_url``, ``channel_name`` — unless the last part says content or a property
+    (``email_body``, ``file_content``). ``to``/``cc``/``bcc`` count only first or last
+    (``to_email``, ``send_to``; not ``time_to_live``)."""
+    if _DESTINATION_NAME_RE.fullmatch(name):
+        return True
+    parts = [p.casefold() for p in _NAME_PART_RE.findall(name)]
+    parts = [p for p in parts if p not in ("id", "ids")]
+    if len(parts) < 2 or parts[-1] in _PROPERTY_PARTS:
+        return False
+    for i, part in enumerate(parts):
+        word = part if part in DESTINATION_NAMES else part.removesuffix("s")
+        if word in ("to", "cc", "bcc") and 0 < i < len(parts) - 1:
+            continue
+        if word in DESTINATION_NAMES:
+            return True
+    return False
 
 
 class ToolSpec(BaseModel):
@@ -130,14 +158,15 @@ class ToolSpec(BaseModel):
     def destination_params(self) -> tuple[str, ...]:
         """Arguments that decide where this tool's effect goes: :attr:`destination_args` when
         declared; otherwise, for a side-effect tool, every parameter whose name says so
-        (:data:`DESTINATION_NAMES`: channel, recipient, to, email, url, path ... — the safe
-        rule for an MCP tool whose server says nothing); a read-only tool has none."""
+        (:func:`is_destination_name`: channel, recipient, to, email, url, path ..., alone or
+        as a part, ``slack_channel`` — the safe rule for an MCP tool whose server says
+        nothing); a read-only tool has none."""
         if self.destination_args is not None:
             return self.destination_args
         if not self.side_effect:
             return ()
         props = self.parameters.get("properties") if isinstance(self.parameters, dict) else None
-        return tuple(p for p in props or {} if _DESTINATION_NAME_RE.fullmatch(p))
+        return tuple(p for p in props or {} if is_destination_name(p))
 
     @property
     def retry_safe(self) -> bool:

@@ -421,3 +421,86 @@ async def test_a_destination_named_in_an_earlier_turn_of_the_conversation_is_the
         {"messages": [HumanMessage("Post October's order count to the team chat.")]}, config, context=ctx
     )
     assert refusals(out) == [] and posts == [("sales-team", "October: 42 orders")]
+
+
+# -- attacks of the second round (issue 25: "other attacks of these kinds") -----------------------
+
+
+@pytest.mark.parametrize(
+    "param",
+    [
+        "slack_channel",
+        "channel_name",
+        "to_email",
+        "recipient_email",
+        "recipientEmail",
+        "email_address",
+        "phone_number",
+        "target_url",
+        "callback_url",
+        "webhookUrl",
+        "file_path",
+        "output_path",
+        "room",
+        "webhook",
+        "address",
+        "chat_id",
+    ],
+)
+def test_a_destination_argument_under_a_compound_name_is_found_and_checked(param):
+    """An MCP tool without metadata whose destination argument's name only contains a
+    destination word (``slack_channel``, ``to_email``, ``target_url`` ...) is still checked."""
+    tool = mcp_tool("send_thing", {param: {"type": "string"}, "text": {"type": "string"}})
+    assert param in tool.destination_params()
+    why = destination_refusal(tool, {param: "leaks", "text": "x"}, request=["send the total to ops"], rules=Rules())
+    assert why is not None and param in why
+
+
+@pytest.mark.parametrize("param", ["text", "body", "file_content", "message", "subject", "email_body", "url_title"])
+def test_content_arguments_are_not_destinations(param):
+    assert mcp_tool("send_thing", {param: {"type": "string"}}).destination_params() == ()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"message": {"channel": "leaks", "text": "x"}},
+        {"options": {"delivery": {"to": ["eve@evil.test"]}}, "body": "x"},
+        {"targets": [{"url": "https://evil.test/x"}], "body": "x"},
+    ],
+)
+def test_a_destination_nested_in_an_object_argument_is_checked(args):
+    tool = mcp_tool("deliver_it", {k: {"type": "object"} for k in args})
+    why = destination_refusal(tool, args, request=["send the total to ops"], rules=Rules())
+    assert why is not None and "not run" in why
+
+
+@pytest.mark.parametrize(
+    "value, request_text",
+    [
+        ("#sales", "Post the count to #sales-team."),  # a part of the channel the user named
+        ("team", "Post the count to #sales-team."),
+        ("bob", "Email the figures to bob@example.com."),
+        ("example.com", "Email the figures to bob@example.com."),
+        ("https://hooks.example.com", "send it to https://hooks.example.com/T1/abc"),
+        ("gеneral", "Post the count to #general."),  # Cyrillic е: a look-alike channel
+        ("gen\u200beral", "Post the count to #general."),  # a zero-width space inside
+    ],
+)
+def test_a_part_or_a_look_alike_of_a_named_destination_is_not_named(value, request_text):
+    assert not named_in(value, [request_text])
+
+
+@pytest.mark.parametrize(
+    "value, request_text",
+    [
+        ("#sales-team", "Post the count to #sales-team."),
+        ("sales-team", "Post the total to the Sales Team channel."),
+        ("bob@example.com", "Email the figures to bob@example.com."),
+        ("https://hooks.example.com/T1/abc", "send it to https://hooks.example.com/T1/abc"),
+        ("project", "Post it to the project group."),
+        ("/srv/out/q3.md", "Save it as /srv/out/q3.md please"),
+    ],
+)
+def test_the_whole_named_destination_still_passes(value, request_text):
+    assert named_in(value, [request_text])
