@@ -23,7 +23,7 @@ from graph.model import astop_embedded_server, register_model
 from graph.runner import run_turn
 from tests.conftest import ScriptedChat, tool_call
 from tests.support.processes import own_processes
-from tools.builtin.demo_db import generate_sales_db, last_full_month
+from tools.builtin.demo_db import generate_sales_db, last_full_month, month_add
 
 TASK = "Summarise last month's sales into an analysis report, post it to the project group, and remind me every month."
 pytestmark = pytest.mark.slow
@@ -183,3 +183,49 @@ async def test_flagship_on_the_real_embedded_model(tmp_path: Path):
     effects = [m.name for m in results if m.status != "error" and m.name in SIDE_EFFECTS]
     assert len(effects) == len(set(effects)), f"a side effect ran twice: {effects}"
     assert set(summary["tools_called"]) <= SIDE_EFFECTS | READS, summary["tools_called"]
+
+
+async def test_flagship_on_data_that_ends_months_ago_reports_the_latest_month_titled_so(tmp_path: Path):
+    """Issue 18 point 4: "last month" without data is refused with the latest month with data,
+    the period to send and the condition; the next call succeeds, the report says it is the
+    latest month with data, and the post carries it — no rounds of retries."""
+    end = month_add(last_full_month(), -5)
+    db = str(generate_sales_db(tmp_path / "user" / "old.db", months=6, end_month=end))
+    undated = [
+        {"label": q["label"], "sql": q["sql"].replace(f"WHERE {LAST_MONTH}", "WHERE 1 = 1")} for q in REPORT_QUERIES
+    ]
+
+    def replies(holder: list[ScriptedChat]) -> Iterator[AIMessage]:
+        yield tool_call("generate_report", {"title": "Sales report", "period": "last month", "queries": undated}, "r1")
+        refusal = json.loads(result_of(holder[0], "r1"))["error"]
+        period = re.search(r'period="([^"]+)"', refusal)
+        where = re.search(r"WHERE strftime\('%Y-%m', (\w+)\) = '([0-9-]+)' \(the \w+ of (\w+)", refusal)
+        assert period and where, refusal
+        # the graph offers only reads after a failed step (look-first, nodes/evaluate_progress.py)
+        yield tool_call("describe_database", {}, "d1")
+        # in a join the model puts the table's alias (orders o) before the column, as told
+        dated = [
+            {**q, "sql": q["sql"].replace("1 = 1", f"strftime('%Y-%m', o.{where[1]}) = '{where[2]}'")} for q in undated
+        ]
+        yield tool_call("generate_report", {"title": "Sales report", "period": period[1], "queries": dated}, "r2")
+        share = json.loads(result_of(holder[0], "r2"))["data"]["share"]["text"]
+        yield tool_call("post_message", {"channel": "project", "text": share}, "p1")
+        yield tool_call("schedule_reminder", {"text": "Send the monthly sales report", "day_of_month": 1}, "s1")
+        yield AIMessage(f"Report for {end} written (the latest month with data), posted to #project, reminder set.")
+
+    holder: list[ScriptedChat] = []
+    model = ScriptedChat(messages=replies(holder))
+    holder.append(model)
+    register_model("flagship-old-data", lambda _c: model)
+    context = Context(model="flagship-old-data", data_dir=str(tmp_path), database=db)
+    try:
+        summary = await run_turn(TASK, context, "flagship-old", quiet=True)
+    finally:
+        await resources.aclose_resources()
+    assert summary["stop_reason"] is None, summary
+    assert summary["tools_called"]["generate_report"] == 2  # the refusal, then the report: no rounds
+    report = Path(summary["artifacts"][0])
+    assert report.read_text().startswith(f"# Sales report — {end} (latest month with data; last month, ")
+    with sqlite3.connect(tmp_path / "team_chat.db") as con:
+        [(text,)] = con.execute("SELECT text FROM messages").fetchall()
+    assert end in text and str(report) in text and "latest month with data" in text

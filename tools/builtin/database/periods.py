@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from tools.builtin.database.connection import Deadline
 from tools.builtin.database.dates import date_kind, date_range
 from tools.builtin.database.schema import list_tables, table_columns
-from tools.builtin.database.statement import names_used, quote_name, sql_ref
+from tools.builtin.database.statement import identifier, names_used, quote_name, sql_ref
 
 #: Date columns looked at per call at most (each costs a sample and a MIN/MAX).
 MAX_DATA_COLUMNS = 6
@@ -48,8 +48,9 @@ class DataMonths:
 
     def condition(self, lo: str, hi: str | None = None) -> str:
         """``WHERE`` condition (without the keyword) restricting this column to the months
-        ``lo``..``hi`` (``YYYY-MM``; one month when ``hi`` is None), qualified by the table."""
-        expr = self.month_expr().replace(quote_name(self.name), self.column, 1)
+        ``lo``..``hi`` (``YYYY-MM``; one month when ``hi`` is None). The column is bare: a query
+        that gives its table an alias (``FROM orders o``) can no longer name it ``orders.x``."""
+        expr = self.month_expr().replace(quote_name(self.name), identifier(self.name), 1)
         if hi is None or hi == lo:
             return f"{expr} = '{lo}'"
         return f"{expr} BETWEEN '{lo}' AND '{hi}'"
@@ -162,7 +163,8 @@ def period_resolution(
     return (
         f"{said} has no data: {ranges}. The latest full month with data is {month}. "
         f'To report it, call again with period="{LATEST}" (or "{month}") and restrict every query to '
-        f"that month: WHERE {best.condition(month)}; the report is then titled "
+        f"that month: WHERE {best.condition(month)} (the {best.name} of {identifier(best.table)}; in a join, "
+        f"put the alias of {identifier(best.table)} before it); the report is then titled "
         f"{latest_title('<title>', month, today)!r}, so it never passes for the month asked. "
         f"Before a message or reminder goes out with it, ask the user whether {month} is the period they want."
     )
