@@ -43,12 +43,15 @@ Knows nothing of the graph: callers pass the request texts, the rules and the pr
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import fnmatch
 import hashlib
 import json
 import re
 import sqlite3
+import unicodedata
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -383,12 +386,50 @@ def sensitive_in_content(spec: ToolSpec, args: Mapping[str, Any], marked: Mappin
         return []
     text = _content_text(spec, args)
     skip = set(spec.destination_params())
-    raw = " ".join(str(v) for k, v in args.items() if isinstance(v, str) and k not in skip).casefold()
+    given = " ".join(str(v) for k, v in args.items() if isinstance(v, str) and k not in skip)
+    raw = given.casefold()
+    plain = _decoded(given)  # before casefolding: base64 is case-sensitive
+    squashed = _squash(plain)
     hits = []
     for mark, values in marked.items():
-        if any(_occurs(v, text) or _occurs(v, raw) for v in values):
+        if any(
+            _occurs(v, text)
+            or _occurs(v, raw)
+            or _occurs(_decoded(v), plain)
+            or (len(_squash(v)) >= MIN_SQUASHED_CHARS and _squash(v) in squashed)
+            for v in values
+        ):
             hits.append(mark)
     return hits
+
+
+#: A sensitive value is also looked for with everything but its letters and digits removed
+#: (``a-l-i-c-e @ example.com``) from this many letters and digits on (shorter ones would
+#: match inside ordinary words).
+MIN_SQUASHED_CHARS = 8
+_BASE64_RE = re.compile(r"[A-Za-z0-9+/_-]{12,}={0,2}")
+
+
+def _decoded(text: str) -> str:
+    """``text`` as a reader would see it: NFKC (full-width letters), invisible format
+    characters (zero-width spaces) removed, URL escapes decoded, casefolded; base64 runs are
+    added decoded."""
+    plain = "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
+    plain = urllib.parse.unquote(plain).casefold()
+    extra = []
+    for run in _BASE64_RE.findall(text):
+        body = run.rstrip("=")
+        for alphabet in (base64.b64decode, base64.urlsafe_b64decode):
+            try:
+                extra.append(alphabet(body + "=" * (-len(body) % 4)).decode("utf-8").casefold())
+                break
+            except (ValueError, UnicodeDecodeError):
+                continue
+    return " ".join([plain, *extra])
+
+
+def _squash(text: str) -> str:
+    return "".join(c for c in _decoded(text) if c.isalnum())
 
 
 # -- deferred calls ---------------------------------------------------------------------------

@@ -504,3 +504,29 @@ def test_a_part_or_a_look_alike_of_a_named_destination_is_not_named(value, reque
 )
 def test_the_whole_named_destination_still_passes(value, request_text):
     assert named_in(value, [request_text])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ALICE@EXAMPLE.COM",
+        "alice @ example.com",
+        "a-l-i-c-e@example.com",
+        "alice\u200b@example.com",  # a zero-width space inside
+        "ａｌｉｃｅ@example.com",  # full-width letters
+        "alice%40example.com",  # URL-encoded
+        "see YWxpY2VAZXhhbXBsZS5jb20= for details",  # base64
+        "see YWxpY2VAZXhhbXBsZS5jb20 for details",  # base64 without its padding
+    ],
+)
+def test_sensitive_values_re_encoded_in_the_content_are_found(text):
+    query = ToolSpec(name="query_database", description="Read-only SQL on the user's database.")
+    marked = sensitive_values(query, {"sql": "SELECT name, email FROM customers"}, CUSTOMERS, ["customers.email"])
+    assert sensitive_in_content(POST_MESSAGE, {"channel": "general", "text": text}, marked) == ["customers.email"]
+
+
+def test_a_short_value_squashed_is_not_found_in_ordinary_words():
+    query = ToolSpec(name="query_database", description="Read-only SQL on the user's database.")
+    table = {"columns": ["code"], "rows": [["a-b-c"], ["x1"]]}
+    marked = sensitive_values(query, {"sql": "SELECT code FROM codes"}, table, ["codes.code"])
+    assert sensitive_in_content(POST_MESSAGE, {"channel": "general", "text": "the abc of sales"}, marked) == []
