@@ -1,4 +1,4 @@
-"""The report period and its date checks as kinds (tools/builtin/report.py,
+"""The report period and its date checks as kinds (tools/builtin/report.py, tools/builtin/report_period.py,
 tools/builtin/database/): periods in digits other than ASCII 0-9, periods relative to today in
 the languages covered (with a hint in the unit the phrase names), date columns with blanks or a
 stray 'N/A', Unix timestamps in time-named INTEGER columns, and query_database's messages for
@@ -16,7 +16,8 @@ from tools.builtin.database import DatabaseError, describe_database, query_datab
 from tools.builtin.database.connection import connect_readonly
 from tools.builtin.database.dates import date_kind
 from tools.builtin.database.period_scope import undated_columns
-from tools.builtin.report import check_period, generate_report
+from tools.builtin.report import generate_report
+from tools.builtin.report_period import check_period
 
 TODAY = dt.date(2026, 5, 14)  # a Thursday
 

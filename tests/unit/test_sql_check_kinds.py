@@ -17,7 +17,8 @@ from tools.builtin.database.connection import connect_readonly
 from tools.builtin.database.hints import dialect_hint, join_hint
 from tools.builtin.database.period_scope import undated_columns
 from tools.builtin.database.statement import check_select
-from tools.builtin.report import check_period, generate_report
+from tools.builtin.report import generate_report
+from tools.builtin.report_period import check_period
 
 SHOP = """
 CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, name TEXT, joined TEXT);
