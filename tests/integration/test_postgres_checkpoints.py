@@ -96,3 +96,32 @@ def test_the_cli_names_an_unreachable_server_in_one_line(tmp_path, monkeypatch):
     assert "Traceback" not in result.output and "s3cret" not in result.output
     # not the SQLite message: the checkpoints are not in the data directory
     assert "no checkpoints at" not in result.output
+
+
+async def test_langgraph_dev_and_the_cli_share_a_thread_on_postgres(tmp_path, start_langgraph_dev, postgres_url):
+    """The ``langgraph.json`` checkpointer (``server_checkpointer``) under the real ``langgraph
+    dev`` stores in ``HERMES_POSTGRES_URL``; the CLI, with another data directory, reads the
+    same thread from there."""
+    from langgraph_sdk import get_client
+
+    url, log_path = start_langgraph_dev(
+        {"HERMES_DATA_DIR": str(tmp_path / "server-data"), "HERMES_POSTGRES_URL": postgres_url}
+    )
+    client = get_client(url=url)
+    thread_id = (await client.threads.create(graph_id="agent"))["thread_id"]
+    await client.threads.update_state(
+        thread_id, {"messages": [{"role": "human", "content": "written by the server"}]}, as_node="write_memory"
+    )
+    assert "Using custom checkpointer: HermesPostgresSaver" in log_path.read_text(errors="replace")
+    with psycopg.connect(postgres_url) as conn:
+        row = conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = %s", (thread_id,)).fetchone()
+    assert row is not None and row[0] >= 1
+    assert not (tmp_path / "server-data" / "checkpoints.sqlite").exists()
+    result = await asyncio.to_thread(  # the CLI runs its own event loop
+        CliRunner().invoke,
+        app,
+        ["session", "show", thread_id, "--data-dir", str(tmp_path / "cli-data"), "--json"],
+        env={"HERMES_POSTGRES_URL": postgres_url, "COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "written by the server" in result.output
