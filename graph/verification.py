@@ -240,9 +240,9 @@ def figures(text: str) -> list[Figure]:
     return found
 
 
-def values_in(value: Any, out: list[float] | None = None, depth: int = 0) -> list[float]:
+def values_in(value: Any, out: list[float] | None = None, depth: int = 0, counts: bool = True) -> list[float]:
     """Every number a JSON value holds: numbers, numbers written in its strings (all readings,
-    dates by parts), and the length of each list (a count of listed items)."""
+    dates by parts), and (``counts``) the length of each list (a count of listed items)."""
     out = [] if out is None else out
     if depth > 12:
         return out
@@ -255,13 +255,30 @@ def values_in(value: Any, out: list[float] | None = None, depth: int = 0) -> lis
         for fig in figures(value):
             out.extend(v for v, _ in fig.readings)
     elif isinstance(value, list):
-        out.append(float(len(value)))
+        if counts:
+            out.append(float(len(value)))
         for item in value:
-            values_in(item, out, depth + 1)
+            values_in(item, out, depth + 1, counts)
     elif isinstance(value, Mapping):
         for item in value.values():
-            values_in(item, out, depth + 1)
+            values_in(item, out, depth + 1, counts)
     return out
+
+
+#: Fields of a result that count rows rather than hold data.
+_COUNT_FIELDS = frozenset({"row_count", "total_items", "count", "total", "truncated", "row_count_exact"})
+
+
+def _known(result: Result) -> list[float]:
+    """The numbers a figure may come from in ``result``. A read that found nothing (a COUNT of
+    0 is one row) supports no count of rows: "1 customer" after ``COUNT(*)`` returned 0 is the
+    row count misread, not a figure of the data."""
+    if not result.empty:
+        return values_in(_seen(result))
+    data = result.data
+    if isinstance(data, Mapping):
+        data = {k: v for k, v in data.items() if k not in _COUNT_FIELDS}
+    return values_in(data, counts=False)
 
 
 def _seen(result: Result) -> Any:
@@ -313,18 +330,35 @@ def absence_claims(answer: str) -> list[str]:
 def unsupported_figures(answer: str, goal: str, results: Sequence[Result]) -> list[str]:
     """Figures of ``answer`` that are in no result of ``results`` (nor a rounding or a count
     of one) and not in ``goal`` (the request), as written, in order, without repeats."""
-    known = [v for r in results for v in values_in(_seen(r))]
-    # what a successful call asked for is what it read ("no sales in 2026-11" after a query
-    # for 2026-11 that found none; "more than 1,000" after a query with that threshold)
-    known += [v for r in results for v in values_in(r.args)]
+    known = [v for r in results for v in _known(r)]
     known += [v for f in figures(goal) for v, _ in f.readings]
+    # what a successful call asked for is what it read ("no sales in 2026-11" after a query
+    # for 2026-11 that found none; "more than 1,000" after a query with that threshold) — but the
+    # day or month of a date there ("2026-11-01") supports only a date, never "1 invoice"
+    asked = [f for r in results for s in _strings(r.args) for f in figures(s)]
+    plain = [v for f in asked if not f.part for v, _ in f.readings]
+    parts = [v for f in asked if f.part for v, _ in f.readings]
     out: list[str] = []
     for fig in figures(answer):
         if all(v == 0 for v, _ in fig.readings) and not fig.part:
             continue  # a zero is an absence claim: judged by the reads that returned nothing
-        if not _supported(fig, known) and fig.text not in out:
+        usable = [*known, *plain, *(parts if fig.part else [p for p in parts if p >= 1000])]
+        if not _supported(fig, usable) and fig.text not in out:
             out.append(fig.text)
     return out
+
+
+def _strings(value: Any, depth: int = 0) -> list[str]:
+    """The strings and numbers (as text) of a JSON value, e.g. a call's arguments."""
+    if depth > 12 or value is None or isinstance(value, bool):
+        return []
+    if isinstance(value, (str, int, float)):
+        return [str(value)]
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item, depth + 1)]
+    return []
 
 
 @dataclass

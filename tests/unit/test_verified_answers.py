@@ -117,6 +117,16 @@ def test_a_claim_of_none_rests_only_on_a_read_that_found_nothing(claim):
     assert not check_answer(claim, QUESTION, [schema], needs_data=True).grounded
 
 
+def test_a_count_of_zero_read_as_its_row_count_is_refused():
+    """Measured (Qwen2.5-Coder-1.5B, Chinook): COUNT(*) returned [[0]], row_count 1, and the
+    answer was "There are currently 1 customer in Japan"."""
+    zero = result({"columns": ["COUNT(*)"], "rows": [[0]], "row_count": 1})
+    assert unsupported_figures("There are currently 1 customer in Japan.", "Customers in Japan?", [zero]) == ["1"]
+    assert check_answer("There are no customers in Japan.", "Customers in Japan?", [zero], needs_data=True).ok
+    one = result({"columns": ["name"], "rows": [["Aoki"]], "row_count": 1})  # one row listed: a count of 1
+    assert unsupported_figures("There is 1 customer in Japan: Aoki.", "Customers in Japan?", [one]) == []
+
+
 def test_a_period_with_no_data_may_be_named_from_the_query_that_found_nothing():
     """The period comes from the call's arguments (what was read), not from a result row."""
     sql = "SELECT SUM(total) FROM orders WHERE order_date >= '2026-11-01' AND order_date < '2026-12-01'"
@@ -133,6 +143,8 @@ def test_a_period_with_no_data_may_be_named_from_the_query_that_found_nothing():
     )
     assert check_answer("There were no orders in 2026-11.", "Sales last month?", [empty], needs_data=True).ok
     assert not check_answer("There were no orders in 2026-10.", "Sales last month?", [empty], needs_data=True).ok
+    # measured: "We issued 1 invoice last month" after a query for 2026-11-01.. that found none
+    assert unsupported_figures("We issued 1 invoice last month.", "Invoices last month?", [empty]) == ["1"]
 
 
 def test_what_the_tools_say_of_themselves_is_no_claim_about_data():
