@@ -62,6 +62,33 @@ PROBES = textwrap.dedent("""
         out["native"] = done.stdout.decode("latin-1")
         return out
 
+    def link(path: str) -> dict:
+        # path = "<link>=><target>": a symbolic link left for the agent to follow
+        where, target = path.split("=>")
+        try:
+            import os
+            os.symlink(target, where)
+            return {"linked": True}
+        except OSError as exc:
+            return {"linked": False, "error": type(exc).__name__ + ": " + str(exc)}
+
+    def hardlink(path: str) -> dict:
+        # path = "<link>=><target>": a second name for a hidden file, in the tool's own area
+        import os
+        where, target = path.split("=>")
+        try:
+            os.link(target, where)
+        except OSError as exc:
+            return {"linked": False, "error": type(exc).__name__ + ": " + str(exc)}
+        return {"linked": True, **read(where)}
+
+    def child_tcp(port: int) -> dict:
+        # a child process the tool starts, not bound by anything set up in Python
+        import sys
+        code = f"import socket; socket.create_connection(('127.0.0.1', {port}), 5); print('connected')"
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True)
+        return {"connected": b"connected" in done.stdout}
+
     def write(path: str) -> dict:
         try:
             with open(path, "wb") as f:
@@ -105,6 +132,9 @@ def setup(request, tmp_path: Path):
         ("tcp_online", "tcp", "port", True),  # a tool whose definition asks for the network
         ("read_probe", "read", "path", False),
         ("write_probe", "write", "path", False),
+        ("link_probe", "link", "path", False),
+        ("hardlink_probe", "hardlink", "path", False),
+        ("child_tcp_probe", "child_tcp", "port", False),
     ]:
         tool = spec(name, arg, network)
         registry.register(tool, executor_runner(executor, f"sandbox_probes:{entry}", 20, tool.network))
@@ -199,3 +229,51 @@ async def test_the_tool_keeps_its_own_area(setup):
     wrote = await call(registry, "write_probe", {"path": "reports/summary.md"})
     assert wrote["written"] is True
     assert (data / "reports" / "summary.md").read_bytes() == b"overwritten by a tool"
+
+
+async def test_a_link_a_tool_leaves_to_the_agent_state_is_gone_after_the_run(setup):
+    """The tool cannot read the checkpoints, but the agent (outside the sandbox) later reads what
+    the tool wrote (reports): a symbolic link the tool left there to a hidden file, another
+    thread's payload or a file outside the data directory is removed when the run ends; a link
+    within the tool's own area stays."""
+    data, registry = setup
+    files = await agent_state(data)
+    (data / "reports").mkdir()
+    (data / "reports" / "summary.md").write_text("bob's summary")
+    planted = {
+        "reports/q3.md": str(files["checkpoints"]),
+        "reports/ledger.md": "../idempotency.db",
+        "payloads/bob/r2.json": str(files["another thread's payload"]),
+        "reports/mirror": str(data / "mirror"),
+        "reports/hostname.md": "/etc/hostname",
+    }
+    for where, target in planted.items():
+        made = await call(registry, "link_probe", {"path": f"{where}=>{target}"})
+        assert made["linked"] is True, made
+        assert not (data / where).is_symlink() and not (data / where).exists(), where
+    assert (await call(registry, "link_probe", {"path": "reports/latest.md=>summary.md"}))["linked"] is True
+    assert (data / "reports" / "latest.md").read_text() == "bob's summary"
+
+
+async def test_the_agent_state_is_out_of_reach_by_other_paths(setup):
+    """Other ways to the same files: through ``/proc/<pid>/root``, ``../`` out of the tool's own
+    payload folder, a hard link made in its own area; and the network through a child process."""
+    data, registry = setup
+    files = await agent_state(data)
+    for what, path in files.items():
+        forms = [f"/proc/1/root{path}", f"/proc/self/root{path}", f"/proc/self/cwd/{path.relative_to(data)}"]
+        forms.append(f"payloads/bob/../../{path.relative_to(data)}")
+        for form in forms:
+            seen = await call(registry, "read_probe", {"path": form})
+            assert SECRET not in str(seen), (what, form, seen)
+        (data / "reports").mkdir(exist_ok=True)
+        linked = await call(registry, "hardlink_probe", {"path": f"reports/{path.name}.copy=>{path}"})
+        assert SECRET not in str(linked), (what, linked)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(5)
+        listener.settimeout(0.5)
+        child = await call(registry, "child_tcp_probe", {"port": listener.getsockname()[1]})
+        assert child["connected"] is False, child
+        with pytest.raises(TimeoutError):
+            listener.accept()

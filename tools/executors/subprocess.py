@@ -60,6 +60,7 @@ import psutil
 
 from tools.errors import ToolFailed, ToolTimeout
 from tools.executors import worker as _worker  # noqa: F401  (writes its .pyc: workers run without)
+from tools.executors.links import remove_escaping_links
 from tools.procs import kill_process_tree, signal_group
 
 #: Environment variable names matching this are never passed to a tool process.
@@ -390,6 +391,7 @@ class SubprocessExecutor:
         ctx.extra["database_read"] = tuple(database_read_paths(self.database))
         keep = (*self.extra_paths, *self.extra_read, *ctx.extra["database_read"])
         ctx.extra["hide"] = private_entries(self.data_dir, request_id, self.hidden, keep) if self.confine else []
+        ctx.extra["request_id"], ctx.extra["keep"] = request_id, keep
         return ctx
 
     def _teardown(self, ctx: RunContext, pid: int | None) -> None:
@@ -398,6 +400,11 @@ class SubprocessExecutor:
         if ctx.cgroup is not None:
             ctx.cgroup.remove()
         shutil.rmtree(ctx.tmpdir, ignore_errors=True)
+        if self.confine and ctx.extra.get("hide") is not None:
+            # the agent reads what the tool wrote: no link may lead it to what the tool could not see
+            now = private_entries(self.data_dir, ctx.extra["request_id"], self.hidden, ctx.extra["keep"])
+            hidden = {*ctx.extra["hide"], *now}
+            remove_escaping_links(self.data_dir, hidden)
 
     # -- the call ---------------------------------------------------------------------------------
     async def run(
