@@ -254,3 +254,14 @@ async def test_second_round_of_cross_user_attacks_is_refused(tmp_path, world_env
         results = {a.attempt: await a.act(w) for a in ATTACKS}
         wrong = {a.attempt: (results[a.attempt], a.expected) for a in ATTACKS if results[a.attempt] != a.expected}
         assert not wrong, f"attempt: (got, expected): {json.dumps(wrong, indent=1)}"
+
+
+def test_the_readme_lists_this_table():
+    """The README's second table of attempts is :data:`ATTACKS` (same attempts, same results)."""
+    from tests.integration.conftest import ROOT
+
+    section = (ROOT / "README.md").read_text()
+    section = section[section.index("## Security") :]
+    rows = set(re.findall(r"^\| *([^|]+?) *\| *([^|]+?) *\| *([^|]+?) *\|$", section, flags=re.M))
+    missing = [a for a in ATTACKS if (a.resource, a.attempt, a.expected) not in rows]
+    assert not missing, "\n".join(f"| {a.resource} | {a.attempt} | {a.expected} |" for a in missing)
