@@ -62,7 +62,9 @@ def _flaky(conn, failures: dict[str, int], message: str = "database is locked"):
 async def test_a_locked_write_is_retried_and_the_turn_is_kept(tmp_path, monkeypatch, message):
     monkeypatch.setattr(checkpoints, "LOCK_RETRY_S", 10.0)
     async with open_checkpointer(tmp_path / "checkpoints.sqlite") as saver:
-        seen = _flaky(saver.conn, {"INSERT OR REPLACE INTO CHECKPOINTS": 2, "INSERT OR REPLACE INTO WRITES": 2}, message)
+        seen = _flaky(
+            saver.conn, {"INSERT OR REPLACE INTO CHECKPOINTS": 2, "INSERT OR REPLACE INTO WRITES": 2}, message
+        )
         app = _graph(saver)
         cfg = {"configurable": {"thread_id": "t1"}}
         out = await app.ainvoke({"n": 1}, cfg)
