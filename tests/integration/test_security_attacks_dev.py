@@ -168,6 +168,19 @@ async def _mcp_call(http: httpx.AsyncClient, headers: dict, name: str, arguments
     return "alice's secret" if SECRET in r.text else "ran"
 
 
+async def webhook_inside(w: World) -> str:
+    """Runs whose ``webhook`` is the server's own host in several spellings (the server would
+    POST the run's output there: a request from inside the server's network)."""
+    import socket
+
+    thread = await bob_thread(w)
+    codes = set()
+    for host in ("localhost", "127.1", "0.0.0.0", "[::ffff:127.0.0.1]", "[::1]", "0x7f000001", socket.gethostname()):
+        body = run_body(webhook=f"http://{host}:9/x")
+        codes.add(str((await w.http.post(f"/threads/{thread}/runs", json=body, headers=BOB)).status_code))
+    return " ".join(sorted(codes))
+
+
 ATTACKS: list[Attack] = [
     Attack("threads", "read alice's thread storage", "501", lambda w: get(w, f"/threads/{w.thread}/storage")),
     Attack("threads", "join alice's thread stream", "404", lambda w: get(w, f"/threads/{w.thread}/stream")),
@@ -208,6 +221,12 @@ ATTACKS: list[Attack] = [
     Attack("runs", "a stateless run with `configurable.thread_id` = alice's", "200", stateless_run_naming_alices),
     Attack("runs", "a run on his thread from alice's `checkpoint`", "200 his own state", run_from_alices_checkpoint),
     Attack("runs", "`/runs/batch` with `context.database`", "403", batch_with_server_field),
+    Attack(
+        "runs",
+        "a `webhook` on the server's own host (localhost, 127.1, ::ffff:127.0.0.1, 0x7f000001 …)",
+        "422",
+        webhook_inside,
+    ),
     Attack(
         "assistants",
         "versions of alice's assistant",
