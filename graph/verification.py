@@ -240,9 +240,12 @@ def figures(text: str) -> list[Figure]:
     return found
 
 
-def values_in(value: Any, out: list[float] | None = None, depth: int = 0, counts: bool = True) -> list[float]:
+def values_in(
+    value: Any, out: list[float] | None = None, depth: int = 0, counts: bool = True, parts: list[float] | None = None
+) -> list[float]:
     """Every number a JSON value holds: numbers, numbers written in its strings (all readings,
-    dates by parts), and (``counts``) the length of each list (a count of listed items)."""
+    dates by parts — into ``parts`` when given), and (``counts``) the length of each list (a
+    count of listed items)."""
     out = [] if out is None else out
     if depth > 12:
         return out
@@ -253,15 +256,18 @@ def values_in(value: Any, out: list[float] | None = None, depth: int = 0, counts
             out.append(float(value))
     elif isinstance(value, str):
         for fig in figures(value):
-            out.extend(v for v, _ in fig.readings)
+            if fig.part and parts is not None:
+                parts.extend(v for v, _ in fig.readings)
+            else:
+                out.extend(v for v, _ in fig.readings)
     elif isinstance(value, list):
         if counts:
             out.append(float(len(value)))
         for item in value:
-            values_in(item, out, depth + 1, counts)
+            values_in(item, out, depth + 1, counts, parts)
     elif isinstance(value, Mapping):
         for item in value.values():
-            values_in(item, out, depth + 1, counts)
+            values_in(item, out, depth + 1, counts, parts)
     return out
 
 
@@ -269,16 +275,16 @@ def values_in(value: Any, out: list[float] | None = None, depth: int = 0, counts
 _COUNT_FIELDS = frozenset({"row_count", "total_items", "count", "total", "truncated", "row_count_exact"})
 
 
-def _known(result: Result) -> list[float]:
-    """The numbers a figure may come from in ``result``. A read that found nothing (a COUNT of
-    0 is one row) supports no count of rows: "1 customer" after ``COUNT(*)`` returned 0 is the
-    row count misread, not a figure of the data."""
+def _known(result: Result, parts: list[float]) -> list[float]:
+    """The numbers a figure may come from in ``result`` (the days and months of its dates go to
+    ``parts``). A read that found nothing (a COUNT of 0 is one row) supports no count of rows:
+    "1 customer" after ``COUNT(*)`` returned 0 is the row count misread, not a figure of the data."""
     if not result.empty:
-        return values_in(_seen(result))
+        return values_in(_seen(result), parts=parts)
     data = result.data
     if isinstance(data, Mapping):
         data = {k: v for k, v in data.items() if k not in _COUNT_FIELDS}
-    return values_in(data, counts=False)
+    return values_in(data, counts=False, parts=parts)
 
 
 def _seen(result: Result) -> Any:
@@ -330,14 +336,15 @@ def absence_claims(answer: str) -> list[str]:
 def unsupported_figures(answer: str, goal: str, results: Sequence[Result]) -> list[str]:
     """Figures of ``answer`` that are in no result of ``results`` (nor a rounding or a count
     of one) and not in ``goal`` (the request), as written, in order, without repeats."""
-    known = [v for r in results for v in _known(r)]
+    # the day or month of a date ("2026-11-01") supports only a date, never "1 invoice"
+    parts: list[float] = []
+    known = [v for r in results for v in _known(r, parts)]
     known += [v for f in figures(goal) for v, _ in f.readings]
     # what a successful call asked for is what it read ("no sales in 2026-11" after a query
-    # for 2026-11 that found none; "more than 1,000" after a query with that threshold) — but the
-    # day or month of a date there ("2026-11-01") supports only a date, never "1 invoice"
+    # for 2026-11 that found none; "more than 1,000" after a query with that threshold)
     asked = [f for r in results for s in _strings(r.args) for f in figures(s)]
     plain = [v for f in asked if not f.part for v, _ in f.readings]
-    parts = [v for f in asked if f.part for v, _ in f.readings]
+    parts += [v for f in asked if f.part for v, _ in f.readings]
     out: list[str] = []
     for fig in figures(answer):
         if all(v == 0 for v, _ in fig.readings) and not fig.part:

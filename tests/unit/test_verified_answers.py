@@ -123,6 +123,10 @@ def test_a_count_of_zero_read_as_its_row_count_is_refused():
     zero = result({"columns": ["COUNT(*)"], "rows": [[0]], "row_count": 1})
     assert unsupported_figures("There are currently 1 customer in Japan.", "Customers in Japan?", [zero]) == ["1"]
     assert check_answer("There are no customers in Japan.", "Customers in Japan?", [zero], needs_data=True).ok
+    # the note of an empty query names the dates with data: their days are no count either
+    note = result({"columns": ["n"], "rows": [], "row_count": 0, "note": "data from 2009-01-01 to 2013-12-22"})
+    assert unsupported_figures("We issued 1 invoice last month.", "Invoices last month?", [note]) == ["1"]
+    assert unsupported_figures("The data ends on 2013-12-22.", "Invoices last month?", [note]) == []
     one = result({"columns": ["name"], "rows": [["Aoki"]], "row_count": 1})  # one row listed: a count of 1
     assert unsupported_figures("There is 1 customer in Japan: Aoki.", "Customers in Japan?", [one]) == []
 
