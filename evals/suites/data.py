@@ -201,7 +201,13 @@ def rescore(out: Path) -> Path:
 
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines() if line]
     by_id = {q.id: q for q in QUESTIONS}
-    old = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    # a run killed before its report (no summary.json / report.md) is reported from its rows
+    summary_file, report_file = out / "summary.json", out / "report.md"
+    old = (
+        json.loads(summary_file.read_text(encoding="utf-8"))
+        if summary_file.is_file()
+        else {"config": {"suite": "data"}}
+    )
     with tempfile.TemporaryDirectory(prefix="hermes-data-") as tmp:
         dbs = {name: make_database(name, Path(tmp)) for name in DATABASES if any(r["db"] == name for r in rows)}
         placeholders = {name: facts(path, name) for name, path in dbs.items()}
@@ -213,7 +219,11 @@ def rescore(out: Path) -> Path:
             r["verdict"], r["why"] = score(t, r["answer"], stopped=stopped, asked=bool(r.get("asked")), error=error)
             r["false_no_data"] = r["verdict"] == "honest-unsure" and false_no_data(t, r["answer"])
             r["truth"] = t.describe()
-    head = (out / "report.md").read_text(encoding="utf-8").split("\n## ", 1)[0].rstrip()
+    head = (
+        report_file.read_text(encoding="utf-8").split("\n## ", 1)[0].rstrip()
+        if report_file.is_file()
+        else "# Hermes eval: data\n\n- a run stopped before it wrote its report: rows from results.jsonl"
+    )
     cfg = EvalConfig(**{k: v for k, v in old["config"].items() if k in {"suite", "model", "base_url", "limit", "k"}})
     report = Report(replace(cfg, out=out))
     for r in rows:
