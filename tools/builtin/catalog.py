@@ -106,9 +106,11 @@ GENERATE_REPORT = ToolSpec(
         "query (writes, unknown table or column) fails the whole report, and so does a stated period "
         "with a query that filters on no date column (its figures would cover every date); if every query finds no "
         "data it is an error naming the latest period with data; in both cases nothing is "
-        "written. A period without data (e.g. last month when the data ends earlier) is refused "
-        "with the latest month with data and the condition to add: period 'latest' then reports "
-        "that month, titled as the latest month with data; tell the user which month it is."
+        "written."
+        # The refusal of a period without data carries its resolution (the latest month, period
+        # 'latest', the WHERE to add; tools/builtin/database/periods.py). Not described here: a
+        # second 'last month' in this text made the 1.5B model send period='last month'
+        # (observed 2026-12-03 in bash scripts/demo.sh; the earlier wording was the measured one).
         " It does not send the report anywhere: post it with a chat tool (e.g. "
         "post_message). For a quick figure without a file use query_database."
     ),
