@@ -29,7 +29,9 @@ PIPELINE_MODEL = "embedded:smollm2-135m"
 os.environ.setdefault("HERMES_MODEL", PIPELINE_MODEL)
 
 
-@pytest.fixture(scope="session")
+# package scope: stopped when the last test of tests/integration/ ends, not during the teardown
+# of whatever test runs last (a unit test may start no process: tests/unit/conftest.py)
+@pytest.fixture(scope="package")
 def postgres_server() -> Iterator[str]:
     """A real PostgreSQL 16 for the session (PyPI ``pgserver``: its own binaries, a Unix socket
     in its data directory, no Docker), stopped and its directory removed at the end. Yields the
