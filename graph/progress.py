@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
@@ -124,12 +124,9 @@ def missing_steps(goal: str, messages: list[AnyMessage], specs: Iterable[ToolSpe
     return sorted(required_steps(goal, specs) - succeeded_tools(current_goal_messages(messages)))
 
 
-def artifacts(messages: list[AnyMessage], specs: Iterable[ToolSpec]) -> list[str]:
-    """What the successful calls among ``messages`` produced: the value of each tool's
-    ``artifact_field`` in its result envelope's ``data`` (e.g. a report's path), in call order,
-    without repeats."""
-    fields = {spec.name: spec.artifact_field for spec in specs if spec.artifact_field}
-    found: list[str] = []
+def _result_fields(messages: list[AnyMessage], fields: dict[str, str]) -> Iterator[Any]:
+    """The value of ``fields[tool]`` in the envelope ``data`` of each successful result among
+    ``messages`` whose tool has such a field, in call order (unparseable results skipped)."""
     for message in messages:
         if not isinstance(message, ToolMessage) or message.status == "error":
             continue
@@ -140,7 +137,17 @@ def artifacts(messages: list[AnyMessage], specs: Iterable[ToolSpec]) -> list[str
             data = json.loads(message.content).get("data") or {}
         except (TypeError, ValueError, AttributeError):
             continue
-        value = data.get(field) if isinstance(data, dict) else None
+        if isinstance(data, dict):
+            yield data.get(field)
+
+
+def artifacts(messages: list[AnyMessage], specs: Iterable[ToolSpec]) -> list[str]:
+    """What the successful calls among ``messages`` produced: the value of each tool's
+    ``artifact_field`` in its result envelope's ``data`` (e.g. a report's path), in call order,
+    without repeats."""
+    fields = {spec.name: spec.artifact_field for spec in specs if spec.artifact_field}
+    found: list[str] = []
+    for value in _result_fields(messages, fields):
         if value and str(value) not in found:
             found.append(str(value))
     return found
@@ -152,16 +159,7 @@ def shares(messages: list[AnyMessage], specs: Iterable[ToolSpec]) -> list[str]:
     later message about those results is to carry (:mod:`tools.content_checks`)."""
     fields = {spec.name: spec.share_field for spec in specs if spec.share_field}
     found: list[str] = []
-    for message in messages:
-        if not isinstance(message, ToolMessage) or message.status == "error":
-            continue
-        field = fields.get(message.name or "")
-        if not field or not isinstance(message.content, str):
-            continue
-        try:
-            value = (json.loads(message.content).get("data") or {}).get(field)
-        except (TypeError, ValueError, AttributeError):
-            continue
+    for value in _result_fields(messages, fields):
         text = value.get("text") if isinstance(value, dict) else None
         if isinstance(text, str) and text and text not in found:
             found.append(text)

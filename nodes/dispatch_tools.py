@@ -198,6 +198,26 @@ def progress_writer(runtime: Runtime[Context], call: ToolCall) -> ProgressSink |
     return write
 
 
+def refusal_results(calls: list[Any], reasons: dict[str, str], kind: str) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Split ``calls`` by ``reasons`` (call id → why it may not run): an error result of
+    ``error_kind`` ``kind`` for each refused call (it never ran), and the calls left to run."""
+    results = [
+        {
+            "tool_call_id": c["id"],
+            "name": c["name"],
+            "status": "error",
+            "error_kind": kind,
+            "error": reasons[str(c["id"])],
+            "payload_path": None,
+            "latency_s": 0.0,
+            "attempts": 0,
+        }
+        for c in calls
+        if str(c["id"]) in reasons
+    ]
+    return results, [c for c in calls if str(c["id"]) not in reasons]
+
+
 async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Graph node: see the module docstring for the update it returns."""
     context = runtime.context or Context()
@@ -248,21 +268,7 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
         data_dir=context.data_dir,
         fired=context.fired_reminder,
     )
-    results: list[dict[str, Any]] = [
-        {
-            "tool_call_id": c["id"],
-            "name": c["name"],
-            "status": "error",
-            "error_kind": "destination_refused",
-            "error": unbound[str(c["id"])],
-            "payload_path": None,
-            "latency_s": 0.0,
-            "attempts": 0,
-        }
-        for c in calls
-        if str(c["id"]) in unbound
-    ]
-    calls = [c for c in calls if str(c["id"]) not in unbound]
+    results, calls = refusal_results(calls, unbound, "destination_refused")
     # Shared content carries the substance (DESIGN §2.9, tools/content_checks.py): content that
     # only narrates the act, or leaves out the result it shares, is refused with what to include.
     thin = (
@@ -275,21 +281,8 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
             request=user_words(state.messages, state.goal),
         )
     )
-    results += [
-        {
-            "tool_call_id": c["id"],
-            "name": c["name"],
-            "status": "error",
-            "error_kind": "content_refused",
-            "error": thin[str(c["id"])],
-            "payload_path": None,
-            "latency_s": 0.0,
-            "attempts": 0,
-        }
-        for c in calls
-        if str(c["id"]) in thin
-    ]
-    calls = [c for c in calls if str(c["id"]) not in thin]
+    thin_results, calls = refusal_results(calls, thin, "content_refused")
+    results += thin_results
     errors = len(results)
     counts: dict[str, int] = {}
     latency: dict[str, float] = {}
