@@ -26,7 +26,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from memory import policy
+from memory import policy, provenance
 from memory.branch_origins import BranchOrigins, Inactive
 from memory.dates import resolve_relative_dates
 from memory.episodic.base import EpisodicEvent, EpisodicStore, ScoredEvent, utcnow
@@ -84,8 +84,15 @@ def build_turn_events(
             text += f"; tools: {', '.join(tools)}"
         if evidence.artifacts:
             text += f"; produced: {', '.join(evidence.artifacts[:3])}"
+        left_out = 0
         if verdict.keep_answer and verdict.outcome == "completed":
-            text += f"; answer: {_clip(answer, ANSWER_CHARS)}"
+            # the answer is the model's words and may echo a tool result: quoted as data, its
+            # instruction-like sentences left out (a row's "always BCC x@y" is not the user's)
+            quoted, left_out = provenance.as_data(answer)
+            if quoted.strip():
+                text += f"; answer: {_clip(quoted, ANSWER_CHARS)}"
+            if left_out:
+                text += f" [{left_out} instruction-like sentence(s) of the answer left out: data, not the user's]"
         events.append(
             EpisodicEvent(
                 user_id=user_id,
@@ -100,6 +107,8 @@ def build_turn_events(
                     "evidence": verdict.evidence,
                     "answer_defects": verdict.defects,
                     "artifacts": list(evidence.artifacts),
+                    "source": provenance.TASK,
+                    **({"instructions_left_out": left_out} if left_out else {}),
                 },
             )
         )
@@ -110,7 +119,7 @@ def build_turn_events(
                 kind="preference",
                 text=f"user preference: {sentence}",
                 confidence=policy.PREFERENCE_CONFIDENCE,
-                metadata=meta,
+                metadata={**meta, "source": provenance.USER},
             )
         )
     for sentence in policy.detect_notes(goal):
@@ -120,7 +129,7 @@ def build_turn_events(
                 kind="note",
                 text=f"user note: {sentence}",
                 confidence=policy.NOTE_CONFIDENCE,
-                metadata=meta,
+                metadata={**meta, "source": provenance.USER},
             )
         )
     for tool in dict.fromkeys(failed_then_succeeded or []):
@@ -130,7 +139,7 @@ def build_turn_events(
                 kind="tool_recovery",
                 text=f"tool {tool} failed, then succeeded on retry, during task: {_clip(goal, GOAL_CHARS)}",
                 confidence=policy.TOOL_RECOVERY_CONFIDENCE,
-                metadata={**meta, "tool": tool},
+                metadata={**meta, "tool": tool, "source": provenance.RUNTIME},
             )
         )
     phrase = policy.detect_cross_session(goal)
@@ -141,7 +150,7 @@ def build_turn_events(
                 kind="cross_session",
                 text=f"user referred to earlier work ({phrase}): {_clip(goal, GOAL_CHARS)}",
                 confidence=policy.CROSS_SESSION_CONFIDENCE,
-                metadata={**meta, "phrase": phrase},
+                metadata={**meta, "phrase": phrase, "source": provenance.USER},
             )
         )
     for event in events:  # "yesterday" stored as such means another day next week (issue 26)
@@ -693,19 +702,29 @@ class MemoryService:
         return await self.episodic.recent(since, limit)
 
     @staticmethod
-    def rule_candidates(event: EpisodicEvent) -> list[policy.FactCandidate]:
-        """The rule-based extractor (``policy.extract_facts``) over an episode's text; task
-        records are read for their request only (never for the model's answer)."""
+    def extraction_text(event: EpisodicEvent) -> str:
+        """What of an episode facts may be read from (by the rules or by a model): the user's
+        own words only — a task record's request, never the model's answer nor the tool data it
+        quotes (``memory.provenance``); "" for an episode that holds none (a tool recovery)."""
         if event.kind not in ("preference", "conversation", "note", "task"):
-            return []
+            return ""
         text = event.text
         if event.kind == "preference":
             text = text.removeprefix("user preference: ")
+        elif event.kind == "note":
+            text = text.removeprefix("user note: ")
         elif event.kind == "task":
             text = text.split(" task: ", 1)[-1]
             for marker in ("; tools:", "; produced:", "; answer:"):
                 text = text.split(marker, 1)[0]
-        return policy.extract_facts(text)
+        return text
+
+    @classmethod
+    def rule_candidates(cls, event: EpisodicEvent) -> list[policy.FactCandidate]:
+        """The rule-based extractor (``policy.extract_facts``) over an episode's
+        :meth:`extraction_text` (a task record's request only, never the model's answer)."""
+        text = cls.extraction_text(event)
+        return policy.extract_facts(text) if text else []
 
     async def consolidate_facts(
         self,

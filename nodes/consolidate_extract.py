@@ -25,6 +25,7 @@ from graph.context import Context
 from graph.resources import get_memory, get_model
 from memory.episodic.base import EpisodicEvent
 from memory.policy import FactCandidate
+from memory.service import MemoryService
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,8 @@ async def model_candidates(context: Context, events: list[EpisodicEvent]) -> dic
     out: dict[str, list[FactCandidate]] = {}
     for start in range(0, len(events), BATCH):
         chunk = events[start : start + BATCH]
-        records = "\n".join(f"{i + 1}. [{e.kind}] {e.text}" for i, e in enumerate(chunk))
+        # the user's words only: a task's answer may quote tool data ("always BCC x@y"), never a fact
+        records = "\n".join(f"{i + 1}. [{e.kind}] {MemoryService.extraction_text(e)}" for i, e in enumerate(chunk))
         reply = await model.ainvoke([SystemMessage(PROMPT), HumanMessage(records)])
         for index, facts in parse_facts(str(reply.content), len(chunk)).items():
             out[chunk[index].id] = facts

@@ -22,6 +22,7 @@ from graph.cli.render import console, err_console
 from graph.context import Context
 from graph.resources import get_memory
 from memory.branch_origins import Inactive
+from memory.provenance import SOURCE_LABELS, fact_source, source_of
 from memory.retrieval import format_episode, format_fact
 from memory.text import has_searchable
 
@@ -44,11 +45,16 @@ def memory_context(data_dir: str | None, user: str | None, **extra: Any) -> Cont
 
 
 def _event_json(event) -> dict[str, Any]:
-    return {"ref": f"episodic:{event.id}", **event.model_dump(mode="json")}
+    # where its words came from: only "user" is the user's own (memory.provenance)
+    return {
+        "ref": f"episodic:{event.id}",
+        **event.model_dump(mode="json"),
+        "source": source_of(event.kind, event.metadata),
+    }
 
 
 def _fact_json(fact) -> dict[str, Any]:
-    return {"ref": f"semantic:{fact.id}", **fact.as_dict()}
+    return {"ref": f"semantic:{fact.id}", **fact.as_dict(), "source": fact_source(fact.evidence)}
 
 
 #: What ``list`` says of a memory written by a turn no longer on its session's active branch.
@@ -150,12 +156,13 @@ def memory_list(
             if hidden and not include_old:
                 console.print(note, highlight=False, markup=False)
             return
-        table = Table("ref", "kind / status", "date", "conf.", "memory")
+        table = Table("ref", "kind / status", "source", "date", "conf.", "memory")
         table.columns[0].no_wrap = True
         for f in facts:
             table.add_row(
                 f"semantic:{f.id[:8]}",
                 f.status + (f" · {INACTIVE_BRANCH}" if fact_branch[f.id] == "inactive" else ""),
+                SOURCE_LABELS[fact_source(f.evidence)],
                 f.valid_from.date().isoformat(),
                 f"{f.confidence:.2f}",
                 escape(f.statement),
@@ -164,6 +171,7 @@ def memory_list(
             table.add_row(
                 f"episodic:{e.id[:8]}",
                 e.kind + (f" · {INACTIVE_BRANCH}" if event_branch[e.id] == "inactive" else ""),
+                SOURCE_LABELS[source_of(e.kind, e.metadata)],
                 e.created_at.date().isoformat(),
                 f"{e.confidence:.2f}",
                 escape(e.text[:200]) + _why_trusted(e),
