@@ -9,6 +9,8 @@ error_kind           recovery     cap
 ===================  ===========  ==============================================================
 invalid_arguments    regenerate   the error goes back to the model; ``evaluate_progress`` stops
 unknown_tool         regenerate   after ``MAX_STALLED_ROUNDS`` rounds without progress
+invalid_value        regenerate   (same; the tool refused a value and said what to send: retried
+                                  with no look-up first, ``tools.errors.InvalidValueError``)
 not_offered          regenerate   (same; the error names the tools that were offered)
 tool_error           regenerate   (same)
 timeout              retry        ``MAX_RETRIES`` retries with exponential backoff, same
@@ -39,6 +41,7 @@ class Recovery(StrEnum):
 
 POLICY: dict[str, Recovery] = {
     "invalid_arguments": Recovery.REGENERATE,
+    "invalid_value": Recovery.REGENERATE,
     "unknown_tool": Recovery.REGENERATE,
     "not_offered": Recovery.REGENERATE,
     "outcome_unknown": Recovery.TELL_USER,

@@ -162,6 +162,12 @@ _DATE = re.compile(
     r"|(\d{4})年(\d{1,2})月(?:(\d{1,2})日)?"
 )
 _TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])")
+# a time of day by the clock's words: "9 AM", "9:30 p.m.", "9 o'clock", "9h", "9 Uhr", "9点", "9時"
+# (measured: the 1.5B model's "every month at 9 AM" for a reminder stored as 09:00 was refused)
+_CLOCK = re.compile(
+    r"(?<![\d:.,])(\d{1,2})(?:[:h.](\d{2}))?\s?"
+    r"(?:(?P<half>[aApP])\.?\s?[mM]\.?(?![A-Za-z])|o'clock\b|o’clock\b|h(?![A-Za-z])|Uhr\b|heures?\b|点|時)"
+)
 _LIST_MARKER = re.compile(r"(?m)(?:^|[:：]|\n)\s*(?:[-*•]\s*)?\(?\d{1,3}[.)、](?=\s|[^\d\s])(?![\d])|#\d{1,3}\b")
 _FIGURE = re.compile(
     r"(?<![A-Za-z0-9_.,'])"
@@ -228,7 +234,18 @@ def figures(text: str) -> list[Figure]:
                 found.append(Figure(part, ((float(int(part)), 1.0),), part=True))
         return " "
 
+    def clock_parts(m: re.Match[str]) -> str:
+        hour = int(m[1])
+        half = (m["half"] or "").lower()
+        if half and 1 <= hour <= 12:
+            hour = hour % 12 + (12 if half == "p" else 0)  # 12 AM is 00, 12 PM is 12
+        found.append(Figure(m[1], ((float(hour), 1.0),), part=True))
+        if m[2]:
+            found.append(Figure(m[2], ((float(int(m[2])), 1.0),), part=True))
+        return " "
+
     text = _DATE.sub(date_parts, text)
+    text = _CLOCK.sub(clock_parts, text)
     text = _TIME.sub(date_parts, text)
     text = _LIST_MARKER.sub(" ", text)
     for m in _FIGURE.finditer(text):

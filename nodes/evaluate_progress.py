@@ -76,6 +76,8 @@ MAX_STALLED_ROUNDS = 3
 # read-only tools offered after a step failed in the tool (look first): the small bundled
 # models choose well among two (evals/README.md, embedded models)
 LOOK_FIRST_TOOLS = 2
+# failures whose error text, when new in the goal, teaches the model the next fix (not a stall)
+TEACHING_FAILURES = frozenset({"tool_error", "invalid_value"})
 
 
 def _result_summaries(messages: list[AnyMessage], tools: set[str]) -> list[str]:
@@ -208,12 +210,13 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     )
     # a call that failed in the tool with an error not seen before in this goal taught the
     # model something (the next missing join, say: measured, the 1.5B model fixed one error
-    # per attempt); the same error again did not. A stall is a round that taught nothing new;
-    # the round cap bounds the rounds that keep teaching something.
+    # per attempt), as did a value the tool refused saying what to send; the same error again
+    # did not. A stall is a round that taught nothing new; the round cap bounds the rounds that
+    # keep teaching something.
     new_failure = (
         all_failed
         and not answered_early
-        and all(m.additional_kwargs.get("error_kind") == "tool_error" for m in round_results)
+        and all(m.additional_kwargs.get("error_kind") in TEACHING_FAILURES for m in round_results)
         and all(_error_text(m) not in earlier_errors for m in round_results)
         and all(seen.get(call_signature(c), 0) == 1 for c in (last_ai.tool_calls if last_ai else []))
     )
@@ -239,6 +242,7 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
         and not answered_early
         and any(m.additional_kwargs.get("error_kind") == "tool_error" for m in round_results)
     )
+    refused = all_failed and all(m.additional_kwargs.get("error_kind") == "invalid_value" for m in round_results)
 
     # answers since the last step done: a model that narrates ("I will now post the report")
     # between steps is told once per step, not once per goal (measured: Qwen2.5-Coder-1.5B)
@@ -278,6 +282,15 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
             f"Progress check: the last call failed ({failure[:400]}). Before trying it again, look up "
             f"what it needs: call {' or '.join(helpers)} now (read-only); then do the missing steps: "
             f"{', '.join(missing)}."
+        )
+    elif refused and missing:
+        # the refusal says what to send: repeat it last in the prompt, next to the retry
+        # (measured: with a look-up in between, Qwen2.5-Coder-1.5B sent the refused value again)
+        failure = "; ".join(f"{m.name}: {_error_text(m)}" for m in round_results)
+        blocked |= set(registry.names()) - set(missing)
+        note = (
+            f"Progress check: the tool refused a value ({failure[:500]}). Call it again now with what the "
+            f"error says to send; then do the missing steps: {', '.join(missing)}."
         )
     elif not progressed:
         if missing:

@@ -48,7 +48,7 @@ from memory.policy import TurnEvidence
 log = logging.getLogger(__name__)
 
 #: Error kinds of calls that never reached the tool: no "failed, then succeeded on retry".
-NEVER_RAN = frozenset({"not_offered", "unknown_tool", "invalid_arguments"})
+NEVER_RAN = frozenset({"not_offered", "unknown_tool", "invalid_arguments", "invalid_value"})
 
 
 async def _mirror(data_dir: str, thread_id: str, messages: list) -> None:

@@ -26,8 +26,9 @@ class ToolTimeout(ToolError):
 class ToolFailed(ToolError):
     """The tool itself failed: it raised, exited abnormally or reported an error (K4, K7).
 
-    ``kind``: "tool_error", or "configuration" when the tool raised a :class:`ConfigurationError`
-    in its worker (the error class travels as a name; this keeps the distinction)."""
+    ``kind``: "tool_error"; "configuration" when the tool raised a :class:`ConfigurationError`
+    in its worker, "invalid_value" when it raised an :class:`InvalidValueError` (the error class
+    travels as a name; this keeps the distinction)."""
 
     def __init__(self, message: str, kind: str = "tool_error") -> None:
         super().__init__(message)
@@ -39,6 +40,15 @@ class ConfigurationError(ValueError):
     is configured). Raised by tool code; the registry reports it as error kind "configuration"
     and the graph stops with the message, which names the setting — regenerating the call
     cannot help."""
+
+
+class InvalidValueError(ValueError):
+    """The arguments match the tool's schema, but the tool refused a value and its message says
+    what to send instead (e.g. a period relative to today: "write 2026-11 for last month").
+    Raised by tool code before any effect; the registry reports it as error kind
+    "invalid_value": the model fixes the call from the message itself, with no look-up first
+    (a look-up between the refusal and the retry pushed the fix out of the small models' view:
+    measured, Qwen2.5-Coder-1.5B sent the refused value again)."""
 
 
 class ToolTransportError(ToolError):

@@ -23,12 +23,13 @@ from pydantic import BaseModel
 from tools.errors import (
     ConfigurationError,
     DuplicateToolError,
+    InvalidValueError,
     ToolDefinitionError,
     ToolFailed,
     ToolTimeout,
     ToolTransportError,
 )
-from tools.idempotency import IdempotencyLedger, LedgerBusy
+from tools.idempotency import IdempotencyLedger, LedgerBusy, LedgerUnavailable
 from tools.results import cut_text
 from tools.schema_versions import SchemaChange, SchemaStore, classify, schema_hash
 from tools.spec import NAME_RE, ToolSpec, lint
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 Runner = Callable[[dict[str, Any], str], Awaitable[Any]]
 ErrorKind = Literal[
     "invalid_arguments",
+    "invalid_value",
     "unknown_tool",
     "not_offered",
     "tool_error",
@@ -61,7 +63,8 @@ class ToolOutcome(BaseModel):
     status      "ok" or "error"
     content     JSON-able result (dict / list / str); None on error
     error       human-readable error for the model (None when ok)
-    error_kind  "invalid_arguments" | "unknown_tool" | "not_offered" | "tool_error" | "timeout"
+    error_kind  "invalid_arguments" | "invalid_value" (the tool refused a value, saying what to
+                send) | "unknown_tool" | "not_offered" | "tool_error" | "timeout" | "configuration"
                 | "transport" | "outcome_unknown" (a side-effect call that timed out or lost its
                 transport after the request was sent: it may or may not have run; it is never
                 re-run automatically)
@@ -251,7 +254,7 @@ class ToolRegistry:
                 retry_safe=spec.retry_safe,
                 fingerprint=_fingerprint(parsed),
             )
-        except LedgerBusy as exc:
+        except (LedgerBusy, LedgerUnavailable) as exc:  # busy elsewhere, or no ledger: not run
             return fail("tool_error", str(exc))
         except sqlite3.DatabaseError as exc:  # fail closed: without the ledger no side effect runs
             where = self.ledger.path or "the in-memory ledger"
@@ -288,10 +291,18 @@ class ToolRegistry:
                 )
             return out(status="error", error_kind="transport", error=str(exc))
         except ToolFailed as exc:
-            kind: ErrorKind = "configuration" if exc.kind == "configuration" else "tool_error"
+            kind: ErrorKind = (
+                "configuration"
+                if exc.kind == "configuration"
+                else "invalid_value"
+                if exc.kind == "invalid_value"
+                else "tool_error"
+            )
             return out(status="error", error_kind=kind, error=str(exc))
         except ConfigurationError as exc:  # an in-process runner
             return out(status="error", error_kind="configuration", error=f"{type(exc).__name__}: {exc}")
+        except InvalidValueError as exc:  # an in-process runner
+            return out(status="error", error_kind="invalid_value", error=f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # K4: the tool raised
             return out(status="error", error_kind="tool_error", error=f"{type(exc).__name__}: {exc}")
         return out(status="ok", content=_jsonable(result))

@@ -175,3 +175,30 @@ async def test_under_a_tight_tool_timeout_a_runaway_query_still_ends_with_a_clea
             timeout_s=4,
             request_id="t",
         )
+
+
+@pytest.mark.parametrize(
+    "period",
+    ["last month", "le mois dernier", "上个月", "2026-13", "11/2026"],
+)
+async def test_a_refused_period_reaches_the_graph_as_a_refused_value_not_a_data_failure(dbs, tmp_path, period):
+    """Through the real worker: a period the report refuses (relative, malformed) is error kind
+    "invalid_value" (its message says what to send), not "tool_error" (which makes the graph
+    look the schema up before the retry: measured, the 1.5B model then sent 'last month' again)."""
+    from tools.toolbox import Toolbox
+
+    cfg = tmp_path / "mcp.json"
+    cfg.write_text('{"mcpServers": {}}')
+    tb = await Toolbox.open(tmp_path / "data", cfg, database=str(dbs["sales"]))
+    try:
+        queries = [{"label": "Orders", "sql": "SELECT COUNT(*) FROM orders"}]
+        out = await tb.registry.call("generate_report", {"title": "Sales", "queries": queries, "period": period}, "p")
+        assert out.status == "error" and out.error_kind == "invalid_value", out
+        assert "period" in out.error
+        # an SQL error stays a failure in the tool (the schema helps there)
+        bad = [{"label": "Orders", "sql": "SELECT nope FROM orders"}]
+        out = await tb.registry.call("generate_report", {"title": "Sales", "queries": bad}, "q")
+        assert out.status == "error" and out.error_kind == "tool_error", out
+    finally:
+        await tb.aclose()
+    assert not list((tmp_path / "data").rglob("*.md"))

@@ -223,3 +223,41 @@ async def test_rounds_of_malformed_calls_or_a_read_failing_the_same_way_are_stal
     messages += read_failing("q2", "SELECT x FROM t ")
     update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3), rt)
     assert update["stalled_rounds"] == 1  # new arguments, the same error
+
+
+def refused(cid: str, error: str) -> ToolMessage:
+    body = {"status": "error", "summary": "generate_report failed", "error": error}
+    return ToolMessage(
+        json.dumps(body),
+        tool_call_id=cid,
+        name="generate_report",
+        status="error",
+        additional_kwargs={"error_kind": "invalid_value"},
+    )
+
+
+RELATIVE = (
+    "PeriodError: period 'last month' is relative to today (2026-12-03); a saved report names the "
+    "period it covers: write 2026-11 for last month"
+)
+UNDATED = "PeriodError: query 1 ('Revenue') has no condition on a date (orders.order_date). Add WHERE ..."
+
+
+async def test_a_refused_value_is_retried_at_once_with_the_refusal_last_in_view(runtime):
+    """Demo regression (exit 4): 'last month' refused, a forced describe_database in between,
+    and the 1.5B model sent 'last month' again. A refusal that says what to send is no data
+    problem: the step is offered at once, the refusal repeated in the note, no stall."""
+    rt, box = runtime
+    messages = [HumanMessage(GOAL), call("generate_report", "c1"), refused("c1", RELATIVE)]
+    update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3), rt)
+    assert "generate_report" in offered(update, box) and not READS & offered(update, box)
+    assert "look up" not in update["progress_note"] and "write 2026-11 for last month" in update["progress_note"]
+    assert update["must_call_tool"] is True and update["stalled_rounds"] == 0
+    # a second, different refusal (the date condition) taught something too
+    messages += [call("generate_report", "c2", {"period": "2026-11"}), refused("c2", UNDATED)]
+    update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3), rt)
+    assert update["stalled_rounds"] == 0 and "has no condition on a date" in update["progress_note"]
+    # the same refusal again did not
+    messages += [call("generate_report", "c3", {"period": "2026-11", "x": 1}), refused("c3", UNDATED)]
+    update = await evaluate_progress(State(messages=messages, goal=GOAL, goal_distance=3), rt)
+    assert update["stalled_rounds"] == 1

@@ -91,6 +91,33 @@ def test_a_figure_in_no_result_is_unsupported(answer, bad):
     assert unsupported_figures(answer, QUESTION, [result(ROWS)]) == [bad]
 
 
+REMINDER = {"id": 1, "day_of_month": 1, "time": "09:00", "recurrence": "monthly"}
+EVENING = {"id": 2, "day_of_month": 1, "time": "21:30", "recurrence": "monthly"}
+
+
+@pytest.mark.parametrize(
+    "answer, data",
+    [
+        ("A reminder every month at 9 AM on the first day.", REMINDER),  # the demo's answer
+        ("Reminder set for 9am on day 1.", REMINDER),
+        ("Je vous le rappelle à 9h le 1er.", REMINDER),
+        ("Erinnerung um 9 Uhr.", REMINDER),
+        ("每月1日9点提醒您。", REMINDER),
+        ("毎月1日9時にお知らせします。", REMINDER),
+        ("at 9 o'clock", REMINDER),
+        ("at 9:30 p.m. on the 1st", EVENING),
+        ("at 9:30 PM", EVENING),
+    ],
+)
+def test_a_time_of_day_in_clock_words_is_the_time_of_a_result(answer, data):
+    assert unsupported_figures(answer, QUESTION, [result(data, "schedule_reminder", None)]) == []
+
+
+@pytest.mark.parametrize("answer, bad", [("at 10 PM", "10"), ("at 9 AM", "9"), ("at 9:45 p.m.", "45")])
+def test_a_time_of_day_that_is_not_the_results_is_unsupported(answer, bad):
+    assert unsupported_figures(answer, QUESTION, [result(EVENING, "schedule_reminder", None)]) == [bad]
+
+
 @pytest.mark.parametrize(
     "claim",
     [

@@ -19,7 +19,7 @@ from tools.builtin.database.execution import execute_query
 from tools.builtin.database.period_scope import find_undated
 from tools.builtin.database.periods import LATEST, data_columns, latest_month, latest_title, period_resolution
 from tools.builtin.database.statement import quote_back, strip_bom
-from tools.builtin.report_period import PERIOD_FORMS, RelativePeriodError, check_period, not_one_line
+from tools.builtin.report_period import PERIOD_FORMS, PeriodError, RelativePeriodError, check_period, not_one_line
 from tools.builtin.report_share import share
 from tools.database_setting import DatabaseError
 
@@ -165,14 +165,14 @@ def _resolve_period(
         months = _months_of(named, check_period(named, today=today)[1]) if named else None
         if months and (resolution := period_resolution(con, sqls, relative.period, months, today)):
             # what it names today has no data: say what does, not "write <a month without data>"
-            raise DatabaseError(
+            raise PeriodError(
                 f"no report written: the period is relative to today ({today.isoformat()}), and {resolution}"
             )
         raise relative
     if latest:
         best = latest_month(data_columns(con, sqls, today))
         if best is None or best.latest_full_month is None:
-            raise DatabaseError(
+            raise PeriodError(
                 f'period "{LATEST}" is the latest full month with data of the date columns the queries read, '
                 f"but their tables have no date column with a full month of data; give the period as {PERIOD_FORMS}"
             )
@@ -184,7 +184,7 @@ def _resolve_period(
     if months is not None and (
         resolution := period_resolution(con, sqls, period, months, today, named_only=named_only)
     ):
-        raise DatabaseError(f"no report written: the period {resolution}")
+        raise PeriodError(f"no report written: the period {resolution}")
     return title, period, form
 
 
@@ -246,7 +246,7 @@ def generate_report(
                     if undated.grouped
                     else ""
                 )
-                raise DatabaseError(
+                raise PeriodError(
                     f"query {i} ({q['label']!r}) has no condition on a date ({names}), so its "
                     f"figures cover every date, not the report's period {period!r}{grouped}; nothing was "
                     f"written. Add {_period_example(col, kind, period, form)} (or leave the period out)"

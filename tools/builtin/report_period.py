@@ -13,6 +13,7 @@ import unicodedata
 from typing import Any
 
 from tools.database_setting import DatabaseError
+from tools.errors import InvalidValueError
 
 MAX_PERIOD_CHARS = 100
 PERIOD_FORMS = (
@@ -220,7 +221,12 @@ def _relative_hint(phrase: str, today: dt.date) -> str:
     return f"write {value} for {phrase[:40]!r} ({form}); in general {general}"
 
 
-class RelativePeriodError(DatabaseError):
+class PeriodError(DatabaseError, InvalidValueError):
+    """A report's ``period`` is refused (malformed, relative to today, without data, or not
+    restricted by a query): the message says the period or condition to send instead."""
+
+
+class RelativePeriodError(PeriodError):
     """A period relative to today ('last month'): ``named`` is the period it names today
     (``YYYY-MM``, ``YYYY``, a day or a FROM..TO range; "" when it names no unit)."""
 
@@ -266,8 +272,8 @@ def not_one_line(text: str) -> bool:
     return any(unicodedata.category(ch) in _NOT_IN_A_LINE for ch in text)
 
 
-def _bad_period(period: str, why: str) -> DatabaseError:
-    return DatabaseError(f"period {period[:60]!r} is not valid: {why}. Give {PERIOD_FORMS}, or leave the period out")
+def _bad_period(period: str, why: str) -> PeriodError:
+    return PeriodError(f"period {period[:60]!r} is not valid: {why}. Give {PERIOD_FORMS}, or leave the period out")
 
 
 def _iso_part(period: str, text: str) -> tuple[str, str]:

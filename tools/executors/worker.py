@@ -427,10 +427,9 @@ def main() -> int:
             {
                 "ok": False,
                 "error_type": type(exc).__name__,
-                # tools.errors.ConfigurationError, by name: the worker imports nothing it need not
-                "error_kind": "configuration"
-                if any(c.__name__ == "ConfigurationError" for c in type(exc).__mro__)
-                else "tool_error",
+                # tools.errors.ConfigurationError / InvalidValueError, by name: the worker
+                # imports nothing it need not
+                "error_kind": _error_kind(exc),
                 "error": str(exc),
                 "traceback": traceback.format_exc(limit=5),
             }
@@ -438,6 +437,16 @@ def main() -> int:
     real_stdout.write(line + "\n")
     real_stdout.flush()
     return 0
+
+
+def _error_kind(exc: BaseException) -> str:
+    """The registry's error kind of a tool's exception: by class name along its MRO."""
+    names = {c.__name__ for c in type(exc).__mro__}
+    if "ConfigurationError" in names:
+        return "configuration"
+    if "InvalidValueError" in names:
+        return "invalid_value"
+    return "tool_error"
 
 
 if __name__ == "__main__":
