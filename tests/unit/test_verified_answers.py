@@ -401,6 +401,44 @@ async def test_a_narration_between_steps_costs_no_model_call(data_dir):
     assert out["metrics"]["model_calls"] == 4
 
 
+async def test_a_done_tasks_closing_sentence_with_a_figure_no_result_shows_becomes_the_steps_summaries(data_dir):
+    """Demo regression: every step succeeded, the closing sentence said "at 9 AM" of a reminder
+    at 21:00; sent back, the model answered "I could not establish the figure 9" and the run
+    ended "could not establish an answer" — a done task reported as a failure. Now the steps'
+    own summaries are the answer (grounded), the run finished, and no model call is spent."""
+    from graph.context import Context
+    from graph.model import register_model
+
+    box = FakeToolbox()
+    outputs = {
+        "generate_report": {"path": "reports/sales-2025-06.md", "version": 1, "queries": []},
+        "post_message": {"ok": True},
+        "schedule_reminder": {"id": 1, "time": "21:00", "next_run": "2025-07-01T21:00"},
+    }
+    for spec in flagship_specs():
+        box.add_spec(spec, lambda _o=outputs.get(spec.name, {"ok": True}), **kw: _o)
+    script = [
+        tool_call("generate_report", {"title": "Sales 2025-06", "queries": [{"label": "n", "sql": "SELECT 1"}]}),
+        tool_call("post_message", {"channel": "project group", "text": "Report: reports/sales-2025-06.md"}),
+        tool_call("schedule_reminder", {"text": "send the sales report"}),
+        AIMessage("Report written and posted; a reminder is set for 9 AM every month."),
+        AIMessage("I could not establish the figure 9."),
+    ]
+    model = GrammarChat(messages=Feed(script))
+    model.seen, model.offers = [], []
+    register_model("grammar-closer", lambda _ctx: model)
+    ctx = Context(model="grammar-closer", data_dir=str(data_dir), embeddings="hash")
+    resources.set_toolbox(ctx, box)
+    goal = "Summarise last month's sales into a report, post it to the project group, and remind me every month."
+    out = await run(ctx, goal)
+    assert out["stop_reason"] is None
+    final = out["messages"][-1]
+    assert isinstance(final, AIMessage) and final.name == "hermes"
+    assert final.content.startswith("Done: ") and "reports/sales-2025-06.md" in final.content
+    assert "9 AM" not in final.content and "could not establish" not in final.content
+    assert out["metrics"]["model_calls"] == 4  # 3 steps + the closing sentence, none sent back
+
+
 # --- honest memory (issue 18 point 3) -----------------------------------------------------------
 
 
