@@ -61,6 +61,7 @@ TOOLBOX_SETTINGS = (
     "remote_url",
     "remote_token_env",
     "container_image",
+    "postgres_url",  # the idempotency ledger's database (empty: data_dir/idempotency.db)
 )
 
 
@@ -87,6 +88,7 @@ async def open_toolbox(context: Context) -> Toolbox:
         container_image=context.container_image,
         heavy_timeout_s=context.heavy_tool_timeout_s,
         tool_timeouts=context.tool_timeouts,
+        postgres_url=context.postgres_url,
     )
 
 

@@ -63,7 +63,7 @@ from graph.mirror import ThreadMirror
 from graph.progress import current_goal_messages, request_id
 from graph.recovery import RecoveryReport, ensure_readable
 from graph.resources import drain_background, get_model
-from tools.idempotency import IdempotencyLedger
+from tools.idempotency import open_ledger
 
 log = logging.getLogger(__name__)
 
@@ -228,14 +228,17 @@ def _same_text(a: str, b: str) -> bool:
     return bool(a) and " ".join(a.split()) == " ".join(b.split())
 
 
-async def _recorded_effects(data_dir: Path, thread_id: str, goal_id: str, messages: list[Any]) -> list[str]:
-    """``tool (ledger state)`` for each call of the goal the idempotency ledger holds a record of
-    (the same request ids ``dispatch_tools`` derives), in call order."""
+async def _recorded_effects(
+    data_dir: Path, thread_id: str, goal_id: str, messages: list[Any], *, postgres_url: str = ""
+) -> list[str]:
+    """``tool (ledger state)`` for each call of the goal the idempotency ledger (the data
+    directory's, or PostgreSQL's with ``postgres_url``) holds a record of (the same request ids
+    ``dispatch_tools`` derives), in call order."""
     from tools.idempotency import LEDGER_FILE
 
-    if not await asyncio.to_thread((data_dir / LEDGER_FILE).exists):
+    if not postgres_url and not await asyncio.to_thread((data_dir / LEDGER_FILE).exists):
         return []
-    ledger = IdempotencyLedger.in_data_dir(data_dir)
+    ledger = open_ledger(data_dir, postgres_url)
     found: list[str] = []
     try:
         for message in current_goal_messages(messages):
@@ -362,7 +365,9 @@ async def execute_turn(
         if fresh and goal_id and _same_text(str(current.values.get("goal") or ""), task):
             state = await asyncio.to_thread(_delivery_state, data_dir, thread_id, goal_id)
             if state == "pending" and not new_request:
-                return await _already_done(current, data_dir, thread_id, goal_id, recovery, watcher)
+                return await _already_done(
+                    current, data_dir, thread_id, goal_id, recovery, watcher, postgres_url=context.postgres_url
+                )
             if state == "delivered":
                 watcher.on_warning(
                     f"the same request as the previous turn of thread {thread_id!r}, whose answer was shown: "
@@ -434,11 +439,15 @@ async def _already_done(
     goal_id: str,
     recovery: RecoveryReport | None,
     watcher: TurnObserver,
+    *,
+    postgres_url: str = "",
 ) -> dict[str, Any]:
     """The summary of the thread's finished, undelivered goal, returned instead of running it
     again (see the module docstring)."""
     values = current.values
-    effects = await _recorded_effects(data_dir, thread_id, goal_id, list(values.get("messages") or []))
+    effects = await _recorded_effects(
+        data_dir, thread_id, goal_id, list(values.get("messages") or []), postgres_url=postgres_url
+    )
     notice = (
         f"already done: this request finished earlier on thread {thread_id!r} but its answer was never "
         "shown (the process stopped first); nothing ran again"

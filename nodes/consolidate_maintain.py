@@ -48,7 +48,7 @@ def prune_payloads(root: Path, older_than_s: float, now_s: float) -> int:
 
 async def consolidate_maintain(state: ConsolidateState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Graph node: see the module docstring."""
-    from tools.idempotency import IdempotencyLedger  # noqa: PLC0415
+    from tools.idempotency import LEDGER_FILE, open_ledger  # noqa: PLC0415
 
     context = runtime.context or Context()
     memory = get_memory(context)
@@ -57,9 +57,10 @@ async def consolidate_maintain(state: ConsolidateState, runtime: Runtime[Context
     counts["queue_dead"] = len(await memory.queue.failures())
     data_dir = Path(context.data_dir)
     retention_s = state.ledger_retention_days * 86400.0
-    ledger_path = data_dir / "idempotency.db"
-    if await asyncio.to_thread(ledger_path.exists):
-        ledger = IdempotencyLedger(ledger_path)
+    # the ledger in use: PostgreSQL's (shared; pruned by whichever machine consolidates) or the
+    # data directory's file, if one was ever created
+    if context.postgres_url or await asyncio.to_thread((data_dir / LEDGER_FILE).exists):
+        ledger = open_ledger(data_dir, context.postgres_url)
         try:
             counts["ledger_pruned"] = await ledger.prune(retention_s)
         finally:

@@ -54,8 +54,9 @@ import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import psutil
 import tenacity
@@ -99,6 +100,42 @@ CREATE TABLE IF NOT EXISTS tool_requests (
 
 class LedgerBusy(ToolError):
     """Another process is still running this ``(tool, request_id)`` after the wait limit."""
+
+
+class LedgerUnavailable(ToolError):
+    """The ledger's database server cannot be used (unreachable, refused the statement): no
+    side effect runs without a claim. The message names the store (URL without its password)
+    and the cause."""
+
+
+class LedgerThread(Protocol):
+    """The ledger's connection on its own thread: :class:`SqliteThread` or
+    ``tools.ledger_postgres.PostgresThread``."""
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]: ...
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Statements:
+    """One backend's ledger statements, each ``fn(connection, *args)`` run on the ledger's
+    thread. ``claim(con, key, owner, fingerprint)`` → ``("claimed", None)`` |
+    ``("done" | "unknown", record)`` | ``("running", (owner, age in seconds))``; ``prune(con,
+    older_than_s)`` measures age on the store's clock."""
+
+    claim: Callable[..., tuple[str, Any]]
+    mark_unknown: Callable[..., bool]
+    take_over: Callable[..., bool]
+    finish: Callable[..., None]
+    release: Callable[..., None]
+    expire: Callable[..., int]
+    get: Callable[..., Record | None]
+    state: Callable[..., str | None]
+    count: Callable[..., int]
+    prune: Callable[..., int]
 
 
 class SqliteThread:
@@ -200,13 +237,18 @@ def owner_alive(owner: str) -> bool:
 
 
 class IdempotencyLedger:
-    """See module doc. ``path``: SQLite file (``data_dir / LEDGER_FILE``) or None (memory)."""
+    """See module doc. ``path``: SQLite file (``data_dir / LEDGER_FILE``) or None (memory).
+    ``tools.ledger_postgres.PostgresLedger`` is the same ledger on PostgreSQL."""
 
     def __init__(self, path: Path | None = None, *, wait_s: float = DEFAULT_WAIT_S) -> None:
         self.path = Path(path) if path is not None else None
+        self._start(SqliteThread(self.path, _SCHEMA, "hermes-ledger"), SQLITE_STATEMENTS, wait_s)
+
+    def _start(self, db: LedgerThread, sql: Statements, wait_s: float) -> None:
         self.wait_s = wait_s
         self.owner = new_owner()
-        self._db = SqliteThread(self.path, _SCHEMA, "hermes-ledger")
+        self._db: LedgerThread = db
+        self._sql = sql
         self._memo: LRUCache[tuple[str, str], Record] = LRUCache(maxsize=MEMO_SIZE)
         self._inflight: dict[tuple[str, str], asyncio.Future[Record]] = {}
         self._lock = threading.Lock()
@@ -214,6 +256,17 @@ class IdempotencyLedger:
     @classmethod
     def in_data_dir(cls, data_dir: Path, **kw: Any) -> IdempotencyLedger:
         return cls(Path(data_dir) / LEDGER_FILE, **kw)
+
+    @property
+    def where(self) -> str:
+        """The store, for messages: the SQLite file, or "the in-memory ledger"."""
+        return str(self.path) if self.path is not None else "the in-memory ledger"
+
+    async def claim_alive(self, owner: str, age_s: float) -> bool:
+        """Whether the claim of ``owner``, taken ``age_s`` seconds ago, is still being run: the
+        owner process runs (:func:`owner_alive`; a claim on another host counts as alive) and
+        the claim is younger than :data:`STALE_CLAIM_S`."""
+        return age_s <= STALE_CLAIM_S and owner_alive(owner)
 
     # -- the one public operation ----------------------------------------------------------------
     async def run_once(
@@ -288,19 +341,24 @@ class IdempotencyLedger:
         except BaseException:
             if lost is not None:  # cancelled mid-call: it may have run
                 gone = json.dumps(lost("the call was interrupted while it ran"), default=str)
-                await asyncio.shield(self._db.call(_mark_unknown, key, self.owner, gone))
+                await asyncio.shield(self._db.call(self._sql.mark_unknown, key, self.owner, gone))
             else:
-                await asyncio.shield(self._db.call(_release, key, self.owner))
+                await asyncio.shield(self._db.call(self._sql.release, key, self.owner))
             raise
         if keep(record) or uncertain(record):
-            await asyncio.shield(
-                self._db.call(
-                    _finish, key, self.owner, json.dumps(record, default=str), "done" if keep(record) else "unknown"
+            state = "done" if keep(record) else "unknown"
+            try:
+                await asyncio.shield(
+                    self._db.call(self._sql.finish, key, self.owner, json.dumps(record, default=str), state)
                 )
-            )
+            except (LedgerUnavailable, sqlite3.Error):
+                # the call ran: its result goes back to the caller all the same. The claim stays
+                # "running" under this live owner; once this owner is gone, a duplicate states
+                # the outcome unknown (or, retry-safe, runs again), never a silent second run
+                log.exception("ledger: %s/%s ran but its %s record could not be stored", *key, state)
             self._remember(key, record)
         else:
-            await asyncio.shield(self._db.call(_release, key, self.owner))
+            await asyncio.shield(self._db.call(self._sql.release, key, self.owner))
         return record, False
 
     async def _try_claim(
@@ -308,23 +366,23 @@ class IdempotencyLedger:
     ) -> Record | None:
         """One claim attempt: None when this ledger now holds the claim (run the call), else the
         record to replay. Raises :class:`LedgerBusy` while another live owner runs the request."""
-        state, value = await self._db.call(_claim, key, self.owner, fingerprint)
+        state, value = await self._db.call(self._sql.claim, key, self.owner, fingerprint)
         if state in ("done", "unknown"):
             self._remember(key, value)
             return value
         if state == "claimed":
             return None
         # "running" elsewhere: wait for it (or take over from a dead owner)
-        owner, created = value
-        if owner_alive(owner) and time.time() - created <= STALE_CLAIM_S:
+        owner, age_s = value
+        if await self.claim_alive(owner, age_s):
             raise LedgerBusy(f"{key[0]} call {key[1]!r} is still running in {owner} after {self.wait_s:g} s")
         if lost is not None:
             record = lost(f"the process running it ({owner}) stopped mid-call")
-            if await self._db.call(_mark_unknown, key, owner, json.dumps(record, default=str)):
+            if await self._db.call(self._sql.mark_unknown, key, owner, json.dumps(record, default=str)):
                 log.warning("ledger: %s/%s in flight in dead owner %s: outcome unknown", *key, owner)
                 self._remember(key, record)
                 return record
-        elif await self._db.call(_take_over, key, owner, self.owner):
+        elif await self._db.call(self._sql.take_over, key, owner, self.owner):
             log.warning("ledger: took over %s/%s from dead owner %s", key[0], key[1], owner)
             return None
         return await self._try_claim(key, lost, fingerprint)  # another process got there first: look again
@@ -340,7 +398,7 @@ class IdempotencyLedger:
         with self._lock:
             for key in [k for k in self._memo if k[0] == tool]:
                 del self._memo[key]
-        return self._db.submit(_expire, tool)
+        return self._db.submit(self._sql.expire, tool)
 
     async def expire(self, tool: str) -> int:
         """:meth:`expire_nowait` and wait; returns the number of records removed."""
@@ -348,21 +406,21 @@ class IdempotencyLedger:
 
     async def get(self, tool: str, request_id: str) -> Record | None:
         """The recorded result of ``(tool, request_id)``, or None."""
-        return await self._db.call(_get, (tool, request_id))
+        return await self._db.call(self._sql.get, (tool, request_id))
 
     async def state(self, tool: str, request_id: str) -> str | None:
         """The ledger state of ``(tool, request_id)``: "running" (claimed, maybe by a process
         that died mid-call), "done", "unknown" (sent, outcome unknown), or None (never claimed:
         it never reached the tool)."""
-        return await self._db.call(_state, (tool, request_id))
+        return await self._db.call(self._sql.state, (tool, request_id))
 
     async def count(self, tool: str | None = None) -> int:
         """Number of done records (of ``tool``)."""
-        return await self._db.call(_count, tool)
+        return await self._db.call(self._sql.count, tool)
 
     async def prune(self, older_than_s: float) -> int:
         """Remove done records finished more than ``older_than_s`` seconds ago."""
-        return await self._db.call(_prune, time.time() - older_than_s)
+        return await self._db.call(self._sql.prune, older_than_s)
 
     async def aclose(self) -> None:
         """Finish queued writes and close the database (in a thread)."""
@@ -393,7 +451,7 @@ def _claim(con: sqlite3.Connection, key: tuple[str, str], owner: str, fingerprin
         if fingerprint and stored_fp and fingerprint != stored_fp:
             log.warning("ledger: %s request %r repeated with different arguments; replaying the first", key[0], key[1])
         return state, json.loads(record)
-    return "running", (other, created)
+    return "running", (other, time.time() - created)
 
 
 def _mark_unknown(con: sqlite3.Connection, key: tuple[str, str], owner: str, record: str) -> bool:
@@ -449,8 +507,45 @@ def _count(con: sqlite3.Connection, tool: str | None) -> int:
     return con.execute("SELECT COUNT(*) FROM tool_requests WHERE state = 'done' AND tool = ?", (tool,)).fetchone()[0]
 
 
-def _prune(con: sqlite3.Connection, before: float) -> int:
+def _prune(con: sqlite3.Connection, older_than_s: float) -> int:
+    before = time.time() - older_than_s
     return con.execute("DELETE FROM tool_requests WHERE state = 'done' AND finished < ?", (before,)).rowcount
 
 
-__all__ = ["LEDGER_FILE", "IdempotencyLedger", "LedgerBusy", "SqliteThread"]
+SQLITE_STATEMENTS = Statements(
+    claim=_claim,
+    mark_unknown=_mark_unknown,
+    take_over=_take_over,
+    finish=_finish,
+    release=_release,
+    expire=_expire,
+    get=_get,
+    state=_state,
+    count=_count,
+    prune=_prune,
+)
+
+
+def open_ledger(data_dir: Path, postgres_url: str = "", **kw: Any) -> IdempotencyLedger:
+    """The ledger of a data directory: ``data_dir / LEDGER_FILE``, or, when ``postgres_url`` is
+    not empty (``HERMES_POSTGRES_URL``), ``tools.ledger_postgres.PostgresLedger`` on that
+    database, shared by every process and machine that names it. ``kw``: ``wait_s``. Connects
+    lazily (the first operation); a server that cannot be reached is then
+    :class:`LedgerUnavailable`."""
+    if postgres_url:
+        from tools.ledger_postgres import PostgresLedger  # psycopg only when asked for
+
+        return PostgresLedger(postgres_url, **kw)
+    return IdempotencyLedger.in_data_dir(data_dir, **kw)
+
+
+__all__ = [
+    "LEDGER_FILE",
+    "IdempotencyLedger",
+    "LedgerBusy",
+    "LedgerThread",
+    "LedgerUnavailable",
+    "SqliteThread",
+    "Statements",
+    "open_ledger",
+]

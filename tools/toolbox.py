@@ -41,7 +41,7 @@ from tools.database_setting import database_location
 from tools.errors import ToolDefinitionError
 from tools.executors import make_executor
 from tools.executors.base import Executor
-from tools.idempotency import IdempotencyLedger
+from tools.idempotency import IdempotencyLedger, open_ledger
 from tools.mcp.client import STARTUP_TIMEOUT_S, MCPClient, MCPServer, MCPTool, Replica, call_replicas, ranked
 from tools.mcp.config import (  # noqa: F401
     META_ARTIFACT_FIELD,
@@ -86,7 +86,7 @@ class Toolbox:
                    configured; see ``open``).
         registry   :class:`ToolRegistry` with every usable tool.
         executor   the executor builtin tools run in (subprocess by default; see ``open``).
-        ledger     the idempotency ledger (``data_dir/idempotency.db``).
+        ledger     the idempotency ledger (``data_dir/idempotency.db``, or PostgreSQL: see ``open``).
         schemas    the tool schema versions (``data_dir/tool_schemas.db``).
         mcp        :class:`MCPClient` (``mcp.servers``, ``mcp.failed``).
         problems   ``{server or tool: reason}`` for servers that failed to start (K8) and
@@ -125,6 +125,7 @@ class Toolbox:
         database: str | None = None,
         heavy_timeout_s: float = HEAVY_TIMEOUT_S,
         tool_timeouts: dict[str, float] | None = None,
+        postgres_url: str = "",
     ) -> Toolbox:
         """Create dirs, register builtin tools, start the MCP servers of ``mcp_config``
         (``{"mcpServers": {...}}`` JSON, merged with the bundled team-chat server: an entry named ``team_chat`` replaces it, ``"enabled": false`` leaves a server out) and register
@@ -152,7 +153,9 @@ class Toolbox:
         module reads no environment variable (``graph.resources`` passes ``Context``'s values). A container choice with no working
         sandbox raises :class:`~tools.executors.container.SandboxUnavailable` (no fall-back).
         Side-effect calls are recorded in ``data_dir/idempotency.db`` (replayed per request_id
-        across restarts); tool schema versions in ``data_dir/tool_schemas.db``
+        across restarts), or, with ``postgres_url`` (``HERMES_POSTGRES_URL``), in that
+        PostgreSQL database, shared by every process and machine naming it
+        (:class:`~tools.ledger_postgres.PostgresLedger`); tool schema versions in ``data_dir/tool_schemas.db``
         (``registry.migration_notes`` lists changes since the last run).
         """
         # All file-system work (resolve, mkdir, database path, config read, sandbox probe,
@@ -166,6 +169,7 @@ class Toolbox:
             database,
             {"token": remote_token} if remote_token else {},
             {"image": container_image} if container_image else {},
+            postgres_url,
         )
         registry = ToolRegistry(ledger=ledger, schema_store=schemas)
         tool_timeouts = tool_timeouts or {}
@@ -437,6 +441,7 @@ def _prepare(
     database: str | None = None,
     remote_kw: dict[str, Any] | None = None,
     container_kw: dict[str, Any] | None = None,
+    postgres_url: str = "",
 ) -> tuple[Path, dict[str, dict[str, Any]], Executor, IdempotencyLedger, SchemaStore, str]:
     """Blocking part of :meth:`Toolbox.open` (run in a thread). Never creates the database."""
     data_dir = data_dir.resolve()
@@ -464,7 +469,7 @@ def _prepare(
         chosen = executor
     schemas = SchemaStore.in_data_dir(data_dir)
     schemas.load()
-    return data_dir, servers, chosen, IdempotencyLedger.in_data_dir(data_dir), schemas, location
+    return data_dir, servers, chosen, open_ledger(data_dir, postgres_url), schemas, location
 
 
 __all__ = ["TEAM_CHAT_SERVER", "MCPConfigError", "Toolbox", "snake_name"]
