@@ -107,6 +107,12 @@ class HermesMemoryStore(BaseStore):
         self._memory = memory or (lambda: get_memory(Context()))
         self._other = InMemoryStore()
 
+    async def _opened(self) -> MemoryService:
+        """The memory service, its store checked and an earlier release's migrated."""
+        mem = self._memory()
+        await mem.ready()
+        return mem
+
     # --- BaseStore ---------------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -149,7 +155,7 @@ class HermesMemoryStore(BaseStore):
         user, layer = self._parts(op.namespace)
         if user is None or layer is None:
             return None
-        mem = self._memory()
+        mem = await self._opened()
         if layer == "episodic":
             event = await mem.episodic.get(user, op.key)
             return _event_item(user, event) if event else None
@@ -157,7 +163,7 @@ class HermesMemoryStore(BaseStore):
         return _fact_item(user, fact) if fact else None
 
     async def _users(self) -> list[str]:
-        mem = self._memory()
+        mem = await self._opened()
         users = set(await mem.semantic.users())
         users |= {e.user_id for e in await mem.episodic.recent(_EPOCH, limit=100_000)}
         return sorted(users)
@@ -165,7 +171,7 @@ class HermesMemoryStore(BaseStore):
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         user, layer = self._parts(op.namespace_prefix)
         users = [user] if user is not None else await self._users()
-        mem = self._memory()
+        mem = await self._opened()
         want = (op.offset + op.limit) * (5 if op.filter else 1)
         found: list[SearchItem] = []
         for who in users:
@@ -195,7 +201,7 @@ class HermesMemoryStore(BaseStore):
         user, layer = self._parts(op.namespace)
         if user is None or layer is None:
             raise ValueError("memories live in ('memories', <user id>, 'episodic' | 'semantic')")
-        mem = self._memory()
+        mem = await self._opened()
         if op.value is None:
             await mem.forget(user, f"{layer}:{op.key}")
             return

@@ -26,7 +26,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from memory import policy, provenance
+from memory import migrations, policy, provenance
 from memory.branch_origins import BranchOrigins, Inactive
 from memory.dates import resolve_relative_dates
 from memory.episodic.base import EpisodicEvent, EpisodicStore, ScoredEvent, utcnow
@@ -228,6 +228,36 @@ class MemoryService:
         #: facts shown by recall whose use is not recorded yet (fact id → when): recorded with
         #: the turn's background write, off the recall path (``flush_touches``)
         self._touched: dict[str, datetime] = {}
+        #: the store's format was checked (and migrated) by this process (``ready``)
+        self._opened = False
+
+    # --- opening: the store's format --------------------------------------------------------
+
+    async def ready(self) -> migrations.MigrationReport | None:
+        """Check the memory database's format and migrate an earlier release's store once per
+        process (``memory.migrations``: its episodic events carried into the episodic store).
+        Every method of the service calls it; callers that use ``episodic`` / ``semantic``
+        directly (``hermes memory``) call it first. Returns the report the first time, then
+        None. Raises ``migrations.MemoryStoreError`` (one line: the file, what to do) for a
+        damaged file or a newer format; the episodic store's own errors leave the migration
+        to the next call."""
+        if self._opened:
+            return None
+        report = await migrations.migrate(self.semantic.db.path, self.episodic)
+        self._opened = True
+        return report
+
+    async def _usable(self) -> bool:
+        """:meth:`ready` on the answer's path: False (memory left out of this turn, the reason
+        logged) when the store cannot be used; a failed migration is tried again next turn."""
+        try:
+            await self.ready()
+        except migrations.MemoryStoreError as exc:
+            log.error("memory not used: %s", exc)
+            return False
+        except Exception:  # noqa: BLE001 - memory must not break the answer
+            log.warning("memory: migration not finished; tried again on the next turn", exc_info=True)
+        return True
 
     # --- working memory ---------------------------------------------------------------------
 
@@ -275,6 +305,8 @@ class MemoryService:
         a write only when it changed), so a branch moved outside Hermes' own branch
         operations (a Studio fork through the server) is caught by the session's next turn."""
         now = now or utcnow()
+        if not await self._usable():
+            return build_block(working=[], conflicts=[], facts=[], episodes=[], budget_tokens=self.memory_tokens)
         inactive = await self._inactive(thread_id if sync_branch else "", visible_origins)
         working: list[str] = []
         try:
@@ -431,6 +463,8 @@ class MemoryService:
         visible_origins: set[str] | None = None,
     ) -> list[str]:
         """Episodic recall only, as labelled lines (best first). Never raises."""
+        if not await self._usable():
+            return []
         try:
             inactive = await self._inactive("", None)
             hits = await self._episodes(user_id, query, k, kinds, now or utcnow(), thread_id, visible_origins, inactive)
@@ -481,6 +515,8 @@ class MemoryService:
         preference events), then conflict signals; then replay the retry queue. Never raises;
         returns counts (``episodes``, ``facts``, ``resolved``, ``queued``)."""
         counts = {"episodes": 0, "facts": 0, "resolved": 0, "queued": 0}
+        if not await self._usable():
+            return counts
         await self.flush_touches()
         await self._record_origin(plan)
         ids = await self._write_events(plan.events, counts)
@@ -603,6 +639,8 @@ class MemoryService:
         """Store ``events`` (one batch); return how many new records were stored (K11
         duplicates and queued writes not counted). Never raises."""
         counts = {"episodes": 0, "queued": 0}
+        if not await self._usable():
+            return 0
         await self._write_events(list(events), counts)
         return counts["episodes"]
 
@@ -667,6 +705,8 @@ class MemoryService:
 
     async def flush_retry_queue(self) -> int:
         """Replay queued writes; return how many succeeded. Never raises."""
+        if not await self._usable():
+            return 0
         try:
             return await self.queue.drain(self._replay)
         except Exception:  # noqa: BLE001
@@ -679,6 +719,7 @@ class MemoryService:
         """Delete ``episodic:<id>`` or ``semantic:<id>`` (a bare id: tried as both), for good:
         the facts read from a forgotten episode alone are forgotten too, and a forgotten fact
         is not read again from its episodes by consolidation (``SemanticMemory.forget``)."""
+        await self.ready()
         kind, _, ident = ref.partition(":") if ":" in ref else ("", "", ref)
         if kind in ("", "episodic") and await self.episodic.forget(user_id, ident):
             await self.semantic.forget_source(user_id, ident)
@@ -699,6 +740,7 @@ class MemoryService:
 
     async def recent_episodes(self, since: datetime, limit: int = 1000) -> list[EpisodicEvent]:
         """Live episodes of every user since ``since`` (the consolidate graph's scan)."""
+        await self.ready()
         return await self.episodic.recent(since, limit)
 
     @staticmethod
@@ -740,6 +782,7 @@ class MemoryService:
         user's own words; "inferred" for a model's reading). Counts: candidates, kept, added, duplicates, conflicts,
         resolved, queued."""
         counts = {"candidates": 0, "kept": 0, "added": 0, "duplicates": 0, "conflicts": 0, "resolved": 0, "queued": 0}
+        await self.ready()
         for event in events:
             found = candidates.get(event.id, []) if candidates is not None else self.rule_candidates(event)
             for fact in found:
@@ -778,6 +821,7 @@ class MemoryService:
         """Expire episodic items after ``episodic_ttl_days`` and semantic facts after
         ``semantic_ttl_days``; down-weight facts unused for 30 days (seed §6.4)."""
         now = now or utcnow()
+        await self.ready()
         await self.flush_touches()
         episodic = await self.episodic.expire(self.episodic_ttl_days, now)
         semantic = await self.semantic.expire(now)

@@ -12,29 +12,43 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from langgraph.graph.state import CompiledStateGraph
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from graph.branches import BranchError, Branches
-from graph.builder import make_graph
-from graph.checkpoints import checkpoints_file, open_checkpointer, postgres_url
 from graph.cli.render import err_console, stop_live
-from graph.context import Context, MachineSettings, SettingsError
-from graph.mirror import ThreadMirror
-from graph.model import ModelUnavailableError, astop_embedded_server
-from graph.resources import aclose_resources
-from graph.runner import NothingToResumeError, ThreadBusyError
-from tools.mcp.config import MCPConfigError
+
+if TYPE_CHECKING:
+    # Only type names here. Every module of the runtime (the graph, the model client, the
+    # checkpointer, LanceDB, the embedder) is imported inside the command that uses it, so
+    # `hermes --help` and the read-only commands start in a fraction of a second
+    # (tests/unit/test_cli_startup.py checks what `import graph.cli` loads).
+    from langgraph.graph.state import CompiledStateGraph
+
+    from graph.branches import Branches
+    from graph.context import Context
 
 
 def debug() -> bool:
     """``HERMES_DEBUG`` set: tracebacks instead of one-line errors (a switch of the command, not
     a setting of the graph). Every command reports its failures through :func:`report_error`."""
+    from graph.context import MachineSettings
+
     return bool(MachineSettings().debug)
+
+
+def raised(exc: BaseException, *kinds: str) -> bool:
+    """True when ``exc`` is an instance of one of ``kinds`` (``"module:Class"``). Nothing is
+    imported: a class whose module was never loaded cannot have been raised (so classifying a
+    failure does not load the graph)."""
+    for kind in kinds:
+        module, _, name = kind.partition(":")
+        cls = getattr(sys.modules.get(module), name, None)
+        if isinstance(cls, type) and isinstance(exc, cls):
+            return True
+    return False
 
 
 DEBUG_HINT = "rerun with HERMES_DEBUG=1 for a traceback"
@@ -78,11 +92,13 @@ class HermesGroup(TyperGroup):
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, typer.TyperException):  # exit codes, Ctrl-C, usage errors
             raise
-        except SettingsError as exc:  # a bad HERMES_* value: its message says which and how to fix it
-            raise typer.Exit(report_error(exc, str(exc))) from None
         except sqlite3.DatabaseError as exc:
             raise typer.Exit(report_error(exc, damaged_database_message(_data_dir_of(ctx), exc))) from None
         except Exception as exc:
+            if raised(
+                exc, "graph.context:SettingsError"
+            ):  # a bad HERMES_* value: its message says which and how to fix it
+                raise typer.Exit(report_error(exc, str(exc))) from None
             raise typer.Exit(report_error(exc, unexpected_message(exc))) from None
 
 
@@ -146,6 +162,8 @@ def _setup_logging() -> None:
 
 def make_context(model: str | None, base_url: str | None, data_dir: str | None, max_tool_rounds: int | None) -> Context:
     """The settings of a command: its options over ``HERMES_*`` (``graph.context.Context``)."""
+    from graph.context import Context
+
     overrides: dict[str, Any] = {}
     if model:
         overrides["model"] = model
@@ -236,27 +254,46 @@ async def guarded(
     failure: BaseException | None = None
     try:
         await coro_factory()
-    except ModelUnavailableError as exc:
-        code, message, failure = 2, f"model unavailable: {exc}", exc
-    except (ThreadBusyError, NothingToResumeError, BranchError) as exc:
-        code, message, failure = 1, str(exc), exc
-    except MCPConfigError as exc:
-        code, message, failure = 1, f"{exc} (the MCP config named by --mcp-config or HERMES_MCP_CONFIG)", exc
-    except sqlite3.DatabaseError as exc:
-        code, message, failure = 1, damaged_database_message(Path(context.data_dir) if context else None, exc), exc
     except asyncio.CancelledError:
         raise
     except (typer.Exit, typer.Abort):
         raise
-    except Exception as exc:  # a clear message instead of a traceback; details with HERMES_DEBUG=1
-        code, message, failure = 1, unexpected_message(exc, thread_id), exc
+    except Exception as exc:
+        code, failure = 1, exc
+        if raised(exc, "graph.embedded.errors:ModelUnavailableError"):
+            code, message = 2, f"model unavailable: {exc}"
+        elif raised(
+            exc,
+            "graph.runner:ThreadBusyError",
+            "graph.runner:NothingToResumeError",
+            "graph.branches:BranchError",
+            "memory.migrations:MemoryStoreError",  # its message names the file and what to do
+        ):
+            message = str(exc)
+        elif raised(exc, "tools.mcp.config:MCPConfigError"):
+            message = f"{exc} (the MCP config named by --mcp-config or HERMES_MCP_CONFIG)"
+        elif isinstance(exc, sqlite3.DatabaseError):
+            message = damaged_database_message(Path(context.data_dir) if context else None, exc)
+        else:  # a clear message instead of a traceback; details with HERMES_DEBUG=1
+            message = unexpected_message(exc, thread_id)
     finally:
         stop_live()  # a node that failed leaves no live line behind
-        await aclose_resources()
-        await astop_embedded_server()
+        await aclose_opened()
     if code:
         report_error(failure, message, code, json_out, thread_id=thread_id or None)
     return code
+
+
+async def aclose_opened() -> None:
+    """Close what a command opened: background memory writes, toolboxes (MCP sessions), memory
+    services (``graph.resources.aclose_resources``) and the embedded llama.cpp server. A module
+    that was never imported opened nothing, so nothing is imported here either."""
+    resources = sys.modules.get("graph.resources")
+    if resources is not None:
+        await resources.aclose_resources()
+    server = sys.modules.get("graph.embedded.server")
+    if server is not None:
+        await server.astop_embedded_server()
 
 
 def run_sync(main: Coroutine[Any, Any, int], thread_id: str = "") -> int:
@@ -277,6 +314,8 @@ def require_db(data_dir: Path) -> Path:
     one (damaged, not SQLite, a directory, no ``checkpoints`` table) — checked read-only first,
     so the read-only commands neither fail with a traceback nor write to a damaged file. With
     ``HERMES_POSTGRES_URL`` the checkpoints are in that database: nothing to check here."""
+    from graph.checkpoints import checkpoints_file, postgres_url
+
     path = checkpoints_file(data_dir)
     if postgres_url():
         return path
@@ -325,7 +364,7 @@ def run_command(coro_factory: Callable[[], Awaitable[Any]], data_dir: Path | Non
         try:
             await coro_factory()
             return 0
-        except (BranchError, LookupError) as exc:
+        except LookupError as exc:
             return report_error(exc, str(exc).strip("'\""))
         except sqlite3.DatabaseError as exc:
             return report_error(exc, damaged_database_message(data_dir, exc))
@@ -334,6 +373,8 @@ def run_command(coro_factory: Callable[[], Awaitable[Any]], data_dir: Path | Non
         except (typer.Exit, typer.Abort):
             raise
         except Exception as exc:
+            if raised(exc, "graph.branches:BranchError"):
+                return report_error(exc, str(exc).strip("'\""))
             return report_error(exc, unexpected_message(exc))
 
     code = run_sync(go())
@@ -345,10 +386,16 @@ class OpenAgent:
     """``async with OpenAgent(data_dir) as (agent, branches):`` the SQLite-checkpointed agent graph."""
 
     def __init__(self, data_dir: Path) -> None:
+        from graph.checkpoints import checkpoints_file, open_checkpointer
+
         self.data_dir = data_dir
         self._cm = open_checkpointer(checkpoints_file(data_dir))
 
     async def __aenter__(self) -> tuple[CompiledStateGraph[Any, Any, Any, Any], Branches]:
+        from graph.branches import Branches
+        from graph.builder import make_graph
+        from graph.mirror import ThreadMirror
+
         saver = await self._cm.__aenter__()
         agent = make_graph(checkpointer=saver)
         return agent, Branches(agent, mirror=ThreadMirror(self.data_dir))

@@ -24,6 +24,7 @@ from graph.resources import get_memory
 from memory.branch_origins import Inactive
 from memory.provenance import SOURCE_LABELS, fact_source, source_of
 from memory.retrieval import format_episode, format_fact
+from memory.service import MemoryService
 from memory.text import has_searchable
 
 memory_app = typer.Typer(
@@ -42,6 +43,14 @@ def memory_context(data_dir: str | None, user: str | None, **extra: Any) -> Cont
         return Context(**overrides)
     except ValueError as exc:
         raise typer.Exit(report_error(exc, str(exc))) from None
+
+
+async def opened_memory(context: Context) -> MemoryService:
+    """The memory service, its store checked and an earlier release's migrated
+    (``MemoryService.ready``: a damaged or newer ``memory.db`` is one error line)."""
+    mem = get_memory(context)
+    await mem.ready()
+    return mem
 
 
 def _event_json(event) -> dict[str, Any]:
@@ -115,7 +124,7 @@ def memory_list(
     context = memory_context(data_dir, user)
 
     async def go() -> None:
-        mem = get_memory(context)
+        mem = await opened_memory(context)
         inactive = await mem.inactive_origins()
         # the hidden ones are dropped after the read: read that many more (one turn: a few records)
         extra = 0 if include_old else 10 * len(inactive)
@@ -203,7 +212,7 @@ def memory_search(
     context = memory_context(data_dir, user)
 
     async def go() -> None:
-        mem = get_memory(context)
+        mem = await opened_memory(context)
         hits = await mem.episodic.search(context.user_id, query, k, kinds=kind or None, mode=search_mode)
         facts = await mem.semantic.search(context.user_id, query, k)
         inactive = await mem.inactive_origins()
@@ -289,7 +298,7 @@ def memory_show(
     context = memory_context(data_dir, user)
 
     async def go() -> None:
-        mem = get_memory(context)
+        mem = await opened_memory(context)
         try:
             layer, record = await _resolve(mem, context.user_id, ref)
         except LookupError as exc:
@@ -325,7 +334,7 @@ def memory_forget(
     context = memory_context(data_dir, user)
 
     async def go() -> None:
-        mem = get_memory(context)
+        mem = await opened_memory(context)
         try:
             layer, record = await _resolve(mem, context.user_id, ref)
         except LookupError as exc:
