@@ -171,10 +171,11 @@ class Context(BaseSettings):
     postgres_url: str = Field(
         default="",
         repr=False,  # may carry a password: kept out of reprs and logs
-        description="PostgreSQL URL of the checkpoints (env HERMES_POSTGRES_URL), e.g. "
+        description="PostgreSQL URL of the checkpoints and the idempotency ledger (env HERMES_POSTGRES_URL), e.g. "
         "postgresql://hermes@db:5432/hermes (password from PGPASSWORD or ~/.pgpass). Read when a "
         "process opens its checkpointer (the CLI per command, the server at start), not per run. "
-        "Empty: <data_dir>/checkpoints.sqlite. The ledger, memory and reminders stay in data_dir.",
+        "Empty: <data_dir>/checkpoints.sqlite. The idempotency ledger follows it too (read when the "
+        "toolbox opens); memory and reminders stay in data_dir.",
     )
     mcp_config: str = Field(
         default="",

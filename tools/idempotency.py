@@ -1,6 +1,8 @@
 """Idempotency ledger: ``request_id`` → recorded result, in SQLite (DESIGN §2.4;
 seed §2.2: "the same request_id arriving again returns the previous result instead of repeating
-the side effect").
+the side effect"). The same ledger on PostgreSQL, shared by processes on many machines
+(``HERMES_POSTGRES_URL``), is ``tools.ledger_postgres.PostgresLedger``; :func:`open_ledger`
+chooses.
 
 One row per ``(tool, request_id)`` in ``tool_requests``; the PRIMARY KEY is the claim. The
 request id names what the call *means* (the caller derives it from thread, goal, tool and

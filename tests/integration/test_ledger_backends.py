@@ -409,6 +409,36 @@ async def test_an_unreachable_server_runs_nothing_and_says_where(tmp_path):
     assert "s3cret" not in out.error and "hermes:***@" in out.error
 
 
+async def test_a_connection_dropped_mid_call_still_records_the_outcome(postgres_url):
+    """The server ends the ledger's session while its call runs (as a restart does): the
+    finish reconnects and stores the record, and another owner replays it."""
+    import psycopg
+
+    from tools.ledger_postgres import PostgresLedger
+
+    holder, other = PostgresLedger(postgres_url), PostgresLedger(postgres_url, wait_s=30)
+    runs: list[int] = []
+
+    async def effect():
+        runs.append(1)
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            ended = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone()
+        assert ended and ended[0] >= 1  # the holder's session (and the other's, if open)
+        return {"v": 1}
+
+    try:
+        assert await holder.run_once("t", "r", effect) == ({"v": 1}, False)
+        assert await other.run_once("t", "r", effect) == ({"v": 1}, True)
+        assert await other.state("t", "r") == "done"
+    finally:
+        await holder.aclose()
+        await other.aclose()
+    assert runs == [1]
+
+
 async def test_the_toolbox_and_open_ledger_follow_the_setting(tmp_path, postgres_url):
     from tools.ledger_postgres import PostgresLedger
     from tools.toolbox import Toolbox
