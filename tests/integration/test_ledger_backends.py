@@ -454,3 +454,82 @@ async def test_the_toolbox_and_open_ledger_follow_the_setting(tmp_path, postgres
     plain = open_ledger(tmp_path / "data", "")
     assert type(plain) is IdempotencyLedger and plain.path == tmp_path / "data" / "idempotency.db"
     plain.close()
+
+
+# -- the whole agent: `hermes run` on two machines ---------------------------------------------
+
+# A side effect that happens, then never answers the first time (the first machine is killed
+# while it waits); later calls answer at once, so a repeat would show as a second line.
+HANGING_ONCE = textwrap.dedent("""
+    import os, sys, time
+    from mcp.server.fastmcp import FastMCP
+    from mcp.types import ToolAnnotations
+
+    effects, posted = sys.argv[1], sys.argv[2]
+    mcp = FastMCP("hanging-chat", log_level="WARNING")
+
+    @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, idempotentHint=False, destructiveHint=False),
+              meta={"hermes/requested_by": [r"\\bpost\\b.{0,80}\\bchannel\\b"]})
+    def announce(channel: str, text: str) -> dict:
+        \"\"\"Posts text to a channel of the team chat (a side effect), then answers.\"\"\"
+        first = not os.path.exists(posted)
+        with open(effects, "a") as f:
+            f.write(channel + " " + text + "\\n")
+        open(posted, "w").close()
+        if first:
+            time.sleep(600)  # the first machine is killed before this answers
+        return {"posted": text}
+
+    mcp.run("stdio")
+""")
+
+
+def test_hermes_killed_mid_side_effect_on_one_machine_is_not_repeated_by_another(tmp_path, postgres_url):
+    """``hermes run`` on machine A (its own data directory) is killed with SIGKILL after its
+    side effect ran, before anything recorded the result; the same command on machine B (another
+    data directory, the same PostgreSQL: checkpoints and ledger) continues the thread, does not
+    post again and states the outcome as unknown."""
+    from tests.integration.test_repeat_after_crash import POST, hermes_env, kill_started_from, run, run_and_kill, script
+    from tests.support.scripted_openai import ScriptedOpenAI
+
+    effects, posted = tmp_path / "effects.txt", tmp_path / "posted"
+    server = tmp_path / "hanging_chat.py"
+    server.write_text(HANGING_ONCE)
+    config = tmp_path / "mcp.json"
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "chat": {"command": sys.executable, "args": [str(server), str(effects), str(posted)]},
+                    "team_chat": {"enabled": False},
+                }
+            }
+        )
+    )
+    with ScriptedOpenAI(script("announce", POST, "order count")) as stub:
+        env = hermes_env(
+            stub,
+            HERMES_MCP_CONFIG=str(config),
+            HERMES_TOOL_TIMEOUTS=json.dumps({"announce": 300}),
+            HERMES_POSTGRES_URL=postgres_url,
+        )
+        try:
+            run_and_kill(tmp_path / "machine-a", "t1", env, posted)
+        finally:
+            kill_started_from(server)
+        assert effects.read_text().splitlines() == ["sales-team Order count: 42"]
+        try:
+            again = run(tmp_path / "machine-b", "t1", env, "--json")
+        finally:
+            kill_started_from(server)
+    assert again.stdout.strip(), again.stderr[-2000:]
+    summary = json.loads(again.stdout.strip().splitlines()[-1])
+    assert effects.read_text().splitlines() == ["sales-team Order count: 42"]  # not posted again
+    assert "announce" in (summary["stop_reason"] or "") and "unknown" in summary["stop_reason"]
+    assert not (tmp_path / "machine-a" / "idempotency.db").exists()
+    assert not (tmp_path / "machine-b" / "idempotency.db").exists()
+    import psycopg
+
+    with psycopg.connect(postgres_url) as con:
+        states = con.execute("SELECT state FROM hermes_tool_requests WHERE tool = 'announce'").fetchall()
+    assert states == [("unknown",)]
