@@ -29,14 +29,19 @@ from rich.markup import escape
 from rich.table import Table
 
 from graph.cli.common import DATA_DIR_OPT, MCP_OPT, app, context_or_exit, guarded, report_error, run_sync
-from graph.cli.render import console
-from graph.resources import open_toolbox
+from graph.cli.render import console, print_table
 
 mcp_app = typer.Typer(
     help="MCP servers: pools, scores, circuit breakers, tools; call one, test all.", no_args_is_help=True
 )
 app.add_typer(mcp_app, name="mcp")
 JSON_OPT = typer.Option(False, "--json", help="Print JSON instead of a table.")
+LIST_JSON_OPT = typer.Option(
+    False,
+    "--json",
+    help="Print JSON: a list of servers, each {name, state, transport, pool {live, min, max}, score, "
+    "latency_ema_s, success, calls, breaker {state, trips, next_probe_in_s}, tools, ...}.",
+)
 
 
 def _with_toolbox(data_dir: str | None, mcp_config: str | None, use: Callable[[Any], Awaitable[int | None]]) -> int:
@@ -46,6 +51,8 @@ def _with_toolbox(data_dir: str | None, mcp_config: str | None, use: Callable[[A
     code = [0]
 
     async def go() -> None:
+        from graph.resources import open_toolbox  # the MCP client: loaded by the commands that use it
+
         t0 = time.perf_counter()
         toolbox = await open_toolbox(context)  # every toolbox setting of the context (database, executor…)
         toolbox.opened_in_s = time.perf_counter() - t0  # type: ignore[attr-defined]
@@ -63,8 +70,9 @@ def _fmt(v: Any, nd: int = 3) -> str:
 
 
 @mcp_app.command("list")
-def mcp_list(data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT, json_out: bool = JSON_OPT) -> None:
-    """Every MCP server: state, pool, score, circuit breaker, tools."""
+def mcp_list(data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT, json_out: bool = LIST_JSON_OPT) -> None:
+    """Every MCP server: state, transport, pool, score, latency, circuit breaker, tools (one
+    block per server on a narrow terminal)."""
 
     async def show(tb: Any) -> int:
         status = tb.mcp_status()
@@ -83,6 +91,7 @@ def mcp_list(data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT, json_out: 
             "breaker",
             "tools",
         )
+        table.columns[0].no_wrap = True
         for s in status:
             pool = s.get("pool") or {}
             br = s.get("breaker") or {}
@@ -92,7 +101,7 @@ def mcp_list(data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT, json_out: 
             if br.get("next_probe_in_s") is not None:
                 breaker += f", probe in {br['next_probe_in_s']:.1f} s"
             table.add_row(
-                s["name"],
+                escape(str(s["name"])),
                 s.get("state", ""),
                 s.get("transport", ""),
                 f"{pool.get('live', '')}/{pool.get('min', '')}/{pool.get('max', '')}" if pool else "",
@@ -103,7 +112,7 @@ def mcp_list(data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT, json_out: 
                 breaker,
                 _fmt(s.get("tools")),
             )
-        console.print(table)
+        print_table(table)
         for where, problem in tb.problems.items():
             console.print(f"[yellow]left out[/yellow] {escape(str(where))}: {escape(str(problem))}")
         return 0
@@ -112,12 +121,45 @@ def mcp_list(data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT, json_out: 
 
 
 @mcp_app.command("tools")
-def mcp_tools(server: str, data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT) -> None:
+def mcp_tools(
+    server: str,
+    data_dir: str = DATA_DIR_OPT,
+    mcp_config: str = MCP_OPT,
+    json_out: bool = typer.Option(
+        False,
+        "--json",
+        help="Print JSON: {server, tools: [{name, server_name, side_effect, idempotent, timeout_s, "
+        "max_timeout_s, replicas, description}], skipped: {tool: reason}}.",
+    ),
+) -> None:
     """The tools of SERVER as registered: side effect, idempotent, timeouts, replicas."""
 
     async def show(tb: Any) -> int:
         if server not in tb.mcp.servers:
-            return report_error(None, f"no MCP server {server!r}; configured: {', '.join(tb.mcp.servers)}")
+            return report_error(
+                None, f"no MCP server {server!r}; configured: {', '.join(tb.mcp.servers)}", json_out=json_out
+            )
+        if json_out:
+            rows = []
+            for name, replicas in sorted(tb.mcp_replicas.items()):
+                mine = [r for r in replicas if r.server.name == server]
+                if mine:
+                    spec = tb.registry.get(name)
+                    rows.append(
+                        {
+                            "name": name,
+                            "server_name": mine[0].tool,
+                            "side_effect": spec.side_effect,
+                            "idempotent": spec.idempotent,
+                            "timeout_s": mine[0].timeout_s,
+                            "max_timeout_s": mine[0].max_timeout_s,
+                            "replicas": [r.server.name for r in replicas],
+                            "description": spec.description,
+                        }
+                    )
+            skipped = {str(k): str(v) for k, v in tb.mcp.servers[server].skipped.items()}
+            print(json.dumps({"server": server, "tools": rows, "skipped": skipped}, ensure_ascii=False, default=str))
+            return 0
         table = Table(
             "registered name",
             "server's name",
@@ -127,21 +169,22 @@ def mcp_tools(server: str, data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_O
             "replicas",
             "description",
         )
+        table.columns[0].no_wrap = True
         for name, replicas in sorted(tb.mcp_replicas.items()):
             mine = [r for r in replicas if r.server.name == server]
             if not mine:
                 continue
             spec = tb.registry.get(name)
             table.add_row(
-                name,
-                mine[0].tool,
+                escape(name),
+                escape(mine[0].tool),
                 "yes" if spec.side_effect else "",
                 "yes" if spec.idempotent else "",
                 f"{mine[0].timeout_s:g} / {mine[0].max_timeout_s:g}",
                 ", ".join(r.server.name for r in replicas) if len(replicas) > 1 else "",
-                spec.description[:70] + ("…" if len(spec.description) > 70 else ""),
+                escape(spec.description[:70] + ("…" if len(spec.description) > 70 else "")),
             )
-        console.print(table)
+        print_table(table)
         for name, reason in tb.mcp.servers[server].skipped.items():
             console.print(f"[yellow]skipped[/yellow] {escape(str(name))}: {escape(str(reason))}")
         return 0
@@ -223,6 +266,7 @@ def mcp_test(data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT, json_out: 
             table = Table(
                 "server", "ok", "transport", "protocol", "capabilities", "tools", "handshake ms", "ping ms", "error"
             )
+            table.columns[0].no_wrap = True
             for r in rows:
                 table.add_row(
                     r["server"],
@@ -233,9 +277,9 @@ def mcp_test(data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT, json_out: 
                     _fmt(r.get("tools")),
                     _fmt(r.get("handshake_ms"), 1),
                     _fmt(r.get("ping_ms"), 1),
-                    (r.get("error") or "")[:60],
+                    escape((r.get("error") or "")[:60]),
                 )
-            console.print(table)
+            print_table(table)
         return 0 if all(r["ok"] for r in rows) else 1
 
     raise typer.Exit(_with_toolbox(data_dir, mcp_config, test))

@@ -11,21 +11,20 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from graph.cli.common import DATA_DIR_OPT, app, guarded, report_error, run_sync
-from graph.cli.render import console, err_console
-from graph.context import Context
-from graph.resources import get_memory
-from memory.branch_origins import Inactive
+from graph.cli.render import console, err_console, print_table
 from memory.provenance import SOURCE_LABELS, fact_source, source_of
-from memory.retrieval import format_episode, format_fact
-from memory.service import MemoryService
-from memory.text import has_searchable
+
+if TYPE_CHECKING:  # the memory service (LanceDB, the embedder) loads inside the commands that use it
+    from graph.context import Context
+    from memory.branch_origins import Inactive
+    from memory.service import MemoryService
 
 memory_app = typer.Typer(
     help="Memory: list, search, show and forget what Hermes remembers; run consolidation.", no_args_is_help=True
@@ -38,6 +37,8 @@ JSON_OPT = typer.Option(False, "--json", help="Print JSON.")
 
 def memory_context(data_dir: str | None, user: str | None, **extra: Any) -> Context:
     """Settings of a memory command (options over ``HERMES_*``), or exit 1 on a bad setting."""
+    from graph.context import Context
+
     overrides: dict[str, Any] = {k: v for k, v in {"data_dir": data_dir, "user_id": user, **extra}.items() if v}
     try:
         return Context(**overrides)
@@ -48,6 +49,8 @@ def memory_context(data_dir: str | None, user: str | None, **extra: Any) -> Cont
 async def opened_memory(context: Context) -> MemoryService:
     """The memory service, its store checked and an earlier release's migrated
     (``MemoryService.ready``: a damaged or newer ``memory.db`` is one error line)."""
+    from graph.resources import get_memory
+
     mem = get_memory(context)
     await mem.ready()
     return mem
@@ -185,7 +188,7 @@ def memory_list(
                 f"{e.confidence:.2f}",
                 escape(e.text[:200]) + _why_trusted(e),
             )
-        console.print(table)
+        print_table(table)
         if hidden and not include_old:
             console.print(note, highlight=False, markup=False)
 
@@ -239,6 +242,9 @@ def memory_search(
                 )
             )
             return
+        from memory.retrieval import format_episode, format_fact
+        from memory.text import has_searchable
+
         if not hits and not facts:
             console.print("no memory matches" + ("" if has_searchable(query) else " (nothing searchable in the query)"))
             return
@@ -311,6 +317,8 @@ def memory_show(
         if json_out:
             print(json.dumps(data, ensure_ascii=False))
             return
+        from memory.retrieval import format_episode, format_fact
+
         console.print(
             format_episode(record) if layer == "episodic" else format_fact(record), highlight=False, markup=False
         )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from graph.cli.common import (
@@ -16,8 +18,7 @@ from graph.cli.common import (
     run_sync,
     tools_app,
 )
-from graph.cli.render import console
-from graph.resources import open_toolbox
+from graph.cli.render import console, print_table
 
 
 def with_toolbox(data_dir: str | None, mcp_config: str | None, use: Callable[[Any], None]) -> int:
@@ -28,6 +29,8 @@ def with_toolbox(data_dir: str | None, mcp_config: str | None, use: Callable[[An
         context = context.model_copy(update={"mcp_config": mcp_config})
 
     async def go() -> None:
+        from graph.resources import open_toolbox  # the tool registry and MCP: loaded by the commands that use them
+
         toolbox = await open_toolbox(context)  # every toolbox setting of the context (database, executor…)
         try:
             use(toolbox)
@@ -37,23 +40,53 @@ def with_toolbox(data_dir: str | None, mcp_config: str | None, use: Callable[[An
     return run_sync(guarded(go, context))
 
 
+def tool_json(spec: Any) -> dict[str, Any]:
+    """One tool as ``tools list --json`` prints it: name, source, timeout_s (seconds),
+    side_effect, idempotent, description, parameters (JSON Schema)."""
+    return {
+        "name": spec.name,
+        "source": spec.source,
+        "timeout_s": spec.timeout_s,
+        "side_effect": spec.side_effect,
+        "idempotent": spec.idempotent,
+        "description": spec.description,
+        "parameters": spec.parameters,
+    }
+
+
 @tools_app.command("list")
-def tools_list(data_dir: str = DATA_DIR_OPT, mcp_config: str = MCP_OPT) -> None:
-    """Every registered tool: name, source, timeout, side effect, description."""
+def tools_list(
+    data_dir: str = DATA_DIR_OPT,
+    mcp_config: str = MCP_OPT,
+    json_out: bool = typer.Option(
+        False,
+        "--json",
+        help="Print JSON: {tools: [{name, source, timeout_s, side_effect, idempotent, description, "
+        "parameters}], left_out: {where: problem}}.",
+    ),
+) -> None:
+    """Every registered tool: name, source, timeout, side effect, description (the first 90
+    characters; --json gives it whole)."""
 
     def show(toolbox: Any) -> None:
+        specs = toolbox.registry.specs()
+        if json_out:
+            tools = [tool_json(spec) for spec in specs]
+            print(json.dumps({"tools": tools, "left_out": dict(toolbox.problems)}, ensure_ascii=False, default=str))
+            return
         table = Table("name", "source", "timeout s", "side effect", "description")
-        for spec in toolbox.registry.specs():
+        table.columns[0].no_wrap = True  # a tool's name is what the model calls: never cut or broken
+        for spec in specs:
             table.add_row(
-                spec.name,
-                spec.source,
+                escape(spec.name),
+                escape(spec.source),
                 f"{spec.timeout_s:g}",
                 "yes" if spec.side_effect else "",
-                spec.description[:90] + ("…" if len(spec.description) > 90 else ""),
+                escape(spec.description[:90] + ("…" if len(spec.description) > 90 else "")),
             )
-        console.print(table)
+        print_table(table)
         for where, problem in toolbox.problems.items():
-            console.print(f"[yellow]left out[/yellow] {where}: {problem}")
+            console.print(f"[yellow]left out[/yellow] {escape(str(where))}: {escape(str(problem))}")
 
     raise typer.Exit(with_toolbox(data_dir, mcp_config, show))
 

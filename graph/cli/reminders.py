@@ -10,7 +10,7 @@ import datetime as dt
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
@@ -32,21 +32,12 @@ from graph.cli.render import (
     err_console,
     preview_markup,
     print_firings,
+    print_table,
 )
-from graph.context import Context
-from graph.resources import get_toolbox
-from graph.runner import execute_turn
-from tools.scheduler import (
-    Due,
-    Firing,
-    bound_request,
-    call_tool_action,
-    delivery_history,
-    due_reminders,
-    fire_due,
-    firing_history,
-    stored_reminders,
-)
+
+if TYPE_CHECKING:  # the scheduler, the toolbox and the runner load inside the commands that use them
+    from graph.context import Context
+    from tools.scheduler import Due, Firing
 
 
 def parse_now_or_exit(value: str | None) -> dt.datetime:
@@ -67,6 +58,10 @@ async def fire_reminder_action(due: Due, context: Context, verbose: bool = False
     the ledger replays a repeat); a "task" action runs the agent turn on the action's thread
     (default ``reminder-<id>``) with ``graph.runner`` (checkpoints, mirror, per-thread lock), on
     behalf of that request (``Context.for_firing``: no scheduling, its destinations)."""
+    from graph.resources import get_toolbox
+    from graph.runner import execute_turn
+    from tools.scheduler import bound_request, call_tool_action
+
     if due.action["kind"] == "tool":
         registry = (await get_toolbox(context)).registry
         return await call_tool_action(registry, due, data_dir=context.data_dir, rules=context.destination_rules())
@@ -99,6 +94,8 @@ async def fire_reminder_action(due: Due, context: Context, verbose: bool = False
 
 
 def _print_nothing_due(path_dir: Path, now: dt.datetime) -> None:
+    from tools.scheduler import stored_reminders
+
     listed = stored_reminders(path_dir)
     upcoming = sorted((r["next_run"], r["id"]) for r in listed)
     console.print(
@@ -118,6 +115,8 @@ def reminders_list(
     """Every reminder: schedule, action, next run (the next period to fire; "overdue" when its
     time has passed: the next check fires it), last fired period and its outcome, and the
     notices delivered (how many, the last one)."""
+    from tools.scheduler import delivery_history, firing_history, stored_reminders
+
     clock = parse_now_or_exit(now).astimezone()
     path_dir = resolve_data_dir(data_dir)
     if not (path_dir / "reminders.db").exists():
@@ -163,7 +162,7 @@ def reminders_list(
             f"{fired['state']} ({fired['attempts']} attempt(s))" if fired else "—",
             f"{len(notices)} (last {notices[0]['period']})" if notices else "—",
         )
-    console.print(table)
+    print_table(table)
 
 
 @reminders_app.command("history")
@@ -174,6 +173,8 @@ def reminders_history(
 ) -> None:
     """The notices delivered by firings, newest first: when, which period, the notice, and what
     the reminder's action did (delivered = notice only; done, failed, retry)."""
+    from tools.scheduler import delivery_history
+
     rows = delivery_history(resolve_data_dir(data_dir), reminder_id)
     if json_out:
         print(json.dumps(rows, ensure_ascii=False, default=str))
@@ -191,7 +192,7 @@ def reminders_history(
             row["action"],
             preview_markup(row["outcome"] + (f": {row['detail'][:100]}" if row["outcome"] == "failed" else "")),
         )
-    console.print(table)
+    print_table(table)
 
 
 @reminders_app.command("due")
@@ -201,6 +202,8 @@ def reminders_due(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """What `hermes reminders run` would fire at --now (nothing is fired)."""
+    from tools.scheduler import due_reminders
+
     clock = parse_now_or_exit(now)
     path_dir = resolve_data_dir(data_dir)
     due = due_reminders(path_dir, clock) if (path_dir / "reminders.db").exists() else []
@@ -223,6 +226,8 @@ def reminders_due(
 async def check_once(context: Context, clock: dt.datetime, verbose: bool) -> list[Firing]:
     """Fire what is due at ``clock`` in the context's data directory (nothing when it has no
     reminders database)."""
+    from tools.scheduler import fire_due
+
     path_dir = Path(context.data_dir)
     if not await asyncio.to_thread((path_dir / "reminders.db").exists):
         return []

@@ -8,22 +8,58 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.status import Status
 from rich.table import Table
 from rich.tree import Tree
 
-from graph.branches import BranchOp, BranchTree, CheckpointNode, preview, short_id
 from graph.cli.stdin import ainput
-from graph.recovery import RecoveryReport
+
+if TYPE_CHECKING:  # the commands that print these have loaded them; `hermes --help` need not
+    from langchain_core.messages import AnyMessage
+
+    from graph.branches import BranchOp, BranchTree, CheckpointNode
+    from graph.recovery import RecoveryReport
 
 console = Console()
 err_console = Console(stderr=True)
+
+
+def print_table(table: Table, key: int = 0, target: Console | None = None) -> None:
+    """Print ``table`` without cutting a word to "…", at any terminal width (``COLUMNS``).
+
+    When every column fits at its narrowest (each as wide as its longest word; a header's too)
+    it is printed as a table whose cells wrap at spaces. Otherwise (a narrow terminal, many
+    columns) each row is printed as a block: the cell of column ``key`` (and of any column
+    with an empty header, e.g. a marker) as its heading, then one ``header  value`` line per
+    non-empty cell, values wrapping under themselves. ``--json`` gives the same rows whole."""
+    out = target or console
+    for column in table.columns:
+        column.overflow = "fold"  # a word longer than its column breaks onto the next line, never "…"
+    if Measurement.get(out, out.options, table).minimum <= out.width:
+        out.print(table)
+        return
+    if table.title:
+        out.print(table.title, style="italic", highlight=False)
+    columns = [(str(c.header), list(c.cells)) for c in table.columns]
+    for row in range(table.row_count):
+        marks = [str(cells[row]) for header, cells in columns if not header and str(cells[row])]
+        heading = " ".join([*marks, f"[bold]{columns[key][1][row]}[/bold]"])
+        block = Table.grid(padding=(0, 2))
+        block.add_column(style="dim", no_wrap=True)
+        block.add_column(overflow="fold")
+        for i, (header, cells) in enumerate(columns):
+            value = cells[row]
+            if i != key and header and str(value).strip():
+                block.add_row(header, value)
+        out.print(heading, highlight=False)
+        out.print(Padding(block, (0, 0, 0, 2)))
 
 
 def preview_markup(text: str) -> str:
@@ -39,6 +75,8 @@ def clip(text: str, limit: int) -> str:
 
 def describe_update(node: str, update: dict[str, Any] | None) -> str:
     """One progress line for a node's state update."""
+    from langchain_core.messages import AIMessage, ToolMessage  # noqa: PLC0415 - a turn has loaded them
+
     update = update or {}
     if node == "assemble_context":
         prompt = update.get("window") or []
@@ -252,6 +290,8 @@ def _compact_keep(tree: BranchTree, node: CheckpointNode) -> bool:
 def render_tree(tree: BranchTree, compact: bool = False) -> Tree:
     """A rich Tree of the thread's checkpoints: a linear run of checkpoints stays on one level,
     each fork opens one nested level per branch (oldest branch first)."""
+    from graph.branches import short_id  # noqa: PLC0415 - loaded with the tree
+
     root = Tree(
         f"thread [bold]{tree.thread_id}[/bold] — {len(tree)} checkpoints, {len(tree.heads)} "
         f"branch{'es' if len(tree.heads) != 1 else ''}, active head "
@@ -282,6 +322,8 @@ def render_tree(tree: BranchTree, compact: bool = False) -> Tree:
 
 def print_messages(messages: list[AnyMessage]) -> None:
     """A table of messages: role (and name), a one-line preview."""
+    from graph.branches import preview  # noqa: PLC0415 - loaded with the messages
+
     table = Table(title="last messages", show_lines=False)
     table.add_column("role")
     table.add_column("content")
@@ -292,6 +334,8 @@ def print_messages(messages: list[AnyMessage]) -> None:
 
 def print_op(op: BranchOp) -> None:
     """What a rollback or switch did."""
+    from graph.branches import short_id  # noqa: PLC0415 - loaded with the operation
+
     if op.mechanism == "none":
         console.print(f"{op.op}: {short_id(op.target)} is already the active head; nothing changed")
         return

@@ -13,8 +13,6 @@ import typer
 from rich.panel import Panel
 from rich.table import Table
 
-from graph.branches import Branches, short_id
-from graph.checkpoints import checkpoints_file
 from graph.cli.common import (
     OpenAgent,
     branch_app,
@@ -37,9 +35,9 @@ from graph.cli.render import (
     print_summary,
     render_tree,
 )
-from graph.mirror import ThreadMirror
-from graph.recovery import probe
-from graph.runner import execute_turn
+
+# The checkpointer, the agent graph and the runner are imported inside each command (`hermes
+# --help` and the other commands do not load them).
 
 
 @branch_app.command("list")
@@ -49,6 +47,9 @@ def branch_list(
     json_out: bool = typer.Option(False, "--json", help="Print the heads as JSON."),
 ) -> None:
     """List the branches (heads = leaf checkpoints) of a thread; ● marks the active head."""
+    from graph.branches import short_id
+    from graph.checkpoints import checkpoints_file
+
     path_dir = resolve_data_dir(data_dir)
     require_db(path_dir)
 
@@ -112,6 +113,9 @@ def branch_show(
     last: int = typer.Option(8, help="Messages to show for a checkpoint."),
 ) -> None:
     """Show a thread's checkpoint tree (parent links, heads, the active head), or one checkpoint."""
+    from graph.branches import Branches, short_id
+    from graph.checkpoints import checkpoints_file
+
     path_dir = resolve_data_dir(data_dir)
     require_db(path_dir)
 
@@ -150,6 +154,8 @@ def branch_rollback(
     data_dir: str = typer.Option(None, help="Data directory."),
 ) -> None:
     """Make an earlier checkpoint the active head; the abandoned steps stay as a branch."""
+    from graph.branches import short_id
+
     path_dir = resolve_data_dir(data_dir)
     require_db(path_dir)
 
@@ -197,6 +203,9 @@ def branch_fork(
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON only."),
 ) -> None:
     """Continue from an earlier checkpoint with a new message, as a new branch (it becomes active)."""
+    from graph.branches import short_id
+    from graph.runner import execute_turn
+
     if not task.strip():
         err_console.print("[red]error:[/red] the message is empty: say what the new branch should do")
         raise typer.Exit(1)
@@ -263,6 +272,8 @@ def session_list(
 ) -> None:
     """The threads of the data directory, most recently updated first: id, checkpoints, last
     update, goal, stop reason (`hermes session show THREAD` for one)."""
+    from graph.checkpoints import checkpoints_file
+
     path_dir = resolve_data_dir(data_dir)
     require_db(path_dir)
 
@@ -301,6 +312,11 @@ def session_show(
 ) -> None:
     """The workbench state of a thread's active head: goal, intent, derived state, metrics,
     stop reason, branches and the last messages."""
+    from graph.branches import short_id
+    from graph.checkpoints import checkpoints_file
+    from graph.mirror import ThreadMirror
+    from graph.recovery import probe
+
     path_dir = resolve_data_dir(data_dir)
     require_db(path_dir)
 

@@ -8,20 +8,23 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from graph.cli.common import EXIT_ASKED, app, context_or_exit, guarded, run_sync
 from graph.cli.render import ConsoleObserver, console, err_console, print_summary
 from graph.cli.stdin import ainput
-from graph.context import Context, MachineSettings
-from graph.runner import answer_delivered, execute_turn
+
+if TYPE_CHECKING:  # the runner (the graph, the model client) loads inside the commands that run turns
+    from graph.context import Context
 
 
 def _hold_for_tests() -> None:
     """``HERMES_TEST_HOLD_ANSWER``: create that file and wait here (a test kills the process
     between the end of the turn and the print)."""
+    from graph.context import MachineSettings
+
     hold = MachineSettings().test_hold_answer
     if hold:
         Path(hold).write_text("turn finished; answer not printed\n")
@@ -33,6 +36,8 @@ def finish(result: dict[str, Any], json_out: bool, code: int, context: Context |
     """Print a turn's summary (JSON with ``--json``) and exit: ``EXIT_ASKED`` when the turn
     stopped at a question nobody answered. With ``context``, the answer is then recorded as
     delivered (``graph.runner.answer_delivered``: the same text again is a new request)."""
+    from graph.runner import answer_delivered
+
     if result:
         if context is not None and result.get("goal_id"):
             _hold_for_tests()
@@ -75,6 +80,8 @@ def run(
         console.print(f"[dim]thread {thread_id}[/dim]")
 
     async def go() -> None:
+        from graph.runner import execute_turn
+
         result.update(
             await execute_turn(
                 task,
@@ -105,6 +112,8 @@ def resume(
     result: dict[str, Any] = {}
 
     async def go() -> None:
+        from graph.runner import execute_turn
+
         result.update(
             await execute_turn(
                 "",
@@ -135,6 +144,8 @@ def chat(
     console.print(f"thread {thread_id} — empty line to quit")
 
     async def go() -> None:
+        from graph.runner import answer_delivered, execute_turn
+
         while True:
             try:
                 task = await ainput("you> ")

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from graph.branches import Branches
 from graph.cli import app
-from graph.cli import reminders as reminders_cli
+from tools import scheduler  # the reminders commands import what they use from it when they run
 
 runner = CliRunner()
 
@@ -60,7 +60,7 @@ CASES = {
         "/no/such/mcp.json",
     ),
     "reminders_list_bug_outside_guarded": (
-        lambda d, mp: (garbage(d / "reminders.db"), mp.setattr(reminders_cli, "stored_reminders", boom)),
+        lambda d, mp: (garbage(d / "reminders.db"), mp.setattr(scheduler, "stored_reminders", boom)),
         ["reminders", "list"],
         "a bug somewhere",
     ),
@@ -116,6 +116,6 @@ def test_a_message_with_brackets_is_printed_as_it_is(tmp_path, monkeypatch):
         raise RuntimeError("bad value [/x] at [0]")
 
     garbage(tmp_path / "reminders.db")
-    monkeypatch.setattr(reminders_cli, "stored_reminders", odd)
+    monkeypatch.setattr(scheduler, "stored_reminders", odd)
     result = runner.invoke(app, ["reminders", "list", "--data-dir", str(tmp_path)])
     assert result.exit_code == 1 and "bad value [/x] at [0]" in result.output
