@@ -59,7 +59,8 @@ async def consolidate_maintain(state: ConsolidateState, runtime: Runtime[Context
     retention_s = state.ledger_retention_days * 86400.0
     # the ledger in use: PostgreSQL's (shared; pruned by whichever machine consolidates) or the
     # data directory's file, if one was ever created
-    if context.postgres_url or await asyncio.to_thread((data_dir / LEDGER_FILE).exists):
+    on_postgres = bool(context.postgres_url)
+    if on_postgres or await asyncio.to_thread((data_dir / LEDGER_FILE).exists):
         ledger = open_ledger(data_dir, context.postgres_url)
         try:
             counts["ledger_pruned"] = await ledger.prune(retention_s)

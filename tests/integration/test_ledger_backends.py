@@ -533,3 +533,27 @@ def test_hermes_killed_mid_side_effect_on_one_machine_is_not_repeated_by_another
     with psycopg.connect(postgres_url) as con:
         states = con.execute("SELECT state FROM hermes_tool_requests WHERE tool = 'announce'").fetchall()
     assert states == [("unknown",)]
+
+
+async def test_consolidation_prunes_the_ledger_in_use(store, tmp_path):
+    """The consolidate graph prunes done records past their retention in the store the setting
+    names (PostgreSQL: the shared table; no ledger file appears in the data directory)."""
+    from graph import resources
+    from graph.consolidate_graph import graph as consolidate
+    from graph.context import Context
+
+    led = ledger(store, tmp_path)
+
+    async def effect():
+        return {"status": "ok"}
+
+    await led.run_once("post_message", "r1", effect)
+    await led.aclose()
+    context = Context(data_dir=str(tmp_path / "data"), embeddings="hash", postgres_url=store)
+    try:
+        kept = await consolidate.ainvoke({}, context=context)
+        pruned = await consolidate.ainvoke({"ledger_retention_days": 0}, context=context)
+    finally:
+        await resources.aclose_resources()
+    assert (kept["counts"]["ledger_pruned"], pruned["counts"]["ledger_pruned"]) == (0, 1)
+    assert (tmp_path / "data" / "idempotency.db").exists() == (not store)
