@@ -26,7 +26,7 @@ from langgraph.runtime import Runtime
 from graph.context import NO_THREAD, Context, run_thread_id
 from graph.history import close_unanswered
 from graph.intent import tag_intent
-from graph.progress import request_id, required_steps
+from graph.progress import current_goal_messages, request_id, required_steps
 from graph.resources import get_memory, get_toolbox
 from graph.state import State
 from graph.window import MAX_ARCHIVE_LINES, archive_lines, kept_chars, select_window
@@ -174,7 +174,10 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
             memory_context=memories,
             references=[f"memory:{i}" for i in range(len(memories))],
         )
-    stale = {mid for change in registry.schema_changes if change.mark_history for mid in change.invalid_calls(messages)}
+    # calls of earlier goals in a tool's old shape are left out of the window; this goal's stay,
+    # with their errors, so the model sees why its call failed and retries in the new shape
+    earlier = messages[: len(messages) - len(current_goal_messages(messages))]
+    stale = {mid for change in registry.schema_changes if change.mark_history for mid in change.invalid_calls(earlier)}
     system_prompt = build_system_prompt(
         memories,
         update.get("archive_summary", state.archive_summary),

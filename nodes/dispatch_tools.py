@@ -29,7 +29,8 @@ and continues with the answer when resumed with ``Command(resume=...)`` (a value
 ``{field: value}``); other errors go back to the model to regenerate.
 
 Update: ``pending_results`` — one record per call, ``{"tool_call_id", "name", "status",
-"error", "error_kind", "payload_path", "latency_s", "attempts"}``; the raw payload is written
+"error", "error_kind", "payload_path", "latency_s", "attempts", "replayed"}`` (``replayed``: the
+idempotency ledger returned the request's recorded outcome, nothing ran); the raw payload is written
 to ``<data_dir>/payloads/`` so it never enters a checkpoint or the prompt (K2); ``metrics``
 and ``turn_metrics`` (``tool_calls`` and ``tool_latency_s`` per tool, ``tool_errors``,
 ``tool_retries``);
@@ -243,7 +244,10 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
         if call["name"] not in offered:
             continue
         args = call["args"]
-        missing = missing_arguments(registry, call["name"], args) if context.ask_user_for_missing else []
+        # a call in the shape a tool had before it changed mid-thread is the model's to fix
+        # (the registry's error names the fields and the new shape), not a question to the user
+        ask = context.ask_user_for_missing and registry.stale_call(call["name"], args) is None
+        missing = missing_arguments(registry, call["name"], args) if ask else []
         if missing:
             answer = interrupt(ask_for(call["name"], missing, registry))
             answers[str(call["id"])] = [json.dumps(answer, ensure_ascii=False, default=str)]
@@ -359,6 +363,8 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
                 "payload_path": str(path),
                 "latency_s": round(outcome.latency_s, 4),
                 "attempts": attempts,
+                # the ledger's recorded outcome of this request: it did not run again
+                "replayed": outcome.replayed,
             }
         )
     tallies = {"tool_calls": counts, "tool_latency_s": latency, "tool_errors": errors, "tool_retries": retries}

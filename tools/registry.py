@@ -31,7 +31,7 @@ from tools.errors import (
 )
 from tools.idempotency import IdempotencyLedger, LedgerBusy, LedgerUnavailable
 from tools.results import cut_text
-from tools.schema_versions import SchemaChange, SchemaStore, classify, schema_hash
+from tools.schema_versions import SchemaChange, SchemaStore, classify, schema_hash, stale_arguments
 from tools.spec import NAME_RE, ToolSpec, lint
 
 if TYPE_CHECKING:  # bm25s stays out of processes that only run tools
@@ -156,6 +156,18 @@ class ToolRegistry:
             self.migration_notes.append(note)
         log.info("tool %s: schema change %s (%s)", spec.name, change.kind, ", ".join(change.kinds) or "docs only")
 
+    def stale_call(self, name: str, args: Any) -> str | None:
+        """Why ``args`` are a call of tool ``name`` in the shape it had before its last recorded
+        schema change (a renamed or removed field, a value of a field's old type:
+        ``tools.schema_versions.stale_arguments``), or None. Such a call is an
+        ``invalid_arguments`` error naming the fields and the current shape — never a question
+        to the user — so the model retries in the new shape."""
+        change = next((c for c in reversed(self.schema_changes) if c.tool == name), None)
+        spec = self._specs.get(name)
+        if change is None or spec is None or schema_hash(change.new) != schema_hash(spec.parameters):
+            return None
+        return stale_arguments(change, args)
+
     def unregister(self, name: str) -> None:
         """Remove a tool (e.g. its MCP server went away). Unknown names are ignored."""
         self._specs.pop(name, None)
@@ -224,6 +236,9 @@ class ToolRegistry:
         parsed, problem = _parse_args(args)
         if problem is not None:
             return fail("invalid_arguments", f"arguments for {name!r} {problem}")
+        stale = self.stale_call(name, parsed)
+        if stale is not None:  # the tool changed under the conversation: the fix is the new shape
+            return fail("invalid_arguments", stale)
         problem = _validate(spec.parameters, parsed)
         if problem is not None:
             return fail("invalid_arguments", f"arguments for {name!r} do not match its schema: {problem}")

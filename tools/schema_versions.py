@@ -273,6 +273,52 @@ def invalid_calls(messages: Iterable[Any], change: SchemaChange) -> list[str]:
     return ids
 
 
+def parameters_summary(schema: dict[str, Any] | None) -> str:
+    """The top-level fields of a parameters schema in words: ``channel (string, required), text
+    (string)``; "(no fields)" when it has none."""
+    props: dict[str, Any] = (schema or {}).get("properties") or {}
+    required = set((schema or {}).get("required") or [])
+    if not props:
+        return "(no fields)"
+    return ", ".join(f"{n} ({_type_of(sub)}{', required' if n in required else ''})" for n, sub in props.items())
+
+
+def stale_arguments(change: SchemaChange, args: Any) -> str | None:
+    """Why ``args`` are a call of ``change.tool`` in the shape it had before ``change``: they pass a
+    field the change renamed or removed, or a value of the field's old type where the type
+    changed. One message naming each such field, what it is now, and the tool's current fields;
+    None when the call is not in the old shape (a call that only lacks a new required field is
+    not: that value may be the user's to give). Pure."""
+    if not isinstance(args, dict) or not change.kinds:
+        return None
+    problems: list[str] = []
+    for old, new in change.renamed:
+        if old in args and new not in args:
+            problems.append(f"field '{old}' was renamed to '{new}'")
+    for name in change.removed:
+        if name in args:
+            problems.append(f"field '{name}' was removed")
+    props = change.new.get("properties") or {}
+    for name, old_t, new_t in change.type_changed:
+        if name not in args or not isinstance(props.get(name), dict):
+            continue
+        try:
+            ok = jsonschema.validators.validator_for(props[name])(props[name]).is_valid(args[name])
+        except Exception:  # noqa: BLE001 - an unusable sub-schema: the registry's validation reports it
+            ok = True
+        if not ok:
+            problems.append(
+                f"field '{name}' is now {new_t} (was {old_t}; got {json.dumps(args[name], default=str)[:60]})"
+            )
+    if not problems:
+        return None
+    return (
+        f"'{change.tool}' changed its parameters since this conversation last used it, and this call is in "
+        f"its old shape: {'; '.join(problems)}. Its fields now: {parameters_summary(change.new)}. "
+        "Call it again in this shape."
+    )
+
+
 _STORE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS tool_schemas (
     tool       TEXT PRIMARY KEY,
@@ -364,4 +410,14 @@ def _record(con: sqlite3.Connection, tool: str, params: str, digest: str, kind: 
     )
 
 
-__all__ = ["KINDS", "SCHEMA_FILE", "SchemaChange", "SchemaStore", "classify", "invalid_calls", "schema_hash"]
+__all__ = [
+    "KINDS",
+    "SCHEMA_FILE",
+    "SchemaChange",
+    "SchemaStore",
+    "classify",
+    "invalid_calls",
+    "parameters_summary",
+    "schema_hash",
+    "stale_arguments",
+]
