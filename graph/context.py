@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 from typing import Annotated, Any, Literal
 
-from langgraph.config import get_config
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as _SourceError
@@ -36,6 +35,10 @@ NO_THREAD = "local"
 def run_thread_id() -> str | None:
     """The running graph's thread id (``config["configurable"]["thread_id"]``); None when the
     run has no thread. Nodes that need a name for it use ``run_thread_id() or NO_THREAD``."""
+    # here, not at the top: langgraph.config loads LangSmith (~1 s), and the CLI reads settings
+    # in commands that never run a graph
+    from langgraph.config import get_config
+
     value = get_config().get("configurable", {}).get("thread_id")
     return None if value is None else str(value)
 

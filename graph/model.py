@@ -7,7 +7,7 @@
   qwen2.5-coder-0.5b, qwen2.5-coder-1.5b) is located, assembled and verified, and served by the
   embedded llama.cpp server (``graph/embedded/server.py``) on a free 127.0.0.1 port. The model
   is a :class:`JsonToolCallingChat`.
-* otherwise: an :class:`EndpointChat` — the ``ChatOpenAI`` LangChain's ``init_chat_model`` builds
+* otherwise: an ``EndpointChat`` (``graph/endpoint_chat.py``) — the ``ChatOpenAI`` LangChain's ``init_chat_model`` builds
   for provider ``openai``, its streamed tool-call chunks normalised (:func:`normalise_tool_call_chunks`) —
   against ``context.base_url`` (any OpenAI-compatible endpoint; the model name is sent as
   given, a ``provider:`` prefix included) with the key of the environment variable named by
@@ -24,14 +24,11 @@ The adapter for the embedded server, :class:`JsonToolCallingChat`, is in
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.messages.tool import ToolCallChunk
-from langchain_core.outputs import ChatGenerationChunk
-from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
 from graph.context import Context
@@ -43,7 +40,6 @@ from graph.embedded.catalog import (  # noqa: F401  (re-exported: the embedded m
     is_embedded_name,
     resolve,
 )
-from graph.embedded.chat import JsonToolCallingChat
 from graph.embedded.errors import ModelIntegrityError, ModelUnavailableError  # noqa: F401  (re-exported)
 from graph.embedded.server import (  # noqa: F401  (re-exported: callers stop the server through graph.model)
     EmbeddedLlamaServer,
@@ -110,38 +106,6 @@ def normalise_tool_call_chunks(
     return out
 
 
-def _normalised(generation: ChatGenerationChunk, seen: dict[Any, tuple[str | None, int]]) -> ChatGenerationChunk:
-    message = generation.message
-    if isinstance(message, AIMessageChunk) and message.tool_call_chunks:
-        fixed = normalise_tool_call_chunks(seen, message.tool_call_chunks)
-        generation = ChatGenerationChunk(
-            message=message.model_copy(update={"tool_call_chunks": fixed}), generation_info=generation.generation_info
-        )
-    return generation
-
-
-class EndpointChat(ChatOpenAI):
-    """``ChatOpenAI`` for an OpenAI-compatible endpoint whose streamed tool-call chunks go
-    through :func:`normalise_tool_call_chunks` (so calls merge by id, whatever the provider
-    does with ``index``). Otherwise exactly ``ChatOpenAI`` (what ``init_chat_model`` with
-    provider ``openai`` builds)."""
-
-    def _stream(
-        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
-    ) -> Iterator[ChatGenerationChunk]:
-        # run_manager stays here: BaseChatModel reports the normalised chunks to callbacks
-        seen: dict[Any, tuple[str | None, int]] = {}
-        for generation in super()._stream(messages, stop=stop, **kwargs):
-            yield _normalised(generation, seen)
-
-    async def _astream(
-        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
-    ) -> AsyncIterator[ChatGenerationChunk]:
-        seen: dict[Any, tuple[str | None, int]] = {}
-        async for generation in super()._astream(messages, stop=stop, **kwargs):
-            yield _normalised(generation, seen)
-
-
 async def load_chat_model(context: Context) -> BaseChatModel:
     """Resolve ``context`` to a chat model (see the module docstring). Starts the embedded
     server on first use. Raises :class:`ModelUnavailableError` with a next step on failure."""
@@ -153,6 +117,11 @@ async def load_chat_model(context: Context) -> BaseChatModel:
         "max_retries": 1,
         "timeout": ENDPOINT_TIMEOUT_S,
     }
+    # the OpenAI client (langchain-openai, openai: ~2 s to import) loads with the first model
+    # built, not with this module (the graph, the CLI's read-only commands import it)
+    from graph.embedded.chat import JsonToolCallingChat
+    from graph.endpoint_chat import EndpointChat
+
     if is_embedded(context):
         entry = embedded_model(context)
         base_url = await embedded_server(context.data_dir).start(entry)

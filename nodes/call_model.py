@@ -35,7 +35,6 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-import openai
 import pydantic
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
@@ -147,6 +146,8 @@ def endpoint_problem(context: Context, exc: Exception) -> str:
             f"the embedded llama.cpp server stopped answering twice ({type(exc).__name__}: {exc}); "
             f"see {log}, then rerun with the same --thread to resume from the last checkpoint"
         )
+    import openai  # loaded with the model that raised ``exc``
+
     where = context.base_url
     if isinstance(exc, openai.AuthenticationError):
         hint = f"the endpoint refused the API key: set {context.api_key_env}"
@@ -162,6 +163,10 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     context = runtime.context or Context()
     toolbox = await get_toolbox(context)
     model = await get_model(context)
+    # here, not at the top: the graph is also built by commands that never call a model (hermes
+    # session list); get_model above has loaded the client
+    import openai
+
     # small bundled models pick far better among few tools (measured: evals/README.md)
     max_tools = context.max_tools or (
         (embedded_model(context).max_tools or EMBEDDED_MAX_TOOLS) if is_embedded(context) else 0
