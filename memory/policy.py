@@ -187,6 +187,9 @@ class TurnEvidence:
                            side-effect call of the goal shows done
         refs               the evidence the answer rests on: ``tool#call id`` with the request id
                            and payload handle where known (shown by ``hermes memory list``)
+        tool_versions      ``(tool, schema version)`` of the tools used, as the caller names
+                           versions (a hash of the parameters): a memory of a tool that changed
+                           since is recalled marked so (``memory.retrieval``)
     """
 
     required_steps: tuple[str, ...] = ()
@@ -200,6 +203,7 @@ class TurnEvidence:
     unverified: tuple[str, ...] = ()
     unbacked_claims: tuple[str, ...] = ()
     refs: tuple[str, ...] = ()
+    tool_versions: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_tools(cls, tools_used: Sequence[str] | None) -> TurnEvidence:

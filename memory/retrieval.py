@@ -21,7 +21,7 @@ from inference. Lines are added in that order while the approximate token budget
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from langchain_core.messages import SystemMessage
@@ -60,12 +60,26 @@ def format_working(item: str) -> str:
     return f"[working · this session] {_clip(item)}"
 
 
-def format_episode(hit: ScoredEvent | EpisodicEvent) -> str:
+def changed_tools(event: EpisodicEvent, tool_versions: Mapping[str, str] | None) -> list[str]:
+    """The tools ``event`` recorded using (``metadata["tool_versions"]``) whose schema version is
+    not the current one in ``tool_versions`` (changed, or no longer offered); ``[]`` when either
+    side is unknown."""
+    recorded = (event.metadata or {}).get("tool_versions")
+    if not tool_versions or not isinstance(recorded, dict):
+        return []
+    return sorted(str(t) for t, v in recorded.items() if tool_versions.get(str(t)) != v)
+
+
+def format_episode(hit: ScoredEvent | EpisodicEvent, tool_versions: Mapping[str, str] | None = None) -> str:
+    """An episode as a prompt line; with ``tool_versions`` (the current schema version of each
+    offered tool) a memory of a tool that changed since is marked stale in its label."""
     event = hit.event if isinstance(hit, ScoredEvent) else hit
     label = "evidence" if event.evidence == "direct" else "inferred"
+    changed = changed_tools(event, tool_versions)
+    stale = f" · stale: {', '.join(changed)} changed since (call as offered now, not as then)" if changed else ""
     return (
         f"[episodic · {event.kind} · {event.created_at.date().isoformat()} · confidence {event.confidence:.2f}"
-        f" · {label}] {_clip(event.text)}"
+        f" · {label}{stale}] {_clip(event.text)}"
     )
 
 
@@ -112,12 +126,13 @@ def build_block(
     episodes: Sequence[ScoredEvent] = (),
     budget_tokens: int = DEFAULT_MEMORY_TOKENS,
     retracted: Collection[str] = frozenset(),
+    tool_versions: Mapping[str, str] | None = None,
 ) -> MemoryBlock:
     """Assemble the block in the module docstring's order within ``budget_tokens``. A fact
     that is part of a conflict appears only in its conflict line; an episode that is the
     evidence of a fact or conflict shown is left out (the fact's line counts it), and so is an
     episode in ``retracted`` (a statement the user later contradicted:
-    ``SemanticMemory.retracted_sources``)."""
+    ``SemanticMemory.retracted_sources``). ``tool_versions``: see :func:`format_episode`."""
     in_conflict = {f.id for pair in conflicts for f in pair}
     candidates: list[tuple[str, str]] = []
     candidates += [(format_working(w), f"working:{i}") for i, w in enumerate(working)]
@@ -131,8 +146,8 @@ def build_block(
     episodes = [h for h in episodes if h.event.id not in covered and h.event.id not in retracted]
     direct = [h for h in episodes if h.event.evidence == "direct"]
     inferred = [h for h in episodes if h.event.evidence != "direct"]
-    candidates += [(format_episode(h), f"episodic:{h.event.id}") for h in _by_score(direct)]
-    candidates += [(format_episode(h), f"episodic:{h.event.id}") for h in _by_score(inferred)]
+    candidates += [(format_episode(h, tool_versions), f"episodic:{h.event.id}") for h in _by_score(direct)]
+    candidates += [(format_episode(h, tool_versions), f"episodic:{h.event.id}") for h in _by_score(inferred)]
     lines, refs, used, dropped = [], [], 0, 0
     seen: set[str] = set()
     for line, ref in candidates:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -76,6 +76,8 @@ def build_turn_events(
     evidence = evidence or policy.TurnEvidence.from_tools(tools_used)
     tools = list(dict.fromkeys([*(tools_used or []), *evidence.tools_succeeded]))
     meta: dict[str, Any] = {"thread_id": thread_id}
+    # the shape each tool had when it was used: a later schema change marks the memory stale
+    versions = {"tool_versions": dict(evidence.tool_versions)} if evidence.tool_versions else {}
     events: list[EpisodicEvent] = []
     verdict = policy.assess_task(goal, answer, stop_reason, evidence)
     if verdict.outcome is not None:
@@ -108,6 +110,7 @@ def build_turn_events(
                     "answer_defects": verdict.defects,
                     "artifacts": list(evidence.artifacts),
                     "source": provenance.TASK,
+                    **versions,
                     **({"instructions_left_out": left_out} if left_out else {}),
                 },
             )
@@ -139,7 +142,7 @@ def build_turn_events(
                 kind="tool_recovery",
                 text=f"tool {tool} failed, then succeeded on retry, during task: {_clip(goal, GOAL_CHARS)}",
                 confidence=policy.TOOL_RECOVERY_CONFIDENCE,
-                metadata={**meta, "tool": tool, "source": provenance.RUNTIME},
+                metadata={**meta, "tool": tool, "source": provenance.RUNTIME, **versions},
             )
         )
     phrase = policy.detect_cross_session(goal)
@@ -291,6 +294,7 @@ class MemoryService:
         visible_origins: set[str] | None = None,
         sync_branch: bool = False,
         now: datetime | None = None,
+        tool_versions: Mapping[str, str] | None = None,
     ) -> MemoryBlock:
         """The memory block for a new user request (``memory.retrieval``): this session's
         working memory (the request's one-off instructions included), undecided conflicts and
@@ -303,7 +307,11 @@ class MemoryService:
         on an inactive branch (``memory.branch_origins``) are left out too. ``sync_branch``:
         first record ``visible_origins`` as ``thread_id``'s active branch (:meth:`sync_branch`;
         a write only when it changed), so a branch moved outside Hermes' own branch
-        operations (a Studio fork through the server) is caught by the session's next turn."""
+        operations (a Studio fork through the server) is caught by the session's next turn.
+
+        ``tool_versions``: each offered tool's current schema version (the caller's names); a
+        memory of a tool whose version changed since, or that is no longer offered, is marked
+        so in its line (its calls are not to be copied)."""
         now = now or utcnow()
         if not await self._usable():
             return build_block(working=[], conflicts=[], facts=[], episodes=[], budget_tokens=self.memory_tokens)
@@ -361,6 +369,7 @@ class MemoryService:
             episodes=episodes,
             budget_tokens=self.memory_tokens,
             retracted=retracted,
+            tool_versions=tool_versions,
         )
 
     async def _inactive(self, thread_id: str, visible_origins: set[str] | None) -> Inactive:
@@ -443,11 +452,19 @@ class MemoryService:
         thread_id: str | None = None,
         visible_origins: set[str] | None = None,
         sync_branch: bool = False,
+        tool_versions: Mapping[str, str] | None = None,
     ) -> list[str]:
         """The memory block's lines for a new request (:meth:`recall_for_turn`; ``k``:
         episodic hits at most). What ``assemble_context`` calls. Never raises."""
         block = await self.recall_for_turn(
-            user_id, thread_id or "", query, k=k, visible_origins=visible_origins, sync_branch=sync_branch, now=now
+            user_id,
+            thread_id or "",
+            query,
+            k=k,
+            visible_origins=visible_origins,
+            sync_branch=sync_branch,
+            now=now,
+            tool_versions=tool_versions,
         )
         return block.lines
 

@@ -30,6 +30,7 @@ from graph.progress import current_goal_messages, request_id, required_steps
 from graph.resources import get_memory, get_toolbox
 from graph.state import State
 from graph.window import MAX_ARCHIVE_LINES, archive_lines, kept_chars, select_window
+from tools.schema_versions import schema_hash
 
 #: The result given to a call left without one when the conversation went on without running it
 #: (a fork or rollback to a checkpoint between a model call and its dispatch, then a new message).
@@ -136,6 +137,8 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
                 # compares the few origins of this session's memory-writing turns with these
                 # ids and writes only on a change — never on a turn that extends the branch
                 sync_branch=run_thread_id() is not None,
+                # a memory of a tool whose parameters changed since is marked stale
+                tool_versions={s.name: schema_hash(s.parameters) for s in registry.specs()},
             )
         except Exception:  # memory must never block the answer (DESIGN §4)
             memories = []

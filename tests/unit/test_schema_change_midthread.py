@@ -151,3 +151,51 @@ def test_a_change_recorded_by_an_earlier_process_is_known_to_the_next(tmp_path):
         assert registry.stale_call("post_note", new_call) is None
     finally:
         later.close()
+
+
+# --- memories of a tool that changed since ---------------------------------------------------------
+
+
+def test_a_task_memory_records_the_shape_of_the_tools_it_used():
+    from memory import policy
+    from memory.service import build_turn_events
+
+    evidence = policy.TurnEvidence(
+        required_steps=("post_note",),
+        steps_done=("post_note",),
+        tools_succeeded=("post_note",),
+        side_effects_done=("post_note",),
+        verified=True,
+        tool_versions=(("post_note", "v1"),),
+    )
+    events = build_turn_events("u", "t", "post a note to ops", "Posted the note to ops.", [], None, [], evidence)
+    assert [e.metadata.get("tool_versions") for e in events if e.kind == "task"] == [{"post_note": "v1"}]
+
+
+@pytest.mark.parametrize(
+    "now, stale",
+    [
+        ({"post_note": "v1", "other": "x"}, False),  # unchanged
+        ({"post_note": "v2"}, True),  # its parameters changed
+        ({"other": "x"}, True),  # no longer offered
+    ],
+    ids=["unchanged", "changed", "gone"],
+)
+def test_a_recalled_memory_of_a_changed_tool_is_marked_stale(now, stale):
+    from memory.episodic.base import EpisodicEvent
+    from memory.retrieval import build_block
+
+    event = EpisodicEvent(
+        user_id="u",
+        kind="task",
+        text="completed task: post a note to ops; tools: post_note",
+        confidence=0.9,
+        metadata={"tool_versions": {"post_note": "v1"}},
+    )
+    from memory.episodic.base import ScoredEvent
+
+    block = build_block(episodes=[ScoredEvent(event=event, relevance=1, decay=1, score=1)], tool_versions=now)
+    assert len(block.lines) == 1
+    assert ("stale: post_note changed since" in block.lines[0]) is stale, block.lines
+    # a memory written before versions were recorded, or a caller that knows none: unmarked
+    assert "stale" not in build_block(episodes=[ScoredEvent(event=event, relevance=1, decay=1, score=1)]).lines[0]
