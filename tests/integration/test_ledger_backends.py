@@ -557,3 +557,22 @@ async def test_consolidation_prunes_the_ledger_in_use(store, tmp_path):
         await resources.aclose_resources()
     assert (kept["counts"]["ledger_pruned"], pruned["counts"]["ledger_pruned"]) == (0, 1)
     assert (tmp_path / "data" / "idempotency.db").exists() == (not store)
+
+
+def test_already_done_lists_what_the_postgres_ledger_recorded(tmp_path, postgres_url):
+    """``hermes run`` killed after its turn finished, before the answer was printed; the same
+    command again says the request is already done and lists the call the ledger (on
+    PostgreSQL) recorded; one post."""
+    from tests.integration.test_repeat_after_crash import POST, hermes_env, one_line, posts, run, run_and_kill, script
+    from tests.support.scripted_openai import ScriptedOpenAI
+
+    data, hold = tmp_path / "data", tmp_path / "turn-finished"
+    with ScriptedOpenAI(script("post_message", POST, "order count")) as stub:
+        env = hermes_env(stub, HERMES_POSTGRES_URL=postgres_url)
+        run_and_kill(data, "t1", {**env, "HERMES_TEST_HOLD_ANSWER": str(hold)}, hold)
+        again = run(data, "t1", env)
+    assert again.returncode == 0, again.stderr[-2000:]
+    out = one_line(again.stdout)
+    assert "already done" in out and "post_message (done)" in out, out
+    assert posts(data) == [("sales-team", POST["text"])]
+    assert not (data / "idempotency.db").exists()
