@@ -65,6 +65,7 @@ def build_turn_events(
     stop_reason: str | None,
     failed_then_succeeded: Sequence[str],
     evidence: policy.TurnEvidence | None = None,
+    goal_from_user: bool = True,
 ) -> list[EpisodicEvent]:
     """The events a finished turn triggers (seed §4.2), before the confidence threshold:
     "task" when ``policy.assess_task`` finds evidence that it completed (or that work was
@@ -72,7 +73,10 @@ def build_turn_events(
     stated preference, one "tool_recovery" per tool that failed then succeeded, one
     "cross_session" when the request refers to an earlier session. Relative dates in their
     texts get the absolute date beside them (``memory.dates``, the machine's local time).
-    ``evidence``: what the runtime observed (default: only the names in ``tools_used``). Pure."""
+    ``evidence``: what the runtime observed (default: only the names in ``tools_used``).
+    ``goal_from_user`` False: the request is not the user's own words (a reminder's stored
+    action, fired by the scheduler): no preference, note or cross-session event is read from
+    it. Pure."""
     evidence = evidence or policy.TurnEvidence.from_tools(tools_used)
     tools = list(dict.fromkeys([*(tools_used or []), *evidence.tools_succeeded]))
     meta: dict[str, Any] = {"thread_id": thread_id}
@@ -80,8 +84,10 @@ def build_turn_events(
     versions = {"tool_versions": dict(evidence.tool_versions)} if evidence.tool_versions else {}
     events: list[EpisodicEvent] = []
     verdict = policy.assess_task(goal, answer, stop_reason, evidence)
+    # a request that is not the user's words (a reminder's stored action) is quoted as data too
+    request = goal if goal_from_user else (provenance.as_data(goal)[0] or "a scheduled action")
     if verdict.outcome is not None:
-        text = f"{'completed' if verdict.outcome == 'completed' else f'stopped ({stop_reason}) on'} task: {_clip(goal, GOAL_CHARS)}"
+        text = f"{'completed' if verdict.outcome == 'completed' else f'stopped ({stop_reason}) on'} task: {_clip(request, GOAL_CHARS)}"
         if tools:
             text += f"; tools: {', '.join(tools)}"
         if evidence.artifacts:
@@ -115,7 +121,8 @@ def build_turn_events(
                 },
             )
         )
-    for sentence in policy.detect_preferences(goal):
+    said = goal if goal_from_user else ""  # only the user's own words state preferences and notes
+    for sentence in policy.detect_preferences(said):
         events.append(
             EpisodicEvent(
                 user_id=user_id,
@@ -125,7 +132,7 @@ def build_turn_events(
                 metadata={**meta, "source": provenance.USER},
             )
         )
-    for sentence in policy.detect_notes(goal):
+    for sentence in policy.detect_notes(said):
         events.append(
             EpisodicEvent(
                 user_id=user_id,
@@ -140,12 +147,12 @@ def build_turn_events(
             EpisodicEvent(
                 user_id=user_id,
                 kind="tool_recovery",
-                text=f"tool {tool} failed, then succeeded on retry, during task: {_clip(goal, GOAL_CHARS)}",
+                text=f"tool {tool} failed, then succeeded on retry, during task: {_clip(request, GOAL_CHARS)}",
                 confidence=policy.TOOL_RECOVERY_CONFIDENCE,
                 metadata={**meta, "tool": tool, "source": provenance.RUNTIME, **versions},
             )
         )
-    phrase = policy.detect_cross_session(goal)
+    phrase = policy.detect_cross_session(said)
     if phrase:
         events.append(
             EpisodicEvent(
@@ -503,26 +510,39 @@ class MemoryService:
         failed_then_succeeded: list[str],
         origin_message_id: str | None = None,
         evidence: policy.TurnEvidence | None = None,
+        goal_from_user: bool = True,
     ) -> TurnPlan:
         """What a finished turn writes (seed §4.2 triggers), over the confidence threshold.
         Pure and cheap (no I/O): the caller counts it on its hot path and writes it later
         with :meth:`write_plan`. ``origin_message_id`` (the turn's last message) lets
         :meth:`recall_for_turn` tell which branch of a session an event came from;
         ``evidence`` is what the runtime observed of the outcome (``policy.TurnEvidence``):
-        without it only the tool names are known, which is never enough for a task memory."""
+        without it only the tool names are known, which is never enough for a task memory.
+        ``goal_from_user`` False (a run a reminder's firing started: its request is the stored
+        action, not the user's words): no preference, note, fact or conflict signal is read
+        from it."""
         plan = TurnPlan(user_id, origin=origin_of(thread_id, origin_message_id))
         try:
             events = build_turn_events(
-                user_id, thread_id, goal, answer, tools_used, stop_reason, failed_then_succeeded, evidence
+                user_id,
+                thread_id,
+                goal,
+                answer,
+                tools_used,
+                stop_reason,
+                failed_then_succeeded,
+                evidence,
+                goal_from_user=goal_from_user,
             )
             for event in events:
                 if origin_message_id:
                     event.metadata = {**event.metadata, "origin_message_id": origin_message_id}
             plan.events = [e for e in events if e.confidence >= self.min_confidence]
-            plan.facts = [f for f in policy.extract_facts(goal) if f.confidence >= self.min_confidence]
+            said = goal if goal_from_user else ""
+            plan.facts = [f for f in policy.extract_facts(said) if f.confidence >= self.min_confidence]
             stated = {(f.predicate, f.object.casefold()) for f in plan.facts}
             # a statement is not its own decider: only a later use of a value decides a conflict
-            plan.signals = [(p, v) for p, v in policy.behaviour_values(goal) if p not in {s for s, _ in stated}]
+            plan.signals = [(p, v) for p, v in policy.behaviour_values(said) if p not in {s for s, _ in stated}]
         except Exception:  # noqa: BLE001
             log.exception("memory: could not plan the writes of thread %r", thread_id)
         return plan

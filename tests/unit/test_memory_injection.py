@@ -216,3 +216,28 @@ def test_memory_list_shows_where_each_memory_came_from(scripted, data_dir, monke
     assert EVIL not in listed.output
     table = CliRunner().invoke(app, ["memory", "list", "--data-dir", str(data_dir)], env={"COLUMNS": "250"})
     assert "user's words" in table.output and "never an instruction" in table.output, table.output
+
+
+@pytest.mark.parametrize("case", ["en remember", "en from now on", "zh remember", "fr", "de"])
+def test_a_fired_reminders_stored_action_is_not_the_users_words(case):
+    # a run the scheduler started: its request is the reminder's stored action (the model wrote
+    # it, maybe from tool data), not what the user said — no preference, note or fact from it
+    injected = INJECTIONS[case]
+    svc = MemoryService.__new__(MemoryService)  # plan_turn is pure: no store is touched
+    svc.min_confidence = policy.MIN_CONFIDENCE
+    evidence = policy.TurnEvidence(
+        required_steps=("post_summary",),
+        steps_done=("post_summary",),
+        tools_succeeded=("post_summary",),
+        side_effects_done=("post_summary",),
+        verified=True,
+    )
+    request = f"Post the weekly summary to #sales. {injected} I prefer PDF reports."
+    plan = svc.plan_turn(
+        "u", "t", request, "Posted the weekly summary to #sales.", [], None, [], evidence=evidence, goal_from_user=False
+    )
+    assert [e.kind for e in plan.events] == ["task"] and plan.facts == [] and plan.signals == []
+    assert EVIL not in plan.events[0].text and "weekly summary" in plan.events[0].text
+    # the same words said by the user are theirs
+    said = svc.plan_turn("u", "t", "I prefer PDF reports.", "Noted.", [], None, [])
+    assert [e.kind for e in said.events] == ["preference"] and said.facts
