@@ -34,28 +34,52 @@ err_console = Console(stderr=True)
 def print_table(table: Table, key: int = 0, target: Console | None = None) -> None:
     """Print ``table`` without cutting a word to "…", at any terminal width (``COLUMNS``).
 
-    When every column fits at its narrowest (each as wide as its longest word; a header's too)
-    it is printed as a table whose cells wrap at spaces. Otherwise (a narrow terminal, many
-    columns) each row is printed as a block: the cell of column ``key`` (and of any column
-    with an empty header, e.g. a marker) as its heading, then one ``header  value`` line per
-    non-empty cell, values wrapping under themselves. ``--json`` gives the same rows whole."""
+    When every column fits at its narrowest (as wide as its longest word, its header's
+    included) it is printed as a table: each column first gets that much, then the width left
+    is shared out (a column never wider than its longest line), cells wrapping at spaces.
+    Otherwise (a narrow terminal, many columns) each row is printed as a block: the cell of
+    column ``key`` (and of any column with an empty header, e.g. a marker) as its heading, then
+    one ``header  value`` line per non-empty cell, values wrapping under themselves. ``--json``
+    gives the same rows whole."""
     out = target or console
-    for column in table.columns:
-        column.overflow = "fold"  # a word longer than its column breaks onto the next line, never "…"
-    if Measurement.get(out, out.options, table).minimum <= out.width:
+    options = out.options
+    columns = table.columns
+    # rich shrinks the widest wrapping columns first, below their longest word (which it then
+    # cuts): the widths are chosen here instead, from each column's narrowest and widest
+    narrowest, widest = [], []
+    for column in columns:
+        sizes = [Measurement.get(out, options, cell) for cell in [column.header, *column.cells]]
+        narrowest.append(max(m.minimum for m in sizes) if not column.no_wrap else max(m.maximum for m in sizes))
+        widest.append(max(m.maximum for m in sizes))
+    _, right, _, left = table.padding
+    frame = (len(columns) + 1 if table.box and table.show_edge else len(columns) - 1 if table.box else 0) + len(
+        columns
+    ) * (left + right)
+    room = out.width - frame
+    if sum(narrowest) <= room:
+        widths = list(narrowest)
+        spare = room - sum(widths)
+        wanting = sorted(range(len(columns)), key=lambda i: widest[i] - narrowest[i])
+        for done, i in enumerate(wanting):  # water-filling: the modest columns whole, the rest share
+            give = min(widest[i] - narrowest[i], spare // (len(columns) - done))
+            widths[i] += give
+            spare -= give
+        for column, width in zip(columns, widths):
+            column.width = width
+            column.overflow = "fold"
         out.print(table)
         return
     if table.title:
         out.print(table.title, style="italic", highlight=False)
-    columns = [(str(c.header), list(c.cells)) for c in table.columns]
+    cells = [(str(c.header), list(c.cells)) for c in columns]
     for row in range(table.row_count):
-        marks = [str(cells[row]) for header, cells in columns if not header and str(cells[row])]
-        heading = " ".join([*marks, f"[bold]{columns[key][1][row]}[/bold]"])
+        marks = [str(values[row]) for header, values in cells if not header and str(values[row])]
+        heading = " ".join([*marks, f"[bold]{cells[key][1][row]}[/bold]"])
         block = Table.grid(padding=(0, 2))
         block.add_column(style="dim", no_wrap=True)
         block.add_column(overflow="fold")
-        for i, (header, cells) in enumerate(columns):
-            value = cells[row]
+        for i, (header, values) in enumerate(cells):
+            value = values[row]
             if i != key and header and str(value).strip():
                 block.add_row(header, value)
         out.print(heading, highlight=False)

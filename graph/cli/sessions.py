@@ -33,6 +33,7 @@ from graph.cli.render import (
     print_messages,
     print_op,
     print_summary,
+    print_table,
     render_tree,
 )
 
@@ -99,7 +100,7 @@ def branch_list(
                 "—" if row["active"] else (short_id(row["fork_point"]) or "(separate root)"),
                 preview_markup(row["last_message"]),
             )
-        console.print(table)
+        print_table(table, key=1)  # narrow: one block per head, "●" beside the active one
 
     run_command(go, path_dir)
 
@@ -298,7 +299,7 @@ def session_list(
                 if t.error
                 else preview_markup(t.stop_reason[:50] or "—"),
             )
-        console.print(table)
+        print_table(table)
 
     run_command(go, path_dir)
 
