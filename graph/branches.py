@@ -25,6 +25,10 @@ Mechanisms (all through the compiled graph's own API, never by editing checkpoin
 * ``fork(thread, C, input)``: ``graph.ainvoke(input, C.config)`` — invoking with an old
   checkpoint's config continues from it; the run's checkpoints descend from ``C`` as a new
   branch (LangGraph's "replay/fork" semantics). The new branch's head is the active head.
+  A fork inside a turn (``C`` has nodes still to run) whose message is that turn's own request
+  (:func:`same_request`) continues the turn instead (input None): its calls keep their goal's
+  request ids, so the idempotency ledger replays the side effects that already ran (DESIGN
+  §2.4) — a new goal would either run them a second time or, told they exist, not count them.
 
 Resuming at the active head with its explicit ``checkpoint_id`` behaves like resuming with the
 thread id only (case K10): identical for ``Command(resume=...)`` after an ``interrupt()`` and for
@@ -75,6 +79,16 @@ PREVIEW_CHARS = 60
 
 class BranchError(ValueError):
     """A branch operation that cannot be done as asked; the message says why and what to do."""
+
+
+def same_request(snapshot: StateSnapshot, text: str) -> bool:
+    """True when ``snapshot`` stopped inside a turn (nodes still to run, no question waiting)
+    and ``text`` is that turn's goal (same text, spacing ignored): a message that continues the
+    turn rather than starting a new request (a crashed turn run again, a fork inside the turn)."""
+    if not snapshot.next or snapshot.interrupts:
+        return False
+    goal = str((snapshot.values or {}).get("goal") or "")
+    return bool(goal) and " ".join(goal.split()) == " ".join(text.split())
 
 
 def preview(message: Any, limit: int = PREVIEW_CHARS) -> str:
@@ -609,7 +623,9 @@ class Branches:
         base_config = await self.fork_config(thread_id, checkpoint_id)
         run_config["configurable"] = {**(run_config.get("configurable") or {}), **base_config["configurable"]}
         if isinstance(new_input, str):
-            new_input = {"messages": [HumanMessage(new_input)]}
+            base = await self.graph.aget_state(cast(RunnableConfig, run_config))
+            # the turn's own request again: continue the turn, so its side effects replay
+            new_input = None if same_request(base, new_input) else {"messages": [HumanMessage(new_input)]}
         out = await self.graph.ainvoke(new_input, cast(RunnableConfig, run_config), context=context)
         if self.mirror is not None or self.origins is not None:
             state = await self.graph.aget_state(self.config(thread_id))

@@ -29,8 +29,9 @@ a person (the CLI) runs with ``track_delivery``: the finished turn's goal is rec
 text is that of the thread's latest goal, finished but not delivered (the process died between
 the end of the turn and the print), is the same request: nothing runs, the stored answer comes
 back with a notice (``already_done``) and the goal's calls the idempotency ledger recorded. A
-turn that stopped mid-way is continued instead (:func:`interrupted_turn`), so its calls keep
-their request ids and the ledger replays what already ran. The same text after a delivered
+turn that stopped mid-way is continued instead (:func:`interrupted_turn`), and so is a fork
+from a checkpoint inside a turn whose message is that turn's request, so its calls keep their
+request ids and the ledger replays what already ran. The same text after a delivered
 answer is a new request (``repeat_notice`` says so); ``new_request`` skips the check.
 
 The runner prints nothing itself: what a person sees is the observer's business
@@ -56,6 +57,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
+from graph.branches import same_request
 from graph.builder import make_graph
 from graph.checkpoints import checkpoints_file, open_checkpointer
 from graph.context import Context
@@ -236,9 +238,9 @@ async def _recorded_effects(
     ``dispatch_tools`` derives), in call order."""
     from tools.idempotency import LEDGER_FILE
 
-    if not postgres_url and not await asyncio.to_thread((data_dir / LEDGER_FILE).exists):
+    if not await asyncio.to_thread((data_dir / LEDGER_FILE).exists):
         return []
-    ledger = open_ledger(data_dir, postgres_url)
+    ledger = open_ledger(data_dir, "")
     found: list[str] = []
     try:
         for message in current_goal_messages(messages):
@@ -253,11 +255,10 @@ async def _recorded_effects(
 
 
 def interrupted_turn(snapshot: Any, task: str) -> bool:
-    """True when the thread's head stopped mid-turn (nodes still to run, no question waiting)
-    and its current goal is ``task`` (same text, spacing ignored)."""
-    if not snapshot.next or snapshot.interrupts:
-        return False
-    return _same_text(str((snapshot.values or {}).get("goal") or ""), task)
+    """True when ``snapshot`` (the thread's head, or the checkpoint a fork starts from) stopped
+    mid-turn (nodes still to run, no question waiting) and its current goal is ``task`` (same
+    text, spacing ignored): ``graph.branches.same_request``."""
+    return same_request(snapshot, task)
 
 
 def _summary(values: dict[str, Any], before: dict[str, Any], thread_id: str, checkpoint_id: Any) -> dict[str, Any]:
@@ -374,14 +375,21 @@ async def execute_turn(
                     "it runs again as a new request (its side effects too)"
                 )
         graph_input: Any = Command(resume=resume) if resume is not None else {"messages": [HumanMessage(task)]}
-        if resume is None and not checkpoint_id and interrupted_turn(current, task):
-            # the same task again on a turn that stopped mid-way (a crash, Ctrl-C, a kill):
-            # continue it rather than start a new goal, so its side effects keep their request
-            # ids and the ledger replays what already ran instead of running it twice
+        if resume is None and interrupted_turn(current, task):
+            # the same task again on a turn that stopped mid-way (a crash, Ctrl-C, a kill), or a
+            # fork inside a turn with that turn's own request: continue it rather than start a
+            # new goal, so its side effects keep their request ids and the ledger replays what
+            # already ran instead of running it twice
             graph_input = None
             watcher.on_warning(
-                f"continuing the interrupted turn of thread {thread_id!r} (it stopped before "
-                f"{', '.join(current.next)}); side effects that already ran are not repeated"
+                (
+                    f"continuing the turn of thread {thread_id!r} as a new branch from its checkpoint "
+                    f"before {', '.join(current.next)}: the message is that turn's own request"
+                    if checkpoint_id
+                    else f"continuing the interrupted turn of thread {thread_id!r} (it stopped before "
+                    f"{', '.join(current.next)})"
+                )
+                + "; side effects that already ran are not repeated"
             )
         try:
             while True:

@@ -11,6 +11,12 @@ aimed at the current goal (``context.summarise_unstructured``) with its own budg
 (``summary_timeout_s``, ``summary_max_tokens``); if it times out or fails, the rule summary (a
 truncated excerpt) stands and a note in the envelope says so.
 
+A result the idempotency ledger replayed (``pending_results[i]["replayed"]``: the same request
+already ran — on another branch, before a fork or a restart, under another call id — and did not
+run again) says so where every reader looks: ``additional_kwargs["replayed"] = True`` on the
+``ToolMessage`` and :data:`REPLAYED_NOTE` at the end of the envelope's summary, so the model,
+the progress notes and the stop notice report the effect as done once, not as a new run.
+
 Update: ``messages`` (one ``ToolMessage`` per call; ``status="error"`` for failures, with the
 error text in the envelope) and ``pending_results`` cleared.
 """
@@ -31,6 +37,8 @@ from graph.state import State
 from tools.results import compress, needs_model_summary
 
 SUMMARY_INPUT_CHARS = 8000  # what the summarising model reads of a long text
+#: Appended to the summary of a replayed result (module docstring).
+REPLAYED_NOTE = " (already done for this request earlier: the idempotency ledger's recorded result; not run again)"
 
 
 async def model_summary(context: Context, goal: str, text: str) -> tuple[str | None, str | None]:
@@ -103,6 +111,8 @@ async def compress_results(state: State, runtime: Runtime[Context]) -> dict[str,
                 summary=summary,
                 summary_note=summary_note,
             )
+            if result.get("replayed"):
+                envelope["summary"] = f"{envelope['summary']}{REPLAYED_NOTE}"
             content = json.dumps(envelope, ensure_ascii=False, default=str)
         except Exception as exc:  # a result that breaks the pipeline must not break the run
             content = json.dumps(
@@ -121,8 +131,11 @@ async def compress_results(state: State, runtime: Runtime[Context]) -> dict[str,
                 tool_call_id=result["tool_call_id"],
                 name=result["name"],
                 status="error" if result["status"] != "ok" else "success",
-                # the failure class travels with the result (write_memory, Studio)
-                additional_kwargs={"error_kind": result["error_kind"]} if result.get("error_kind") else {},
+                # the failure class and a replay travel with the result (write_memory, Studio)
+                additional_kwargs={
+                    **({"error_kind": result["error_kind"]} if result.get("error_kind") else {}),
+                    **({"replayed": True} if result.get("replayed") else {}),
+                },
             )
         )
     return {"messages": messages, "pending_results": []}

@@ -95,7 +95,8 @@ async def _write_superseding(memory: Any, plan: Any, user_id: str) -> None:
 def stop_notice(
     reason: str, done: list[str], artifacts: list[str], answer: str = "", model_can_fix: bool = True
 ) -> str:
-    """The user-facing text of an early stop; ``answer`` is the model's own last answer, kept;
+    """The user-facing text of an early stop; ``done`` the steps done (:func:`done_steps`);
+    ``answer`` is the model's own last answer, kept;
     ``artifacts`` are what the goal's calls produced (paths, URLs, ids). ``model_can_fix``
     False (a missing setting, an effect whose outcome is unknown: ``graph.failures``
     TELL_USER kinds) — the reason says what to do, and no rephrasing or stronger model helps."""
@@ -113,6 +114,20 @@ def stop_notice(
     else:
         lines.append("Next: do what the reason above says, then ask again; another model or wording cannot fix it.")
     return " ".join(lines)
+
+
+def done_steps(results: list[ToolMessage]) -> list[str]:
+    """What a stop notice lists as done: the name of each tool with a successful result among
+    ``results``, sorted; a tool whose every success the idempotency ledger replayed
+    (``additional_kwargs["replayed"]``: the request already ran — before a fork, a restart, a
+    retry or under another call id — and was not run again) is marked so. A replay is the
+    effect done once, never "no tool step succeeded" and never a second run."""
+    ok = [m for m in results if m.status != "error" and m.name]
+    fresh = {m.name for m in ok if not m.additional_kwargs.get("replayed")}
+    return [
+        name if name in fresh else f"{name} (already done for this request earlier; not run again)"
+        for name in sorted({str(m.name) for m in ok})
+    ]
 
 
 def evidence_refs(work: list, thread_id: str, goal_id: str, results: list) -> tuple[str, ...]:
@@ -220,7 +235,7 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
         messages.append(AIMessage(content=answer, name="hermes", id=f"stop-{uuid.uuid4().hex[:12]}"))
     elif stop_reason:
         tell_user = any(recovery_for(m.additional_kwargs.get("error_kind")) is Recovery.TELL_USER for m in results)
-        answer = stop_notice(stop_reason, done, state.artifacts, said, model_can_fix=not tell_user)
+        answer = stop_notice(stop_reason, done_steps(results), state.artifacts, said, model_can_fix=not tell_user)
         # an id: the mirror chains messages by id
         messages.append(AIMessage(content=answer, name="hermes", id=f"stop-{uuid.uuid4().hex[:12]}"))
     else:
