@@ -98,7 +98,33 @@ def test_a_scripted_model_following_the_refusal_gets_the_report_in_two_calls(old
     assert out["queries"][0]["rows"][0][0] > 0
 
 
-def test_a_relative_period_with_data_is_still_refused_with_the_month_to_write(tmp_path):
-    fresh = str(generate_invoices_db(tmp_path / "fresh.db", years=1))  # ends last month
-    with pytest.raises(DatabaseError, match=f"write {month_before(TODAY)} for last month"):
-        generate_report("Sales", UNDATED, period="last month", database=fresh, data_dir=tmp_path)
+@pytest.fixture(scope="module")
+def fresh_books(tmp_path_factory) -> str:
+    return str(generate_invoices_db(tmp_path_factory.mktemp("fresh") / "fresh.db", years=1))  # ends last month
+
+
+@pytest.mark.parametrize(
+    "period", ["last month", "上个月", "le mois dernier", "el mes pasado", "letzten Monat", "先月"]
+)
+def test_a_relative_period_with_data_is_written_as_the_period_it_names_today(fresh_books, tmp_path, period):
+    """Demo regression: the refusal of "last month" cost a round, and the 1.5B model sent
+    "last month" again (3 of 4 times). The tool knows today: the report covers the month the
+    phrase names, and says so in its title and period — never "last month" in a saved file."""
+    last = month_before(TODAY)
+    dated = [{**q, "sql": q["sql"] + f" WHERE strftime('%Y-%m', issued_on) = '{last}'"} for q in UNDATED]
+    out = generate_report("Sales report", dated, period=period, database=fresh_books, data_dir=tmp_path)
+    assert out["period"] == last and out["title"] == f"Sales report — {last}"
+    text = Path(out["path"]).read_text()
+    assert f"Period: **{last}**" in text and period not in text
+
+
+def test_a_resolved_relative_period_still_needs_the_date_condition(fresh_books, tmp_path):
+    with pytest.raises(DatabaseError, match=rf"not the report's period '{month_before(TODAY)}'"):
+        generate_report("Sales", UNDATED, period="last month", database=fresh_books, data_dir=tmp_path)
+    assert not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize("period", ["recently", "最近", "up to now"])
+def test_a_relative_period_naming_no_unit_is_still_refused(fresh_books, tmp_path, period):
+    with pytest.raises(DatabaseError, match="relative to today"):
+        generate_report("Sales", UNDATED, period=period, database=fresh_books, data_dir=tmp_path)

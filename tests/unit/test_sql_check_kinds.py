@@ -6,7 +6,7 @@ written, and big SQL bounded. Each case runs on a small SQLite database made her
 
 from __future__ import annotations
 
-import datetime as dt
+import re
 import sqlite3
 from pathlib import Path
 
@@ -422,18 +422,19 @@ def test_good_periods_are_written_as_given(shop, tmp_path, period, shown):
         "letzten Monat",
     ],
 )
-def test_a_period_relative_to_today_is_refused_with_the_month_to_write(shop, tmp_path, period):
-    # a saved report says which period it covers: "last month" is wrong from the next month on
-    with pytest.raises(DatabaseError, match="relative to today") as err:
-        generate_report("Sales", [DATED], period=period, database=shop, data_dir=tmp_path)
-    first = dt.date.today().replace(day=1)
-    said = str(err.value)
-    # the period it names today has data: write it; it has none (the shop ends in 2026-03): the
-    # refusal names the latest month with data and the period to send instead
-    assert f"write {(first - dt.timedelta(days=1)):%Y-%m} for last month" in said or (
-        'period="latest"' in said and "latest full month with data is 2026-03" in said
-    )
-    assert not (tmp_path / "reports").exists()
+def test_a_period_relative_to_today_is_never_written_as_such(shop, tmp_path, period):
+    # a saved report says which period it covers: "last month" is wrong from the next month on.
+    # The period it names today has data: the report covers that period, named in ISO form;
+    # it has none (the shop ends in 2026-03): the refusal names the latest month with data
+    try:
+        out = generate_report("Sales", [DATED], period=period, database=shop, data_dir=tmp_path)
+    except DatabaseError as err:
+        said = str(err)
+        assert 'period="latest"' in said and "latest full month with data is 2026-03" in said, said
+        assert not (tmp_path / "reports").exists()
+    else:
+        assert re.fullmatch(r"[0-9.\-]+", out["period"]) and out["period"] in out["title"]
+        assert period not in Path(out["path"]).read_text()
 
 
 def test_a_title_must_be_one_line(shop, tmp_path):

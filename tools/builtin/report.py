@@ -3,7 +3,9 @@ query the caller gives (no fixed SQL, no assumed schema). Runs inside the execut
 process (cwd = data_dir); the database is the injected ``database`` argument, like
 ``query_database`` (:mod:`tools.builtin.database`).
 
-Reports are never overwritten: ``reports/<slug>.md``, then ``<slug>-v2.md``, ``-v3`` …
+Reports are never overwritten: ``reports/<slug>.md``, then ``<slug>-v2.md``, ``-v3`` … in the
+run's thread workspace (the injected ``workspace``, ``<data_dir>/threads/<thread>/``:
+:mod:`tools.executors.workspace`), so one thread's (one user's) reports are not another's.
 """
 
 from __future__ import annotations
@@ -156,8 +158,10 @@ def _resolve_period(
 ) -> tuple[str, str, str]:
     """``(title, period, form)`` the report is written with: ``period="latest"`` becomes the
     latest full month with data of the queries' date columns, the title saying so
-    (:func:`tools.builtin.database.periods.latest_title`). Raises DatabaseError for a relative
-    period and for a stated period with no rows in those columns — naming the latest month with
+    (:func:`tools.builtin.database.periods.latest_title`); a period relative to today ("last
+    month") becomes the period it names today (``2026-11``), the title naming it. Raises
+    PeriodError for a relative period naming no unit ("recently"), and for a period with no rows
+    in those columns — naming the latest month with
     data, the period to send and the condition to add (:func:`period_resolution`)."""
     sqls = [q["sql"] for q in checked]
     if relative is not None:
@@ -168,7 +172,12 @@ def _resolve_period(
             raise PeriodError(
                 f"no report written: the period is relative to today ({today.isoformat()}), and {resolution}"
             )
-        raise relative
+        if not named:
+            raise relative
+        # resolved against today, here: the saved report names the period it covers (never
+        # "last month", wrong from the next month on) and the call needs no second round
+        # (measured: Qwen2.5-Coder-1.5B sent "last month" again after the refusal, 3 times of 4)
+        return (title if named in title else f"{title} — {named}"), named, check_period(named, today=today)[1]
     if latest:
         best = latest_month(data_columns(con, sqls, today))
         if best is None or best.latest_full_month is None:
@@ -189,11 +198,19 @@ def _resolve_period(
 
 
 def generate_report(
-    title: str, queries: list[dict[str, str]], period: str = "", notes: str = "", *, database: str = "", data_dir: Path
+    title: str,
+    queries: list[dict[str, str]],
+    period: str = "",
+    notes: str = "",
+    *,
+    database: str = "",
+    data_dir: Path,
+    workspace: Path | None = None,
 ) -> dict[str, Any]:
     """Run each of ``queries`` (1-8 ``{"label", "sql"}``, single read-only SELECTs, through the
     same code as query_database) on the configured database and write the Markdown report
-    ``data_dir/reports/<slug of title>.md`` (``-v2``, ``-v3`` … when that exists).
+    ``workspace/reports/<slug of title>.md`` (``-v2``, ``-v3`` … when that exists; ``workspace``
+    is the run's thread folder the executor injects, ``data_dir`` when called without one).
 
     Returns ``{"path", "version", "title", "period", "queries": [{"label", "sql", "columns",
     "rows" (<= REPORT_ROWS), "row_count"}]}`` (plus ``note`` on a query without data). Raises
@@ -293,7 +310,7 @@ def generate_report(
     lines.append("")
     # the file is named by the title without the latest-month remark
     out_path, version = _write_new(
-        Path(data_dir) / "reports", slugify(title.split(" (latest month")[0]), "\n".join(lines)
+        Path(workspace or data_dir) / "reports", slugify(title.split(" (latest month")[0]), "\n".join(lines)
     )
 
     summary = []
