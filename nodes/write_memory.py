@@ -44,8 +44,14 @@ from graph.resources import get_memory, get_toolbox, run_in_background
 from graph.state import State
 from graph.verification import UNVERIFIED_ANSWER, goal_results, honest_answer, unbacked_claims, verify
 from memory.policy import TurnEvidence
+from tools.schema_versions import schema_hash
 
 log = logging.getLogger(__name__)
+
+#: How a stop notice quotes the model's own last answer (:func:`stop_notice`): reported, not claimed.
+MODEL_ANSWER = "The model's answer was: "
+#: How a stop notice starts the list of steps done (:func:`stop_notice`).
+DONE_SO_FAR = "Done so far: "
 
 #: Error kinds of calls that never reached the tool: no "failed, then succeeded on retry".
 NEVER_RAN = frozenset({"not_offered", "unknown_tool", "invalid_arguments", "invalid_value"})
@@ -102,8 +108,8 @@ def stop_notice(
     TELL_USER kinds) — the reason says what to do, and no rephrasing or stronger model helps."""
     lines = [f"Stopped before finishing: {reason}."]
     if answer:
-        lines.append(f"The model's answer was: {answer.strip()[:800]}")
-    lines.append("Done so far: " + (", ".join(done) if done else "no tool step succeeded") + ".")
+        lines.append(f"{MODEL_ANSWER}{answer.strip()[:800]}")
+    lines.append(DONE_SO_FAR + (", ".join(done) if done else "no tool step succeeded") + ".")
     if artifacts:
         lines.append(f"Produced: {', '.join(artifacts)}.")
     if model_can_fix:
@@ -164,6 +170,7 @@ async def turn_evidence(
     problems: tuple[str, ...] = ()
     unbacked: tuple[str, ...] = ()
     refs: tuple[str, ...] = ()
+    versions: tuple[tuple[str, str], ...] = ()
     try:
         specs = (await get_toolbox(context)).registry.specs()
         required = required_steps(state.goal, specs)
@@ -188,6 +195,8 @@ async def turn_evidence(
         )
         unbacked = tuple(sentence for sentence, _ in unbacked_claims(own, specs, succeeded))
         refs = evidence_refs(work, thread_id, state.goal_id, found)
+        # the shape of each tool used: recalled after it changed, the memory is marked stale
+        versions = tuple((sp.name, schema_hash(sp.parameters)) for sp in specs if sp.name in succeeded)
     except Exception:  # noqa: BLE001 - memory never breaks the turn
         log.warning("toolbox unavailable; task evidence without required steps", exc_info=True)
     return TurnEvidence(
@@ -202,6 +211,7 @@ async def turn_evidence(
         unverified=problems,
         unbacked_claims=unbacked,
         refs=refs,
+        tool_versions=versions,
     )
 
 
@@ -257,6 +267,8 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
             # memory of this attempt is not recalled there (rollback inside a turn included)
             origin_message_id=(messages[-1].id if messages else (state.messages[-1].id if state.messages else None)),
             evidence=evidence,
+            # a fired reminder's request is its stored action, not the user's words (issue 26)
+            goal_from_user=not context.fired_reminder,
         )
         if len(plan):
             run_in_background(_write_superseding(memory, plan, context.user_id), name=f"memory-write:{thread_id}")

@@ -24,6 +24,14 @@ Task kinds and what is checked (the expected numbers are computed here in SQL on
   (LangGraph ``interrupt``, the summary's ``question``) or answers with a question, and no
   side effect ran.
 
+Every kind, besides: **the answer shown claims no effect the ledger does not show**
+(:func:`claimed_effect_problems`, issue 27). Each sentence of the final answer that claims an
+effect ("I have posted the report to #finance", 已发送到群) is tied to a side-effect tool by
+``graph.verification.unbacked_claims`` (the tools' ``requested_by`` words, DESIGN §5.5), and
+stands only when the run's idempotency ledger holds a ``done`` record of that tool
+(:func:`ledger_done_tools`) — the record of what ran, not the model's word nor the run's own
+messages. A stop notice's quote of the model's answer is reported, not claimed, and is left out.
+
 Metrics: pass^j for j = 1..k (τ-bench, Yao et al. 2024: the chance that all j of j runs of a
 task pass, estimated per task from c passes in k runs as C(c, j) / C(k, j), averaged over
 tasks); per task the tool calls, tokens in/out (the run's ``metrics``) and stop reasons.
@@ -45,12 +53,16 @@ import sqlite3
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from math import comb
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evals.harness import EvalConfig, Report
+
+if TYPE_CHECKING:
+    from tools.spec import ToolSpec
 
 #: The EvalConfig fields this suite reads (the harness refuses the other options).
 OPTIONS = frozenset({"model", "base_url", "api_key_env", "limit", "sample", "k", "cases"})
@@ -300,6 +312,39 @@ def no_side_effect(effects: dict[str, int]) -> bool:
     return not any(effects.values())
 
 
+def ledger_done_tools(data_dir: Path) -> list[str]:
+    """The side-effect tools with a ``done`` record in the run's idempotency ledger
+    (``<data_dir>/idempotency.db``: a fresh data dir per run, so every record is this run's),
+    sorted; ``[]`` when nothing was recorded."""
+    rows = _rows(data_dir, "idempotency.db", "SELECT DISTINCT tool FROM tool_requests WHERE state = 'done'")
+    return sorted(str(r[0]) for r in rows)
+
+
+def _claimed_text(answer: str) -> str:
+    """``answer`` without a stop notice's quote of the model's own answer
+    (``nodes.write_memory.stop_notice``: "The model's answer was: … Done so far: …"), which
+    reports what the model said rather than claiming it."""
+    from nodes.write_memory import DONE_SO_FAR, MODEL_ANSWER
+
+    start = answer.find(MODEL_ANSWER)
+    if start < 0:
+        return answer
+    end = answer.find(DONE_SO_FAR, start)
+    return answer[:start] + (answer[end:] if end >= 0 else "")
+
+
+def claimed_effect_problems(answer: str, specs: Iterable[ToolSpec], done: Iterable[str]) -> list[str]:
+    """One problem per sentence of ``answer`` that claims an effect no tool in ``done`` (the
+    ledger's :func:`ledger_done_tools`) shows: ``graph.verification.unbacked_claims`` over
+    ``specs`` (the run's tools, their metadata). Empty: every claimed effect is recorded."""
+    from graph.verification import unbacked_claims
+
+    return [
+        f"claims {tool or 'an effect'} the ledger does not show: {sentence[:120]!r}"
+        for sentence, tool in unbacked_claims(_claimed_text(answer), list(specs), list(done))
+    ]
+
+
 def check(
     task: Task,
     summary: dict[str, Any],
@@ -307,8 +352,25 @@ def check(
     expected: float | None,
     data_dir: Path,
     month: str = "",
+    *,
+    specs: Iterable[ToolSpec],
 ) -> tuple[bool, str]:
-    """Pass/fail of one run and why (see the module docstring for each kind's rule)."""
+    """Pass/fail of one run and why (see the module docstring for each kind's rule; ``specs``:
+    the run's tools, for the claimed-effects rule of every kind)."""
+    passed, why = _check_kind(task, summary, effects, expected, data_dir, month)
+    claims = claimed_effect_problems(str(summary.get("answer") or ""), specs, ledger_done_tools(data_dir))
+    return passed and not claims, "; ".join(filter(None, [why, *claims]))
+
+
+def _check_kind(
+    task: Task,
+    summary: dict[str, Any],
+    effects: dict[str, int],
+    expected: float | None,
+    data_dir: Path,
+    month: str,
+) -> tuple[bool, str]:
+    """The rule of ``task``'s kind (module docstring)."""
     answer = str(summary.get("answer") or "")
     if task.kind in ("answer", "readonly"):
         assert expected is not None
@@ -365,10 +427,13 @@ async def run_once(task: Task, attempt: int, cfg: EvalConfig, db: Path, month: s
     start = time.perf_counter()
     error = ""
     summary: dict[str, Any] = {}
+    specs: list[ToolSpec] = []
     try:
         summary = await asyncio.wait_for(
             run_turn(prompt, context, f"eval-{task.id}-{attempt}", quiet=True), RUN_TIMEOUT_S
         )
+        # the run's own tools (the toolbox it opened): what its answer's claims are tied to
+        specs = (await resources.get_toolbox(context)).registry.specs()
     except TimeoutError:
         error = f"timeout after {RUN_TIMEOUT_S} s"
     except ModelUnavailableError:
@@ -378,7 +443,7 @@ async def run_once(task: Task, attempt: int, cfg: EvalConfig, db: Path, month: s
     finally:
         await resources.aclose_resources()  # stops the team-chat server, closes memory
     effects = side_effects(data_dir)
-    passed, why = (False, error) if error else check(task, summary, effects, expected, data_dir, month)
+    passed, why = (False, error) if error else check(task, summary, effects, expected, data_dir, month, specs=specs)
     return {
         "id": f"{task.id}#{attempt}",
         "task": task.id,
@@ -397,6 +462,7 @@ async def run_once(task: Task, attempt: int, cfg: EvalConfig, db: Path, month: s
         "tokens_in": summary.get("tokens_in", 0),
         "tokens_out": summary.get("tokens_out", 0),
         "side_effects": effects,
+        "ledger_done": ledger_done_tools(data_dir),
         "latency_s": round(time.perf_counter() - start, 1),
     }
 
