@@ -17,7 +17,6 @@ import socket
 import sys
 from pathlib import Path
 
-import psutil
 import typer
 
 from graph.cli.common import app, report_error
@@ -30,6 +29,8 @@ def port_holder(host: str, port: int) -> str | None:
     """``None`` when ``host:port`` can be bound; else who holds it: ``"pid 123 (python …
     langgraph dev)"`` when the listening process can be seen (psutil), ``"another process"``
     when it cannot (another user's process, no permission)."""
+    import psutil
+
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
         try:
             probe.bind((host, port))

@@ -19,7 +19,6 @@ from rich.table import Table
 
 from graph.cli.common import DATA_DIR_OPT, app, guarded, report_error, run_sync
 from graph.cli.render import console, err_console, print_table
-from memory.provenance import SOURCE_LABELS, fact_source, source_of
 
 if TYPE_CHECKING:  # the memory service (LanceDB, the embedder) loads inside the commands that use it
     from graph.context import Context
@@ -57,6 +56,8 @@ async def opened_memory(context: Context) -> MemoryService:
 
 
 def _event_json(event) -> dict[str, Any]:
+    from memory.provenance import source_of
+
     # where its words came from: only "user" is the user's own (memory.provenance)
     return {
         "ref": f"episodic:{event.id}",
@@ -66,6 +67,8 @@ def _event_json(event) -> dict[str, Any]:
 
 
 def _fact_json(fact) -> dict[str, Any]:
+    from memory.provenance import fact_source
+
     return {"ref": f"semantic:{fact.id}", **fact.as_dict(), "source": fact_source(fact.evidence)}
 
 
@@ -168,6 +171,8 @@ def memory_list(
             if hidden and not include_old:
                 console.print(note, highlight=False, markup=False)
             return
+        from memory.provenance import SOURCE_LABELS, fact_source, source_of
+
         table = Table("ref", "kind / status", "source", "date", "conf.", "memory")
         table.columns[0].no_wrap = True
         for f in facts:
