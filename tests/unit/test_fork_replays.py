@@ -8,7 +8,8 @@ inside the turn with the turn's own message (the ``hermes branch fork`` path, me
 main: a new goal, the pending post closed as "already completed", the model not repeating it,
 then "Stopped before finishing … Done so far: no tool step succeeded"), a replay from the
 checkpoint before the tool round (input None), a new model call id for the same request, a
-restart (a new ledger object on the same file).
+restart (a new ledger object on the same file), the same command run again after the process
+died past the effect.
 
 Real parts: the SQLite checkpointer the CLI opens (``graph.checkpoints.open_checkpointer``) and
 the SQLite ledger file; the model is a scripted fake that can only call the tools bound to it."""
@@ -192,4 +193,66 @@ async def test_branches_fork_with_the_turns_own_request_continues_it_another_mes
         assert set(replayed_results(out)) == {"post_message", "schedule_reminder"}
         out = await branches.fork("t4", at_post, "say hello", context=ctx)
     assert [m.content for m in out["messages"] if isinstance(m, HumanMessage)] == [GOAL, "say hello"]
+    await box.registry.ledger.aclose()
+
+
+class Crash(BaseException):
+    """Stands for the process dying (not an error a tool reports)."""
+
+
+async def test_a_rerun_after_a_crash_past_the_effect_replays_it_and_says_so(scripted, data_dir, monkeypatch):
+    """The process died after the post completed and was recorded, before the round was
+    checkpointed; the user runs the same command again: the turn continues, the post replays
+    (marked), nothing runs twice."""
+    import nodes.dispatch_tools as dispatch
+
+    ran: list[str] = []
+    box = flagship_box(data_dir, ran)
+    real_write = dispatch._write_payload
+    crashed: list[bool] = []
+
+    def write_then_die(path, payload):
+        if Path(path).name.startswith("p1-") and not crashed:  # the post's payload (call id p1)
+            crashed.append(True)
+            raise Crash()
+        real_write(path, payload)
+
+    monkeypatch.setattr(dispatch, "_write_payload", write_then_die)
+    replies = [
+        REPORT,
+        post("p1"),
+        remind("s1"),
+        AIMessage("Done: report reports/sales-2025-06.md, posted, reminder set."),
+    ]
+    ctx = scripted(replies, box, embeddings="hash")
+    with pytest.raises(Crash):
+        await execute_turn(GOAL, ctx, "t5", quiet=True)
+    assert ran == ["generate_report", "post_message"]
+    out = await execute_turn(GOAL, ctx, "t5", quiet=True)
+    assert ran == ["generate_report", "post_message", "schedule_reminder"] and out["stop_reason"] is None
+    async with open_checkpointer(checkpoints_file(data_dir)) as saver:
+        values = (await make_graph(checkpointer=saver).aget_state({"configurable": {"thread_id": "t5"}})).values
+    assert set(replayed_results(values)) == {"post_message"}
+    await box.registry.ledger.aclose()
+
+
+async def test_the_same_request_under_two_call_ids_in_one_round_runs_once_and_one_is_marked(scripted, data_dir):
+    ran: list[str] = []
+    box = flagship_box(data_dir, ran)
+    twice = AIMessage(
+        "",
+        tool_calls=[
+            {**post("p1").tool_calls[0], "id": "p1"},
+            {**post("p2").tool_calls[0], "id": "p2"},
+        ],
+    )
+    goal = "Post the report reports/sales-2025-06.md to the project group."
+    ctx = scripted([twice, AIMessage("Posted to the project group.")], box, embeddings="hash")
+    out = await execute_turn(goal, ctx, "t6", quiet=True)
+    assert ran == ["post_message"] and out["stop_reason"] is None
+    async with open_checkpointer(checkpoints_file(data_dir)) as saver:
+        values = (await make_graph(checkpointer=saver).aget_state({"configurable": {"thread_id": "t6"}})).values
+    results = {m.tool_call_id: m for m in values["messages"] if isinstance(m, ToolMessage)}
+    assert results["p1"].status == results["p2"].status == "success"
+    assert [bool(m.additional_kwargs.get("replayed")) for m in (results["p1"], results["p2"])].count(True) == 1
     await box.registry.ledger.aclose()
