@@ -466,3 +466,28 @@ def test_sql_just_under_the_limit_is_read_correctly(shop):
     assert 80_000 < len(sql) <= statement.MAX_SQL_CHARS
     assert check_select(sql) == sql
     assert query_database(sql, database=shop)["rows"] == [[3]]
+
+
+@pytest.mark.parametrize(
+    "sql, near",
+    [
+        ("SELECT customer_name FROM customers", "name"),  # a prefix the model added
+        ("SELECT order_total FROM orders", "total"),
+        ("SELECT ordr_date FROM orders", "order_date"),  # a typo
+        ("SELECT o.totl FROM orders o", "total"),  # qualified
+        ("SELECT name FROM customer", "customers"),  # a table
+        ("SELECT price FROM product", "products"),
+    ],
+)
+def test_an_unknown_name_names_the_closest_existing_one(shop, sql, near):
+    """Measured: the 1.5B model wrote product_category for category three times with the
+    column list in view; one named fix is followed more readily."""
+    with pytest.raises(DatabaseError) as err:
+        query_database(sql, database=shop)
+    assert f"Did you mean {near}" in str(err.value), str(err.value)
+
+
+def test_an_unknown_name_like_nothing_names_no_fix(shop):
+    with pytest.raises(DatabaseError) as err:
+        query_database("SELECT zzqx FROM customers", database=shop)
+    assert "Did you mean" not in str(err.value) and "Tables and columns here" in str(err.value)
