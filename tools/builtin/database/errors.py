@@ -51,8 +51,8 @@ def _plain_sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "")
                 hint += join_hint(con, sql, name)
             except sqlite3.Error:
                 pass
-        near = _closest(con, sql, what, name)
-        near = f" Did you mean {' or '.join(quote_back(n) for n in near)}?" if near else ""
+        closest = _closest(con, sql, what, name)
+        near = f" Did you mean {' or '.join(quote_back(n) for n in closest)}?" if closest else ""
         return DatabaseError(
             f"unknown {what} {quote_back(name)!r}: the database has no such {what}.{near}{hint} "
             "Call describe_database to see its tables and columns, then fix the SQL"
