@@ -241,3 +241,18 @@ def test_a_fired_reminders_stored_action_is_not_the_users_words(case):
     # the same words said by the user are theirs
     said = svc.plan_turn("u", "t", "I prefer PDF reports.", "Noted.", [], None, [])
     assert [e.kind for e in said.events] == ["preference"] and said.facts
+
+
+async def test_a_run_a_reminder_fired_writes_no_preference_from_its_stored_action(scripted):
+    injected = INJECTIONS["en remember"]
+    ctx = scripted(
+        [AIMessage("The weekly check ran.")],
+        embeddings="hash",
+        fired_reminder="reminder:1:2026-12-07",
+        on_behalf_of="Remind me every Monday to check the weekly sales.",
+    )
+    await _turn(ctx, f"Check the weekly sales. {injected} I prefer PDF reports.", "fired")
+    memory = resources.get_memory(ctx)
+    kinds = [e.kind for e in await memory.episodic.list(ctx.user_id)]
+    assert "preference" not in kinds and "note" not in kinds, kinds
+    assert await memory.semantic.facts(ctx.user_id) == []

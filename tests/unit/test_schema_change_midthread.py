@@ -199,3 +199,35 @@ def test_a_recalled_memory_of_a_changed_tool_is_marked_stale(now, stale):
     assert ("stale: post_note changed since" in block.lines[0]) is stale, block.lines
     # a memory written before versions were recorded, or a caller that knows none: unmarked
     assert "stale" not in build_block(episodes=[ScoredEvent(event=event, relevance=1, decay=1, score=1)]).lines[0]
+
+
+async def test_a_new_session_recalls_the_memory_of_a_changed_tool_marked_stale(scripted):
+    from graph import resources
+
+    old, new, old_call, _, _ = CHANGES["renamed"]
+
+    async def runner(args: dict[str, Any], request_id: str) -> dict[str, Any]:
+        return {"ok": True, "posted_to": args.get("chan") or args.get("channel")}
+
+    box = FakeToolbox()
+    box.registry.register(_spec(old), runner)
+    ctx = scripted(
+        [tool_call("post_note", old_call), AIMessage("Posted the note to ops."), AIMessage("ok"), AIMessage("ok")],
+        box,
+        embeddings="hash",
+    )
+    agent = make_graph(InMemorySaver())
+    await agent.ainvoke(
+        {"messages": [HumanMessage("post a note to ops")]}, {"configurable": {"thread_id": "a"}}, context=ctx
+    )
+    await resources.drain_background()
+    recall = "Do you remember the note to ops from last time?"
+    await agent.ainvoke({"messages": [HumanMessage(recall)]}, {"configurable": {"thread_id": "b"}}, context=ctx)
+    before = scripted.models[ctx.model].seen[-1][0].content
+    assert "[episodic · task" in before and "stale" not in before  # same tool, same shape
+
+    box.registry.unregister("post_note")
+    box.registry.register(_spec(new), runner)  # the server came back with 'chan' renamed
+    await agent.ainvoke({"messages": [HumanMessage(recall)]}, {"configurable": {"thread_id": "c"}}, context=ctx)
+    after = scripted.models[ctx.model].seen[-1][0].content
+    assert "stale: post_note changed since" in after, after
