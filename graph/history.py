@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 
 Group = list[AnyMessage]
 
@@ -73,6 +73,32 @@ def message_groups(messages: list[AnyMessage]) -> list[Group]:
             groups.append([message])
     flush()
     return groups
+
+
+def is_closure(message: AnyMessage) -> bool:
+    """True for the error result :func:`close_unanswered` gave a call left pending (its
+    deterministic id ``closed-<call id>``): the call was not dispatched on this branch."""
+    return isinstance(message, ToolMessage) and message.id == f"closed-{message.tool_call_id}"
+
+
+def previous_turn_closures(messages: list[AnyMessage]) -> list[tuple[str, dict, str]]:
+    """``(tool name, arguments, goal message id)`` of each call of the turn before the current
+    one (between the last two human messages) that a fork or rollback left pending and
+    :func:`close_unanswered` closed: the ledger may still hold its result from the branch the
+    fork left (``graph.progress.request_id`` of the three)."""
+    humans = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
+    if len(humans) < 2:
+        return []
+    turn = messages[humans[-2] : humans[-1]]
+    goal_id = str(turn[0].id or "")
+    closed = {m.tool_call_id for m in turn if is_closure(m)}
+    return [
+        (str(c["name"]), dict(c.get("args") or {}), goal_id)
+        for m in turn
+        if isinstance(m, AIMessage)
+        for c in m.tool_calls
+        if c.get("id") in closed
+    ]
 
 
 def unanswered_calls(messages: list[AnyMessage]) -> list[tuple[str, str]]:

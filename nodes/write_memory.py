@@ -38,6 +38,7 @@ from langgraph.runtime import Runtime
 
 from graph.context import NO_THREAD, Context, run_thread_id
 from graph.failures import Recovery, recovery_for
+from graph.history import previous_turn_closures
 from graph.mirror import append_turn
 from graph.progress import artifacts, current_goal_messages, request_id, required_steps
 from graph.resources import get_memory, get_toolbox, run_in_background
@@ -99,17 +100,30 @@ async def _write_superseding(memory: Any, plan: Any, user_id: str) -> None:
 
 
 def stop_notice(
-    reason: str, done: list[str], artifacts: list[str], answer: str = "", model_can_fix: bool = True
+    reason: str,
+    done: list[str],
+    artifacts: list[str],
+    answer: str = "",
+    model_can_fix: bool = True,
+    earlier: list[str] | None = None,
 ) -> str:
     """The user-facing text of an early stop; ``done`` the steps done (:func:`done_steps`);
     ``answer`` is the model's own last answer, kept;
     ``artifacts`` are what the goal's calls produced (paths, URLs, ids). ``model_can_fix``
     False (a missing setting, an effect whose outcome is unknown: ``graph.failures``
-    TELL_USER kinds) — the reason says what to do, and no rephrasing or stronger model helps."""
+    TELL_USER kinds) — the reason says what to do, and no rephrasing or stronger model helps.
+    ``earlier``: side effects already done before this request (:func:`done_before`), stated
+    after the steps done, so a step the ledger holds is never reported as not done."""
     lines = [f"Stopped before finishing: {reason}."]
     if answer:
         lines.append(f"{MODEL_ANSWER}{answer.strip()[:800]}")
-    lines.append(DONE_SO_FAR + (", ".join(done) if done else "no tool step succeeded") + ".")
+    nothing = "nothing new in this request" if earlier else "no tool step succeeded"
+    lines.append(DONE_SO_FAR + (", ".join(done) if done else nothing) + ".")
+    if earlier:
+        lines.append(
+            "Already done before this request, on the branch it was forked from (the idempotency ledger "
+            f"holds the result; not run again here): {', '.join(earlier)}."
+        )
     if artifacts:
         lines.append(f"Produced: {', '.join(artifacts)}.")
     if model_can_fix:
@@ -134,6 +148,29 @@ def done_steps(results: list[ToolMessage]) -> list[str]:
         name if name in fresh else f"{name} (already done for this request earlier; not run again)"
         for name in sorted({str(m.name) for m in ok})
     ]
+
+
+async def done_before(messages: list, context: Context, thread_id: str) -> list[str]:
+    """Side-effect tools of the turn before this one whose calls a fork or rollback left
+    pending (``graph.history.previous_turn_closures``: closed as not run on this branch) and
+    whose request the idempotency ledger holds as done — the effect exists from the branch the
+    fork left. Sorted; ``[]`` when the ledger cannot be read (the notice is then only less
+    complete)."""
+    closed = previous_turn_closures(messages)
+    if not closed:
+        return []
+    try:
+        registry = (await get_toolbox(context)).registry
+        found = set()
+        for name, args, goal_id in closed:
+            spec = registry.get(name)
+            if spec is not None and spec.side_effect:
+                if await registry.ledger.state(name, request_id(thread_id, goal_id, name, args)) == "done":
+                    found.add(name)
+        return sorted(found)
+    except Exception:  # noqa: BLE001 - a notice without it, never a failed turn
+        log.warning("ledger unreadable; the stop notice omits earlier effects", exc_info=True)
+        return []
 
 
 def evidence_refs(work: list, thread_id: str, goal_id: str, results: list) -> tuple[str, ...]:
@@ -245,7 +282,16 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
         messages.append(AIMessage(content=answer, name="hermes", id=f"stop-{uuid.uuid4().hex[:12]}"))
     elif stop_reason:
         tell_user = any(recovery_for(m.additional_kwargs.get("error_kind")) is Recovery.TELL_USER for m in results)
-        answer = stop_notice(stop_reason, done_steps(results), state.artifacts, said, model_can_fix=not tell_user)
+        steps = done_steps(results)
+        earlier = await done_before(state.messages, context, run_thread_id() or NO_THREAD)
+        answer = stop_notice(
+            stop_reason,
+            steps,
+            state.artifacts,
+            said,
+            model_can_fix=not tell_user,
+            earlier=[n for n in earlier if n not in done],
+        )
         # an id: the mirror chains messages by id
         messages.append(AIMessage(content=answer, name="hermes", id=f"stop-{uuid.uuid4().hex[:12]}"))
     else:

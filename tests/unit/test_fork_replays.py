@@ -256,3 +256,27 @@ async def test_the_same_request_under_two_call_ids_in_one_round_runs_once_and_on
     assert results["p1"].status == results["p2"].status == "success"
     assert [bool(m.additional_kwargs.get("replayed")) for m in (results["p1"], results["p2"])].count(True) == 1
     await box.registry.ledger.aclose()
+
+
+async def test_a_server_fork_with_a_new_message_states_the_effect_the_ledger_holds(scripted, data_dir):
+    """On ``langgraph dev`` (Studio, the SDK's threads API) a fork with a new message goes into
+    the graph as new input: the call the fork left pending is closed as not run on this branch,
+    and a model that (rightly) does not post again stops — the notice states the post the ledger
+    holds from the branch the fork left, not "no tool step succeeded"."""
+    ran: list[str] = []
+    box = flagship_box(data_dir, ran)
+    fork = [AIMessage("It was already posted."), AIMessage("It is posted already.")]
+    ctx = scripted([*FIRST_TURN, *fork], box, embeddings="hash")
+    await execute_turn(GOAL, ctx, "t7", quiet=True)
+    at_post = before(await history(data_dir, "t7"), "dispatch_tools", "post_message")
+    async with open_checkpointer(checkpoints_file(data_dir)) as saver:
+        agent = make_graph(checkpointer=saver)
+        config = {"configurable": {"thread_id": "t7", "checkpoint_id": at_post}}
+        again = "Post the sales report to the project group."
+        out = await agent.ainvoke({"messages": [HumanMessage(again)]}, config, context=ctx)
+    assert sorted(ran) == sorted(OUTPUTS)
+    notice = str(out["messages"][-1].content)
+    assert out["stop_reason"].startswith("the model answered without doing these steps: post_message")
+    assert "no tool step succeeded" not in notice
+    assert "not run again here): post_message." in notice
+    await box.registry.ledger.aclose()
