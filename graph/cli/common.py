@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import click
 import typer
 from rich.markup import escape
 from typer.core import TyperGroup
@@ -78,10 +79,41 @@ def unexpected_message(exc: BaseException, thread_id: str = "") -> str:
     return f"{type(exc).__name__}: {text}.{kept}{hint}"
 
 
+class LazyCommand(click.Command):
+    """A command defined elsewhere, loaded (with everything its module imports) when it is run
+    or its own ``--help`` is asked for; the group's ``--help`` shows ``help`` without loading it.
+    ``load`` returns the real command."""
+
+    def __init__(self, name: str, load: Callable[[], click.Command], help: str) -> None:
+        super().__init__(name, help=help)
+        self._load = load
+        self._real: click.Command | None = None
+
+    def real(self) -> click.Command:
+        if self._real is None:
+            self._real = self._load()
+        return self._real
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        return self.real().make_context(info_name, args, parent=parent, **extra)
+
+    def invoke(self, ctx: Any) -> Any:
+        return self.real().invoke(ctx)
+
+
+#: Commands added to the top-level group as :class:`LazyCommand` (``hermes eval``).
+LAZY_COMMANDS: dict[str, LazyCommand] = {}
+
+
 class HermesGroup(TyperGroup):
     """The top-level command group: an exception that no command turned into a message (a
     bug, or a failure outside ``guarded``) ends as one line and exit 1 — with its traceback
-    when ``HERMES_DEBUG`` is set — never as a bare traceback."""
+    when ``HERMES_DEBUG`` is set — never as a bare traceback. Holds :data:`LAZY_COMMANDS` too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, command in LAZY_COMMANDS.items():
+            self.add_command(command, name)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         ctx.meta["hermes_args"] = list(args)  # for the data directory of a damaged-file message

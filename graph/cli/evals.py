@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from graph.cli.common import app
+import click
+import typer
+
+from graph.cli.common import LAZY_COMMANDS, LazyCommand
 
 
-def _register() -> None:
-    # evals sits above the runtime (it drives graph/, nodes/, tools/): imported here, where the
-    # command line registers it, and nowhere in the runtime.
+def _eval_command() -> click.Command:
+    # evals sits above the runtime (it drives graph/, nodes/, tools/): imported here, when the
+    # command runs or shows its own help, and nowhere in the runtime (nor at `hermes --help`)
     from evals.cli import eval_command
 
-    app.command("eval")(eval_command)
+    single = typer.Typer()
+    single.command("eval")(eval_command)
+    return typer.main.get_command(single)
 
 
-_register()
+LAZY_COMMANDS["eval"] = LazyCommand(
+    "eval", _eval_command, "Run an evaluation suite against the embedded model or any OpenAI-compatible endpoint."
+)
