@@ -13,7 +13,7 @@ The same pairing rule cuts a history into the atomic groups the context window i
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, TypeGuard
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 
@@ -75,7 +75,7 @@ def message_groups(messages: list[AnyMessage]) -> list[Group]:
     return groups
 
 
-def is_closure(message: AnyMessage) -> bool:
+def is_closure(message: AnyMessage) -> TypeGuard[ToolMessage]:
     """True for the error result :func:`close_unanswered` gave a call left pending (its
     deterministic id ``closed-<call id>``): the call was not dispatched on this branch."""
     return isinstance(message, ToolMessage) and message.id == f"closed-{message.tool_call_id}"
