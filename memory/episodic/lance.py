@@ -63,6 +63,7 @@ from memory.episodic.base import (
     fusion_alpha,
     utcnow,
 )
+from memory.migrations import MemoryStoreError
 from memory.text import content_hash, keyword_text, query_terms
 
 log = logging.getLogger(__name__)
@@ -147,6 +148,13 @@ def dedupe_key(user_id: str, text: str) -> str:
     return f"{user_id}\x00{content_hash(text)}"
 
 
+#: The table's layout version, kept in its schema metadata (``FORMAT_KEY``). A table written
+#: before the key existed has the same layout: format 1. A newer format is refused with one line
+#: (``memory.migrations.MemoryStoreError``), never read as if it were this one.
+EPISODIC_FORMAT = 1
+FORMAT_KEY = b"hermes.episodic_format"
+
+
 def _schema(dim: int):
     import pyarrow as pa  # noqa: PLC0415
 
@@ -164,7 +172,8 @@ def _schema(dim: int):
             ("evidence", pa.string()),
             ("metadata", pa.string()),
             ("vector", pa.list_(pa.float32(), dim)),
-        ]
+        ],
+        metadata={FORMAT_KEY: str(EPISODIC_FORMAT).encode()},
     )
 
 
@@ -243,7 +252,7 @@ class LanceEpisodicStore:
         core, a file where the folder should be) into :class:`EpisodicStoreDamaged`."""
         try:
             yield
-        except (EmbedderMismatch, EpisodicStoreDamaged):
+        except (EmbedderMismatch, EpisodicStoreDamaged, MemoryStoreError):
             raise
         except Exception as exc:
             ours = isinstance(exc, OSError) and str(getattr(exc, "filename", "") or "").startswith(str(self.path))
@@ -276,6 +285,15 @@ class LanceEpisodicStore:
         except ValueError:  # not there yet (exist_ok: another process may create it meanwhile)
             table = await db.create_table(TABLE, schema=_schema(self.embedder.dim), exist_ok=True)
         schema = await table.schema()
+        raw = (schema.metadata or {}).get(FORMAT_KEY, b"1")
+        version = int(raw) if raw.isdigit() else EPISODIC_FORMAT + 1  # unreadable: not ours to guess
+        if version > EPISODIC_FORMAT:
+            raise MemoryStoreError(
+                self.path,
+                f"the episodic memory folder {self.path} is in format {raw.decode(errors='replace')}, written by a "
+                f"newer Hermes (this one reads format {EPISODIC_FORMAT}): upgrade Hermes, or move the folder "
+                f"aside (mv {self.path} {self.path}.format{version}) to start an empty episodic memory",
+            )
         if "vector" not in schema.names:  # a folder of another program, or a damaged schema
             raise EpisodicStoreDamaged(self.path, ValueError(f"table {TABLE!r} has no vector column"))
         dim = schema.field("vector").type.list_size

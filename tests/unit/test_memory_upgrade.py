@@ -340,3 +340,84 @@ def test_memory_list_shows_an_earlier_releases_memories(tmp_path, monkeypatch):
     assert {e["source"] for e in listed if e["kind"] == "preference"} == {"user"}
     # the user is told once what the upgrade did, and what it left behind
     assert "format 1 → 4; 6 episodic event(s) carried over" in result.stderr and "1 expired" in result.stderr
+
+
+# --- the episodic folder's own format -------------------------------------------------------------
+
+
+async def _raw_table(data: Path, metadata: dict[bytes, bytes] | None) -> Path:
+    """An ``episodic.lance`` table with this release's columns and the given schema metadata
+    (None: as written before the format key existed), holding one event of user ana."""
+    import lancedb
+    import pyarrow as pa
+
+    from memory.episodic.lance import LANCE_DIRNAME, TABLE, _schema, dedupe_key, to_us
+    from memory.text import keyword_text
+
+    folder = data / LANCE_DIRNAME
+    folder.mkdir(parents=True)
+    schema = pa.schema(list(_schema(HashEmbedder().dim)), metadata=metadata)
+    db = await lancedb.connect_async(str(folder))
+    table = await db.create_table(TABLE, schema=schema)
+    text = "completed task: the quarterly inventory count"
+    await table.add(
+        [
+            {
+                "id": "old-1",
+                "user_id": "ana",
+                "kind": "task",
+                "text": text,
+                "kw": keyword_text(text),
+                "dedupe": dedupe_key("ana", text),
+                "created_us": to_us(NOW - timedelta(days=1)),
+                "expired_us": 0,
+                "confidence": 0.9,
+                "evidence": "direct",
+                "metadata": "{}",
+                "vector": (await HashEmbedder().embed_passages([text]))[0],
+            }
+        ]
+    )
+    table.close()
+    return folder
+
+
+@pytest.mark.slow
+async def test_an_episodic_folder_written_before_its_format_was_recorded_is_read(tmp_path):
+    data = tmp_path / "data"
+    await _raw_table(data, None)
+    store = LanceEpisodicStore.in_dir(data, HashEmbedder())
+    try:
+        assert [e.id for e in await store.list("ana")] == ["old-1"]
+    finally:
+        await store.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stamp", [b"2", b"x"], ids=["newer", "unreadable"])
+async def test_an_episodic_folder_of_a_newer_format_is_one_line_naming_it(tmp_path, stamp):
+    from memory.episodic.lance import FORMAT_KEY
+
+    data = tmp_path / "data"
+    folder = await _raw_table(data, {FORMAT_KEY: stamp})
+    store = LanceEpisodicStore.in_dir(data, HashEmbedder())
+    try:
+        with pytest.raises(migrations.MemoryStoreError) as info:
+            await store.list("ana")
+    finally:
+        await store.close()
+    line = str(info.value)
+    assert "\n" not in line and str(folder) in line and "newer Hermes" in line and f"mv {folder} " in line, line
+
+
+@pytest.mark.slow
+async def test_a_new_episodic_folder_records_its_format(tmp_path):
+    from memory.episodic.lance import EPISODIC_FORMAT, FORMAT_KEY
+
+    store = LanceEpisodicStore.in_dir(tmp_path, HashEmbedder())
+    try:
+        await store.list("ana")
+        table = await store._table()
+        assert (await table.schema()).metadata[FORMAT_KEY] == str(EPISODIC_FORMAT).encode()
+    finally:
+        await store.close()
