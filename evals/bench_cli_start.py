@@ -6,7 +6,8 @@ CLI imported the graph, the model client, the checkpointer and the memory servic
 extracted with ``git archive`` into a temporary directory; ``after`` is this checkout. Both run
 with this venv's interpreter (the tree first on ``PYTHONPATH``), interleaved run by run, as a
 new process each: ``from graph.cli import app; app()`` with ``--help`` — what the ``hermes``
-script does. The wall time of the whole process is measured; the 1-minute load average is
+script does, with bytecode cached as a user's Python caches it (in a temporary
+``PYTHONPYCACHEPREFIX``). The wall time of the whole process is measured; the 1-minute load average is
 recorded beside every run (the machine is shared: read the ratio within the run). Also one
 ``python -X importtime -c "import graph.cli"`` per side (the import's own cumulative time).
 
@@ -21,6 +22,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -33,26 +35,30 @@ OUT = Path(__file__).parent / "out" / "cli_start.json"
 HELP = "import sys; from graph.cli import app; sys.argv[0] = 'hermes'; app()"
 
 
-def _env(tree: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(tree), "COLUMNS": "80"}
+def _env(tree: Path, pycache: Path) -> dict[str, str]:
+    # bytecode cached as a user's Python does (these machines set PYTHONDONTWRITEBYTECODE,
+    # which recompiles every module of the project on every start), outside the trees
+    env = {**os.environ, "PYTHONPATH": str(tree), "COLUMNS": "80", "PYTHONPYCACHEPREFIX": str(pycache)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
-def help_run(tree: Path) -> dict[str, float]:
+def help_run(tree: Path, pycache: Path) -> dict[str, float]:
     """One ``hermes --help`` process on ``tree``: wall seconds and the load average before it."""
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-c", HELP, "--help"], cwd=tree, env=_env(tree), check=True, stdout=subprocess.DEVNULL
+        [sys.executable, "-c", HELP, "--help"], cwd=tree, env=_env(tree, pycache), check=True, stdout=subprocess.DEVNULL
     )
     return {"s": time.perf_counter() - t0, "load": load}
 
 
-def import_time(tree: Path) -> float:
+def import_time(tree: Path, pycache: Path) -> float:
     """Seconds ``import graph.cli`` took by ``python -X importtime`` (cumulative, own line)."""
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", "import graph.cli"],
         cwd=tree,
-        env=_env(tree),
+        env=_env(tree, pycache),
         check=True,
         capture_output=True,
         text=True,
@@ -85,14 +91,16 @@ def main() -> None:
         before = Path(tmp)
         archive = subprocess.run(["git", "archive", args.before], cwd=ROOT, check=True, capture_output=True)
         subprocess.run(["tar", "-x", "-C", str(before)], input=archive.stdout, check=True)
+        pycache = before.parent / f"{before.name}-pycache"
         trees = {"before": before, "after": ROOT}
-        for tree in trees.values():  # warm the bytecode caches of both trees
-            help_run(tree)
+        for tree in trees.values():  # fill the bytecode caches of both trees
+            help_run(tree, pycache)
         runs: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
         for _ in range(args.runs):
             for side, tree in trees.items():
-                runs[side].append(help_run(tree))
-        imports = {side: import_time(tree) for side, tree in trees.items()}
+                runs[side].append(help_run(tree, pycache))
+        imports = {side: import_time(tree, pycache) for side, tree in trees.items()}
+        shutil.rmtree(pycache, ignore_errors=True)
     result = {side: {**summary(r), "import_graph_cli_s": imports[side], "all": r} for side, r in runs.items()}
     result["ratio_of_medians"] = result["before"]["median_s"] / result["after"]["median_s"]
     result["before_rev"] = args.before

@@ -3,7 +3,6 @@ exit-code mapping of failures, opening the checkpointed agent graph."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import sqlite3
@@ -282,6 +281,8 @@ async def guarded(
     to do (as JSON on stdout with ``--json``; with ``HERMES_DEBUG`` the traceback first, see
     :func:`report_error`). Always closes MCP sessions and the embedded server. Codes: 2 model
     unavailable, 1 anything else."""
+    import asyncio  # (running: already loaded) asyncio loads with the first command that runs
+
     code, message = 0, ""
     failure: BaseException | None = None
     try:
@@ -330,6 +331,8 @@ async def aclose_opened() -> None:
 
 def run_sync(main: Coroutine[Any, Any, int], thread_id: str = "") -> int:
     """``asyncio.run(main)``; Ctrl-C ends with exit 130 and says how to continue."""
+    import asyncio  # not at the top: `hermes --help` runs nothing
+
     try:
         return asyncio.run(main)
     except KeyboardInterrupt:
@@ -393,6 +396,8 @@ def run_command(coro_factory: Callable[[], Awaitable[Any]], data_dir: Path | Non
     ``data_dir``, and anything else (with ``HERMES_DEBUG``, the traceback too)."""
 
     async def go() -> int:
+        import asyncio
+
         try:
             await coro_factory()
             return 0

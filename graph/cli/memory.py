@@ -8,7 +8,6 @@ bare id is looked up in both. ``--user`` defaults to ``HERMES_USER_ID`` (``defau
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -402,6 +401,8 @@ def memory_consolidate(
                 )
             if not interval or (times and done >= times):
                 return
+            import asyncio
+
             await asyncio.sleep(interval)
 
     _run(go, context, json_out)

@@ -5,7 +5,6 @@ any; the reminder's text is never run as a request."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import json
 from dataclasses import asdict
@@ -58,6 +57,8 @@ async def fire_reminder_action(due: Due, context: Context, verbose: bool = False
     the ledger replays a repeat); a "task" action runs the agent turn on the action's thread
     (default ``reminder-<id>``) with ``graph.runner`` (checkpoints, mirror, per-thread lock), on
     behalf of that request (``Context.for_firing``: no scheduling, its destinations)."""
+    import asyncio
+
     from graph.resources import get_toolbox
     from graph.runner import execute_turn
     from tools.scheduler import bound_request, call_tool_action
@@ -226,6 +227,8 @@ def reminders_due(
 async def check_once(context: Context, clock: dt.datetime, verbose: bool) -> list[Firing]:
     """Fire what is due at ``clock`` in the context's data directory (nothing when it has no
     reminders database)."""
+    import asyncio
+
     from tools.scheduler import fire_due
 
     path_dir = Path(context.data_dir)
@@ -283,6 +286,7 @@ def serve(
         err_console.print("[red]error:[/red] --interval must be >= 0 seconds")
         raise typer.Exit(1)
     context = context_or_exit(model, base_url, data_dir, None)
+    import asyncio  # not at the top: `hermes --help` runs nothing
 
     async def go() -> None:
         console.print(

@@ -19,8 +19,6 @@ from rich.status import Status
 from rich.table import Table
 from rich.tree import Tree
 
-from graph.cli.stdin import ainput
-
 if TYPE_CHECKING:  # the commands that print these have loaded them; `hermes --help` need not
     from langchain_core.messages import AnyMessage
 
@@ -249,6 +247,8 @@ class ConsoleObserver:
         if not sys.stdin.isatty():
             return None  # nobody to ask here: the summary carries the question (exit 3)
         console.print(f"[bold yellow]? {question}[/bold yellow]")
+        from graph.cli.stdin import ainput
+
         return await ainput("answer> ")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
@@ -14,7 +13,6 @@ import typer
 
 from graph.cli.common import EXIT_ASKED, app, context_or_exit, guarded, run_sync
 from graph.cli.render import ConsoleObserver, console, err_console, print_summary
-from graph.cli.stdin import ainput
 
 if TYPE_CHECKING:  # the runner (the graph, the model client) loads inside the commands that run turns
     from graph.context import Context
@@ -144,6 +142,9 @@ def chat(
     console.print(f"thread {thread_id} — empty line to quit")
 
     async def go() -> None:
+        import asyncio
+
+        from graph.cli.stdin import ainput
         from graph.runner import answer_delivered, execute_turn
 
         while True:
