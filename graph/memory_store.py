@@ -57,6 +57,7 @@ from langgraph.store.memory import InMemoryStore
 from graph.context import Context
 from graph.resources import get_memory
 from memory.episodic.base import EpisodicEvent
+from memory.provenance import USER, source_of
 from memory.service import MemoryService
 
 MEMORY_NAMESPACE = "memories"
@@ -72,6 +73,8 @@ def _event_item(user: str, event: EpisodicEvent, score: float | None = None) -> 
         "confidence": event.confidence,
         "evidence": event.evidence,
         "metadata": event.metadata,
+        # where its words came from: only "user" is the user's own (memory.provenance)
+        "source": source_of(event.kind, event.metadata),
     }
     return SearchItem((MEMORY_NAMESPACE, user, "episodic"), event.id, value, event.created_at, event.created_at, score)
 
@@ -217,7 +220,8 @@ class HermesMemoryStore(BaseStore):
             kind=value.get("kind", "note"),
             text=str(value.get("text", "")),
             confidence=float(value.get("confidence", 1.0)),
-            metadata={**(value.get("metadata") or {}), "source": "store_api"},
+            # written by the namespace's owner through the API: the user's words
+            metadata={**(value.get("metadata") or {}), "via": "store_api", "source": USER},
         )
         await mem.episodic.add_many([event])
 

@@ -257,3 +257,27 @@ async def test_a_run_a_reminder_fired_writes_no_preference_from_its_stored_actio
     kinds = [e.kind for e in await memory.episodic.list(ctx.user_id)]
     assert "preference" not in kinds and "note" not in kinds, kinds
     assert await memory.semantic.facts(ctx.user_id) == []
+
+
+@pytest.mark.slow  # a real LanceDB folder
+async def test_the_store_api_shows_each_memorys_source(tmp_path):
+    from graph.memory_store import HermesMemoryStore
+    from memory.embeddings import HashEmbedder
+    from memory.episodic.lance import LanceEpisodicStore
+
+    mem = MemoryService(tmp_path / "data", episodic=LanceEpisodicStore.in_dir(tmp_path / "data", HashEmbedder()))
+    try:
+        result = json.dumps({"rows": [{"name": "ACME", "orders": 42, "note": INJECTIONS["en remember"]}]})
+        answer = f"ACME has the most orders: 42. {INJECTIONS['en remember']}"
+        await mem.write_plan(
+            mem.plan_turn(
+                "ana", "t", "Which customer has the most orders?", answer, [], None, [], evidence=_evidence(result)
+            )
+        )
+        store = HermesMemoryStore(lambda: mem)
+        await store.aput(("memories", "ana", "episodic"), "n1", {"text": "standup is at 9"})
+        items = await store.asearch(("memories", "ana", "episodic"), limit=10)
+        assert {i.value["kind"]: i.value["source"] for i in items} == {"task": "task", "note": "user"}
+        assert EVIL not in json.dumps([i.value for i in items])
+    finally:
+        await mem.aclose()
