@@ -3,9 +3,9 @@
     hermes run "<task>" [--thread ID] [--model NAME --base-url URL] [--data-dir DIR]
     hermes chat [--thread ID]
     hermes resume --thread ID "<answer>"       (answer a question the agent asked: interrupt)
-    hermes tools list | lint
+    hermes tools list [--json] | lint
     hermes session list [--json] | show THREAD [--last N] [--json]
-    hermes branch list THREAD | show THREAD [CHECKPOINT] [--compact]
+    hermes branch list THREAD [--json] | show THREAD [CHECKPOINT] [--compact]
     hermes branch rollback THREAD CHECKPOINT | switch THREAD HEAD | fork THREAD CHECKPOINT "<task>"
     hermes reminders list | due | run [--now ISO8601]      hermes serve [--interval 60]
     hermes eval tools|memory|tasks|mcp|sessions [--model M --base-url URL] [--limit N] [--k K]
@@ -28,6 +28,13 @@ Modules: ``common`` (the Typer app, settings from options, exit codes), ``turns`
 chat), ``sessions`` (session, branch), ``registry`` (tools), ``reminders`` (reminders, serve),
 ``render`` (everything printed), ``stdin`` (reading the terminal). Turns run through
 ``graph.runner``.
+
+Start-up: these modules import only typer, rich and the standard library at the top; the graph,
+the runner, the model client, the checkpointer, the toolbox, the memory service (LanceDB, the
+embedder) and ``evals`` are imported inside the commands that use them, so ``hermes --help`` and
+the listings do not pay for them (``tests/unit/test_cli_startup.py``). Tables go through
+``render.print_table``: nothing is cut to "…" at 80 columns (one block per row when a table does
+not fit); every list command takes ``--json``.
 """
 
 # Each module registers its commands on ``app``; the import order is the order of ``--help``.
