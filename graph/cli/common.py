@@ -13,10 +13,9 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
 import typer
 from rich.markup import escape
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from graph.cli.render import err_console, stop_live
 
@@ -78,17 +77,17 @@ def unexpected_message(exc: BaseException, thread_id: str = "") -> str:
     return f"{type(exc).__name__}: {text}.{kept}{hint}"
 
 
-class LazyCommand(click.Command):
+class LazyCommand(TyperCommand):
     """A command defined elsewhere, loaded (with everything its module imports) when it is run
     or its own ``--help`` is asked for; the group's ``--help`` shows ``help`` without loading it.
-    ``load`` returns the real command."""
+    ``load`` returns the real command (``typer.main.get_command`` of a one-command Typer)."""
 
-    def __init__(self, name: str, load: Callable[[], click.Command], help: str) -> None:
+    def __init__(self, name: str, load: Callable[[], Any], help: str) -> None:
         super().__init__(name, help=help)
         self._load = load
-        self._real: click.Command | None = None
+        self._real: Any = None
 
-    def real(self) -> click.Command:
+    def real(self) -> Any:
         if self._real is None:
             self._real = self._load()
         return self._real

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import click
+from typing import Any
+
 import typer
 
 from graph.cli.common import LAZY_COMMANDS, LazyCommand
 
 
-def _eval_command() -> click.Command:
+def _eval_command() -> Any:
     # evals sits above the runtime (it drives graph/, nodes/, tools/): imported here, when the
     # command runs or shows its own help, and nowhere in the runtime (nor at `hermes --help`)
     from evals.cli import eval_command
