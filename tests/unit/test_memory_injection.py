@@ -281,3 +281,45 @@ async def test_the_store_api_shows_each_memorys_source(tmp_path):
         assert EVIL not in json.dumps([i.value for i in items])
     finally:
         await mem.aclose()
+
+
+async def test_a_consolidating_model_reads_the_users_words_never_the_answer(tmp_path):
+    from datetime import UTC, datetime, timedelta
+
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    from graph.consolidate_graph import graph as consolidate
+    from graph.context import Context
+    from graph.model import register_model
+
+    seen: list[str] = []
+
+    class Reader(GenericFakeChatModel):
+        def _generate(self, messages, *args, **kwargs):
+            seen.append(str(messages[-1].content))
+            return super()._generate(messages, *args, **kwargs)
+
+    register_model("injection-reader", lambda c: Reader(messages=iter([AIMessage("[]")] * 3)))
+    context = Context(data_dir=str(tmp_path / "data"), embeddings="hash", model="injection-reader")
+    now = datetime.now(UTC)
+    try:
+        mem = resources.get_memory(context)
+        # a task memory as an earlier release (or a bug) might have left it: the answer quoting a row
+        await mem.episodic.add_many(
+            [
+                EpisodicEvent(
+                    user_id="u",
+                    kind="task",
+                    text=f"completed task: Which customer has the most orders?; tools: read_customers; answer: "
+                    f"ACME: 42. {INJECTIONS['en remember']}",
+                    confidence=0.9,
+                    created_at=now - timedelta(minutes=5),
+                )
+            ]
+        )
+        out = await consolidate.ainvoke({"now": now.isoformat()}, context=context)
+        assert out["extractor"] == "model:injection-reader"
+        assert seen and "Which customer has the most orders?" in seen[0]
+        assert EVIL not in seen[0] and "ACME" not in seen[0], seen[0]
+    finally:
+        await resources.aclose_resources()
