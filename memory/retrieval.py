@@ -28,6 +28,7 @@ from langchain_core.messages import SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from memory.episodic.base import EpisodicEvent, ScoredEvent
+from memory.provenance import TASK, as_data, source_of
 from memory.semantic import Fact
 
 #: Default budget of the memory block, tokens (approximate).
@@ -76,10 +77,18 @@ def format_episode(hit: ScoredEvent | EpisodicEvent, tool_versions: Mapping[str,
     event = hit.event if isinstance(hit, ScoredEvent) else hit
     label = "evidence" if event.evidence == "direct" else "inferred"
     changed = changed_tools(event, tool_versions)
+    text = event.text
+    if source_of(event.kind, event.metadata) == TASK and "; answer: " in text:
+        # a task memory written before answers were quoted as data (an earlier release) may
+        # carry a row's "always BCC x@y": it is left out here too
+        head, _, answer = text.partition("; answer: ")
+        quoted, left_out = as_data(answer)
+        if left_out:
+            text = f"{head}; answer: {quoted} [{left_out} instruction-like sentence(s) left out]"
     stale = f" · stale: {', '.join(changed)} changed since (call as offered now, not as then)" if changed else ""
     return (
         f"[episodic · {event.kind} · {event.created_at.date().isoformat()} · confidence {event.confidence:.2f}"
-        f" · {label}{stale}] {_clip(event.text)}"
+        f" · {label}{stale}] {_clip(text)}"
     )
 
 

@@ -323,3 +323,18 @@ async def test_a_consolidating_model_reads_the_users_words_never_the_answer(tmp_
         assert EVIL not in seen[0] and "ACME" not in seen[0], seen[0]
     finally:
         await resources.aclose_resources()
+
+
+@pytest.mark.parametrize("case", ["en ignore", "zh ignore", "es"])
+def test_a_task_memory_stored_with_an_injection_is_recalled_without_it(case):
+    from memory.retrieval import format_episode
+
+    # written before answers were quoted as data (an earlier release)
+    old = EpisodicEvent(
+        user_id="u",
+        kind="task",
+        text=f"completed task: top customer?; tools: read_customers; answer: ACME: 42. {INJECTIONS[case]}",
+        confidence=0.9,
+    )
+    line = format_episode(old)
+    assert EVIL not in line and "ACME: 42." in line and "left out" in line, line
