@@ -9,10 +9,33 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.messages.tool import ToolCallChunk
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_openai import ChatOpenAI
 
-from graph.model import normalise_tool_call_chunks
+
+def normalise_tool_call_chunks(
+    seen: dict[Any, tuple[str | None, int]], chunks: list[ToolCallChunk]
+) -> list[ToolCallChunk]:
+    """``chunks`` (one streamed message chunk's ``tool_call_chunks``) with indexes that merge
+    into one call per call id. ``seen`` maps a provider's index to ``(call id, our index)`` and
+    is kept across the chunks of one stream. A chunk whose id differs from the id seen at its
+    index starts a new call (a new index, after all used so far); a chunk without id, or with
+    the same id, continues the last call at its index. Some OpenAI-compatible providers reuse
+    index 0 for every call, others omit ids after the first chunk (or throughout)."""
+    out: list[ToolCallChunk] = []
+    for chunk in chunks:
+        index, cid = chunk.get("index"), chunk.get("id")
+        known = seen.get(index)
+        if known is None or (cid and known[0] and cid != known[0]):
+            ours = max((i for _, i in seen.values()), default=-1) + 1
+            seen[index] = (cid, ours)
+        else:
+            ours = known[1]
+            if cid and not known[0]:
+                seen[index] = (cid, ours)
+        out.append({**chunk, "index": ours})
+    return out
 
 
 def _normalised(generation: ChatGenerationChunk, seen: dict[Any, tuple[str | None, int]]) -> ChatGenerationChunk:

@@ -8,7 +8,7 @@
   embedded llama.cpp server (``graph/embedded/server.py``) on a free 127.0.0.1 port. The model
   is a :class:`JsonToolCallingChat`.
 * otherwise: an ``EndpointChat`` (``graph/endpoint_chat.py``) — the ``ChatOpenAI`` LangChain's ``init_chat_model`` builds
-  for provider ``openai``, its streamed tool-call chunks normalised (:func:`normalise_tool_call_chunks`) —
+  for provider ``openai``, its streamed tool-call chunks normalised (``normalise_tool_call_chunks``) —
   against ``context.base_url`` (any OpenAI-compatible endpoint; the model name is sent as
   given, a ``provider:`` prefix included) with the key of the environment variable named by
   ``context.api_key_env`` (``Context.secret``).
@@ -28,7 +28,6 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages.tool import ToolCallChunk
 from pydantic import SecretStr
 
 from graph.context import Context
@@ -80,30 +79,6 @@ def embedded_model(context: Context) -> EmbeddedModel:
         return resolve(context.model)
     except UnknownEmbeddedModel as exc:
         raise ModelUnavailableError(f"{exc}; set HERMES_MODEL (or --model) to one of them") from None
-
-
-def normalise_tool_call_chunks(
-    seen: dict[Any, tuple[str | None, int]], chunks: list[ToolCallChunk]
-) -> list[ToolCallChunk]:
-    """``chunks`` (one streamed message chunk's ``tool_call_chunks``) with indexes that merge
-    into one call per call id. ``seen`` maps a provider's index to ``(call id, our index)`` and
-    is kept across the chunks of one stream. A chunk whose id differs from the id seen at its
-    index starts a new call (a new index, after all used so far); a chunk without id, or with
-    the same id, continues the last call at its index. Some OpenAI-compatible providers reuse
-    index 0 for every call, others omit ids after the first chunk (or throughout)."""
-    out: list[ToolCallChunk] = []
-    for chunk in chunks:
-        index, cid = chunk.get("index"), chunk.get("id")
-        known = seen.get(index)
-        if known is None or (cid and known[0] and cid != known[0]):
-            ours = max((i for _, i in seen.values()), default=-1) + 1
-            seen[index] = (cid, ours)
-        else:
-            ours = known[1]
-            if cid and not known[0]:
-                seen[index] = (cid, ours)
-        out.append({**chunk, "index": ours})
-    return out
 
 
 async def load_chat_model(context: Context) -> BaseChatModel:

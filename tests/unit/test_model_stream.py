@@ -17,9 +17,8 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langchain_openai import ChatOpenAI
 
 from graph.embedded.chat import JsonToolCallingChat
-from graph.endpoint_chat import EndpointChat
+from graph.endpoint_chat import EndpointChat, normalise_tool_call_chunks
 from graph.failures import CUT_OFF
-from graph.model import normalise_tool_call_chunks
 
 TIMINGS = {"prompt_n": 12, "predicted_n": 7, "predicted_per_second": 9.5}
 USAGE = {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}
