@@ -48,7 +48,8 @@ def prune_payloads(root: Path, older_than_s: float, now_s: float) -> int:
 
 async def consolidate_maintain(state: ConsolidateState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Graph node: see the module docstring."""
-    from tools.idempotency import LEDGER_FILE, open_ledger  # noqa: PLC0415
+    from tools.idempotency import LEDGER_FILE  # noqa: PLC0415
+    from tools.ledgers import open_ledger  # noqa: PLC0415
 
     context = runtime.context or Context()
     memory = get_memory(context)

@@ -1,8 +1,8 @@
 """Idempotency ledger: ``request_id`` → recorded result, in SQLite (DESIGN §2.4;
 seed §2.2: "the same request_id arriving again returns the previous result instead of repeating
 the side effect"). The same ledger on PostgreSQL, shared by processes on many machines
-(``HERMES_POSTGRES_URL``), is ``tools.ledger_postgres.PostgresLedger``; :func:`open_ledger`
-chooses.
+(``HERMES_POSTGRES_URL``), is ``tools.ledger_postgres.PostgresLedger``;
+:func:`tools.ledgers.open_ledger` chooses.
 
 One row per ``(tool, request_id)`` in ``tool_requests``; the PRIMARY KEY is the claim. The
 request id names what the call *means* (the caller derives it from thread, goal, tool and
@@ -528,19 +528,6 @@ SQLITE_STATEMENTS = Statements(
 )
 
 
-def open_ledger(data_dir: Path, postgres_url: str = "", **kw: Any) -> IdempotencyLedger:
-    """The ledger of a data directory: ``data_dir / LEDGER_FILE``, or, when ``postgres_url`` is
-    not empty (``HERMES_POSTGRES_URL``), ``tools.ledger_postgres.PostgresLedger`` on that
-    database, shared by every process and machine that names it. ``kw``: ``wait_s``. Connects
-    lazily (the first operation); a server that cannot be reached is then
-    :class:`LedgerUnavailable`."""
-    if postgres_url:
-        from tools.ledger_postgres import PostgresLedger  # psycopg only when asked for
-
-        return PostgresLedger(postgres_url, **kw)
-    return IdempotencyLedger.in_data_dir(data_dir, **kw)
-
-
 __all__ = [
     "LEDGER_FILE",
     "IdempotencyLedger",
@@ -549,5 +536,4 @@ __all__ = [
     "LedgerUnavailable",
     "SqliteThread",
     "Statements",
-    "open_ledger",
 ]

@@ -41,7 +41,8 @@ from tools.database_setting import database_location
 from tools.errors import ToolDefinitionError
 from tools.executors import make_executor
 from tools.executors.base import Executor
-from tools.idempotency import IdempotencyLedger, open_ledger
+from tools.idempotency import IdempotencyLedger
+from tools.ledgers import open_ledger
 from tools.mcp.client import STARTUP_TIMEOUT_S, MCPClient, MCPServer, MCPTool, Replica, call_replicas, ranked
 from tools.mcp.config import (  # noqa: F401
     META_ARTIFACT_FIELD,

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from tools.errors import ToolTimeout
-from tools.idempotency import IdempotencyLedger, LedgerBusy, open_ledger
+from tools.idempotency import IdempotencyLedger, LedgerBusy
+from tools.ledgers import open_ledger
 from tools.registry import ToolRegistry
 from tools.spec import ToolSpec
 
@@ -273,7 +274,7 @@ def test_two_machines_with_their_own_data_dirs_post_each_request_once(tmp_path, 
 SLOW_EFFECT = textwrap.dedent("""
     import asyncio, json, sys
     from pathlib import Path
-    from tools.idempotency import open_ledger
+    from tools.ledgers import open_ledger
 
     async def main(data_dir, url, out, who):
         ledger = open_ledger(Path(data_dir), url)
@@ -322,7 +323,7 @@ def test_processes_arriving_while_a_call_is_in_flight_wait_for_its_record(store,
 CRASHING = textwrap.dedent("""
     import asyncio, socket, sys
     from pathlib import Path
-    from tools.idempotency import open_ledger
+    from tools.ledgers import open_ledger
 
     async def main(data_dir, url, out, host):
         if host:  # another machine: its pid means nothing here
