@@ -95,7 +95,11 @@ def build_app(
 
         async def call() -> dict[str, Any]:
             try:
-                result = await executor.run(entrypoint, arguments, timeout_s=timeout_s, request_id=request_id)
+                # the authenticated client says whether the call's tool reaches the schedule
+                schedule = body.get("schedule") is True
+                result = await executor.run(
+                    entrypoint, arguments, timeout_s=timeout_s, request_id=request_id, schedule=schedule
+                )
                 return {"ok": True, "result": result}
             except ToolTimeout as exc:
                 return {"ok": False, "error_type": "ToolTimeout", "error": str(exc)}

@@ -112,6 +112,10 @@ class ToolSpec(BaseModel):
                       destination the request names.
         schedules     the tool's effect is to schedule future work (a reminder): a run that a
                       firing started never runs it, so a fired reminder cannot schedule again.
+                      Its sandbox shows the schedule (the reminder store, shared by every thread
+                      of the data directory); no other tool's does (DESIGN §2.2).
+        reads_schedule the tool reads the schedule without scheduling (lists reminders): its
+                      sandbox shows the schedule too; a firing's run may call it.
         deferred_call_arg argument holding a call kept to run later, ``{"kind": "tool", "tool",
                       "args"}`` or ``{"kind": "task", "task"}``: its destinations are checked
                       against the request that creates it, which is recorded with it
@@ -149,6 +153,7 @@ class ToolSpec(BaseModel):
     destination_args: tuple[str, ...] | None = None
     sensitive_results: bool = False
     schedules: bool = False
+    reads_schedule: bool = False
     deferred_call_arg: str | None = None
     network: bool = False
     reads: Literal["data", "schema"] | None = None

@@ -137,7 +137,10 @@ def box(tmp_path: Path):
     data = tmp_path / "data"
     data.mkdir()
     (tmp_path / "secret.txt").write_text("top secret")
-    ex = make_executor("subprocess", data, extra_paths=(str(helpers),), max_procs=32, memory_mb=512)
+    # generic tools that keep files in the data directory (not per-thread workspaces)
+    ex = make_executor(
+        "subprocess", data, extra_paths=(str(helpers),), max_procs=32, memory_mb=512, workspace_only=False
+    )
     yield ex, data, tmp_path
     assert our_cgroups() == [], "a run left its pids cgroup behind"
 

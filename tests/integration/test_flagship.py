@@ -120,7 +120,8 @@ async def test_flagship_with_a_scripted_model_through_real_mcp_and_sqlite(tmp_pa
     }
     report = Path(summary["artifacts"][0])  # generate_report's artifact_field: the report path
     assert report.exists() and "Revenue by region" in report.read_text()
-    assert report.parent == tmp_path / "reports" and not (tmp_path / "sales.db").exists()
+    # in the thread's own workspace (issue 25), and the post below carries that path
+    assert report.parent == tmp_path / "threads" / "flagship-1" / "reports" and not (tmp_path / "sales.db").exists()
     with sqlite3.connect(tmp_path / "team_chat.db") as con:
         posted = con.execute("SELECT channel, text FROM messages").fetchall()
     # one message, and it carries the result: the period, two figures of the report, its path

@@ -145,7 +145,7 @@ async def test_a_period_without_data_is_said_and_nothing_is_posted(tmp_path: Pat
     refusal = next(m for p in model.seen for m in p if isinstance(m, ToolMessage) and m.tool_call_id == "r1")
     body = json.loads(refusal.content)
     assert refusal.status == "error" and "2026-10" in body["error"]
-    assert not (data / "reports").exists() or not list((data / "reports").iterdir())
+    assert not list(data.glob("reports/*")) and not list(data.glob("threads/*/reports/*"))
     if (data / "team_chat.db").exists():
         with sqlite3.connect(data / "team_chat.db") as con:
             assert con.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
@@ -222,7 +222,7 @@ async def test_a_read_only_question_runs_no_side_effect_on_every_builtin_and_mcp
     refusals = [m for m in model.seen[1] if isinstance(m, ToolMessage)]
     assert len(refusals) == len(side_effects) and all("not offered" in m.content for m in refusals)
     assert not effects.exists()
-    assert not (data / "reports").exists() or not list((data / "reports").iterdir())
+    assert not list(data.glob("reports/*")) and not list(data.glob("threads/*/reports/*"))
     for name, table in (("team_chat.db", "messages"), ("reminders.db", "reminders")):
         if (data / name).exists():
             with sqlite3.connect(data / name) as con:

@@ -1,9 +1,11 @@
 """Sandbox defaults of the local executors (DESIGN §2.2), with real worker processes: a builtin-
 style tool — registered the way the builtin catalog registers them, so its ``ToolSpec.network``
-decides — has no network unless its definition asks for it, and never sees the agent's own
-state in the data directory (checkpoints, idempotency ledger, memory, mirror, other threads'
-payloads), neither through Python nor through a native program it starts; its own area
-(``reports/``, its thread's payloads) stays usable. Both the default subprocess backend and the
+and ``schedules`` decide — has no network unless its definition asks for it, and never sees the
+agent's own state in the data directory (checkpoints, idempotency ledger, memory, mirror, other
+threads' payloads), nor another thread's workspace (``threads/<thread>/``: its reports), nor the
+flat ``reports/`` of before, nor the schedule (``reminders.db``) unless it schedules — neither
+through Python nor through a native program it starts; its own area (its thread's workspace and
+payloads) stays usable, and it writes nowhere else. Both the default subprocess backend and the
 bubblewrap backend."""
 
 from __future__ import annotations
@@ -89,6 +91,17 @@ PROBES = textwrap.dedent("""
         done = subprocess.run([sys.executable, "-c", code], capture_output=True)
         return {"connected": b"connected" in done.stdout}
 
+    def listdir(path: str) -> dict:
+        out = {}
+        try:
+            import os
+            out["python"] = sorted(os.listdir(path))
+        except OSError as exc:
+            out["python_error"] = type(exc).__name__ + ": " + str(exc)
+        done = subprocess.run(["/bin/ls", "-a", path], capture_output=True)
+        out["native"] = sorted(done.stdout.decode("latin-1").split())
+        return out
+
     def write(path: str) -> dict:
         try:
             with open(path, "wb") as f:
@@ -99,13 +112,14 @@ PROBES = textwrap.dedent("""
 """)
 
 
-def spec(name: str, arg: str, network: bool = False) -> ToolSpec:
+def spec(name: str, arg: str, network: bool = False, schedules: bool = False) -> ToolSpec:
     kind = {"port": "integer", "path": "string"}[arg]
     return ToolSpec(
         name=name,
         description=f"Test probe {name}: reaches for something outside its area (sandbox tests only).",
         parameters={"type": "object", "properties": {arg: {"type": kind}}, "required": [arg]},
         network=network,
+        schedules=schedules,
     )
 
 
@@ -126,18 +140,22 @@ def setup(request, tmp_path: Path):
     else:
         executor = make_executor("subprocess", data, extra_paths=(str(helpers),))
     registry = ToolRegistry(ledger=IdempotencyLedger(None))
-    for name, entry, arg, network in [
-        ("tcp_probe", "tcp", "port", False),
-        ("udp_probe", "udp", "port", False),
-        ("tcp_online", "tcp", "port", True),  # a tool whose definition asks for the network
-        ("read_probe", "read", "path", False),
-        ("write_probe", "write", "path", False),
-        ("link_probe", "link", "path", False),
-        ("hardlink_probe", "hardlink", "path", False),
-        ("child_tcp_probe", "child_tcp", "port", False),
+    for name, entry, arg, network, schedules in [
+        ("tcp_probe", "tcp", "port", False, False),
+        ("udp_probe", "udp", "port", False, False),
+        ("tcp_online", "tcp", "port", True, False),  # a tool whose definition asks for the network
+        ("read_probe", "read", "path", False, False),
+        ("write_probe", "write", "path", False, False),
+        ("list_probe", "listdir", "path", False, False),
+        ("link_probe", "link", "path", False, False),
+        ("hardlink_probe", "hardlink", "path", False, False),
+        ("child_tcp_probe", "child_tcp", "port", False, False),
+        ("scheduling_read_probe", "read", "path", False, True),  # a tool that schedules
+        ("scheduling_write_probe", "write", "path", False, True),
     ]:
-        tool = spec(name, arg, network)
-        registry.register(tool, executor_runner(executor, f"sandbox_probes:{entry}", 20, tool.network))
+        tool = spec(name, arg, network, schedules)
+        runner = executor_runner(executor, f"sandbox_probes:{entry}", 20, tool.network, tool.schedules)
+        registry.register(tool, runner)
     return data, registry
 
 
@@ -225,10 +243,77 @@ async def test_the_tool_keeps_its_own_area(setup):
     await agent_state(data)
     own = await call(registry, "read_probe", {"path": "payloads/bob/r.json"})
     assert own["python"] == own["native"] == "bob's own result"
-    (data / "reports").mkdir()
-    wrote = await call(registry, "write_probe", {"path": "reports/summary.md"})
+    (data / "threads" / "bob" / "reports").mkdir(parents=True)
+    wrote = await call(registry, "write_probe", {"path": "threads/bob/reports/summary.md"})
     assert wrote["written"] is True
-    assert (data / "reports" / "summary.md").read_bytes() == b"overwritten by a tool"
+    assert (data / "threads" / "bob" / "reports" / "summary.md").read_bytes() == b"overwritten by a tool"
+    # the only folder of threads/ the run sees is its own
+    listed = await call(registry, "list_probe", {"path": str(data / "threads")})
+    assert listed.get("python", ["bob"]) == ["bob"] and set(listed["native"]) <= {".", "..", "bob"}, listed
+
+
+async def test_the_tool_writes_only_its_own_workspace(setup):
+    """The data directory's top level is shared by every thread: a tool that does not schedule
+    cannot plant or change a file there (a note another thread's tool would read, a
+    ``reminders.db-wal`` the scheduler would replay), only in its thread's workspace."""
+    data, registry = setup
+    (data / "notes.txt").write_text("shared note")
+    for path in ("notes.txt", str(data / "planted.txt"), "reminders.db-wal", "threads/planted.md"):
+        wrote = await call(registry, "write_probe", {"path": path})
+        assert wrote["written"] is False, (path, wrote)
+    assert (data / "notes.txt").read_text() == "shared note"
+    assert not (data / "planted.txt").exists() and not (data / "reminders.db-wal").exists()
+    assert not (data / "threads" / "planted.md").exists()
+
+
+async def test_a_run_for_one_thread_cannot_reach_another_threads_folder(setup):
+    """alice's reports (her thread's workspace) and the flat ``reports/`` of before: a run for
+    bob's thread cannot list, read or write them — not by absolute or relative path, not by
+    ``../`` out of its own workspace, not with a native program; alice's files stay as they were.
+    A run for alice's thread still reads her own report."""
+    data, registry = setup
+    alice = data / "threads" / "alice" / "reports"
+    alice.mkdir(parents=True)
+    (alice / "q3.md").write_text(SECRET)
+    (data / "reports").mkdir()
+    (data / "reports" / "old.md").write_text(SECRET)  # written before reports were per thread
+    (data / "threads" / "bob").mkdir()
+    for folder in (alice, data / "threads" / "alice", data / "reports"):
+        for form in (str(folder), str(folder.relative_to(data)), f"threads/bob/../../{folder.relative_to(data)}"):
+            listed = await call(registry, "list_probe", {"path": form})
+            assert "q3.md" not in str(listed) and "old.md" not in str(listed), (form, listed)
+    for path in (alice / "q3.md", data / "reports" / "old.md"):
+        for form in (str(path), str(path.relative_to(data)), f"threads/bob/../../{path.relative_to(data)}"):
+            seen = await call(registry, "read_probe", {"path": form})
+            assert SECRET not in str(seen), (form, seen)
+        wrote = await call(registry, "write_probe", {"path": str(path)})
+        assert wrote["written"] is False, (path, wrote)
+        assert path.read_text() == SECRET
+    wrote = await call(registry, "write_probe", {"path": str(alice / "planted.md")})
+    assert wrote["written"] is False and not (alice / "planted.md").exists(), wrote
+    mine = await call(registry, "read_probe", {"path": "threads/alice/reports/q3.md"}, thread="alice")
+    assert mine["python"] == mine["native"] == SECRET
+
+
+async def test_the_schedule_is_only_for_tools_that_schedule(setup):
+    """``reminders.db`` holds every user's reminders: a tool that does not schedule can neither
+    read nor change it (nor its journal); a tool whose definition says ``schedules`` can."""
+    data, registry = setup
+    store = data / "reminders.db"
+    with sqlite3.connect(store) as con:
+        con.execute("CREATE TABLE reminders (id INTEGER PRIMARY KEY, text TEXT)")
+        con.execute("INSERT INTO reminders (text) VALUES (?)", (SECRET,))
+    con.close()
+    for form in (str(store), "reminders.db"):
+        seen = await call(registry, "read_probe", {"path": form})
+        assert SECRET not in str(seen), (form, seen)
+    wrote = await call(registry, "write_probe", {"path": str(store)})
+    assert wrote["written"] is False, wrote
+    assert SECRET.encode() in store.read_bytes()
+    seen = await call(registry, "scheduling_read_probe", {"path": "reminders.db"})
+    assert SECRET in seen["python"] and SECRET in seen["native"]
+    wrote = await call(registry, "scheduling_write_probe", {"path": "reminders.db-journal"})
+    assert wrote["written"] is True and (data / "reminders.db-journal").exists()
 
 
 async def test_a_link_a_tool_leaves_to_the_agent_state_is_gone_after_the_run(setup):
@@ -238,21 +323,24 @@ async def test_a_link_a_tool_leaves_to_the_agent_state_is_gone_after_the_run(set
     within the tool's own area stays."""
     data, registry = setup
     files = await agent_state(data)
-    (data / "reports").mkdir()
-    (data / "reports" / "summary.md").write_text("bob's summary")
+    (data / "threads" / "bob" / "reports").mkdir(parents=True)
+    (data / "threads" / "bob" / "reports" / "summary.md").write_text("bob's summary")
+    (data / "threads" / "alice").mkdir()
+    (data / "threads" / "alice" / "q3.md").write_text(SECRET)
+    own = "threads/bob/reports"
     planted = {
-        "reports/q3.md": str(files["checkpoints"]),
-        "reports/ledger.md": "../idempotency.db",
-        "payloads/bob/r2.json": str(files["another thread's payload"]),
-        "reports/mirror": str(data / "mirror"),
-        "reports/hostname.md": "/etc/hostname",
+        f"{own}/q3.md": str(files["checkpoints"]),
+        f"{own}/ledger.md": "../../../idempotency.db",
+        f"{own}/alice.md": str(data / "threads" / "alice" / "q3.md"),
+        f"{own}/mirror": str(data / "mirror"),
+        f"{own}/hostname.md": "/etc/hostname",
     }
     for where, target in planted.items():
         made = await call(registry, "link_probe", {"path": f"{where}=>{target}"})
         assert made["linked"] is True, made
         assert not (data / where).is_symlink() and not (data / where).exists(), where
-    assert (await call(registry, "link_probe", {"path": "reports/latest.md=>summary.md"}))["linked"] is True
-    assert (data / "reports" / "latest.md").read_text() == "bob's summary"
+    assert (await call(registry, "link_probe", {"path": f"{own}/latest.md=>summary.md"}))["linked"] is True
+    assert (data / own / "latest.md").read_text() == "bob's summary"
 
 
 async def test_the_agent_state_is_out_of_reach_by_other_paths(setup):
@@ -266,8 +354,8 @@ async def test_the_agent_state_is_out_of_reach_by_other_paths(setup):
         for form in forms:
             seen = await call(registry, "read_probe", {"path": form})
             assert SECRET not in str(seen), (what, form, seen)
-        (data / "reports").mkdir(exist_ok=True)
-        linked = await call(registry, "hardlink_probe", {"path": f"reports/{path.name}.copy=>{path}"})
+        (data / "threads" / "bob").mkdir(parents=True, exist_ok=True)
+        linked = await call(registry, "hardlink_probe", {"path": f"threads/bob/{path.name}.copy=>{path}"})
         assert SECRET not in str(linked), (what, linked)
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))

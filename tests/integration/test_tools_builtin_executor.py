@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import DEMO_END_MONTH as END
 from tests.unit.test_tools_builtin import _dump
+from tools.executors.workspace import workspace_for
 
 pytestmark = pytest.mark.slow  # real worker processes
 
@@ -125,7 +126,8 @@ async def test_report_numbers_match_sql(reg, data, db):
     assert totals["rows"][0][0] == pytest.approx(revenue, abs=0.005) and totals["rows"][0][1] == orders
     assert dict(map(tuple, by_region["rows"]))["North"] == pytest.approx(north, abs=0.005)
     path = Path(rep["path"])
-    assert path == data / "reports" / "sales-report-2025-05.md" and rep["version"] == 1
+    # in the run's own workspace (request "rep1" names no thread: a folder of its own)
+    assert path == workspace_for(data, "rep1") / "reports" / "sales-report-2025-05.md" and rep["version"] == 1
     text = path.read_text()
     assert "# Sales report 2025-05" in text and "2025-05" in text
     assert f"{round(revenue, 2):,.2f}" in text and "| North |" in text
@@ -148,7 +150,7 @@ async def test_report_for_a_period_without_data_is_an_error_naming_the_latest_mo
         "rep3",
     )
     assert out.status == "error" and "no data" in out.error.lower() and END in out.error
-    assert list((data / "reports").glob("*.md")) == []
+    assert list(data.glob("threads/*/reports/*.md")) == list(data.glob("reports/*.md")) == []
     bad = await reg.call("generate_report", {"title": "x", "queries": []}, "rep4")
     assert bad.error_kind == "invalid_arguments"
 

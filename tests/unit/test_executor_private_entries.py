@@ -50,7 +50,33 @@ def test_the_agent_state_and_other_threads_payloads_are_private(tmp_path):
         "locks",
         "mcp_auth",
         "payloads/alice",
+        "reports",  # the flat reports of before they were per thread: nobody's own
+        "reminders.db",  # the schedule: only for a tool that schedules
+        "reminders.db-wal",
     }
+
+
+def test_the_schedule_is_shown_only_to_a_scheduling_call(tmp_path):
+    layout(tmp_path)
+    hidden = names(tmp_path, private_entries(tmp_path, "bob:goal-1:abc", schedule=True))
+    assert not {"reminders.db", "reminders.db-wal"} & hidden
+    assert {"checkpoints.sqlite", "reports", "payloads/alice"} <= hidden
+
+
+def test_each_thread_has_a_workspace_of_its_own(tmp_path):
+    from tools.executors.workspace import folder_name, workspace_for
+
+    assert workspace_for(tmp_path, "bob:goal-1:abc") == tmp_path / "threads" / "bob"
+    assert workspace_for(tmp_path, "a:b:goal:abc") == tmp_path / "threads" / "a.3ab"
+    # names that would meet when unsafe characters are merely replaced stay apart
+    ids = ["a:b", "a_b", "a.b", "a.2eb", "..", ".", "sales/β", "sales__", "x" * 300, "x" * 301]
+    folders = [folder_name(t) for t in ids]
+    assert len(set(folders)) == len(ids)
+    assert all(f not in (".", "..") and "/" not in f and len(f) <= 100 for f in folders)
+    # a request naming no thread gets a folder no thread's name takes
+    assert workspace_for(tmp_path, "reminder-7").name.startswith("+")
+    # a reminder's tool action (reminder:<id>:<period>) is no request of a thread named "reminder"
+    assert workspace_for(tmp_path, "reminder:5:2026-12") != workspace_for(tmp_path, "reminder:g:abc")
 
 
 def test_a_request_without_a_thread_sees_no_payloads_and_kept_paths_stay(tmp_path):

@@ -278,6 +278,7 @@ LIST_REMINDERS = ToolSpec(
     parameters={"type": "object", "properties": {}, "required": [], "additionalProperties": False},
     timeout_s=ORDINARY_TIMEOUT_S,
     reads="data",
+    reads_schedule=True,  # its sandbox shows the reminder store
 )
 
 READ_RESULT = ToolSpec(
@@ -318,14 +319,17 @@ BUILTIN_TOOLS: list[tuple[ToolSpec, str]] = [
 ]
 
 
-def executor_runner(executor: Executor, entrypoint: str, timeout_s: float, network: bool = False):
+def executor_runner(
+    executor: Executor, entrypoint: str, timeout_s: float, network: bool = False, schedule: bool = False
+):
     """A registry runner that sends the call to ``executor`` (out of process); ``network``: the
-    tool's ``ToolSpec.network`` (without it the run has no network)."""
+    tool's ``ToolSpec.network`` (without it the run has no network); ``schedule``: its
+    ``ToolSpec.schedules`` or ``reads_schedule`` (without it the run cannot reach the schedule
+    and writes only its thread's workspace)."""
+    flags = {k: True for k, v in (("network", network), ("schedule", schedule)) if v}
 
     async def run(args: dict[str, Any], request_id: str) -> Any:
-        if network:
-            return await executor.run(entrypoint, args, timeout_s=timeout_s, request_id=request_id, network=True)
-        return await executor.run(entrypoint, args, timeout_s=timeout_s, request_id=request_id)
+        return await executor.run(entrypoint, args, timeout_s=timeout_s, request_id=request_id, **flags)
 
     return run
 
@@ -356,5 +360,6 @@ def register_builtin_tools(
         if database_schema and spec.name in SQL_TOOLS:
             update["description"] = f"{spec.description} Tables of the configured database: {database_schema}."
         spec = spec.model_copy(update=update)
-        registry.register(spec, executor_runner(executor, entrypoint, timeout, spec.network))
+        schedule = spec.schedules or spec.reads_schedule
+        registry.register(spec, executor_runner(executor, entrypoint, timeout, spec.network, schedule))
     return [spec.name for spec, _ in BUILTIN_TOOLS]

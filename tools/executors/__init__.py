@@ -40,8 +40,12 @@ def make_executor(
     local backends give their worker read access to it and pass it as the tools' ``database``
     argument; for ``remote`` the function server's own ``HERMES_DATABASE`` applies (the path
     is one on that machine). Extra keyword arguments go to the backend's constructor (e.g.
-    ``image`` for container, ``token`` for remote). Settings arrive as arguments: this package
+    ``image`` for container, ``token`` for remote; the local backends get ``workspace_only=True``
+    unless told otherwise). Settings arrive as arguments: this package
     reads no environment variable (the caller owns the settings, ``graph.context``). Blocking."""
+    if kind in ("subprocess", "container"):
+        # a call writes only its thread's workspace (DESIGN §2.2)
+        kw.setdefault("workspace_only", True)
     if kind == "subprocess":
         from tools.executors.subprocess import SubprocessExecutor
 

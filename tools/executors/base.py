@@ -22,11 +22,21 @@ class Executor(Protocol):
     exceeded ``timeout_s`` seconds (the run is interrupted, whole process group), and
     :class:`ToolFailed` when the function raised (message ``"<ExcType>: <text>"``) or the
     process died without a result. ``network``: the call may use the network (the tool's
-    ``ToolSpec.network``); without it the local backends run it with none.
+    ``ToolSpec.network``); without it the local backends run it with none. ``schedule``: the call
+    may reach the schedule (the reminder store; the tool's ``ToolSpec.schedules`` or
+    ``reads_schedule``); without it the local backends hide it and let the call write only its
+    thread's workspace.
     """
 
     async def run(
-        self, entrypoint: str, args: dict[str, Any], *, timeout_s: float, request_id: str, network: bool = False
+        self,
+        entrypoint: str,
+        args: dict[str, Any],
+        *,
+        timeout_s: float,
+        request_id: str,
+        network: bool = False,
+        schedule: bool = False,
     ) -> Any: ...
 
     async def aclose(self) -> None: ...

@@ -6,11 +6,13 @@ machine, tried in this order:
 
 1. **bubblewrap** (``bwrap``; Debian package ``bubblewrap``): new user/pid/net/ipc/uts/cgroup
    namespaces (``--unshare-all``: no network unless ``network=True``), the host file system
-   read-only, ``data_dir`` the only writable bind, a private ``/tmp``, a fresh ``/proc`` that
-   shows only the sandbox's processes, all capabilities dropped, ``--die-with-parent``.
+   read-only, the run's thread workspace (``data_dir/threads/<thread>``) the only writable bind
+   — ``data_dir`` itself read-only but for a call that reaches the schedule — with the other
+   threads' folders covered, a private ``/tmp``, a fresh ``/proc`` that shows only the sandbox's
+   processes, all capabilities dropped, ``--die-with-parent``.
 2. **docker** / **podman**, when an engine actually answers and the image is present locally:
    ``run --rm -i --network none --read-only --pids-limit --memory``, project mounted read-only,
-   ``data_dir`` read-write.
+   ``data_dir`` and the workspace mounted the same way.
 
 If none works, :class:`SandboxUnavailable` is raised naming everything tried and why it failed —
 never a silent fall-back to a local process. Measured on the project's machines: bubblewrap
@@ -32,6 +34,7 @@ from typing import Any
 
 from tools.errors import ToolError
 from tools.executors.subprocess import _PROJECT_ROOT, WORKER_ARGV, RunContext, SubprocessExecutor
+from tools.executors.workspace import THREADS
 
 #: Engines in the order they are tried by ``engine="auto"``.
 ENGINES = ("bwrap", "docker", "podman")
@@ -208,15 +211,15 @@ class ContainerExecutor(SubprocessExecutor):
             exe_dir = str(Path(sys.executable).parent)
             if exe_dir.startswith("/tmp/"):
                 argv += ["--ro-bind", exe_dir, exe_dir]
-            argv += [
-                "--bind",
-                str(self.data_dir),
-                str(self.data_dir),
-                "--chdir",
-                str(self.data_dir),
-            ]
+            data = str(self.data_dir)
+            argv += ["--bind" if ctx.extra.get("shared_write", True) else "--ro-bind", data, data, "--chdir", data]
             for path, is_dir in self._covered(ctx):  # after the data_dir bind: on top of it
                 argv += ["--tmpfs", path, "--remount-ro", path] if is_dir else ["--ro-bind", "/dev/null", path]
+            # threads/ covered whole, the run's own folder bound back on top (its mount point
+            # made before the cover turns read-only): no other thread's folder is visible
+            threads, own = str(self.data_dir / THREADS), ctx.extra.get("workspace")
+            if own:
+                argv += ["--tmpfs", threads, "--dir", own, "--remount-ro", threads, "--bind", own, own]
             argv += [
                 "--unshare-all",
                 *(["--share-net"] if ctx.extra.get("network") else []),
@@ -243,8 +246,10 @@ class ContainerExecutor(SubprocessExecutor):
                 "--workdir",
                 str(self.data_dir),
                 "-v",
-                f"{self.data_dir}:{self.data_dir}:rw",
+                f"{self.data_dir}:{self.data_dir}:{'rw' if ctx.extra.get('shared_write', True) else 'ro'}",
             ]
+            if own := ctx.extra.get("workspace"):  # threads/ covered, the run's own folder on top
+                argv += ["--tmpfs", f"{self.data_dir / THREADS}:ro,size=16k", "-v", f"{own}:{own}:rw"]
             for p in self._readable_binds(ctx):
                 argv += ["-v", f"{p}:{p}:ro"]
             for path, is_dir in self._covered(ctx):

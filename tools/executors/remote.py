@@ -87,9 +87,11 @@ class RemoteExecutor:
         request_id: str,
         tool: str | None = None,
         network: bool = False,
+        schedule: bool = False,
     ) -> Any:
         """Run ``entrypoint(**args)`` on the endpoint; see :class:`~tools.executors.base.Executor`.
-        ``network`` is the function server's business (its own executor's sandbox)."""
+        ``network`` is the function server's business (its own executor's sandbox); ``schedule``
+        is passed on (the server's sandbox shows its schedule only to such a call)."""
         client = await self._client()
         body = {
             "request_id": request_id,
@@ -97,6 +99,7 @@ class RemoteExecutor:
             "entrypoint": entrypoint,
             "arguments": args,
             "timeout_s": timeout_s,
+            "schedule": schedule,
         }
         deadline = time.monotonic() + timeout_s + TIMEOUT_MARGIN_S
 

@@ -16,10 +16,17 @@ Each run is a fresh ``python -P -m tools.executors.worker`` process:
     ``ToolSpec.network``; or the executor's ``network=True`` for every call): a new network
     namespace, plus Landlock's TCP rules (kernel ABI >= 4);
   * **none of the agent's own state** (:data:`AGENT_STATE`: the checkpoints, the idempotency
-    ledger, the memory store, the mirror, MCP tokens ...) nor other threads' ``payloads/``
-    folders: covered in a private mount namespace and refused by the audit hook
-    (:func:`private_entries`); a tool keeps ``reports/``, its own thread's payloads, the
-    reminders files and whatever it writes;
+    ledger, the memory store, the mirror, MCP tokens ...), nor other threads' ``payloads/``
+    folders, nor what every thread shares (:data:`SHARED_STATE`: the reports of before they were
+    per thread; the schedule, :data:`SCHEDULE_STATE`, unless the call's tool schedules or reads
+    it: ``run(..., schedule=True)``): covered in a private mount namespace and refused by the
+    audit hook (:func:`private_entries`);
+  * a **workspace per thread** (:mod:`tools.executors.workspace`): ``threads/<thread>/`` of the
+    request's thread is the only place the run may write (plus its private temp directory; a
+    scheduling call may also write the data directory's top level, where the schedule lives),
+    injected as the ``workspace`` argument of a tool that declares one; the ``threads/`` folder
+    is covered whole and only the run's own folder is mounted back, so no other thread's folder
+    — one made during the run included — is visible;
   * file system confined to ``data_dir`` (Landlock where the kernel has it, plus a Python audit
     hook everywhere): ``../`` paths, absolute paths elsewhere and ``/proc/<agent>/environ`` are
     refused (see :mod:`tools.executors.worker`). The one exception is the user's database
@@ -61,6 +68,7 @@ import psutil
 from tools.errors import ToolFailed, ToolTimeout
 from tools.executors import worker as _worker  # noqa: F401  (writes its .pyc: workers run without)
 from tools.executors.links import remove_escaping_links
+from tools.executors.workspace import THREADS, ensure_workspace
 from tools.procs import kill_process_tree, signal_group
 
 #: Environment variable names matching this are never passed to a tool process.
@@ -78,8 +86,8 @@ WORKER_ARGV = ("-P", "-m", "tools.executors.worker")
 #: episodic store), the plain-text mirror, thread locks, MCP OAuth tokens and media, the bundled
 #: team chat's messages, the embedded model's log and saved KV cache. An entry is hidden when its name starts with
 #: one of these (SQLite's -wal/-shm/-journal and moved-aside ``.broken-*`` copies included).
-#: A tool keeps ``reports/``, the reminders and tool-schema files, its own thread's
-#: ``payloads/<thread>/`` and any file it makes. Override with ``SubprocessExecutor(hidden=...)``.
+#: A tool keeps its thread's workspace, its own thread's ``payloads/<thread>/``, the tool-schema
+#: file and the user's database. Override with ``SubprocessExecutor(hidden=...)``.
 AGENT_STATE = (
     "checkpoints.sqlite",
     "idempotency.db",
@@ -96,6 +104,12 @@ AGENT_STATE = (
     "embedded-llm.log",
     "kv-cache",  # the embedded model's saved KV cache: the tokens of earlier prompts
 )
+#: Shared by every thread (every user) of a data directory, so no tool run's: the flat ``reports/``
+#: of before reports were per thread (still read by the agent and the user, never by a tool).
+SHARED_STATE = ("reports",)
+#: The schedule (the reminder store, every user's reminders): shown only to a call whose tool
+#: schedules or reads the schedule (``ToolSpec.schedules`` / ``reads_schedule``).
+SCHEDULE_STATE = ("reminders.db",)
 _THREAD_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 log = logging.getLogger(__name__)
@@ -109,13 +123,22 @@ def request_thread(request_id: str) -> str | None:
 
 
 def private_entries(
-    data_dir: Path, request_id: str, state: tuple[str, ...] = AGENT_STATE, keep: tuple[str, ...] = ()
+    data_dir: Path,
+    request_id: str,
+    state: tuple[str, ...] = AGENT_STATE,
+    keep: tuple[str, ...] = (),
+    *,
+    schedule: bool = False,
 ) -> list[str]:
     """Paths in ``data_dir`` a tool run for ``request_id`` must not see: the entries named by
-    ``state`` (prefixes) and the other threads' folders of ``payloads`` (all of them when the
-    request names no thread). ``keep``: absolute paths that stay visible (the user's database,
-    import paths) with every entry that contains one. Blocking (lists the directory)."""
+    ``state`` and :data:`SHARED_STATE` (prefixes), :data:`SCHEDULE_STATE` unless ``schedule``
+    (the call's tool schedules or reads the schedule), and the other threads' folders of
+    ``payloads`` (all of them when the request names no thread). ``keep``: absolute paths that
+    stay visible (the user's database, import paths) with every entry that contains one. The
+    ``threads/`` workspaces are not listed: the run covers that folder whole
+    (:mod:`tools.executors.workspace`). Blocking (lists the directory)."""
     kept = [os.path.realpath(p) for p in keep]
+    state = (*state, *SHARED_STATE, *(() if schedule else SCHEDULE_STATE))
 
     def needed(path: Path) -> bool:
         real = os.path.realpath(path)
@@ -314,6 +337,12 @@ class SubprocessExecutor:
                         made with ``run(..., network=True)`` (a tool whose spec asks for it).
         hidden          names (prefixes) of the agent's state in ``data_dir`` a tool never sees
                         (default :data:`AGENT_STATE`); other threads' payloads are hidden too.
+        workspace_only  True: a call writes only its thread's workspace (and its temp
+                        directory), the top level of ``data_dir`` is read-only to it unless it
+                        reaches the schedule (``run(..., schedule=True)``). On for every
+                        executor :func:`tools.executors.make_executor` builds (the toolbox's);
+                        False (the constructor's default, for generic tools that keep files
+                        in ``data_dir``): every call may write all of ``data_dir`` it sees.
         extra_read      more paths the tool may read.
         database        the user's database setting (SQLite path or ``sqlite:///`` URL; None or
                         "" = none; the toolbox passes ``Context.database``). Resolved here against the current
@@ -341,6 +370,7 @@ class SubprocessExecutor:
         env_allow: tuple[str, ...] = (),
         grace_s: float = TERM_GRACE_S,
         database: str | None = None,
+        workspace_only: bool = False,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.memory_mb = memory_mb
@@ -351,6 +381,7 @@ class SubprocessExecutor:
         self.confine = confine
         self.network = network
         self.hidden = tuple(hidden)
+        self.workspace_only = workspace_only
         self._warned = False
         self.extra_read = tuple(str(p) for p in extra_read)
         self.env_allow = tuple(env_allow)
@@ -382,7 +413,7 @@ class SubprocessExecutor:
     _worker_namespaces = True
 
     # -- per-run set-up / tear-down (blocking: run in a thread) ---------------------------------
-    def _setup(self, request_id: str = "") -> RunContext:
+    def _setup(self, request_id: str = "", schedule: bool = False) -> RunContext:
         from tools.database_setting import database_read_paths
 
         tmpdir = Path(tempfile.mkdtemp(prefix="hermes-tool-"))
@@ -390,9 +421,19 @@ class SubprocessExecutor:
         # per run: a -wal / -shm file may appear or go between runs
         ctx.extra["database_read"] = tuple(database_read_paths(self.database))
         keep = (*self.extra_paths, *self.extra_read, *ctx.extra["database_read"])
-        ctx.extra["hide"] = private_entries(self.data_dir, request_id, self.hidden, keep) if self.confine else []
+        hide = private_entries(self.data_dir, request_id, self.hidden, keep, schedule=schedule) if self.confine else []
+        ctx.extra["hide"], ctx.extra["schedule"] = hide, schedule
+        ctx.extra["shared_write"] = schedule or not self.workspace_only
+        ctx.extra["workspace"] = str(ensure_workspace(self.data_dir, request_id))
         ctx.extra["request_id"], ctx.extra["keep"] = request_id, keep
         return ctx
+
+    def _other_threads(self, ctx: RunContext) -> list[str]:
+        """The workspaces of ``threads/`` other than the run's own (blocking: lists the folder)."""
+        try:
+            return [str(p) for p in (self.data_dir / THREADS).iterdir() if str(p) != ctx.extra["workspace"]]
+        except OSError:
+            return []
 
     def _teardown(self, ctx: RunContext, pid: int | None) -> None:
         if pid is not None and not ctx.extra.get("reaped"):  # cancelled before the kill ran
@@ -402,17 +443,29 @@ class SubprocessExecutor:
         shutil.rmtree(ctx.tmpdir, ignore_errors=True)
         if self.confine and ctx.extra.get("hide") is not None:
             # the agent reads what the tool wrote: no link may lead it to what the tool could not see
-            now = private_entries(self.data_dir, ctx.extra["request_id"], self.hidden, ctx.extra["keep"])
-            hidden = {*ctx.extra["hide"], *now}
+            now = private_entries(
+                self.data_dir, ctx.extra["request_id"], self.hidden, ctx.extra["keep"], schedule=ctx.extra["schedule"]
+            )
+            hidden = {*ctx.extra["hide"], *now, *self._other_threads(ctx)}
             remove_escaping_links(self.data_dir, hidden)
 
     # -- the call ---------------------------------------------------------------------------------
     async def run(
-        self, entrypoint: str, args: dict[str, Any], *, timeout_s: float, request_id: str, network: bool = False
+        self,
+        entrypoint: str,
+        args: dict[str, Any],
+        *,
+        timeout_s: float,
+        request_id: str,
+        network: bool = False,
+        schedule: bool = False,
     ) -> Any:
         """Run ``entrypoint(**args)`` in a worker; see :class:`~tools.executors.base.Executor`.
-        ``network``: this call may use the network (its tool's ``ToolSpec.network``)."""
-        ctx = await asyncio.to_thread(self._setup, request_id)
+        ``network``: this call may use the network (its tool's ``ToolSpec.network``).
+        ``schedule``: this call may reach the schedule, :data:`SCHEDULE_STATE`, and write the data
+        directory's top level where it lives (its tool's ``ToolSpec.schedules`` or
+        ``reads_schedule``); any other call writes only its thread's workspace."""
+        ctx = await asyncio.to_thread(self._setup, request_id, schedule)
         ctx.extra["network"] = self.network or network
         pid: int | None = None
         try:
@@ -435,12 +488,16 @@ class SubprocessExecutor:
                             "read": list(self.extra_paths + self.extra_read + ctx.extra["database_read"]),
                             "network": ctx.extra["network"],
                             "hide": ctx.extra["hide"],
+                            "threads": str(self.data_dir / THREADS),
+                            "workspace": ctx.extra["workspace"],
+                            "shared_write": ctx.extra["shared_write"],
                             "namespaces": self._worker_namespaces,
                         }
                         if self.confine
                         else None
                     ),
                     "database": self.database,
+                    "workspace": ctx.extra["workspace"],
                     **self._payload_extra(ctx),
                 }
             ).encode()

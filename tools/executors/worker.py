@@ -8,8 +8,9 @@ JSON payload on stdin::
     {"entrypoint": "pkg.mod:func", "args": {...}, "request_id": "...",
      "limits": {"memory_mb": 1024, "cpu_s": 11, "open_files": 256, "procs": 64, "file_mb": 1024},
      "confine": {"workdir": "/abs/data", "tmpdir": "/abs/tmp", "read": [...], "network": false,
-                 "hide": ["/abs/data/checkpoints.sqlite", ...], "namespaces": true},
-     "database": "/abs/path/of/the/users.db"}
+                 "hide": ["/abs/data/checkpoints.sqlite", ...], "threads": "/abs/data/threads",
+                 "workspace": "/abs/data/threads/<thread>", "shared_write": false, "namespaces": true},
+     "database": "/abs/path/of/the/users.db", "workspace": "/abs/data/threads/<thread>"}
 
 Before the tool's module is even imported it applies, in this order:
 
@@ -20,20 +21,24 @@ Before the tool's module is even imported it applies, in this order:
    ``network`` a new network namespace (no interface up: no socket reaches any host, this one
    included); with ``hide`` a private mount table in which each of those paths (the agent's own
    files in the data directory: checkpoints, ledger, memory, other threads' folders) is covered
-   by an empty read-only tmpfs or ``/dev/null``. ``namespaces: false`` skips this (the bubblewrap
-   backend does it itself). The reply's ``sandbox`` names what was applied
+   by an empty read-only tmpfs or ``/dev/null``; ``threads`` is covered whole and only
+   ``workspace`` (the run's thread's folder) mounted back, and without ``shared_write`` the
+   ``workdir`` is mounted read-only (the workspace stays writable). ``namespaces: false`` skips
+   this (the bubblewrap backend does it itself). The reply's ``sandbox`` names what was applied
    (``landlock-v7+netns+mountns``);
 3. file-system confinement (``confine``): **Landlock** where the kernel has it (writes only under
-   ``workdir``/``tmpdir``; reads only there, in Python's own trees, the paths in ``read`` and a
+   ``workspace`` — and ``workdir`` with ``shared_write`` — and ``tmpdir``; reads only under
+   ``workdir``/``tmpdir``, in Python's own trees, the paths in ``read`` and a
    few system files; no signals to processes outside the sandbox; no TCP when ``network`` is
    false), and in every case a Python audit hook that refuses the same paths with a clear
    message (``PermissionError: ... outside the tool's working directory``), so ``../`` paths
    supplied by the model cannot reach outside ``workdir``.
 
 Then it calls ``func(**args)`` (plus ``data_dir=<cwd>`` when the function declares a ``data_dir``
-parameter, and ``database=<payload "database">`` — the user's database file the executor was
-configured with, ``""`` for none — when it declares a ``database`` parameter; model-supplied
-``data_dir`` / ``database`` values are dropped) and writes one JSON line on stdout:
+parameter, ``database=<payload "database">`` — the user's database file the executor was
+configured with, ``""`` for none — when it declares a ``database`` parameter, and
+``workspace=<payload "workspace">`` (the run's thread's folder) when it declares a ``workspace``
+parameter; model-supplied values of these are dropped) and writes one JSON line on stdout:
 ``{"ok": true, "result": ..., "sandbox": "landlock-v7"}`` or
 ``{"ok": false, "error_type": "...", "error": "..."}``. Anything the function prints goes to
 stderr so it cannot corrupt the result. Kept lean on imports: its start-up is on every call.
@@ -132,8 +137,12 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
 
 def _roots(confine: dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(write roots, read roots), real paths of those that exist."""
-    write = [confine["workdir"]] + ([confine["tmpdir"]] if confine.get("tmpdir") else [])
-    read = list(write)
+    # the thread's workspace; the whole working directory only for a call that reaches the
+    # schedule (it lives at the top level) or a payload without a workspace
+    own = [confine["workspace"]] if confine.get("workspace") else []
+    top = [confine["workdir"]] if confine.get("shared_write") or not own else []
+    write = [*own, *top] + ([confine["tmpdir"]] if confine.get("tmpdir") else [])
+    read = [confine["workdir"], *write]
     read += [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable)]
     read += [p for p in sys.path if p]
     read += list(confine.get("read") or ())
@@ -167,14 +176,20 @@ _READ_EVENTS = {"os.listdir": 0, "os.scandir": 0, "os.chdir": 0}
 
 
 def _install_audit_hook(
-    workdir: str, write_roots: tuple[str, ...], read_roots: tuple[str, ...], hidden: list[str] | tuple[str, ...] = ()
+    workdir: str,
+    write_roots: tuple[str, ...],
+    read_roots: tuple[str, ...],
+    hidden: list[str] | tuple[str, ...] = (),
+    threads: str = "",
+    workspace: str = "",
 ) -> None:
     busy = [False]
     allowed_write = write_roots + DEVICE_WRITE
     private = tuple(hidden)
 
-    def refuse(path: str, what: str) -> None:
-        raise PermissionError(f"{what} {path!r} refused: outside the tool's working directory {workdir}")
+    def refuse(path: str, what: str, write: bool) -> None:
+        where = f"its writable area ({', '.join(write_roots)})" if write else f"the tool's working directory {workdir}"
+        raise PermissionError(f"{what} {path!r} refused: outside {where}")
 
     def check(raw: object, write: bool, what: str) -> None:
         if isinstance(raw, bytes):
@@ -184,8 +199,10 @@ def _install_audit_hook(
         path = _real(raw)
         if private and _under(path, private):
             raise PermissionError(f"{what} {raw!r} refused: the agent's own state, not the tool's")
+        if threads and _under(path, (threads,)) and not (workspace and _under(path, (workspace,))):
+            raise PermissionError(f"{what} {raw!r} refused: another thread's folder, not this run's")
         if not _under(path, allowed_write if write else read_roots):
-            refuse(raw, what)
+            refuse(raw, what, write)
 
     def hook(event: str, args: tuple) -> None:
         if busy[0]:
@@ -320,9 +337,14 @@ _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
 
 
-def _namespaces(hide: list[str], network: bool) -> list[str]:
+def _namespaces(
+    hide: list[str], network: bool, *, readonly: str = "", threads: str = "", workspace: str = ""
+) -> list[str]:
     """Enter new mount (and, without ``network``, network) namespaces and cover every path in
     ``hide`` — an empty read-only tmpfs over a directory, a read-only ``/dev/null`` over a file.
+    ``readonly``: a directory mounted read-only (the working directory of a call that may write
+    only its workspace); ``threads``: a directory covered whole, ``workspace`` (one of its
+    folders) mounted back writable on top, so the run sees no other folder of it.
     As root directly; otherwise inside a new user namespace (uid/gid mapped to themselves) when
     the kernel allows unprivileged ones. Returns what was done (``["netns", "mountns"]``), ``[]``
     when nothing could be (the caller says so)."""
@@ -346,6 +368,33 @@ def _namespaces(hide: list[str], network: bool) -> list[str]:
     # private first: a mount made here must never propagate back to the machine's namespace
     if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
         return done
+
+    def failed(what: str, path: str) -> PermissionError:
+        return PermissionError(f"could not {what} {path} for the tool (errno {ctypes.get_errno()})")
+
+    # held before anything covers it: the workspace is mounted back from this descriptor
+    own = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) if threads and workspace else None
+    try:
+        if readonly:
+            target = readonly.encode()
+            if libc.mount(target, target, None, _MS_BIND | _MS_REC, None) != 0 or libc.mount(
+                None, target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY, None
+            ):
+                raise failed("make read-only", readonly)
+        if threads and os.path.isdir(threads) and not os.path.islink(threads):
+            target, flags = threads.encode(), _MS_NOSUID | _MS_NODEV
+            if libc.mount(b"tmpfs", target, b"tmpfs", flags, b"size=16k,mode=755") != 0:
+                raise failed("cover", threads)
+            if own is not None:
+                mine = os.path.join(threads, os.path.basename(workspace))
+                os.mkdir(mine, 0o755)
+                if libc.mount(f"/proc/self/fd/{own}".encode(), mine.encode(), None, _MS_BIND, None) != 0:
+                    raise failed("mount back", workspace)
+            if libc.mount(None, target, None, _MS_REMOUNT | _MS_RDONLY | flags, None) != 0:
+                raise failed("make read-only", threads)
+    finally:
+        if own is not None:
+            os.close(own)
     for path in hide:
         target = path.encode()
         if os.path.isdir(path) and not os.path.islink(path):
@@ -357,30 +406,36 @@ def _namespaces(hide: list[str], network: bool) -> list[str]:
             continue  # a symlink or a socket: the audit hook and Landlock still refuse it
         if not ok:
             raise PermissionError(f"could not hide {path} from the tool (errno {ctypes.get_errno()})")
-    return [*done, "mountns"] if hide else done
+    # the working directory still points into the mount it had before these: enter it again, so
+    # a relative path goes through the read-only and covering mounts too
+    os.chdir(os.getcwd())
+    return [*done, "mountns"] if hide or readonly or threads else done
 
 
 def _confine(confine: dict) -> str:
     workdir = _real(confine["workdir"])
     network = bool(confine.get("network", True))
     hide = [_real(p) for p in confine.get("hide") or ()]
+    threads = _real(confine["threads"]) if confine.get("threads") else ""
+    workspace = _real(confine["workspace"]) if confine.get("workspace") else ""
+    readonly = workdir if workspace and not confine.get("shared_write") else ""
     parts: list[str] = []
-    if confine.get("namespaces", True) and (hide or not network):
-        parts = _namespaces(hide, network)
+    if confine.get("namespaces", True) and (hide or not network or threads or readonly):
+        parts = _namespaces(hide, network, readonly=readonly, threads=threads, workspace=workspace)
     write_roots, read_roots = _roots(confine)
     sandbox = "audit-hook"
     if confine.get("landlock", True) and sys.platform == "linux":
         abi = _landlock(write_roots, read_roots, network)
         if abi:
             sandbox = f"landlock-v{abi}"
-    _install_audit_hook(workdir, write_roots, read_roots, hide)
+    _install_audit_hook(workdir, write_roots, read_roots, hide, threads, workspace)
     return "+".join([sandbox, *parts])
 
 
 # -- entry point -------------------------------------------------------------------------------
 
 #: Arguments the runner supplies itself; a value in the model's arguments is dropped.
-INJECTED_ARGS = ("data_dir", "database")
+INJECTED_ARGS = ("data_dir", "database", "workspace")
 
 
 def _accepts(func: object, name: str) -> bool:
@@ -415,6 +470,10 @@ def main() -> int:
             args["data_dir"] = Path(os.getcwd())
         if _accepts(func, "database"):
             args["database"] = str(payload.get("database") or "")
+        if _accepts(func, "workspace") and payload.get("workspace"):
+            from pathlib import Path
+
+            args["workspace"] = Path(payload["workspace"])
         result = func(**args)
         reply = {"ok": True, "result": result}
         if sandbox:
