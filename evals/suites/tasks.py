@@ -234,13 +234,20 @@ def side_effects(data_dir: Path) -> dict[str, int]:
         except sqlite3.OperationalError:  # the table was never created: nothing written
             return 0
 
-    reports = data_dir / "reports"
     return {
         "ledger_requests": count("idempotency.db", "SELECT COUNT(*) FROM tool_requests"),
         "chat_messages": count("team_chat.db", "SELECT COUNT(*) FROM messages"),
         "reminders": count("reminders.db", "SELECT COUNT(*) FROM reminders"),
-        "report_files": len([p for p in reports.rglob("*") if p.is_file()]) if reports.exists() else 0,
+        "report_files": len(report_files(data_dir)),
     }
+
+
+def report_files(data_dir: Path) -> list[Path]:
+    """The reports a run wrote, oldest first: each thread's ``threads/<thread>/reports/`` (where
+    ``generate_report`` writes, ``tools.executors.workspace``) and the flat ``reports/`` of
+    earlier releases."""
+    found = [*data_dir.glob("threads/*/reports/**/*.md"), *data_dir.glob("reports/**/*.md")]
+    return sorted((p for p in found if p.is_file()), key=lambda p: (p.stat().st_mtime, str(p)))
 
 
 #: Words a workflow task's post and reminder must mention (their subject), per database.
@@ -275,7 +282,7 @@ def workflow_problems(
     words = SUBJECT_WORDS.get(task.db, ("report",))
     if summary.get("stop_reason"):
         problems.append(f"stopped: {str(summary['stop_reason'])[:120]}")
-    reports = sorted(p for p in (data_dir / "reports").rglob("*.md")) if (data_dir / "reports").exists() else []
+    reports = report_files(data_dir)
     ym = ""
     if month:
         name, year = month.rsplit(" ", 1)

@@ -202,8 +202,8 @@ async def test_flagship_on_data_that_ends_months_ago_reports_the_latest_month_ti
         period = re.search(r'period="([^"]+)"', refusal)
         where = re.search(r"WHERE strftime\('%Y-%m', (\w+)\) = '([0-9-]+)' \(the \w+ of (\w+)", refusal)
         assert period and where, refusal
-        # the graph offers only reads after a failed step (look-first, nodes/evaluate_progress.py)
-        yield tool_call("describe_database", {}, "d1")
+        # a refusal saying what to send (error kind invalid_value) is retried at once: the graph
+        # offers the step again, no look-up first (nodes/evaluate_progress.py)
         # in a join the model puts the table's alias (orders o) before the column, as told
         dated = [
             {**q, "sql": q["sql"].replace("1 = 1", f"strftime('%Y-%m', o.{where[1]}) = '{where[2]}'")} for q in undated

@@ -120,8 +120,10 @@ async def test_a_bfcl_case_runs_through_the_call_model_node(tmp_path: Path):
 
 
 def _workflow_dir(root: Path, period: str, channel: str, post: str, reminder: str, recurrence: str = "monthly") -> Path:
-    (root / "reports").mkdir(parents=True)
-    (root / "reports" / "sales.md").write_text(
+    # where generate_report writes: the run's thread folder (tools.executors.workspace)
+    reports = root / "threads" / "eval-1" / "reports"
+    reports.mkdir(parents=True)
+    (reports / "sales.md").write_text(
         f"# Sales\n\nPeriod: **{period}**\n\n| region | revenue |\n|---|---:|\n| North | 1,234.50 |\n"
     )
     with sqlite3.connect(root / "team_chat.db") as con:
@@ -160,3 +162,4 @@ def test_the_flagship_checks_judge_content_not_only_counts(tmp_path: Path):
     assert workflow_problems(task, {"stop_reason": "no progress"}, {}, good, "November 2026") == [
         "stopped: no progress"
     ]
+    assert side_effects(good)["report_files"] == 1
