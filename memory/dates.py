@@ -9,7 +9,7 @@ relative expression, computed from the time the message was written:
     → "Yesterday (2026-12-02) I sent the Q3 report"
 
 Days give ``YYYY-MM-DD``, weeks ``week of YYYY-MM-DD`` (its Monday), months ``YYYY-MM``, years
-``YYYY``. Languages: those of the write triggers (``memory.policy``): English, Chinese,
+``YYYY``. Languages: those of the write triggers (``memory.triggers``): English, Chinese,
 Japanese, Spanish, French, German. Rule-based and pure: no I/O, no model. What it does not
 resolve (a bare weekday "on Monday": past or next?) is left as written.
 """

@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from memory.policy import detect_notes, detect_preferences, split_sentences
+from memory.triggers import detect_notes, detect_preferences, split_sentences
 
 USER = "user"
 TASK = "task"
@@ -54,7 +54,7 @@ _KIND_SOURCES = {
 }
 
 # Sentences that address the reader as an instruction, beyond the user-side triggers
-# (``policy.detect_preferences`` / ``detect_notes``): prompt-injection wording and imperatives
+# (``triggers.detect_preferences`` / ``detect_notes``): prompt-injection wording and imperatives
 # that send, copy or forward something somewhere, in the six languages the triggers cover.
 _INSTRUCTION = re.compile(
     "|".join(
@@ -95,7 +95,7 @@ _INSTRUCTION = re.compile(
 
 def instruction_sentences(text: str) -> list[str]:
     """The sentences of ``text`` that read as an instruction to the assistant or a standing
-    preference: the user-side triggers (``policy.detect_preferences``, ``policy.detect_notes``:
+    preference: the user-side triggers (``triggers.detect_preferences``, ``triggers.detect_notes``:
     "always …", "from now on …", "remember …", 以后都…, 覚えておいて…) and injection wording
     ("ignore previous instructions", "BCC x@y on every message", 忽略之前的指令, 以前の指示を無視,
     "ignora las instrucciones", "ignorez les instructions", "ignoriere alle Anweisungen").

@@ -24,12 +24,12 @@ status:
     archived     expired (not confirmed for ``ttl_days``) or down-weighted below the threshold
 
 Conflicts (``upsert``): the same fact again is a duplicate (its sources merged, nothing else);
-a different value for a single-valued predicate (``policy.FUNCTIONAL_PREDICATES``) whose
+a different value for a single-valued predicate (``fact_extraction.FUNCTIONAL_PREDICATES``) whose
 confirmed value exists is stored *pending* beside it — never overwriting it. When the user
 then states or uses one of the two values again, that value is confirmed and the other
 superseded with a timestamp (``resolved``). The prompt shows an undecided pair as a conflict
 (``memory.retrieval``), never as two true facts. Opposite predicates
-(``policy.OPPOSITE_PREDICATES``: ``likes`` / ``dislikes``) about the same object are a
+(``fact_extraction.OPPOSITE_PREDICATES``: ``likes`` / ``dislikes``) about the same object are a
 contradiction of the user's own taste: the later statement supersedes the earlier at once
 (``resolved``; tastes change, and both are the user's words), and the earlier statement's
 episodes are no longer recalled (:meth:`SemanticMemory.retracted_sources`).
@@ -54,7 +54,8 @@ from uuid import uuid4
 
 from memory.db import DB_FILENAME, SqliteDb
 from memory.episodic.base import utcnow
-from memory.policy import FUNCTIONAL_PREDICATES, OPPOSITE_PREDICATES, SEMANTIC_TTL_DAYS
+from memory.fact_extraction import FUNCTIONAL_PREDICATES, OPPOSITE_PREDICATES
+from memory.policy import SEMANTIC_TTL_DAYS
 from memory.text import keyword_tokens
 
 FactStatus = Literal["confirmed", "pending", "superseded", "archived"]

@@ -26,7 +26,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from memory import migrations, policy, provenance
+from memory import fact_extraction, migrations, policy, provenance, task_outcome, triggers
 from memory.branch_origins import BranchOrigins, Inactive
 from memory.dates import resolve_relative_dates
 from memory.episodic.base import EpisodicEvent, EpisodicStore, ScoredEvent, utcnow
@@ -64,11 +64,11 @@ def build_turn_events(
     tools_used: Sequence[str],
     stop_reason: str | None,
     failed_then_succeeded: Sequence[str],
-    evidence: policy.TurnEvidence | None = None,
+    evidence: task_outcome.TurnEvidence | None = None,
     goal_from_user: bool = True,
 ) -> list[EpisodicEvent]:
     """The events a finished turn triggers (seed §4.2), before the confidence threshold:
-    "task" when ``policy.assess_task`` finds evidence that it completed (or that work was
+    "task" when ``task_outcome.assess_task`` finds evidence that it completed (or that work was
     done before an early stop) — its confidence is that evidence's; one "preference" per
     stated preference, one "tool_recovery" per tool that failed then succeeded, one
     "cross_session" when the request refers to an earlier session. Relative dates in their
@@ -77,13 +77,13 @@ def build_turn_events(
     ``goal_from_user`` False: the request is not the user's own words (a reminder's stored
     action, fired by the scheduler): no preference, note or cross-session event is read from
     it. Pure."""
-    evidence = evidence or policy.TurnEvidence.from_tools(tools_used)
+    evidence = evidence or task_outcome.TurnEvidence.from_tools(tools_used)
     tools = list(dict.fromkeys([*(tools_used or []), *evidence.tools_succeeded]))
     meta: dict[str, Any] = {"thread_id": thread_id}
     # the shape each tool had when it was used: a later schema change marks the memory stale
     versions = {"tool_versions": dict(evidence.tool_versions)} if evidence.tool_versions else {}
     events: list[EpisodicEvent] = []
-    verdict = policy.assess_task(goal, answer, stop_reason, evidence)
+    verdict = task_outcome.assess_task(goal, answer, stop_reason, evidence)
     # a request that is not the user's words (a reminder's stored action) is quoted as data too
     request = goal if goal_from_user else (provenance.as_data(goal)[0] or "a scheduled action")
     if verdict.outcome is not None:
@@ -122,7 +122,7 @@ def build_turn_events(
             )
         )
     said = goal if goal_from_user else ""  # only the user's own words state preferences and notes
-    for sentence in policy.detect_preferences(said):
+    for sentence in triggers.detect_preferences(said):
         events.append(
             EpisodicEvent(
                 user_id=user_id,
@@ -132,7 +132,7 @@ def build_turn_events(
                 metadata={**meta, "source": provenance.USER},
             )
         )
-    for sentence in policy.detect_notes(said):
+    for sentence in triggers.detect_notes(said):
         events.append(
             EpisodicEvent(
                 user_id=user_id,
@@ -152,7 +152,7 @@ def build_turn_events(
                 metadata={**meta, "tool": tool, "source": provenance.RUNTIME, **versions},
             )
         )
-    phrase = policy.detect_cross_session(said)
+    phrase = triggers.detect_cross_session(said)
     if phrase:
         events.append(
             EpisodicEvent(
@@ -175,7 +175,7 @@ class TurnPlan:
 
     user_id: str
     events: list[EpisodicEvent] = field(default_factory=list)
-    facts: list[policy.FactCandidate] = field(default_factory=list)
+    facts: list[fact_extraction.FactCandidate] = field(default_factory=list)
     signals: list[tuple[str, str]] = field(default_factory=list)
     #: The turn's place (``memory.semantic.origin_of``): facts stated on a branch later rolled
     #: back are not recalled on the branch that replaced it.
@@ -282,7 +282,7 @@ class MemoryService:
     def note_one_offs(self, thread_id: str, text: str) -> list[str]:
         """Keep this message's one-off instructions ("short answers this time") in the
         session's working memory; return them."""
-        found = policy.detect_one_off(text)
+        found = triggers.detect_one_off(text)
         if found:
             wm = self.working(thread_id)
             for sentence in found:
@@ -353,7 +353,7 @@ class MemoryService:
 
         async def episodic() -> list[ScoredEvent]:
             try:
-                reference = policy.detect_cross_session(goal)
+                reference = triggers.detect_cross_session(goal)
                 kinds = None if reference else policy.kinds_for_task(goal)
                 hits = await self._episodes(
                     user_id, goal, k or self.recall_k, kinds, now, thread_id, visible_origins, inactive
@@ -509,14 +509,14 @@ class MemoryService:
         stop_reason: str | None,
         failed_then_succeeded: list[str],
         origin_message_id: str | None = None,
-        evidence: policy.TurnEvidence | None = None,
+        evidence: task_outcome.TurnEvidence | None = None,
         goal_from_user: bool = True,
     ) -> TurnPlan:
         """What a finished turn writes (seed §4.2 triggers), over the confidence threshold.
         Pure and cheap (no I/O): the caller counts it on its hot path and writes it later
         with :meth:`write_plan`. ``origin_message_id`` (the turn's last message) lets
         :meth:`recall_for_turn` tell which branch of a session an event came from;
-        ``evidence`` is what the runtime observed of the outcome (``policy.TurnEvidence``):
+        ``evidence`` is what the runtime observed of the outcome (``task_outcome.TurnEvidence``):
         without it only the tool names are known, which is never enough for a task memory.
         ``goal_from_user`` False (a run a reminder's firing started: its request is the stored
         action, not the user's words): no preference, note, fact or conflict signal is read
@@ -539,10 +539,12 @@ class MemoryService:
                     event.metadata = {**event.metadata, "origin_message_id": origin_message_id}
             plan.events = [e for e in events if e.confidence >= self.min_confidence]
             said = goal if goal_from_user else ""
-            plan.facts = [f for f in policy.extract_facts(said) if f.confidence >= self.min_confidence]
+            plan.facts = [f for f in fact_extraction.extract_facts(said) if f.confidence >= self.min_confidence]
             stated = {(f.predicate, f.object.casefold()) for f in plan.facts}
             # a statement is not its own decider: only a later use of a value decides a conflict
-            plan.signals = [(p, v) for p, v in policy.behaviour_values(said) if p not in {s for s, _ in stated}]
+            plan.signals = [
+                (p, v) for p, v in fact_extraction.behaviour_values(said) if p not in {s for s, _ in stated}
+            ]
         except Exception:  # noqa: BLE001
             log.exception("memory: could not plan the writes of thread %r", thread_id)
         return plan
@@ -690,7 +692,7 @@ class MemoryService:
         tools_used: list[str],
         stop_reason: str | None,
         failed_then_succeeded: list[str],
-        evidence: policy.TurnEvidence | None = None,
+        evidence: task_outcome.TurnEvidence | None = None,
     ) -> int:
         """:meth:`plan_turn` then :meth:`write_plan`; returns the new episodic records stored."""
         plan = self.plan_turn(
@@ -799,18 +801,18 @@ class MemoryService:
         return text
 
     @classmethod
-    def rule_candidates(cls, event: EpisodicEvent) -> list[policy.FactCandidate]:
-        """The rule-based extractor (``policy.extract_facts``) over an episode's
+    def rule_candidates(cls, event: EpisodicEvent) -> list[fact_extraction.FactCandidate]:
+        """The rule-based extractor (``fact_extraction.extract_facts``) over an episode's
         :meth:`extraction_text` (a task record's request only, never the model's answer)."""
         text = cls.extraction_text(event)
-        return policy.extract_facts(text) if text else []
+        return fact_extraction.extract_facts(text) if text else []
 
     async def consolidate_facts(
         self,
         events: Sequence[EpisodicEvent],
         *,
         now: datetime | None = None,
-        candidates: dict[str, list[policy.FactCandidate]] | None = None,
+        candidates: dict[str, list[fact_extraction.FactCandidate]] | None = None,
         evidence: str = "direct",
     ) -> dict[str, int]:
         """Candidate facts of ``events`` (``candidates``: event id → facts, e.g. from a model;

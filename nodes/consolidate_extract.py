@@ -5,7 +5,7 @@ knowledge graph (``memory.semantic``: a contradiction is stored pending, never o
 Extractor: with a capable model configured (any model but the embedded one) the model reads
 the episodes and proposes facts as JSON (``evidence = "inferred"``, confidence as it says,
 capped at 0.9); on the embedded model — or when the model's answer cannot be used — the
-rule-based extractor (``memory.policy.extract_facts``, the user's own words, "direct") does,
+rule-based extractor (``memory.fact_extraction.extract_facts``, the user's own words, "direct") does,
 and ``extractor`` says which one ran. Update: ``extractor``, ``counts`` (candidates, kept,
 added, duplicates, conflicts, resolved).
 """
@@ -24,7 +24,7 @@ from graph.consolidate_state import ConsolidateState, run_clock
 from graph.context import Context
 from graph.resources import get_memory, get_model
 from memory.episodic.base import EpisodicEvent
-from memory.policy import FactCandidate
+from memory.fact_extraction import FactCandidate
 from memory.service import MemoryService
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@
   write), from which a session whose checkpoint cannot be read is rebuilt.
 * Memory write triggers (seed §4.2) are decided here by ``MemoryService.plan_turn`` (pure:
   task completed — judged on the evidence this node reads from the state
-  (``memory.policy.TurnEvidence``: the goal's required steps and which succeeded, derived from
+  (``memory.task_outcome.TurnEvidence``: the goal's required steps and which succeeded, derived from
   the tools' own metadata by ``graph.progress``; side effects done; artifacts; the successful
   results), never on the model's word alone (DESIGN §4.4) —, explicit preference, tool failed then succeeded on retry, cross-session
   reference; semantic facts stated by the user; values that decide a pending conflict) and
@@ -44,7 +44,7 @@ from graph.progress import artifacts, current_goal_messages, request_id, require
 from graph.resources import get_memory, get_toolbox, run_in_background
 from graph.state import State
 from graph.verification import UNVERIFIED_ANSWER, goal_results, honest_answer, unbacked_claims, verify
-from memory.policy import TurnEvidence
+from memory.task_outcome import TurnEvidence
 from tools.schema_versions import schema_hash
 
 log = logging.getLogger(__name__)
@@ -190,7 +190,7 @@ def evidence_refs(work: list, thread_id: str, goal_id: str, results: list) -> tu
 async def turn_evidence(
     state: State, context: Context, results: list[ToolMessage], answer: str = "", thread_id: str = NO_THREAD
 ) -> TurnEvidence:
-    """What the state shows of the goal's outcome (``memory.policy.TurnEvidence``): required
+    """What the state shows of the goal's outcome (``memory.task_outcome.TurnEvidence``): required
     steps and side-effect flags come from the registered tools' metadata; ``verified`` is the
     check of ``answer`` against the goal's results (``graph.verification``, DESIGN §5.5) —
     False for an answer that stopped unverified —, ``unbacked_claims`` the effects it claims that

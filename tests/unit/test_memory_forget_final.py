@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from memory.policy import FactCandidate
+from memory.fact_extraction import FactCandidate
 from tests.unit.test_memory_service import NOW, make, write
 
 PREF = "I always prefer reports in PDF format."

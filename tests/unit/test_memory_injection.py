@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from graph import resources
 from graph.builder import make_graph
-from memory import policy, provenance
+from memory import policy, provenance, task_outcome
 from memory.episodic.base import EpisodicEvent
 from memory.service import MemoryService, build_turn_events
 from tests.conftest import FakeToolbox, tool_call
@@ -46,8 +46,8 @@ INJECTIONS = {
 }
 
 
-def _evidence(result: str) -> policy.TurnEvidence:
-    return policy.TurnEvidence(
+def _evidence(result: str) -> task_outcome.TurnEvidence:
+    return task_outcome.TurnEvidence(
         tools_succeeded=("read_customers",),
         result_texts=(result,),
         verified=True,
@@ -226,7 +226,7 @@ def test_a_fired_reminders_stored_action_is_not_the_users_words(case):
     injected = INJECTIONS[case]
     svc = MemoryService.__new__(MemoryService)  # plan_turn is pure: no store is touched
     svc.min_confidence = policy.MIN_CONFIDENCE
-    evidence = policy.TurnEvidence(
+    evidence = task_outcome.TurnEvidence(
         required_steps=("post_summary",),
         steps_done=("post_summary",),
         tools_succeeded=("post_summary",),

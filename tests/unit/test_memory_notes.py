@@ -10,8 +10,10 @@ import pytest
 
 from memory.embeddings import HashEmbedder
 from memory.episodic.lance import LanceEpisodicStore
-from memory.policy import NOTE_CONFIDENCE, TurnEvidence, detect_notes
+from memory.policy import NOTE_CONFIDENCE
 from memory.service import MemoryService
+from memory.task_outcome import TurnEvidence
+from memory.triggers import detect_notes
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 

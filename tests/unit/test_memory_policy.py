@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from memory import policy
-from memory.policy import TurnEvidence, assess_task, detect_preferences
+from memory import fact_extraction, policy, task_outcome, triggers
+from memory.task_outcome import TurnEvidence, assess_task
+from memory.triggers import detect_preferences
 
 
 @pytest.mark.parametrize(
@@ -99,7 +100,7 @@ def test_threshold_and_expiry_constants_follow_the_seed():
     assert policy.EPISODIC_TTL_DAYS == 30 and policy.SEMANTIC_TTL_DAYS == 180
     assert policy.passes_threshold(policy.MIN_CONFIDENCE)
     assert not policy.passes_threshold(policy.MIN_CONFIDENCE - 0.01)
-    assert policy.TASK_STOPPED_CONFIDENCE >= policy.MIN_CONFIDENCE
+    assert task_outcome.TASK_STOPPED_CONFIDENCE >= policy.MIN_CONFIDENCE
 
 
 # --- one-off instructions, cross-session references, facts, behaviour --------------
@@ -110,7 +111,7 @@ def test_threshold_and_expiry_constants_follow_the_seed():
     ["Give me short answers this time.", "Just this once, use a table.", "这次简短回答", "For now reply in French."],
 )
 def test_one_off_instructions_are_working_memory(text):
-    assert policy.detect_one_off(text) and policy.extract_facts(text) == []
+    assert triggers.detect_one_off(text) and fact_extraction.extract_facts(text) == []
 
 
 @pytest.mark.parametrize(
@@ -124,7 +125,7 @@ def test_one_off_instructions_are_working_memory(text):
     ],
 )
 def test_cross_session_references(text, phrase):
-    found = policy.detect_cross_session(text)
+    found = triggers.detect_cross_session(text)
     assert (found is None) if phrase is None else (phrase.casefold() in found.casefold())
 
 
@@ -148,13 +149,13 @@ def test_cross_session_references(text, phrase):
     ],
 )
 def test_rule_based_fact_extraction(text, expected):
-    assert [(f.subject, f.predicate, f.object) for f in policy.extract_facts(text)] == expected
+    assert [(f.subject, f.predicate, f.object) for f in fact_extraction.extract_facts(text)] == expected
 
 
 def test_behaviour_values_are_uses_not_statements():
-    assert policy.behaviour_values("Send me the sales report as markdown") == [("prefers_format", "markdown")]
-    assert policy.behaviour_values("keep the answer short") == [("prefers_answer_length", "short")]
-    assert policy.behaviour_values("hello") == []
+    assert fact_extraction.behaviour_values("Send me the sales report as markdown") == [("prefers_format", "markdown")]
+    assert fact_extraction.behaviour_values("keep the answer short") == [("prefers_answer_length", "short")]
+    assert fact_extraction.behaviour_values("hello") == []
 
 
 def test_kinds_for_task():

@@ -12,8 +12,8 @@ import pytest
 from memory.embeddings import HashEmbedder
 from memory.episodic.base import EpisodicEvent
 from memory.episodic.lance import LanceEpisodicStore
-from memory.policy import TurnEvidence
 from memory.service import MemoryService
+from memory.task_outcome import TurnEvidence
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 EPISODE = re.compile(r"^\[episodic · (\w+) · \d{4}-\d{2}-\d{2} · confidence \d\.\d\d · (evidence|inferred)\] .+")

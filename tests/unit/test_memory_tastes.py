@@ -1,6 +1,6 @@
 """Contradicting preferences (issue 23 kind 2): "I love Chinese food", a few turns later "I hate
 Chinese food". Likes and dislikes become facts with a polarity (``likes`` / ``dislikes``,
-``memory.policy.extract_tastes``); the later statement supersedes the earlier
+``memory.fact_extraction.extract_tastes``); the later statement supersedes the earlier
 (``memory.semantic``) and the prompt shows one — the earlier statement's episode is no longer
 recalled. Siblings: other phrasings and languages, a change back, two different things."""
 
@@ -10,7 +10,8 @@ from datetime import timedelta
 
 import pytest
 
-from memory.policy import detect_preferences, extract_facts, extract_tastes
+from memory.fact_extraction import extract_facts, extract_tastes
+from memory.triggers import detect_preferences
 from tests.unit.test_memory_service import NOW, make, write
 
 PAIRS = [

@@ -23,7 +23,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from graph import resources
 from graph.builder import make_graph
 from memory import policy
-from memory.policy import TurnEvidence, answer_defects, assess_task, detect_cross_session
+from memory.task_outcome import TurnEvidence, answer_defects, assess_task
+from memory.triggers import detect_cross_session
 from tests.conftest import FakeToolbox, tool_call
 
 

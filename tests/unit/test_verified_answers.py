@@ -305,7 +305,7 @@ async def test_a_claimed_effect_that_did_not_happen_is_corrected_before_it_is_sh
     ],
 )
 def test_a_claim_is_negated_or_future_only_where_it_is_made(sentence, claims):
-    from memory.policy import effect_claims
+    from memory.task_outcome import effect_claims
 
     assert bool(effect_claims(sentence)) is claims
 
