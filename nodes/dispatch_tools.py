@@ -14,7 +14,7 @@ arguments against the tool's JSON Schema and runs the tool in an executor outsid
 server, K8). Calls whose arguments were not valid JSON (``invalid_tool_calls``, K3) get an
 error result without running anything.
 
-**Side effects go only where the user asked** (DESIGN §2.8, ``tools.destinations.guard_calls``):
+**Side effects go only where the user asked** (DESIGN §2.8, ``tools.destination_guard.guard_calls``):
 a side-effect call whose destination (channel, recipient, path, URL) the request, the user's
 answers or the configuration did not name, or whose content carries sensitive data to a
 destination the request did not name, gets an error result (``destination_refused``) with the
@@ -64,8 +64,9 @@ from graph.failures import CUT_OFF, MAX_RETRIES, RETRY_BACKOFF_S, Recovery, reco
 from graph.progress import call_signature, goal_message_id, request_id
 from graph.resources import get_toolbox
 from graph.state import State
+from graph.tracing import tool_span
 from tools.content_checks import content_refusals
-from tools.destinations import goal_results, guard_calls, user_words
+from tools.destination_guard import goal_results, guard_calls, user_words
 from tools.mcp.progress import ProgressEvent, ProgressSink, progress_to
 from tools.registry import ToolOutcome, ToolRegistry
 
@@ -342,8 +343,14 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
         )
     for call in calls:
         rid = request_id(thread_id, goal_id, call["name"], call["args"])
-        with progress_to(progress_writer(runtime, call)):
-            outcome, attempts = await _call_with_retry(registry, call["name"], call["args"], rid)
+        spec = registry.get(call["name"])
+        # a span per call (its retries inside it) under this node's span, for any tracer
+        async with tool_span(
+            call["name"], call["args"], call["id"], {"tool_source": spec.source if spec else None}
+        ) as span:
+            with progress_to(progress_writer(runtime, call)):
+                outcome, attempts = await _call_with_retry(registry, call["name"], call["args"], rid)
+            span.end({"status": outcome.status, "attempts": attempts}, outcome.error or None)
         retries += attempts - 1
         counts[call["name"]] = counts.get(call["name"], 0) + 1
         latency[call["name"]] = latency.get(call["name"], 0.0) + outcome.latency_s

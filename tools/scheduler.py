@@ -33,7 +33,7 @@ Rules:
   reminder's text as a request.
 * **The action is bound to the request that created it.** A "tool" action is checked again
   when it fires (:func:`call_tool_action` with ``data_dir``: its destinations against the
-  request recorded with it, :func:`tools.destinations.deferred_refusal`); a refused action does
+  request recorded with it, :func:`tools.deferred_calls.deferred_refusal`); a refused action does
   not run, is not retried, and the firing says why. A "task" action runs as a turn on behalf of
   that request (:func:`bound_request`).
 * **Injected clock.** Every function takes ``now``; naive datetimes are local time.
@@ -61,7 +61,8 @@ from tools.builtin.reminders import (
     row_to_reminder,
     scheduled_at,
 )
-from tools.destinations import Rules, binding_for, deferred_refusal
+from tools.deferred_calls import binding_for, deferred_refusal
+from tools.destinations import Rules
 from tools.idempotency import new_owner, owner_alive
 from tools.results import cut_text
 
@@ -434,7 +435,7 @@ def delivery_history(data_dir: Path | str, reminder_id: int | None = None) -> li
 
 def bound_request(data_dir: Path | str, due: Due) -> str:
     """The words of the request that created ``due``'s action (recorded when the agent
-    scheduled it, :func:`tools.destinations.record_binding`); "" when none is recorded."""
+    scheduled it, :func:`tools.deferred_calls.record_binding`); "" when none is recorded."""
     binding = binding_for(data_dir, due.action)
     return "\n".join(binding["request"]) if binding else ""
 
@@ -451,7 +452,7 @@ async def call_tool_action(
     "replayed", "content"}`` for :func:`fire_due`.
 
     With ``data_dir`` the action is checked first against the request that created it and the
-    user's ``rules`` (:func:`tools.destinations.deferred_refusal`): refused, it does not run and
+    user's ``rules`` (:func:`tools.deferred_calls.deferred_refusal`): refused, it does not run and
     the result is ``{"ok": False, "retry": False, "detail": <why>}``. Without ``data_dir`` (a
     caller that checked already) it is not checked."""
     tool = due.action["tool"]

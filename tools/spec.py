@@ -119,7 +119,7 @@ class ToolSpec(BaseModel):
         deferred_call_arg argument holding a call kept to run later, ``{"kind": "tool", "tool",
                       "args"}`` or ``{"kind": "task", "task"}``: its destinations are checked
                       against the request that creates it, which is recorded with it
-                      (:func:`tools.destinations.record_binding`) for the check when it runs.
+                      (:func:`tools.deferred_calls.record_binding`) for the check when it runs.
         network       the tool needs the network (an HTTP API, a remote database). False: the
                       executor runs it with none — no socket reaches another host or this one
                       (DESIGN §2.2). MCP tools run in their own server process: not applied.

@@ -15,7 +15,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graph.builder import make_graph
 from tests.conftest import POST_MESSAGE, FakeToolbox, tool_call
-from tools.destinations import Rules, destination_refusal, named_in, sensitive_in_content, sensitive_values
+from tools.destinations import Rules, destination_refusal
+from tools.name_matching import named_in
+from tools.sensitive_data import sensitive_in_content, sensitive_values
 from tools.spec import ToolSpec, lint
 
 CUSTOMERS = {
@@ -317,7 +319,8 @@ async def test_an_mcp_style_email_to_an_address_from_a_tool_result_is_refused(sc
 
 async def test_a_deferred_call_is_checked_in_any_form_and_bound_with_its_sensitivity(tmp_path):
     from tools.builtin.catalog import SCHEDULE_REMINDER
-    from tools.destinations import binding_for, deferred_refusal, guard_calls
+    from tools.deferred_calls import binding_for, deferred_refusal
+    from tools.destination_guard import guard_calls
 
     specs = {s.name: s for s in (SCHEDULE_REMINDER, POST_MESSAGE)}
     payload = tmp_path / "q1.json"

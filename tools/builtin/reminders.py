@@ -34,7 +34,7 @@ without knowing any particular tool:
   own directory) has nothing to check against and the action is stored as given; a firing
   still reports an unknown tool or bad arguments as a failed firing. Where the action's effect
   goes (its destination arguments) must come from the request that creates it: that check
-  runs in the agent, which has the request (``tools.destinations.guard_calls``, before this
+  runs in the agent, which has the request (``tools.destination_guard.guard_calls``, before this
   function runs), records the request with the action, and runs again when it fires.
 
 Periods are months (``"2026-12"``). A day beyond a month's length runs on that month's last day
