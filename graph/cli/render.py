@@ -22,7 +22,8 @@ from rich.tree import Tree
 if TYPE_CHECKING:  # the commands that print these have loaded them; `hermes --help` need not
     from langchain_core.messages import AnyMessage
 
-    from graph.branches import BranchOp, BranchTree, CheckpointNode
+    from graph.branches import BranchOp
+    from graph.checkpoint_tree import BranchTree, CheckpointNode
     from graph.recovery import RecoveryReport
 
 console = Console()
@@ -314,7 +315,7 @@ def _compact_keep(tree: BranchTree, node: CheckpointNode) -> bool:
 def render_tree(tree: BranchTree, compact: bool = False) -> Tree:
     """A rich Tree of the thread's checkpoints: a linear run of checkpoints stays on one level,
     each fork opens one nested level per branch (oldest branch first)."""
-    from graph.branches import short_id  # noqa: PLC0415 - loaded with the tree
+    from graph.checkpoint_tree import short_id  # noqa: PLC0415 - loaded with the tree
 
     root = Tree(
         f"thread [bold]{tree.thread_id}[/bold] — {len(tree)} checkpoints, {len(tree.heads)} "
@@ -346,7 +347,7 @@ def render_tree(tree: BranchTree, compact: bool = False) -> Tree:
 
 def print_messages(messages: list[AnyMessage]) -> None:
     """A table of messages: role (and name), a one-line preview."""
-    from graph.branches import preview  # noqa: PLC0415 - loaded with the messages
+    from graph.checkpoint_tree import preview  # noqa: PLC0415 - loaded with the messages
 
     table = Table(title="last messages", show_lines=False)
     table.add_column("role")
@@ -358,7 +359,7 @@ def print_messages(messages: list[AnyMessage]) -> None:
 
 def print_op(op: BranchOp) -> None:
     """What a rollback or switch did."""
-    from graph.branches import short_id  # noqa: PLC0415 - loaded with the operation
+    from graph.checkpoint_tree import short_id  # noqa: PLC0415 - loaded with the operation
 
     if op.mechanism == "none":
         console.print(f"{op.op}: {short_id(op.target)} is already the active head; nothing changed")

@@ -48,7 +48,7 @@ def branch_list(
     json_out: bool = typer.Option(False, "--json", help="Print the heads as JSON."),
 ) -> None:
     """List the branches (heads = leaf checkpoints) of a thread; ● marks the active head."""
-    from graph.branches import short_id
+    from graph.checkpoint_tree import short_id
     from graph.checkpoints import checkpoints_file
 
     path_dir = resolve_data_dir(data_dir)
@@ -114,7 +114,8 @@ def branch_show(
     last: int = typer.Option(8, help="Messages to show for a checkpoint."),
 ) -> None:
     """Show a thread's checkpoint tree (parent links, heads, the active head), or one checkpoint."""
-    from graph.branches import Branches, short_id
+    from graph.branches import Branches
+    from graph.checkpoint_tree import short_id
     from graph.checkpoints import checkpoints_file
 
     path_dir = resolve_data_dir(data_dir)
@@ -155,7 +156,7 @@ def branch_rollback(
     data_dir: str = typer.Option(None, help="Data directory."),
 ) -> None:
     """Make an earlier checkpoint the active head; the abandoned steps stay as a branch."""
-    from graph.branches import short_id
+    from graph.checkpoint_tree import short_id
 
     path_dir = resolve_data_dir(data_dir)
     require_db(path_dir)
@@ -204,7 +205,7 @@ def branch_fork(
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON only."),
 ) -> None:
     """Continue from an earlier checkpoint with a new message, as a new branch (it becomes active)."""
-    from graph.branches import short_id
+    from graph.checkpoint_tree import short_id
     from graph.runner import execute_turn
 
     if not task.strip():
@@ -313,7 +314,7 @@ def session_show(
 ) -> None:
     """The workbench state of a thread's active head: goal, intent, derived state, metrics,
     stop reason, branches and the last messages."""
-    from graph.branches import short_id
+    from graph.checkpoint_tree import short_id
     from graph.checkpoints import checkpoints_file
     from graph.mirror import ThreadMirror
     from graph.recovery import probe

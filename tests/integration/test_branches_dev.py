@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from langgraph_sdk import get_client
 
-from graph.branches import tree_from_history
+from graph.checkpoint_tree import tree_from_history
 
 pytestmark = pytest.mark.slow
 

@@ -16,8 +16,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from typer.testing import CliRunner
 
 from graph import resources
-from graph.branches import Branches, short_id
+from graph.branches import Branches
 from graph.builder import make_graph
+from graph.checkpoint_tree import short_id
 from graph.cli import app
 from graph.mirror import ThreadMirror
 from memory.branch_origins import BranchOrigins

@@ -17,8 +17,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 from typer.testing import CliRunner
 
 from graph import resources
-from graph.branches import BranchError, Branches
+from graph.branches import Branches
 from graph.builder import make_graph
+from graph.checkpoint_tree import BranchError
 from graph.checkpoints import open_checkpointer
 from graph.cli import app
 from graph.context import Context

@@ -8,8 +8,9 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import resources
-from graph.branches import BranchError, Branches, preview, short_id, tree_from_history
+from graph.branches import Branches
 from graph.builder import make_graph
+from graph.checkpoint_tree import BranchError, preview, short_id, tree_from_history
 from tests.conftest import FakeToolbox, tool_call
 
 
