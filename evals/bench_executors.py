@@ -111,8 +111,9 @@ def _stop_server(proc: subprocess.Popen) -> None:
 
 async def bench(calls: int, rounds: int) -> dict[str, Any]:
     from tools.executors import make_executor
+    from tools.executors.cgroups import pids_cgroup_parent
     from tools.executors.container import SandboxUnavailable
-    from tools.executors.subprocess import pids_cgroup_parent, scrubbed_env
+    from tools.executors.subprocess import scrubbed_env
     from tools.executors.worker import landlock_abi
     from tools.idempotency import IdempotencyLedger
     from tools.registry import ToolRegistry

@@ -14,8 +14,9 @@ from tests.integration.test_executors_subprocess import gone, kill_leftovers, ou
 from tools.errors import ToolFailed, ToolTimeout
 from tools.executors import container as container_mod
 from tools.executors import make_executor
+from tools.executors.cgroups import pids_cgroup_parent
 from tools.executors.container import ContainerExecutor, Sandbox, SandboxUnavailable, detect_sandbox
-from tools.executors.subprocess import RunContext, pids_cgroup_parent
+from tools.executors.subprocess import RunContext
 
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None,

@@ -15,7 +15,8 @@ import pytest
 
 from tools.errors import ToolFailed, ToolTimeout
 from tools.executors import make_executor
-from tools.executors.subprocess import SubprocessExecutor, pids_cgroup_parent
+from tools.executors.cgroups import pids_cgroup_parent
+from tools.executors.subprocess import SubprocessExecutor
 from tools.executors.worker import landlock_abi
 
 pytestmark = pytest.mark.slow  # real worker processes

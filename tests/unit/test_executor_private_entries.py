@@ -1,11 +1,11 @@
-"""Which parts of a data directory a tool run may not see (tools/executors/subprocess.py:
+"""Which parts of a data directory a tool run may not see (tools/executors/agent_state.py:
 private_entries); the processes that enforce it: tests/integration/test_sandbox_defaults.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tools.executors.subprocess import private_entries, request_thread
+from tools.executors.agent_state import private_entries, request_thread
 
 
 def layout(data: Path) -> None:

@@ -8,19 +8,19 @@ Each run is a fresh ``python -P -m tools.executors.worker`` process:
   * resource limits applied by the worker before the tool is imported (``setrlimit``):
     address space ``memory_mb`` MiB, CPU time ~``timeout_s``, ``open_files``, ``max_procs``,
     file size ``file_mb`` MiB;
-  * process count also bounded by a **pids cgroup** (``max_procs``) when the machine lets us
-    create one (cgroup v1 ``pids`` hierarchy or a delegated v2 subtree; root ignores
+  * process count also bounded by a **pids cgroup** (``max_procs``; :mod:`tools.executors.cgroups`)
+    when the machine lets us create one (cgroup v1 ``pids`` hierarchy or a delegated v2 subtree; root ignores
     ``RLIMIT_NPROC``, a cgroup it cannot ignore). The cgroup also lists every descendant, even
     one that called ``setsid``, so nothing escapes the kill;
   * **no network** unless the call asks for it (``run(..., network=True)``: the tool's
     ``ToolSpec.network``; or the executor's ``network=True`` for every call): a new network
     namespace, plus Landlock's TCP rules (kernel ABI >= 4);
-  * **none of the agent's own state** (:data:`AGENT_STATE`: the checkpoints, the idempotency
-    ledger, the memory store, the mirror, MCP tokens ...), nor other threads' ``payloads/``
-    folders, nor what every thread shares (:data:`SHARED_STATE`: the reports of before they were
-    per thread; the schedule, :data:`SCHEDULE_STATE`, unless the call's tool schedules or reads
-    it: ``run(..., schedule=True)``): covered in a private mount namespace and refused by the
-    audit hook (:func:`private_entries`);
+  * **none of the agent's own state** (:mod:`tools.executors.agent_state`: ``AGENT_STATE``, the
+    checkpoints, the idempotency ledger, the memory store, the mirror, MCP tokens ...), nor other
+    threads' ``payloads/`` folders, nor what every thread shares (``SHARED_STATE``: the reports of
+    before they were per thread; the schedule, ``SCHEDULE_STATE``, unless the call's tool
+    schedules or reads it: ``run(..., schedule=True)``): covered in a private mount namespace and
+    refused by the audit hook (``private_entries``);
   * a **workspace per thread** (:mod:`tools.executors.workspace`): ``threads/<thread>/`` of the
     request's thread is the only place the run may write (plus its private temp directory; a
     scheduling call may also write the data directory's top level, where the schedule lives),
@@ -49,7 +49,6 @@ backend (bubblewrap, often setuid-installed) is the way to confine.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import logging
 import os
@@ -58,15 +57,14 @@ import shutil
 import signal
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from tools.errors import ToolFailed, ToolTimeout
 from tools.executors import worker as _worker  # noqa: F401  (writes its .pyc: workers run without)
+from tools.executors.agent_state import AGENT_STATE, private_entries
+from tools.executors.cgroups import PidsCgroup
 from tools.executors.links import remove_escaping_links
 from tools.executors.workspace import THREADS, ensure_workspace
 from tools.procs import kill_process_tree, signal_group
@@ -81,78 +79,8 @@ _MAX_OUTPUT = 32 * 1024 * 1024
 TERM_GRACE_S = 0.5
 #: Command that starts the worker; ``-P`` keeps the working directory off ``sys.path``.
 WORKER_ARGV = ("-P", "-m", "tools.executors.worker")
-#: The agent's own state in a data directory, never shown to a tool: checkpoints, idempotency
-#: ledgers, the answers-delivered record, request bindings, memory (knowledge graph, queue,
-#: episodic store), the plain-text mirror, thread locks, MCP OAuth tokens and media, the bundled
-#: team chat's messages, the embedded model's log and saved KV cache. An entry is hidden when its name starts with
-#: one of these (SQLite's -wal/-shm/-journal and moved-aside ``.broken-*`` copies included).
-#: A tool keeps its thread's workspace, its own thread's ``payloads/<thread>/``, the tool-schema
-#: file and the user's database. Override with ``SubprocessExecutor(hidden=...)``.
-AGENT_STATE = (
-    "checkpoints.sqlite",
-    "idempotency.db",
-    "remote_idempotency.db",
-    "deliveries.db",
-    "request_bindings.db",
-    "memory.db",
-    "episodic.lance",
-    "mirror",
-    "locks",
-    "mcp_auth",
-    "mcp_media",
-    "team_chat.db",
-    "embedded-llm.log",
-    "kv-cache",  # the embedded model's saved KV cache: the tokens of earlier prompts
-)
-#: Shared by every thread (every user) of a data directory, so no tool run's: the flat ``reports/``
-#: of before reports were per thread (still read by the agent and the user, never by a tool).
-SHARED_STATE = ("reports",)
-#: The schedule (the reminder store, every user's reminders): shown only to a call whose tool
-#: schedules or reads the schedule (``ToolSpec.schedules`` / ``reads_schedule``).
-SCHEDULE_STATE = ("reminders.db",)
-_THREAD_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 log = logging.getLogger(__name__)
-
-
-def request_thread(request_id: str) -> str | None:
-    """The thread a request id (``<thread>:<goal>:<hash>``, ``graph.progress.request_id``)
-    belongs to, as its payload folder names it; None for another form."""
-    parts = request_id.rsplit(":", 2)
-    return _THREAD_SAFE.sub("_", parts[0]) if len(parts) == 3 and parts[0] else None
-
-
-def private_entries(
-    data_dir: Path,
-    request_id: str,
-    state: tuple[str, ...] = AGENT_STATE,
-    keep: tuple[str, ...] = (),
-    *,
-    schedule: bool = False,
-) -> list[str]:
-    """Paths in ``data_dir`` a tool run for ``request_id`` must not see: the entries named by
-    ``state`` and :data:`SHARED_STATE` (prefixes), :data:`SCHEDULE_STATE` unless ``schedule``
-    (the call's tool schedules or reads the schedule), and the other threads' folders of
-    ``payloads`` (all of them when the request names no thread). ``keep``: absolute paths that
-    stay visible (the user's database, import paths) with every entry that contains one. The
-    ``threads/`` workspaces are not listed: the run covers that folder whole
-    (:mod:`tools.executors.workspace`). Blocking (lists the directory)."""
-    kept = [os.path.realpath(p) for p in keep]
-    state = (*state, *SHARED_STATE, *(() if schedule else SCHEDULE_STATE))
-
-    def needed(path: Path) -> bool:
-        real = os.path.realpath(path)
-        return any(k == real or k.startswith(real.rstrip("/") + "/") for k in kept)
-
-    try:
-        hidden = [str(e) for e in data_dir.iterdir() if any(e.name.startswith(n) for n in state) and not needed(e)]
-        payloads = data_dir / "payloads"
-        if payloads.is_dir():
-            own = request_thread(request_id)
-            hidden += [str(p) for p in payloads.iterdir() if p.name != own and not needed(p)]
-    except OSError:
-        return []
-    return hidden
 
 
 async def _read_all(stream: asyncio.StreamReader | None, cap: int) -> bytes:
@@ -178,134 +106,6 @@ def scrubbed_env(extra_paths: tuple[str, ...] = (), *, allow: tuple[str, ...] = 
     env.pop("PYTHONSTARTUP", None)
     env.pop("PYTHONINSPECT", None)
     return env
-
-
-# -- pids cgroup ----------------------------------------------------------------------------------
-
-_cgroup_seq = itertools.count()
-_CGROUP_PREFIX = "hermes-exec-"
-
-
-def _pids_cgroup_parent() -> Path | None:
-    """Directory under which this process may create pids cgroups, or None."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    v1 = Path("/sys/fs/cgroup/pids")
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "pids" in controllers.split(",") and v1.is_dir():
-            candidate = v1 / path.lstrip("/")
-            if os.access(candidate, os.W_OK):
-                return candidate
-    for line in lines:  # cgroup v2: our own cgroup must delegate "pids" to its children
-        if line.startswith("0::"):
-            base = Path("/sys/fs/cgroup") / line[3:].lstrip("/")
-            try:
-                if "pids" in (base / "cgroup.subtree_control").read_text().split() and os.access(base, os.W_OK):
-                    return base
-            except OSError:
-                return None
-    return None
-
-
-_cgroup_parent: Path | bool | None = False  # False = not probed yet
-
-
-def pids_cgroup_parent() -> Path | None:
-    """Cached :func:`_pids_cgroup_parent` (blocking: call from a thread)."""
-    global _cgroup_parent
-    if _cgroup_parent is False:
-        _cgroup_parent = _pids_cgroup_parent()
-        if _cgroup_parent is not None:
-            _sweep_stale_cgroups(_cgroup_parent)
-    return _cgroup_parent  # type: ignore[return-value]
-
-
-def _sweep_stale_cgroups(parent: Path) -> None:
-    """Remove empty cgroups left by executors of processes that no longer exist."""
-    for d in parent.glob(f"{_CGROUP_PREFIX}*"):
-        try:
-            owner = int(d.name[len(_CGROUP_PREFIX) :].split("-")[0])
-            if not psutil.pid_exists(owner):
-                d.rmdir()
-        except (ValueError, OSError):
-            continue
-
-
-@dataclass
-class PidsCgroup:
-    """One pids cgroup per run: ``pids.max`` bounds the process count (fork bombs), and
-    ``cgroup.procs`` lists every member for the final kill."""
-
-    path: Path
-
-    @classmethod
-    def create(cls, max_procs: int) -> PidsCgroup | None:
-        parent = pids_cgroup_parent()
-        if parent is None:
-            return None
-        path = parent / f"{_CGROUP_PREFIX}{os.getpid()}-{next(_cgroup_seq)}"
-        try:
-            path.mkdir()
-            (path / "pids.max").write_text(str(max_procs))
-        except OSError:
-            try:
-                path.rmdir()
-            except OSError:
-                pass
-            return None
-        return cls(path)
-
-    @property
-    def procs_file(self) -> Path:
-        return self.path / "cgroup.procs"
-
-    def add(self, pid: int) -> None:
-        """Move process ``pid`` into this cgroup (blocking: ~10 ms RCU wait on cgroup v1)."""
-        self.procs_file.write_text(str(pid))
-
-    def pids(self) -> list[int]:
-        try:
-            return [int(x) for x in self.procs_file.read_text().split()]
-        except OSError:
-            return []
-
-    def kill_all(self, grace_s: float) -> None:
-        """SIGTERM every member, wait ``grace_s``, then SIGKILL until the cgroup is empty."""
-        pids = self.pids()
-        if not pids:
-            return
-        for pid in pids:
-            _kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        while self.pids() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        for _ in range(200):  # a fork bomb refills the list while we kill; pids.max bounds it
-            pids = self.pids()
-            if not pids:
-                return
-            for pid in pids:
-                _kill(pid, signal.SIGKILL)
-            time.sleep(0.005)
-
-    def remove(self) -> None:
-        for _ in range(100):
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:  # EBUSY: members not reaped yet
-                time.sleep(0.01)
-
-
-def _kill(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 # -- the executor -------------------------------------------------------------------------------
