@@ -1,6 +1,7 @@
 """Tool calling and MCP for Hermes Agent (DESIGN §2, §3). Knows nothing of the graph.
 
-spec.py            ToolSpec, lint, normalize_schema (K6), timeouts 10 s / 30 s
+spec.py            ToolSpec, lint, timeouts 10 s / 30 s
+schema_normalization.py  normalize_schema: one schema every provider accepts (K6)
 registry.py        ToolRegistry (K5 duplicates refused), ToolOutcome; call() never raises (K3/K4/K7/K8)
 errors.py          ToolDefinitionError, DuplicateToolError, ToolTimeout, ToolFailed, ToolTransportError
 idempotency.py     SQLite ledger: a repeated request_id returns the recorded result (seed §2.2)

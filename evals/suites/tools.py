@@ -13,7 +13,7 @@ Categories (BFCL v4 file names): ``simple`` = ``simple_python``, ``multiple``, `
 ``live_irrelevance``. Each case goes through the product's path, not a benchmark harness:
 
 1. each BFCL function becomes a :class:`tools.spec.ToolSpec` — BFCL's types mapped to JSON
-   Schema with BFCL's own table (``GORILLA_TO_OPENAPI``), then :func:`tools.spec.normalize_schema`,
+   Schema with BFCL's own table (``GORILLA_TO_OPENAPI``), then :func:`tools.schema_normalization.normalize_schema`,
    registered in a :class:`tools.registry.ToolRegistry` like a third-party MCP tool
    (``strict=False``; names made snake_case as the toolbox does for MCP tools, mapped back for
    scoring) — and the registry is the toolbox the node sees (``graph.resources.set_toolbox``);
@@ -188,7 +188,8 @@ def registry_for(functions: list[dict[str, Any]]) -> tuple[Any, dict[str, str], 
     """A ToolRegistry holding ``functions`` (read-only tools, never run), the map tool name →
     BFCL name, and the functions that could not be registered (with the reason)."""
     from tools.registry import ToolRegistry
-    from tools.spec import ToolSpec, normalize_schema
+    from tools.schema_normalization import normalize_schema
+    from tools.spec import ToolSpec
 
     registry = ToolRegistry()
     names: dict[str, str] = {}

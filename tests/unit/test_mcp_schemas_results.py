@@ -14,7 +14,8 @@ from mcp import types
 from tools.errors import ToolFailed
 from tools.mcp.client import tools_from_listing
 from tools.mcp.results import result_to_json
-from tools.spec import RECURSION_DEPTH, SchemaNormalizationError, normalize_schema, schema_error
+from tools.schema_normalization import RECURSION_DEPTH, SchemaNormalizationError, normalize_schema
+from tools.spec import schema_error
 
 
 def _walk(node):

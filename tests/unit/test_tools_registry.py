@@ -9,7 +9,8 @@ import pytest
 
 from tools.errors import DuplicateToolError, ToolDefinitionError, ToolFailed, ToolTimeout, ToolTransportError
 from tools.registry import ToolRegistry
-from tools.spec import HEAVY_TIMEOUT_S, ORDINARY_TIMEOUT_S, ToolSpec, lint, normalize_schema
+from tools.schema_normalization import normalize_schema
+from tools.spec import HEAVY_TIMEOUT_S, ORDINARY_TIMEOUT_S, ToolSpec, lint
 
 GOOD_DESC = "Adds two integers and returns the sum; use it only for integer arithmetic."
 ADD_PARAMS = {

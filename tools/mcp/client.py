@@ -23,7 +23,7 @@
 * **Handshake**: bounded connect, ``initialize`` (client capabilities: elicitation only when the
   server's ``elicitation`` setting answers it), capabilities recorded, ``tools/list`` with
   pagination; ``notifications/tools/list_changed`` re-lists and calls :attr:`on_tools_changed`.
-  Tool schemas are normalised once (:func:`tools.spec.normalize_schema`); a schema that cannot be
+  Tool schemas are normalised once (:func:`tools.schema_normalization.normalize_schema`); a schema that cannot be
   used (a ``$ref`` cycle, an invalid schema) skips only that tool (:attr:`skipped`, a warning).
 * **Timeouts**: a call ends after its answer timeout with neither an answer nor a progress
   notification; progress extends it up to its hard limit (``notifications/cancelled`` on both).
@@ -66,7 +66,7 @@ from tools.mcp.session import (  # noqa: F401 - re-exported
     describe,
 )
 from tools.procs import KILL_GRACE_S, find_by_env_marker, terminate
-from tools.spec import SchemaNormalizationError, normalize_schema
+from tools.schema_normalization import SchemaNormalizationError, normalize_schema
 
 log = logging.getLogger(__name__)
 
