@@ -50,17 +50,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tools.builtin.reminders import (
-    _COLUMNS,
-    adjustment_for,
-    local_now,
-    month_add,
-    open_reminders_db,
-    parse_period,
-    period_of,
-    row_to_reminder,
-    scheduled_at,
-)
+from tools.builtin.reminder_periods import adjustment_for, local_now, month_add, parse_period, period_of, scheduled_at
+from tools.builtin.reminders import _COLUMNS, open_reminders_db, row_to_reminder
 from tools.deferred_calls import binding_for, deferred_refusal
 from tools.destinations import Rules
 from tools.idempotency import new_owner, owner_alive

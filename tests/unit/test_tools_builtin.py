@@ -19,7 +19,7 @@ from tools.builtin.catalog import (
     QUERY_DATABASE,
 )
 from tools.builtin.demo_db import ensure_demo_db, generate_sales_db, last_full_month, month_add
-from tools.builtin.reminders import next_monthly_run
+from tools.builtin.reminder_periods import next_monthly_run
 from tools.spec import lint
 
 
