@@ -28,8 +28,8 @@ Rules:
   is taken over. A newer period supersedes an unfinished older one.
 * **A firing reminds.** Every claimed firing delivers the reminder's text to the user as a
   notice (:func:`record_delivery`: table ``deliveries``, one row per reminder and period, with
-  the action's outcome; :func:`delivery_history`); the action runs besides only when there is
-  one (``notify`` has none, and ``fire`` is not called for it). Nothing here runs the
+  the action's outcome; :func:`tools.reminder_history.delivery_history`); the action runs
+  besides only when there is one (``notify`` has none, and ``fire`` is not called for it). Nothing here runs the
   reminder's text as a request.
 * **The action is bound to the request that created it.** A "tool" action is checked again
   when it fires (:func:`call_tool_action` with ``data_dir``: its destinations against the
@@ -356,37 +356,6 @@ def record_outcome(
         con.close()
 
 
-def firing_history(data_dir: Path | str, reminder_id: int | None = None) -> list[dict[str, Any]]:
-    """Rows of ``firings`` (newest first): reminder_id, period, state, attempts, claimed_at,
-    finished_at, detail, skipped."""
-    con = open_reminders_db(data_dir)
-    try:
-        sql = (
-            "SELECT reminder_id, period, state, attempts, claimed_at, finished_at, detail, skipped, request_id "
-            "FROM firings"
-        )
-        rows = con.execute(
-            sql
-            + (" WHERE reminder_id = ?" if reminder_id is not None else "")
-            + " ORDER BY claimed_at DESC, reminder_id",
-            (() if reminder_id is None else (reminder_id,)),
-        ).fetchall()
-    finally:
-        con.close()
-    keys = (
-        "reminder_id",
-        "period",
-        "state",
-        "attempts",
-        "claimed_at",
-        "finished_at",
-        "detail",
-        "skipped",
-        "request_id",
-    )
-    return [{**dict(zip(keys, r)), "skipped": json.loads(r[7] or "[]")} for r in rows]
-
-
 def record_delivery(
     data_dir: Path | str, due: Due, *, outcome: str, detail: str = "", now: dt.datetime | None = None
 ) -> None:
@@ -403,25 +372,6 @@ def record_delivery(
         )
     finally:
         con.close()
-
-
-def delivery_history(data_dir: Path | str, reminder_id: int | None = None) -> list[dict[str, Any]]:
-    """Delivered notices, newest first: ``{reminder_id, period, delivered_at, message, action,
-    outcome, detail}`` (``[]`` when ``data_dir`` has no reminders file)."""
-    if not (Path(data_dir) / "reminders.db").exists():
-        return []
-    con = open_reminders_db(data_dir)
-    try:
-        rows = con.execute(
-            "SELECT reminder_id, period, delivered_at, message, action, outcome, detail FROM deliveries"
-            + (" WHERE reminder_id = ?" if reminder_id is not None else "")
-            + " ORDER BY delivered_at DESC, period DESC, reminder_id",
-            (() if reminder_id is None else (reminder_id,)),
-        ).fetchall()
-    finally:
-        con.close()
-    keys = ("reminder_id", "period", "delivered_at", "message", "action", "outcome", "detail")
-    return [dict(zip(keys, r)) for r in rows]
 
 
 def bound_request(data_dir: Path | str, due: Due) -> str:
@@ -530,10 +480,8 @@ __all__ = [
     "Firing",
     "bound_request",
     "call_tool_action",
-    "delivery_history",
     "due_reminders",
     "fire_due",
-    "firing_history",
     "mark_fired",
     "record_delivery",
     "record_outcome",

@@ -116,7 +116,8 @@ def reminders_list(
     """Every reminder: schedule, action, next run (the next period to fire; "overdue" when its
     time has passed: the next check fires it), last fired period and its outcome, and the
     notices delivered (how many, the last one)."""
-    from tools.scheduler import delivery_history, firing_history, stored_reminders
+    from tools.reminder_history import delivery_history, firing_history
+    from tools.scheduler import stored_reminders
 
     clock = parse_now_or_exit(now).astimezone()
     path_dir = resolve_data_dir(data_dir)
@@ -174,7 +175,7 @@ def reminders_history(
 ) -> None:
     """The notices delivered by firings, newest first: when, which period, the notice, and what
     the reminder's action did (delivered = notice only; done, failed, retry)."""
-    from tools.scheduler import delivery_history
+    from tools.reminder_history import delivery_history
 
     rows = delivery_history(resolve_data_dir(data_dir), reminder_id)
     if json_out:

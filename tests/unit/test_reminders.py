@@ -23,12 +23,12 @@ from tests.conftest import FakeToolbox, ScriptedChat
 from tools.builtin.reminders import list_reminders, schedule_reminder
 from tools.idempotency import IdempotencyLedger
 from tools.registry import ToolRegistry
+from tools.reminder_history import firing_history
 from tools.scheduler import (
     MAX_ATTEMPTS,
     call_tool_action,
     due_reminders,
     fire_due,
-    firing_history,
     mark_fired,
     record_outcome,
 )

@@ -26,7 +26,7 @@ from graph.model import register_model
 from tests.conftest import POST_MESSAGE, FakeToolbox, ScriptedChat, tool_call
 from tools.builtin.catalog import GENERATE_REPORT, LIST_REMINDERS, SCHEDULE_REMINDER
 from tools.builtin.reminders import list_reminders, schedule_reminder
-from tools.scheduler import delivery_history, firing_history
+from tools.reminder_history import delivery_history, firing_history
 
 runner = CliRunner()
 FLAGSHIP = (
