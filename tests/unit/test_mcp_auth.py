@@ -20,13 +20,13 @@ from tools.mcp.auth import (
     JWT_BEARER,
     TOKEN_EXCHANGE,
     EnterpriseAuthProvider,
-    FileTokenStorage,
     HermesOAuthProvider,
     id_token_source,
     oauth_provider,
     token_path,
 )
 from tools.mcp.config import MCPConfigError, server_settings
+from tools.mcp.token_storage import FileTokenStorage
 
 
 async def test_tokens_stored_0600_and_reloaded(tmp_path):

@@ -38,22 +38,20 @@ provider here) accepts there an issuer on the MCP server's own origin with a pat
 ``http://host/oauth``); an issuer on another origin is still refused.
 
 Tokens and client registrations are stored per server in ``<data_dir>/mcp_auth/<server>.json``
-(file mode 0600, folder 0700); with no data dir they stay in memory.
+(file mode 0600, folder 0700; ``tools.mcp.token_storage``); with no data dir they stay in memory.
+The two redirect modes are ``tools.mcp.oauth_redirect``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 import httpx
-from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthTokenError, TokenStorage
+from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthTokenError
 from mcp.client.auth.extensions.client_credentials import (
     ClientCredentialsOAuthProvider,
     PrivateKeyJWTOAuthProvider,
@@ -64,164 +62,22 @@ from mcp.client.auth.utils import (
     handle_auth_metadata_response,
     handle_protected_resource_response,
 )
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 from pydantic import AnyUrl
+
+from tools.mcp.oauth_redirect import HeadlessRedirect, LoopbackRedirect
+from tools.mcp.token_storage import FileTokenStorage
 
 log = logging.getLogger(__name__)
 
 DEFAULT_REDIRECT = "http://127.0.0.1:33418/callback"
 AUTH_DIR = "mcp_auth"
-#: Seconds the browser flow waits for the loopback redirect.
-CALLBACK_TIMEOUT_S = 300.0
 #: Seconds an IdP token exchange may take.
 IDP_TIMEOUT_S = 30.0
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ID_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id_token"
 ID_JAG_TYPE = "urn:ietf:params:oauth:token-type:id-jag"
-
-
-class FileTokenStorage(TokenStorage):
-    """Tokens and client information of one server in a JSON file (mode 0600); ``path=None``:
-    in memory. File access runs in a thread (no blocking I/O on the event loop)."""
-
-    def __init__(self, path: Path | None, client_info: OAuthClientInformationFull | None = None) -> None:
-        self.path = path
-        self._data: dict[str, Any] | None = None if path is not None else {}
-        #: a pre-registered client (config): used instead of a stored registration
-        self.preset = client_info
-
-    def _read(self) -> dict[str, Any]:
-        if self._data is None:
-            try:
-                self._data = json.loads(self.path.read_text(encoding="utf-8"))  # type: ignore[union-attr]
-            except (OSError, json.JSONDecodeError):
-                self._data = {}
-        return self._data
-
-    def _write(self) -> None:
-        if self.path is None:
-            return
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(self.path.parent, 0o700)
-        tmp = self.path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(self._data, f)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, self.path)
-
-    async def _get(self, key: str) -> Any:
-        data = await asyncio.to_thread(self._read)
-        return data.get(key)
-
-    async def _set(self, key: str, value: Any) -> None:
-        data = await asyncio.to_thread(self._read)
-        data[key] = value
-        await asyncio.to_thread(self._write)
-
-    async def get_tokens(self) -> OAuthToken | None:
-        raw = await self._get("tokens")
-        return OAuthToken.model_validate(raw) if raw else None
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        await self._set("tokens", tokens.model_dump(mode="json", exclude_none=True))
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        if self.preset is not None:
-            return self.preset
-        raw = await self._get("client_info")
-        return OAuthClientInformationFull.model_validate(raw) if raw else None
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        if self.preset is not None and client_info.client_id == self.preset.client_id:
-            self.preset = client_info
-            return
-        await self._set("client_info", client_info.model_dump(mode="json", exclude_none=True))
-
-
-class HeadlessRedirect:
-    """Redirect + callback handlers that fetch the authorization URL and take the code from the
-    redirect's ``Location`` (no user agent)."""
-
-    def __init__(self) -> None:
-        self._result: tuple[str, str | None] | None = None
-
-    async def redirect(self, authorization_url: str) -> None:
-        async with httpx.AsyncClient() as client:
-            response = await client.get(authorization_url, follow_redirects=False, timeout=30.0)
-        location = response.headers.get("location")
-        if response.status_code not in (301, 302, 303, 307, 308) or not location:
-            raise RuntimeError(f"authorization endpoint answered {response.status_code} without a redirect")
-        query = parse_qs(urlparse(location).query)
-        if "code" not in query:
-            raise RuntimeError(f"authorization redirect carries no code: {query.get('error', ['?'])[0]}")
-        self._result = (query["code"][0], (query.get("state") or [None])[0])
-
-    async def callback(self) -> tuple[str, str | None]:
-        if self._result is None:
-            raise RuntimeError("no authorization code (the redirect was not followed)")
-        result, self._result = self._result, None
-        return result
-
-
-class LoopbackRedirect:
-    """Browser flow: log the authorization URL, receive the redirect on a one-shot loopback
-    HTTP listener (``redirect_uri``'s host must be 127.0.0.1 / localhost)."""
-
-    def __init__(self, server: str, redirect_uri: str) -> None:
-        self.server, self.redirect_uri = server, redirect_uri
-        self._future: asyncio.Future[tuple[str, str | None]] | None = None
-        self._listener: asyncio.AbstractServer | None = None
-
-    async def redirect(self, authorization_url: str) -> None:
-        url = urlparse(self.redirect_uri)
-        if url.hostname not in ("127.0.0.1", "localhost", "::1"):
-            raise RuntimeError(f"redirectUri {self.redirect_uri} must be a loopback address")
-        loop = asyncio.get_running_loop()
-        self._future = loop.create_future()
-
-        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            try:
-                line = (await reader.readline()).decode("latin-1")
-                target = line.split(" ")[1] if " " in line else "/"
-                query = parse_qs(urlparse(target).query)
-                ok = "code" in query
-                body = (
-                    "Hermes: authorised, you can close this tab."
-                    if ok
-                    else f"Hermes: authorisation failed ({query.get('error', ['?'])[0]})."
-                )
-                writer.write(
-                    f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
-                    f"Connection: close\r\n\r\n{body}".encode()
-                )
-                await writer.drain()
-                if self._future is not None and not self._future.done():
-                    if ok:
-                        states = query.get("state")
-                        self._future.set_result((query["code"][0], states[0] if states else None))
-                    else:
-                        self._future.set_exception(RuntimeError(body))
-            finally:
-                writer.close()
-
-        self._listener = await asyncio.start_server(handle, url.hostname, url.port or 80)
-        log.warning(
-            "MCP server %s needs authorisation: open %s in a browser (waiting on %s)",
-            self.server,
-            authorization_url,
-            self.redirect_uri,
-        )
-
-    async def callback(self) -> tuple[str, str | None]:
-        assert self._future is not None
-        try:
-            return await asyncio.wait_for(self._future, CALLBACK_TIMEOUT_S)
-        finally:
-            if self._listener is not None:
-                self._listener.close()
-                self._listener = None
 
 
 def _origin(url: str | httpx.URL) -> tuple[str, str, int]:
