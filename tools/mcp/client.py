@@ -63,8 +63,8 @@ from tools.mcp.session import (  # noqa: F401 - re-exported
     Handshake,
     MCPSession,
     ProgressFn,
-    describe,
 )
+from tools.mcp.transport_errors import describe
 from tools.procs import KILL_GRACE_S, find_by_env_marker, terminate
 from tools.schema_normalization import SchemaNormalizationError, normalize_schema
 

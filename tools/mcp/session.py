@@ -36,6 +36,13 @@ from mcp.shared.exceptions import McpError
 from mcp.types import CONNECTION_CLOSED
 
 from tools.errors import ToolFailed, ToolTimeout, ToolTransportError
+from tools.mcp.transport_errors import (
+    REQUEST_TIMEOUT_CODE,
+    SESSION_TERMINATED,
+    TRANSPORT_ERRORS,
+    describe,
+    never_connected,
+)
 from tools.procs import find_by_env_marker, terminate
 
 log = logging.getLogger(__name__)
@@ -46,11 +53,6 @@ SHUTDOWN_TIMEOUT_S = 8.0
 PING_TIMEOUT_S = 2.0
 #: Seconds the client waits for ``notifications/cancelled`` to be handed to the transport.
 CANCEL_NOTIFY_TIMEOUT_S = 0.5
-#: JSON-RPC error code of a request that ran over the session's read timeout (mcp SDK: HTTP 408).
-REQUEST_TIMEOUT_CODE = 408
-#: The mcp SDK's error for a streamable-HTTP request answered 404: the server no longer knows the
-#: session (it restarted, or expired it); the request was not run.
-SESSION_TERMINATED = "Session terminated"
 #: ``_meta`` key of ``tools/call`` carrying the agent's ``request_id`` (servers may log or use it).
 REQUEST_ID_META = "hermes/request_id"
 #: Environment variables marking the processes of one stdio server / one of its sessions.
@@ -58,21 +60,6 @@ MARKER_ENV = "HERMES_MCP_SERVER_ID"
 SESSION_MARKER_ENV = "HERMES_MCP_SESSION_ID"
 CLIENT_INFO = types.Implementation(name="hermes-agent", version="0.1.0")
 
-_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
-    anyio.ClosedResourceError,
-    anyio.BrokenResourceError,
-    anyio.EndOfStream,
-    ConnectionError,
-    BrokenPipeError,
-    EOFError,
-    OSError,
-)
-try:  # httpx errors of the HTTP/SSE transports
-    import httpx
-
-    _TRANSPORT_ERRORS += (httpx.TransportError,)
-except ImportError:  # pragma: no cover
-    pass
 
 ProgressFn = Callable[[float, float | None, str | None], Any]
 
@@ -405,7 +392,7 @@ class MCPSession:
                 if not timeout.expired():  # not ours: an OS-level timeout in the transport
                     raise self._lost(f"{tool} failed in transport: {describe(exc)}") from None
                 if ended:  # the session task ended first
-                    if _never_connected(self.fatal):  # the HTTP request found no server to connect to
+                    if never_connected(self.fatal):  # the HTTP request found no server to connect to
                         raise self._lost(
                             f"{tool} could not be sent: the server refused the connection "
                             f"({self.error or 'session ended'})",
@@ -436,7 +423,7 @@ class MCPSession:
                 if exc.error.code == REQUEST_TIMEOUT_CODE:  # a session read timeout of the SDK
                     return await self._timed_out(session, flight, tool, answer_timeout_s, False)
                 raise ToolFailed(f"MCP error {exc.error.code}: {exc.error.message}") from None
-            except _TRANSPORT_ERRORS as exc:
+            except TRANSPORT_ERRORS as exc:
                 raise self._lost(f"{tool} failed in transport: {describe(exc)}") from None
         finally:
             owner.remove_done_callback(owner_done)
@@ -509,29 +496,3 @@ async def _accept_defaults(context: Any, params: Any) -> types.ElicitResult | ty
     if any(r not in content for r in schema.get("required") or []):
         return types.ElicitResult(action="decline")
     return types.ElicitResult(action="accept", content=content)
-
-
-def _never_connected(exc: BaseException | None) -> bool:
-    """True when the session died of an HTTP request that could not connect at all (no server
-    listening): a request in flight on a live connection fails with a read error first."""
-    if exc is None:
-        return False
-    if isinstance(exc, BaseExceptionGroup):
-        return all(_never_connected(e) for e in exc.exceptions)
-    try:
-        import httpx
-    except ImportError:  # pragma: no cover
-        return False
-    return isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
-
-
-def describe(exc: BaseException | None) -> str:
-    """Readable text of an exception, unwrapping anyio/asyncio exception groups."""
-    if exc is None:
-        return ""
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(describe(e) for e in exc.exceptions)
-    if isinstance(exc, McpError):
-        return exc.error.message
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
