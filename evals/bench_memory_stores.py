@@ -38,7 +38,8 @@ from pathlib import Path
 import numpy as np
 
 from memory.episodic.base import EVENT_KINDS, EpisodicEvent
-from memory.episodic.lance import LanceEpisodicStore, dedupe_key, sql_str, to_us
+from memory.episodic.lance import LanceEpisodicStore
+from memory.episodic.lance_table import dedupe_key, sql_str, to_us
 from memory.text import keyword_text
 
 DIM = 384

@@ -42,11 +42,9 @@ import functools
 import json
 import logging
 import os
-import re
-import time
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -63,50 +61,25 @@ from memory.episodic.base import (
     fusion_alpha,
     utcnow,
 )
+from memory.episodic.lance_errors import EmbedderMismatch, EpisodicStoreDamaged, from_lance
+from memory.episodic.lance_table import (
+    COLUMNS,
+    EPISODIC_FORMAT,
+    FORMAT_KEY,
+    dedupe_key,
+    row_to_event,
+    sql_str,
+    table_schema,
+    to_us,
+)
 from memory.migrations import MemoryStoreError
-from memory.text import content_hash, keyword_text, query_terms
+from memory.text import keyword_text, query_terms
 
 log = logging.getLogger(__name__)
 
 #: Directory of the LanceDB database inside the data directory.
 LANCE_DIRNAME = "episodic.lance"
 TABLE = "episodic"
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-#: Where an exception raised inside LanceDB comes from (its frames' files, its type's module).
-_LANCE_PARTS = ("/lancedb/", "/lance/", "/pyarrow/")
-_LANCE_MODULES = ("lancedb", "lance", "pyarrow", "pyo3_async_runtimes")
-_RUST_SOURCE = re.compile(r",? /\S+\.rs:\d+:\d+")
-
-
-class EpisodicStoreDamaged(RuntimeError):
-    """The LanceDB folder cannot be read or written (a damaged or foreign folder: LanceDB's own
-    errors, e.g. ``RustPanic: rust future panicked``). The message is one line naming the
-    folder and the way back: move it aside and a new, empty episodic memory starts there."""
-
-    def __init__(self, path: Path, exc: BaseException) -> None:
-        self.path = path
-        text = _RUST_SOURCE.sub("", " ".join(str(exc).split()))  # the Rust file:line is noise here
-        detail = f"{type(exc).__name__}: {text[:200]}{'…' if len(text) > 200 else ''}"
-        aside = f"{path}.damaged-{time.strftime('%Y%m%d-%H%M%S')}"
-        super().__init__(
-            f"the episodic memory folder {path} cannot be read ({detail}). If it is damaged, move it "
-            f"aside (mv {path} {aside}): Hermes then starts a new, empty episodic memory there; the "
-            f"knowledge graph and the threads are not in that folder and are kept"
-        )
-
-
-def _from_lance(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised inside LanceDB / Arrow (not by the embedder or our own checks)."""
-    if type(exc).__module__.split(".")[0] in _LANCE_MODULES:
-        return True
-    tb = exc.__traceback__
-    while tb is not None:
-        if any(part in tb.tb_frame.f_code.co_filename for part in _LANCE_PARTS):
-            return True
-        tb = tb.tb_next
-    return False
 
 
 _P = ParamSpec("_P")
@@ -124,73 +97,6 @@ def _guarded(
             return await method(self, *args, **kwargs)
 
     return wrapper
-
-
-class EmbedderMismatch(RuntimeError):
-    """The table was written with another embedder (dimension differs)."""
-
-
-def to_us(dt: datetime) -> int:
-    """Aware datetime → microseconds since the epoch."""
-    return (dt - _EPOCH) // timedelta(microseconds=1)
-
-
-def from_us(us: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=int(us))
-
-
-def sql_str(value: str) -> str:
-    """A SQL string literal (single quotes doubled): user ids and kinds never break a filter."""
-    return "'" + str(value).replace("'", "''") + "'"
-
-
-def dedupe_key(user_id: str, text: str) -> str:
-    return f"{user_id}\x00{content_hash(text)}"
-
-
-#: The table's layout version, kept in its schema metadata (``FORMAT_KEY``). A table written
-#: before the key existed has the same layout: format 1. A newer format is refused with one line
-#: (``memory.migrations.MemoryStoreError``), never read as if it were this one.
-EPISODIC_FORMAT = 1
-FORMAT_KEY = b"hermes.episodic_format"
-
-
-def _schema(dim: int):
-    import pyarrow as pa  # noqa: PLC0415
-
-    return pa.schema(
-        [
-            ("id", pa.string()),
-            ("user_id", pa.string()),
-            ("kind", pa.string()),
-            ("text", pa.string()),
-            ("kw", pa.string()),
-            ("dedupe", pa.string()),
-            ("created_us", pa.int64()),
-            ("expired_us", pa.int64()),
-            ("confidence", pa.float64()),
-            ("evidence", pa.string()),
-            ("metadata", pa.string()),
-            ("vector", pa.list_(pa.float32(), dim)),
-        ],
-        metadata={FORMAT_KEY: str(EPISODIC_FORMAT).encode()},
-    )
-
-
-_COLUMNS = ["id", "user_id", "kind", "text", "created_us", "expired_us", "confidence", "evidence", "metadata"]
-
-
-def _row_to_event(row: dict[str, Any]) -> EpisodicEvent:
-    return EpisodicEvent(
-        id=row["id"],
-        user_id=row["user_id"],
-        kind=row["kind"],
-        text=row["text"],
-        created_at=from_us(row["created_us"]),
-        confidence=row["confidence"],
-        evidence=row["evidence"],
-        metadata=json.loads(row["metadata"] or "{}"),
-    )
 
 
 class LanceEpisodicStore:
@@ -256,7 +162,7 @@ class LanceEpisodicStore:
             raise
         except Exception as exc:
             ours = isinstance(exc, OSError) and str(getattr(exc, "filename", "") or "").startswith(str(self.path))
-            if ours or _from_lance(exc):
+            if ours or from_lance(exc):
                 raise EpisodicStoreDamaged(self.path, exc) from exc
             raise
 
@@ -283,7 +189,7 @@ class LanceEpisodicStore:
         try:
             table = await db.open_table(TABLE)
         except ValueError:  # not there yet (exist_ok: another process may create it meanwhile)
-            table = await db.create_table(TABLE, schema=_schema(self.embedder.dim), exist_ok=True)
+            table = await db.create_table(TABLE, schema=table_schema(self.embedder.dim), exist_ok=True)
         schema = await table.schema()
         raw = (schema.metadata or {}).get(FORMAT_KEY, b"1")
         version = int(raw) if raw.isdigit() else EPISODIC_FORMAT + 1  # unreadable: not ours to guess
@@ -484,7 +390,7 @@ class LanceEpisodicStore:
             # MatchQuery is a pydantic model whose defaults mypy does not see (lancedb typing gap)
             match = MatchQuery(" ".join(terms), "kw")  # type: ignore[call-arg]
             rows = await (
-                table.query().nearest_to_text(match).where(where).select([*_COLUMNS, "_score"]).limit(limit).to_list()
+                table.query().nearest_to_text(match).where(where).select([*COLUMNS, "_score"]).limit(limit).to_list()
             )
             return self._rows(rows, lambda r: float(r["_score"]))
 
@@ -498,7 +404,7 @@ class LanceEpisodicStore:
                 .ef(max(self.ef, limit * self.refine_factor))
                 .refine_factor(self.refine_factor)
                 .where(where)
-                .select([*_COLUMNS, "_distance"])
+                .select([*COLUMNS, "_distance"])
                 .limit(limit)
             )
             return self._rows(await q.to_list(), lambda r: 1.0 - float(r["_distance"]))
@@ -526,7 +432,7 @@ class LanceEpisodicStore:
         out: dict[str, tuple[EpisodicEvent, float]] = {}
         for row in rows:
             try:
-                out[row["id"]] = (_row_to_event(row), score(row))
+                out[row["id"]] = (row_to_event(row), score(row))
             except Exception as exc:  # noqa: BLE001 - one bad row must not break recall
                 log.warning("skipping unreadable episodic row %r: %s", row.get("id"), exc)
         return out
@@ -537,11 +443,11 @@ class LanceEpisodicStore:
         rows = await (
             table.query()
             .where(f"user_id = {sql_str(user_id)} AND id = {sql_str(event_id)}")
-            .select(_COLUMNS)
+            .select(COLUMNS)
             .limit(1)
             .to_list()
         )
-        return _row_to_event(rows[0]) if rows else None
+        return row_to_event(rows[0]) if rows else None
 
     @_guarded
     async def list(
@@ -560,14 +466,14 @@ class LanceEpisodicStore:
         where = self._filter(user_id, kinds, since, until, utcnow(), live=False)
         if not include_expired:
             where += " AND expired_us = 0"
-        rows = await table.query().where(where).select(_COLUMNS).to_list()
+        rows = await table.query().where(where).select(COLUMNS).to_list()
         rows.sort(key=lambda r: r["created_us"], reverse=True)
         return [event for event, _ in self._rows(rows[:limit], lambda r: 0.0).values()]
 
     @_guarded
     async def recent(self, since: datetime, limit: int = 1000) -> builtins.list[EpisodicEvent]:
         table = await self._table()
-        rows = await table.query().where(f"expired_us = 0 AND created_us >= {to_us(since)}").select(_COLUMNS).to_list()
+        rows = await table.query().where(f"expired_us = 0 AND created_us >= {to_us(since)}").select(COLUMNS).to_list()
         rows.sort(key=lambda r: r["created_us"], reverse=True)
         return [event for event, _ in self._rows(rows[:limit], lambda r: 0.0).values()]
 

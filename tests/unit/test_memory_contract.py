@@ -276,7 +276,7 @@ class TestLanceContract(EpisodicContract):
 
 
 async def test_lance_store_refuses_another_embedders_table(tmp_path):
-    from memory.episodic.lance import EmbedderMismatch
+    from memory.episodic.lance_errors import EmbedderMismatch
 
     store = LanceEpisodicStore(tmp_path / "e", HashEmbedder(16))
     await store.add(ev(DOG))

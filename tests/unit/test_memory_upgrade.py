@@ -351,12 +351,13 @@ async def _raw_table(data: Path, metadata: dict[bytes, bytes] | None) -> Path:
     import lancedb
     import pyarrow as pa
 
-    from memory.episodic.lance import LANCE_DIRNAME, TABLE, _schema, dedupe_key, to_us
+    from memory.episodic.lance import LANCE_DIRNAME, TABLE
+    from memory.episodic.lance_table import dedupe_key, table_schema, to_us
     from memory.text import keyword_text
 
     folder = data / LANCE_DIRNAME
     folder.mkdir(parents=True)
-    schema = pa.schema(list(_schema(HashEmbedder().dim)), metadata=metadata)
+    schema = pa.schema(list(table_schema(HashEmbedder().dim)), metadata=metadata)
     db = await lancedb.connect_async(str(folder))
     table = await db.create_table(TABLE, schema=schema)
     text = "completed task: the quarterly inventory count"
@@ -396,7 +397,7 @@ async def test_an_episodic_folder_written_before_its_format_was_recorded_is_read
 @pytest.mark.slow
 @pytest.mark.parametrize("stamp", [b"2", b"x"], ids=["newer", "unreadable"])
 async def test_an_episodic_folder_of_a_newer_format_is_one_line_naming_it(tmp_path, stamp):
-    from memory.episodic.lance import FORMAT_KEY
+    from memory.episodic.lance_table import FORMAT_KEY
 
     data = tmp_path / "data"
     folder = await _raw_table(data, {FORMAT_KEY: stamp})
@@ -412,7 +413,7 @@ async def test_an_episodic_folder_of_a_newer_format_is_one_line_naming_it(tmp_pa
 
 @pytest.mark.slow
 async def test_a_new_episodic_folder_records_its_format(tmp_path):
-    from memory.episodic.lance import EPISODIC_FORMAT, FORMAT_KEY
+    from memory.episodic.lance_table import EPISODIC_FORMAT, FORMAT_KEY
 
     store = LanceEpisodicStore.in_dir(tmp_path, HashEmbedder())
     try:
