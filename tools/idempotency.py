@@ -24,8 +24,9 @@ canonical arguments), so a fork, a new model call id or a retry of the same requ
   runs; any other call turns the row into ``unknown`` ("the process running it died
   mid-call") and is not run again.
 
-Every database access runs on the ledger's own single thread (:class:`SqliteThread`), never on
-the event loop (``langgraph dev`` raises ``BlockingError`` on blocking I/O). Operations queue in
+Every database access runs on the ledger's own single thread
+(:class:`tools.sqlite_thread.SqliteThread`), never on the event loop (``langgraph dev`` raises
+``BlockingError`` on blocking I/O). Operations queue in
 order, so an expiry submitted without waiting still happens before any later lookup.
 
 Why ``sqlite3`` on a thread and not ``aiosqlite`` (which ``memory/db.py`` uses): an aiosqlite
@@ -49,22 +50,20 @@ import asyncio
 import concurrent.futures
 import json
 import logging
-import os
-import socket
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-import psutil
 import tenacity
 from cachetools import LRUCache
 
+from tools.claim_owners import new_owner, owner_alive
 from tools.errors import ToolError
+from tools.sqlite_thread import SqliteThread
 
 log = logging.getLogger(__name__)
 
@@ -79,9 +78,6 @@ DEFAULT_WAIT_S = 120.0
 STALE_CLAIM_S = 3600.0
 #: Done records kept in memory per ledger (replays without a database round trip).
 MEMO_SIZE = 4096
-#: Opening a new file: attempts and seconds between them while another process holds the lock
-#: (several processes creating the same ledger at once; ``journal_mode=WAL`` fails fast on it).
-OPEN_ATTEMPTS, OPEN_PAUSE_S = 100, 0.05
 #: Waiting for another process's run: first pause, doubling up to the longest pause (seconds).
 POLL_FIRST_S, POLL_MAX_S = 0.01, 0.2
 
@@ -138,104 +134,6 @@ class Statements:
     state: Callable[..., str | None]
     count: Callable[..., int]
     prune: Callable[..., int]
-
-
-class SqliteThread:
-    """One SQLite connection used from one dedicated thread; calls queue in submission order.
-
-    ``submit(fn, *args)`` → concurrent future of ``fn(connection, *args)`` (never blocks);
-    ``await call(fn, *args)`` from any event loop; ``close()`` finishes queued work.
-    """
-
-    def __init__(self, path: Path | None, schema: str, name: str) -> None:
-        self.path = path
-        self._schema = schema
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
-        self._con: sqlite3.Connection | None = None
-        self._closed = False
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._con is None:
-            if self.path is None:
-                con = sqlite3.connect(":memory:", isolation_level=None)
-            else:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            _prepare(con, self._schema, wal=self.path is not None)
-            self._con = con
-        return self._con
-
-    def submit(self, fn: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]:
-        if self._closed:
-            raise RuntimeError("ledger is closed")
-        return self._pool.submit(lambda: fn(self._connection(), *args))
-
-    async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.wrap_future(self.submit(fn, *args))
-
-    def _close_connection(self) -> None:
-        if self._con is not None:
-            self._con.close()
-            self._con = None
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._pool.submit(self._close_connection)
-        self._closed = True
-        self._pool.shutdown(wait=True)
-
-
-def _locked(exc: BaseException) -> bool:
-    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
-
-
-@tenacity.retry(
-    retry=tenacity.retry_if_exception(_locked),
-    stop=tenacity.stop_after_attempt(OPEN_ATTEMPTS),
-    wait=tenacity.wait_fixed(OPEN_PAUSE_S),
-    reraise=True,
-)
-def _prepare(con: sqlite3.Connection, schema: str, *, wal: bool) -> None:
-    """Journal settings and schema of a new connection; retried while the file is locked."""
-    if wal:
-        con.execute("PRAGMA journal_mode=WAL")
-        con.execute("PRAGMA synchronous=NORMAL")
-    con.executescript(schema)
-
-
-def _started(pid: int) -> str:
-    """The start time of process ``pid`` as psutil reports it (the same text every time)."""
-    return f"{psutil.Process(pid).create_time():.2f}"
-
-
-def new_owner() -> str:
-    """An owner id ``host:pid:random:start time`` for claims other processes can check
-    (:func:`owner_alive`)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}:{_started(os.getpid())}"
-
-
-def owner_alive(owner: str) -> bool:
-    """Whether the process named by ``owner`` (:func:`new_owner`) still runs; an owner on
-    another host cannot be checked and counts as alive (stale claims expire by age). A process
-    with the owner's pid but another start time is not the owner: the owner died and its pid was
-    reused (pids wrap at 32768 on a default Linux, within minutes on a busy machine)."""
-    host, _, rest = owner.partition(":")
-    if host != socket.gethostname():
-        return True  # cannot tell: assume alive
-    parts = rest.split(":")
-    try:
-        pid = int(parts[0])
-    except ValueError:
-        return True
-    if len(parts) < 3:  # an owner id without a start time (an older ledger): the pid alone
-        return psutil.pid_exists(pid)
-    try:
-        return _started(pid) == parts[2]
-    except psutil.NoSuchProcess:
-        return False
-    except psutil.Error:
-        return True  # cannot tell (access denied): assume alive
 
 
 class IdempotencyLedger:
@@ -534,6 +432,5 @@ __all__ = [
     "LedgerBusy",
     "LedgerThread",
     "LedgerUnavailable",
-    "SqliteThread",
     "Statements",
 ]

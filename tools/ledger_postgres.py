@@ -108,7 +108,7 @@ def owner_key(owner: str) -> int:
 class PostgresThread:
     """One psycopg connection (autocommit) used from one dedicated thread, opened on first use
     and reopened after it broke; calls queue in submission order. Same surface as
-    :class:`tools.idempotency.SqliteThread`. ``on_connect(connection)`` runs on each new
+    :class:`tools.sqlite_thread.SqliteThread`. ``on_connect(connection)`` runs on each new
     connection (the owner lock). Database errors are raised as :class:`LedgerUnavailable`."""
 
     def __init__(self, url: str, on_connect: Callable[[psycopg.Connection[Any]], None], name: str) -> None:

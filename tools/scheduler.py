@@ -52,9 +52,9 @@ from typing import Any
 
 from tools.builtin.reminder_periods import adjustment_for, local_now, month_add, parse_period, period_of, scheduled_at
 from tools.builtin.reminders import _COLUMNS, open_reminders_db, row_to_reminder
+from tools.claim_owners import new_owner, owner_alive
 from tools.deferred_calls import binding_for, deferred_refusal
 from tools.destinations import Rules
-from tools.idempotency import new_owner, owner_alive
 from tools.results import cut_text
 
 log = logging.getLogger(__name__)

@@ -41,7 +41,7 @@ from typing import Any
 
 import jsonschema
 
-from tools.idempotency import SqliteThread
+from tools.sqlite_thread import SqliteThread
 
 #: File name of the schema store inside a data_dir.
 SCHEMA_FILE = "tool_schemas.db"

@@ -9,7 +9,8 @@ import os
 import socket
 import sqlite3
 
-from tools.idempotency import IdempotencyLedger, new_owner, owner_alive
+from tools.claim_owners import new_owner, owner_alive
+from tools.idempotency import IdempotencyLedger
 
 
 def reused_pid_owner() -> str:
