@@ -25,7 +25,8 @@ from graph import resources
 from graph.builder import make_graph
 from memory import policy, provenance, task_outcome
 from memory.episodic.base import EpisodicEvent
-from memory.service import MemoryService, build_turn_events
+from memory.service import MemoryService
+from memory.turn_events import build_turn_events
 from tests.conftest import FakeToolbox, tool_call
 
 EVIL = "evil@example.com"

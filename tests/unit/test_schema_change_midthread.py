@@ -158,7 +158,7 @@ def test_a_change_recorded_by_an_earlier_process_is_known_to_the_next(tmp_path):
 
 def test_a_task_memory_records_the_shape_of_the_tools_it_used():
     from memory import task_outcome
-    from memory.service import build_turn_events
+    from memory.turn_events import build_turn_events
 
     evidence = task_outcome.TurnEvidence(
         required_steps=("post_note",),
