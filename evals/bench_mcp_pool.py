@@ -6,7 +6,7 @@
   faster than the adapter default, ≤ 1.3× the raw session.
 * **P2** — three replicas of one read-only tool (one crashes on 30 % of calls, one answers in
   2 s, one healthy), N calls, C at a time: scoring + failover (the Toolbox's
-  :func:`tools.mcp.client.call_replicas`) vs round-robin without failover vs a single server
+  :func:`tools.mcp.replicas.call_replicas`) vs round-robin without failover vs a single server
   (the healthy one alone: the p95 reference; the crashing one alone: the success floor).
   Targets: ≥ 99.5 % success and p95 ≤ 1.5× the healthy server alone.
 * **P10** — 50 concurrent calls of a tool that blocks its server process for 100 ms: pool
@@ -33,7 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tools.mcp.client import MCPServer, Replica, call_replicas
+from tools.mcp.client import MCPServer
+from tools.mcp.replicas import Replica, call_replicas
 
 OUT = Path(__file__).parent / "out" / "bench_mcp_pool.json"
 PLOT = Path(__file__).parent / "reports" / "mcp_pool.png"

@@ -43,7 +43,7 @@ from tools.executors import make_executor
 from tools.executors.base import Executor
 from tools.idempotency import IdempotencyLedger
 from tools.ledgers import open_ledger
-from tools.mcp.client import STARTUP_TIMEOUT_S, MCPClient, MCPServer, MCPTool, Replica, call_replicas, ranked
+from tools.mcp.client import STARTUP_TIMEOUT_S, MCPClient, MCPServer, MCPTool
 from tools.mcp.config import (  # noqa: F401
     META_ARTIFACT_FIELD,
     META_DESTINATION_ARGS,
@@ -55,6 +55,7 @@ from tools.mcp.config import (  # noqa: F401
     load_config,
     team_chat_entry,
 )
+from tools.mcp.replicas import Replica, call_replicas, ranked
 from tools.registry import ToolRegistry
 from tools.schema_versions import SchemaStore
 from tools.selection import ToolHealth
@@ -222,7 +223,7 @@ class Toolbox:
         Replicas (seed §5.3): tools of servers in one ``replicaGroup`` with the same name, or
         tools of any servers with the same name, description, schema and behaviour hints, are
         *one* logical tool: one ToolSpec whose runner calls the best-scored healthy server and
-        fails over when that is safe (:func:`tools.mcp.client.call_replicas`)."""
+        fails over when that is safe (:func:`tools.mcp.replicas.call_replicas`)."""
         groups: dict[str, list[tuple[MCPServer, MCPTool, ToolOverride]]] = {}
         for server in servers:
             settings = server.settings

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tools.errors import ToolFailed, ToolTimeout, ToolTransportError
-from tools.mcp.client import Replica, call_replicas, ranked
+from tools.mcp.replicas import Replica, call_replicas, ranked
 from tools.mcp.scoring import Breaker, Score, score_of
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from nodes.call_model import offered_tools
-from tools.mcp.client import Replica
+from tools.mcp.replicas import Replica
 from tools.mcp.scoring import Breaker, Score
 from tools.registry import ToolRegistry
 from tools.selection import NEAR_TIE, rank_tools
