@@ -50,6 +50,8 @@ import json
 import os
 import sys
 
+from tools.executors.rlimits import apply_limits
+
 #: System files a Python tool commonly needs to read (dynamic loader, time zone, name service,
 #: TLS roots). Whole system trees (/usr, /lib...) are readable; /etc is not, apart from these.
 SYSTEM_READ = (
@@ -86,42 +88,6 @@ SYSTEM_READ = (
 )
 #: Writable device files (besides the working directory and the private temp directory).
 DEVICE_WRITE = ("/dev/null",)
-
-
-# -- resource limits ------------------------------------------------------------------------------
-
-
-def _apply_limits(limits: dict) -> None:
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - non-POSIX
-        return
-
-    def cap(which: int, value: int) -> None:
-        _soft, hard = resource.getrlimit(which)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        try:
-            resource.setrlimit(which, (value, value if which != resource.RLIMIT_CPU else value + 1))
-        except (ValueError, OSError):  # e.g. already lower than asked: keep the lower one
-            pass
-
-    mem = limits.get("memory_mb")
-    if mem:
-        cap(resource.RLIMIT_AS, int(mem) * 1024 * 1024)
-    cpu = limits.get("cpu_s")
-    if cpu:
-        cap(resource.RLIMIT_CPU, int(cpu) + 1)
-    files = limits.get("open_files")
-    if files:
-        cap(resource.RLIMIT_NOFILE, int(files))
-    procs = limits.get("procs")
-    if procs:
-        cap(resource.RLIMIT_NPROC, int(procs))
-    fsize = limits.get("file_mb")
-    if fsize:
-        cap(resource.RLIMIT_FSIZE, int(fsize) * 1024 * 1024)
-    cap(resource.RLIMIT_CORE, 0)
 
 
 # -- file-system confinement --------------------------------------------------------------------
@@ -454,7 +420,7 @@ def main() -> int:
     sandbox = None
     try:
         payload = json.loads(sys.stdin.buffer.read())
-        _apply_limits(payload.get("limits") or {})
+        apply_limits(payload.get("limits") or {})
         if payload.get("confine"):
             sandbox = _confine(payload["confine"])
         import importlib
