@@ -238,9 +238,9 @@ async def _recorded_effects(
     ``dispatch_tools`` derives), in call order."""
     from tools.idempotency import LEDGER_FILE
 
-    if not await asyncio.to_thread((data_dir / LEDGER_FILE).exists):
+    if not postgres_url and not await asyncio.to_thread((data_dir / LEDGER_FILE).exists):
         return []
-    ledger = open_ledger(data_dir, "")
+    ledger = open_ledger(data_dir, postgres_url)
     found: list[str] = []
     try:
         for message in current_goal_messages(messages):

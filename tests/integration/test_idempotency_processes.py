@@ -54,7 +54,9 @@ def setup(tmp_path: Path):
     helpers = write_helpers(tmp_path)
     data = tmp_path / "data"
     data.mkdir()
-    return data, make_executor("subprocess", data, extra_paths=(str(helpers),))
+    # the helper tool appends to a file in the data directory: these tests are about the ledger,
+    # so the executor lets it write there (the workspace rule: tests/integration/test_sandbox_defaults.py)
+    return data, make_executor("subprocess", data, extra_paths=(str(helpers),), workspace_only=False)
 
 
 async def test_1000_concurrent_duplicates_write_one_line(setup):
