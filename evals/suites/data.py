@@ -106,24 +106,42 @@ def side_effects(data_dir: Path) -> dict[str, int]:
     return effects(data_dir)
 
 
+def keep_transcript(data_dir: Path, thread_id: str, out: Path, run_id: str) -> str:
+    """Copy the run's plain-text mirror (every message of the turn: tool calls, tool results,
+    answers, ``graph.mirror``) to ``<out>/transcripts/<run_id>.jsonl``, so a wrong answer can be
+    read and replayed after the temporary data dir is gone. Returns the path relative to
+    ``out`` ("" when the run left no mirror, e.g. it raised before its first checkpoint)."""
+    import shutil
+
+    from graph.mirror import mirror_path
+
+    source = mirror_path(data_dir, thread_id)
+    if not source.is_file():
+        return ""
+    target = out / "transcripts" / f"{run_id.replace('#', '-')}.jsonl"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    return str(target.relative_to(out))
+
+
 async def run_once(
     q: Question, t: Truth, attempt: int, cfg: EvalConfig, db: Path, root: Path, model: str
 ) -> dict[str, Any]:
-    """One run of ``q`` in a fresh data dir, scored against ``t``; the result row."""
+    """One run of ``q`` in a fresh data dir, scored against ``t``; the result row (its
+    ``transcript`` is the run's messages kept under the report folder, :func:`keep_transcript`)."""
     from graph import resources
     from graph.context import Context
     from graph.model import ModelUnavailableError
     from graph.runner import run_turn
 
     data_dir = root / f"{q.id}-{attempt}"
+    thread_id = f"eval-{q.id}-{attempt}"
     context = Context(**cfg.context_overrides(), data_dir=str(data_dir), database=str(db))
     start = time.perf_counter()
     error = ""
     summary: dict[str, Any] = {}
     try:
-        summary = await asyncio.wait_for(
-            run_turn(t.prompt, context, f"eval-{q.id}-{attempt}", quiet=True), RUN_TIMEOUT_S
-        )
+        summary = await asyncio.wait_for(run_turn(t.prompt, context, thread_id, quiet=True), RUN_TIMEOUT_S)
     except TimeoutError:
         error = f"timeout after {RUN_TIMEOUT_S} s"
     except ModelUnavailableError:
@@ -158,6 +176,7 @@ async def run_once(
         "tokens_out": summary.get("tokens_out", 0),
         "side_effects": side_effects(data_dir),
         "latency_s": round(time.perf_counter() - start, 1),
+        "transcript": keep_transcript(data_dir, thread_id, cfg.out, f"{q.id}#{attempt}"),
     }
 
 

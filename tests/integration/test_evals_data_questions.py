@@ -79,6 +79,10 @@ async def test_questions_run_through_the_runtime_and_are_scored(tmp_path: Path, 
         assert r["tools_called"].get("query_database") == 1, r
         assert r["verdict"] == "correct", r
         assert r["side_effects"] == {"ledger_requests": 0, "chat_messages": 0, "reminders": 0, "report_files": 0}
+        # the run's messages are kept beside the report: the tool result the answer rests on
+        transcript = (report.out / r["transcript"]).read_text()
+        roles = [json.loads(line).get("role") for line in transcript.splitlines()]
+        assert roles[:1] == ["human"] and "tool" in roles and roles.count("ai") >= 2, roles
     false = by_id[FALSE_NONE]
     assert false["verdict"] in ("wrong", "honest-unsure"), false
     text = (report.out / "report.md").read_text()
