@@ -28,15 +28,14 @@ Shapes: a :class:`Result` per successful tool result of the goal (:func:`goal_re
 from __future__ import annotations
 
 import json
-import math
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
+from graph.answer_figures import figures, supported, values_in
 from graph.progress import required_steps
 from memory.policy import effect_claims, split_sentences
 from tools.spec import ToolSpec
@@ -137,157 +136,6 @@ def goal_results(work: Sequence[AnyMessage], specs: Iterable[ToolSpec]) -> list[
     return out
 
 
-# --- figures ----------------------------------------------------------------------------------
-
-_SCALES = {
-    "k": 1e3,
-    "thousand": 1e3,
-    "千": 1e3,
-    "m": 1e6,
-    "mn": 1e6,
-    "million": 1e6,
-    "millions": 1e6,
-    "mio": 1e6,
-    "百万": 1e6,
-    "万": 1e4,
-    "b": 1e9,
-    "bn": 1e9,
-    "billion": 1e9,
-    "billions": 1e9,
-    "亿": 1e8,
-}
-_DATE = re.compile(
-    r"(?<![\d.,])((?:19|20)\d\d)([-/])(0?[1-9]|1[0-2])(?:\2(0?[1-9]|[12]\d|3[01]))?(?![\d])"
-    r"|(?<![\d.,])((?:19|20)\d\d)\.(0?[1-9]|1[0-2])\.(0?[1-9]|[12]\d|3[01])(?![\d])"
-    r"|(\d{4})年(\d{1,2})月(?:(\d{1,2})日)?"
-)
-_TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])")
-# a time of day by the clock's words: "9 AM", "9:30 p.m.", "9 o'clock", "9h", "9 Uhr", "9点", "9時"
-# (measured: the 1.5B model's "every month at 9 AM" for a reminder stored as 09:00 was refused)
-_CLOCK = re.compile(
-    r"(?<![\d:.,])(\d{1,2})(?:[:h.](\d{2}))?\s?"
-    r"(?:(?P<half>[aApP])\.?\s?[mM]\.?(?![A-Za-z])|o'clock\b|o’clock\b|h(?![A-Za-z])|Uhr\b|heures?\b|点|時)"
-)
-_LIST_MARKER = re.compile(r"(?m)(?:^|[:：]|\n)\s*(?:[-*•]\s*)?\(?\d{1,3}[.)、](?=\s|[^\d\s])(?![\d])|#\d{1,3}\b")
-_FIGURE = re.compile(
-    r"(?<![A-Za-z0-9_.,'])"
-    r"(?P<number>\d{1,3}(?:(?:,|\.|\u00a0|\u202f| |'|’)\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?)"
-    r"(?P<scale>\s?(?:%|percent\b|per\s?cent\b|thousand\b|millions?\b|billions?\b|mio\b|mn\b|bn\b|[kKmMbB](?![A-Za-z])"
-    r"|千|万|亿|百万))?"
-    r"(?![A-Za-z0-9_]|[.,]\d)"
-)
-_WORD_AROUND = re.compile(r"[A-Za-z]")
-
-
-@dataclass(frozen=True)
-class Figure:
-    """A number as written: ``text``, the values it may mean (each with the unit of its last
-    shown digit: the rounding it allows), ``percent`` when it is one."""
-
-    text: str
-    readings: tuple[tuple[float, float], ...]
-    percent: bool = False
-    part: bool = False  # of a date or a time
-
-
-def _readings(number: str) -> list[tuple[float, float]]:
-    """(value, unit of the last shown digit) for each way ``number`` may be read."""
-    plain = re.sub(r"[\u00a0\u202f '’]", "", number)
-    out: list[tuple[float, float]] = []
-
-    def integer(digits: str) -> None:
-        value = float(int(digits))
-        zeros = len(digits) - len(digits.rstrip("0")) if value else 0
-        out.append((value, 10.0**zeros))
-
-    def decimal(whole: str, frac: str) -> None:
-        out.append((float(f"{int(whole or '0')}.{frac}"), 10.0 ** -len(frac)))
-
-    if "," in plain and "." in plain:
-        dec = "," if plain.rfind(",") > plain.rfind(".") else "."
-        whole, _, frac = plain.rpartition(dec)
-        decimal(re.sub(r"[,.]", "", whole), frac)
-    elif "," in plain or "." in plain:
-        sep = "," if "," in plain else "."
-        parts = plain.split(sep)
-        if len(parts) > 2:  # 1,234,567 / 1.234.567
-            integer("".join(parts))
-        else:
-            whole, frac = parts
-            decimal(whole, frac)
-            if len(frac) == 3 and 1 <= len(whole) <= 3 and whole != "0":
-                integer(whole + frac)  # 1,234 in English, 1.234 in German
-    else:
-        integer(plain)
-    return out
-
-
-def figures(text: str) -> list[Figure]:
-    """The figures ``text`` states (module docstring: what is and is not a figure), dates and
-    times as their parts."""
-    text = unicodedata.normalize("NFKC", text or "")
-    found: list[Figure] = []
-
-    def date_parts(m: re.Match[str]) -> str:
-        for part in m.groups():
-            if part and part not in "-/":
-                found.append(Figure(part, ((float(int(part)), 1.0),), part=True))
-        return " "
-
-    def clock_parts(m: re.Match[str]) -> str:
-        hour = int(m[1])
-        half = (m["half"] or "").lower()
-        if half and 1 <= hour <= 12:
-            hour = hour % 12 + (12 if half == "p" else 0)  # 12 AM is 00, 12 PM is 12
-        found.append(Figure(m[1], ((float(hour), 1.0),), part=True))
-        if m[2]:
-            found.append(Figure(m[2], ((float(int(m[2])), 1.0),), part=True))
-        return " "
-
-    text = _DATE.sub(date_parts, text)
-    text = _CLOCK.sub(clock_parts, text)
-    text = _TIME.sub(date_parts, text)
-    text = _LIST_MARKER.sub(" ", text)
-    for m in _FIGURE.finditer(text):
-        scale_word = (m.group("scale") or "").strip().lower()
-        percent = scale_word in ("%", "percent", "per cent", "percent", "percent") or scale_word.startswith("per")
-        factor = 1.0 if percent or not scale_word else _SCALES.get(scale_word.replace(" ", ""), 1.0)
-        readings = tuple((v * factor, u * factor) for v, u in _readings(m.group("number")))
-        found.append(Figure(m.group(0).strip(), readings, percent))
-    return found
-
-
-def values_in(
-    value: Any, out: list[float] | None = None, depth: int = 0, counts: bool = True, parts: list[float] | None = None
-) -> list[float]:
-    """Every number a JSON value holds: numbers, numbers written in its strings (all readings,
-    dates by parts — into ``parts`` when given), and (``counts``) the length of each list (a
-    count of listed items)."""
-    out = [] if out is None else out
-    if depth > 12:
-        return out
-    if isinstance(value, bool) or value is None:
-        return out
-    if isinstance(value, (int, float)):
-        if math.isfinite(value):
-            out.append(float(value))
-    elif isinstance(value, str):
-        for fig in figures(value):
-            if fig.part and parts is not None:
-                parts.extend(v for v, _ in fig.readings)
-            else:
-                out.extend(v for v, _ in fig.readings)
-    elif isinstance(value, list):
-        if counts:
-            out.append(float(len(value)))
-        for item in value:
-            values_in(item, out, depth + 1, counts, parts)
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            values_in(item, out, depth + 1, counts, parts)
-    return out
-
-
 #: Fields of a result that count rows rather than hold data.
 _COUNT_FIELDS = frozenset({"row_count", "total_items", "count", "total", "truncated", "row_count_exact"})
 
@@ -311,20 +159,6 @@ def _seen(result: Result) -> Any:
         return json.loads(result.text)
     except (TypeError, ValueError):
         return result.data
-
-
-def _supported(fig: Figure, known: Sequence[float]) -> bool:
-    for value, unit in fig.readings:
-        targets = [value, value / 100.0] if fig.percent else [value]
-        units = [unit, unit / 100.0] if fig.percent else [unit]
-        for target, u in zip(targets, units, strict=True):
-            for k in known:
-                a = abs(k)
-                tolerance = u / 2 + 1e-9 * max(1.0, a)
-                # rounded to the shown digit, or cut there (1234.56 shown as 1234.5)
-                if abs(a - target) <= tolerance or target <= a < target + u:
-                    return True
-    return False
 
 
 _ABSENCE = re.compile(
@@ -367,7 +201,7 @@ def unsupported_figures(answer: str, goal: str, results: Sequence[Result]) -> li
         if all(v == 0 for v, _ in fig.readings) and not fig.part:
             continue  # a zero is an absence claim: judged by the reads that returned nothing
         usable = [*known, *plain, *(parts if fig.part else [p for p in parts if p >= 1000])]
-        if not _supported(fig, usable) and fig.text not in out:
+        if not supported(fig, usable) and fig.text not in out:
             out.append(fig.text)
     return out
 
