@@ -110,6 +110,7 @@ async def compress_results(state: State, runtime: Runtime[Context]) -> dict[str,
                 handle=_handle(result.get("payload_path"), context.data_dir),
                 summary=summary,
                 summary_note=summary_note,
+                suggestion=(result.get("suggestion") or {}).get("args"),
             )
             if result.get("replayed"):
                 envelope["summary"] = f"{envelope['summary']}{REPLAYED_NOTE}"
@@ -135,6 +136,8 @@ async def compress_results(state: State, runtime: Runtime[Context]) -> dict[str,
                 additional_kwargs={
                     **({"error_kind": result["error_kind"]} if result.get("error_kind") else {}),
                     **({"replayed": True} if result.get("replayed") else {}),
+                    # a refusal's structured fields (what to send instead; DESIGN §5.6)
+                    **({"suggestion": result["suggestion"]} if result.get("suggestion") else {}),
                 },
             )
         )

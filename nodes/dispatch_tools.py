@@ -372,6 +372,8 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
                 "attempts": attempts,
                 # the ledger's recorded outcome of this request: it did not run again
                 "replayed": outcome.replayed,
+                # a refusal's structured fields: the value to send instead (DESIGN §5.6)
+                **({"suggestion": outcome.suggestion} if outcome.suggestion else {}),
             }
         )
     tallies = {"tool_calls": counts, "tool_latency_s": latency, "tool_errors": errors, "tool_retries": retries}

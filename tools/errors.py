@@ -6,6 +6,8 @@ turns them into an error :class:`~tools.registry.ToolOutcome` and never lets the
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ToolError(Exception):
     """Base class of every tool-layer error."""
@@ -30,9 +32,11 @@ class ToolFailed(ToolError):
     in its worker, "invalid_value" when it raised an :class:`InvalidValueError` (the error class
     travels as a name; this keeps the distinction)."""
 
-    def __init__(self, message: str, kind: str = "tool_error") -> None:
+    def __init__(self, message: str, kind: str = "tool_error", suggestion: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.kind = kind
+        #: an "invalid_value" refusal's structured fields (:meth:`InvalidValueError.details`)
+        self.suggestion = suggestion
 
 
 class ConfigurationError(ValueError):
@@ -48,7 +52,40 @@ class InvalidValueError(ValueError):
     Raised by tool code before any effect; the registry reports it as error kind
     "invalid_value": the model fixes the call from the message itself, with no look-up first
     (a look-up between the refusal and the retry pushed the fix out of the small models' view:
-    measured, Qwen2.5-Coder-1.5B sent the refused value again)."""
+    measured, Qwen2.5-Coder-1.5B sent the refused value again).
+
+    Structured fields (optional; the graph keys on them, never on the message or the tool):
+    ``suggestion`` the argument values to send instead (``{"period": "latest"}``); ``reason``
+    one sentence a user can read saying why ("Your data ends in 2011-12; there is none for
+    2026-11."); ``question`` the yes/no question to ask the user before a side effect goes on
+    with the suggestion ("… Shall I report 2011-12 instead? (yes/no)"); ``allowed_by`` regular
+    expressions (case-insensitive) of request words that already accept the suggestion ("the
+    latest month"), so nobody need be asked (DESIGN §5.6)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        suggestion: dict[str, Any] | None = None,
+        reason: str = "",
+        question: str = "",
+        allowed_by: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.suggestion, self.reason, self.question, self.allowed_by = suggestion, reason, question, allowed_by
+
+    def details(self) -> dict[str, Any] | None:
+        """The structured fields as JSON, ``{"args", "reason", "question", "allowed_by"}``; None
+        without a ``suggestion``. What the executors carry to the registry
+        (:attr:`ToolFailed.suggestion`, ``ToolOutcome.suggestion``)."""
+        if not isinstance(getattr(self, "suggestion", None), dict):
+            return None
+        return {
+            "args": dict(self.suggestion or {}),
+            "reason": str(getattr(self, "reason", "") or ""),
+            "question": str(getattr(self, "question", "") or ""),
+            "allowed_by": [str(p) for p in getattr(self, "allowed_by", ()) or ()],
+        }
 
 
 class ToolTransportError(ToolError):

@@ -72,6 +72,8 @@ class ToolOutcome(BaseModel):
     tool        the tool name as called
     request_id  the caller's id of the request; repeated ids of side-effect tools replay
     replayed    True when the outcome was returned from the idempotency record
+    suggestion  an "invalid_value" refusal's structured fields, ``{"args", "reason", "question",
+                "allowed_by"}`` (:meth:`tools.errors.InvalidValueError.details`); None otherwise
     """
 
     status: Literal["ok", "error"]
@@ -82,6 +84,7 @@ class ToolOutcome(BaseModel):
     tool: str
     request_id: str
     replayed: bool = False
+    suggestion: dict[str, Any] | None = None
 
 
 class ToolRegistry:
@@ -313,11 +316,17 @@ class ToolRegistry:
                 if exc.kind == "invalid_value"
                 else "tool_error"
             )
-            return out(status="error", error_kind=kind, error=str(exc))
+            suggestion = exc.suggestion if kind == "invalid_value" else None
+            return out(status="error", error_kind=kind, error=str(exc), suggestion=suggestion)
         except ConfigurationError as exc:  # an in-process runner
             return out(status="error", error_kind="configuration", error=f"{type(exc).__name__}: {exc}")
         except InvalidValueError as exc:  # an in-process runner
-            return out(status="error", error_kind="invalid_value", error=f"{type(exc).__name__}: {exc}")
+            return out(
+                status="error",
+                error_kind="invalid_value",
+                error=f"{type(exc).__name__}: {exc}",
+                suggestion=exc.details(),
+            )
         except Exception as exc:  # K4: the tool raised
             return out(status="error", error_kind="tool_error", error=f"{type(exc).__name__}: {exc}")
         return out(status="ok", content=_jsonable(result))

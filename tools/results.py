@@ -18,7 +18,8 @@ whenever the caller has one, right after the summary, so that a result the conte
 cut for its budget still says what it was and where the rest is (:func:`essential_chars`,
 ``graph/window.py``) — plus, only when they apply, ``"truncated": true``,
 ``"total_items": int`` (a list was sampled), ``"notes": [str]`` (what was cut) and
-``"error": str``. Other empty fields are left out: every result is in every later prompt and
+``"error": str`` (with ``"suggestion": {arg: value}`` when the refusal names the values to send
+instead: ``tools.errors.InvalidValueError``). Other empty fields are left out: every result is in every later prompt and
 in every checkpoint, so its keys cost tokens and time.
 Unparseable raw output degrades to a plain-text summary.
 """
@@ -143,6 +144,7 @@ ENVELOPE_SCHEMA: dict[str, Any] = {
         "handle": {"type": ["string", "null"]},
         "notes": {"type": "array", "items": {"type": "string"}},
         "error": {"type": "string"},
+        "suggestion": {"type": "object"},
     },
     "required": ["status", "summary"],
     "additionalProperties": False,
@@ -188,10 +190,12 @@ def compress(
     handle: str | None = None,
     summary: str | None = None,
     summary_note: str | None = None,
+    suggestion: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run the three stages on one tool result and return the envelope (module docstring).
     ``summary``, when given, replaces the rule summary of stage 3 (a model's summary);
-    ``summary_note`` (why there is none: a timeout, say) is added to the envelope's notes."""
+    ``summary_note`` (why there is none: a timeout, say) is added to the envelope's notes;
+    ``suggestion`` (the argument values a refusal names) goes next to the ``error``."""
     notes: list[str] = []
     value = _parse(raw)
     if status == "ok":
@@ -217,6 +221,8 @@ def compress(
         envelope.setdefault("notes", []).append(summary_note)
     if error:
         envelope["error"] = error
+        if suggestion:
+            envelope["suggestion"] = suggestion
         envelope["summary"] = f"{tool} failed"
         if data is None:
             del envelope["data"]

@@ -38,6 +38,40 @@ MAX_SQL_CHARS = 4000
 MAX_VERSIONS = 1000
 #: ``period`` values asking for the latest full month with data (the report's title says so).
 LATEST_PERIODS = frozenset({LATEST, "latest month", "latest month with data", "latest-month"})
+#: Request words that already ask for the latest period with data: a refusal of a period without
+#: data names them (``InvalidValueError.allowed_by``), so such a request is not asked again.
+LATEST_REQUESTED = (
+    r"\b(latest|newest|most[\s-]+recent|last[\s-]+available|latest[\s-]+available)\b",
+    r"\bwhatever\b.{0,40}\b(latest|last|recent)\b",
+    r"最新|最近一个有数据|dernier(e|s)?\s+(mois\s+)?disponible|plus\s+r[ée]cent|m[áa]s\s+reciente|[úu]ltimo\s+disponible"
+    r"|neueste|aktuellste",
+)
+
+
+def _no_data_refusal(
+    con: Any, sqls: list[str], asked: str, message: str, today: dt.date, *, named_only: bool = False
+) -> PeriodError:
+    """The refusal of ``asked`` (a period without data), ``message`` its text, with the structured
+    fields the graph keys on (DESIGN §5.6): ``period="latest"`` to send instead, the sentence
+    saying why, the question to ask the user before a side effect goes on with it, and
+    :data:`LATEST_REQUESTED` (a request that already asks for the latest needs no question)."""
+    best = latest_month(data_columns(con, sqls, today, named_only=named_only))
+    month = best.latest_full_month if best is not None else None
+    if best is None or month is None:
+        return PeriodError(message)
+    ends = (
+        f"Your data ends in {month}"
+        if (best.last or "")[:7] == month
+        else f"The latest full month of your data is {month}"
+    )
+    reason = f"{ends}; there is none for {asked}."
+    return PeriodError(
+        message,
+        suggestion={"period": LATEST},
+        reason=reason,
+        question=f"{reason} Shall I report {month} instead (titled as the latest month with data)? (yes/no)",
+        allowed_by=LATEST_REQUESTED,
+    )
 
 
 def slugify(title: str) -> str:
@@ -169,8 +203,12 @@ def _resolve_period(
         months = _months_of(named, check_period(named, today=today)[1]) if named else None
         if months and (resolution := period_resolution(con, sqls, relative.period, months, today)):
             # what it names today has no data: say what does, not "write <a month without data>"
-            raise PeriodError(
-                f"no report written: the period is relative to today ({today.isoformat()}), and {resolution}"
+            raise _no_data_refusal(
+                con,
+                sqls,
+                named,
+                f"no report written: the period is relative to today ({today.isoformat()}), and {resolution}",
+                today,
             )
         if not named:
             raise relative
@@ -193,7 +231,9 @@ def _resolve_period(
     if months is not None and (
         resolution := period_resolution(con, sqls, period, months, today, named_only=named_only)
     ):
-        raise PeriodError(f"no report written: the period {resolution}")
+        raise _no_data_refusal(
+            con, sqls, period, f"no report written: the period {resolution}", today, named_only=named_only
+        )
     return title, period, form
 
 

@@ -154,7 +154,11 @@ class RemoteExecutor:
         error_type = reply.get("error_type", "Error")
         if error_type == "ToolTimeout":
             raise ToolTimeout(reply.get("error", f"{entrypoint} exceeded {timeout_s:g} s"))
-        raise ToolFailed(f"{error_type}: {reply.get('error', '')}", kind=reply.get("error_kind") or "tool_error")
+        raise ToolFailed(
+            f"{error_type}: {reply.get('error', '')}",
+            kind=reply.get("error_kind") or "tool_error",
+            suggestion=reply.get("suggestion") if isinstance(reply.get("suggestion"), dict) else None,
+        )
 
     async def aclose(self) -> None:
         """Close this loop's HTTP client (others are dropped with their loops)."""

@@ -412,6 +412,7 @@ class SubprocessExecutor:
             raise ToolFailed(
                 f"{reply.get('error_type', 'Error')}: {reply.get('error', '')}",
                 kind=reply.get("error_kind") or "tool_error",
+                suggestion=reply.get("suggestion") if isinstance(reply.get("suggestion"), dict) else None,
             )
         return reply.get("result")
 

@@ -457,11 +457,21 @@ def main() -> int:
                 "error_kind": _error_kind(exc),
                 "error": str(exc),
                 "traceback": traceback.format_exc(limit=5),
-            }
+                # an InvalidValueError's structured fields: the graph keys on them (DESIGN §5.6)
+                "suggestion": _suggestion(exc),
+            },
+            default=str,
         )
     real_stdout.write(line + "\n")
     real_stdout.flush()
     return 0
+
+
+def _suggestion(exc: BaseException) -> dict | None:
+    """``tools.errors.InvalidValueError.details()`` of ``exc`` (None for other errors)."""
+    details = getattr(exc, "details", None)
+    found = details() if callable(details) and _error_kind(exc) == "invalid_value" else None
+    return found if isinstance(found, dict) else None
 
 
 def _error_kind(exc: BaseException) -> str:
