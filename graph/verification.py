@@ -36,6 +36,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
 from graph.answer_figures import figures, supported, values_in
+from graph.answer_names import missing_names, stated_names
 from graph.progress import required_steps
 from memory.policy import effect_claims, split_sentences
 from tools.spec import ToolSpec
@@ -206,32 +207,43 @@ def unsupported_figures(answer: str, goal: str, results: Sequence[Result]) -> li
     return out
 
 
-def _strings(value: Any, depth: int = 0) -> list[str]:
+def unsupported_names(answer: str, goal: str, results: Sequence[Result]) -> list[str]:
+    """Names ``answer`` states as its answer (:func:`graph.answer_names.stated_names`) that no
+    result of ``results`` holds (its strings and field names: a schema read holds the tables'
+    names) and ``goal`` (the request, the tools' descriptions) does not either."""
+    known = "\n".join([goal, *(s for r in results for s in _strings(_seen(r), keys=True))])
+    return missing_names(stated_names(answer), known)
+
+
+def _strings(value: Any, depth: int = 0, keys: bool = False) -> list[str]:
     """The strings and numbers (as text) of a JSON value, e.g. a call's arguments."""
     if depth > 12 or value is None or isinstance(value, bool):
         return []
     if isinstance(value, (str, int, float)):
         return [str(value)]
     if isinstance(value, Mapping):
-        value = list(value.values())
+        names = [str(k) for k in value] if keys else []
+        return names + [s for item in value.values() for s in _strings(item, depth + 1, keys)]
     if isinstance(value, list):
-        return [s for item in value for s in _strings(item, depth + 1)]
+        return [s for item in value for s in _strings(item, depth + 1, keys)]
     return []
 
 
 @dataclass
 class Check:
     """:func:`check_answer`'s verdict: ``grounded`` (a data read exists or none is needed),
-    ``figures`` (unsupported ones, as written), ``absences`` (claims of none with no empty
-    read behind them). ``ok`` when nothing is wrong."""
+    ``figures`` (unsupported ones, as written), ``names`` (names the answer states that no
+    result holds, :mod:`graph.answer_names`), ``absences`` (claims of none with no empty read
+    behind them). ``ok`` when nothing is wrong."""
 
     grounded: bool = True
     figures: list[str] = field(default_factory=list)
     absences: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.grounded and not self.figures and not self.absences
+        return self.grounded and not self.figures and not self.absences and not self.names
 
     def problems(self, quote: bool = True) -> list[str]:
         """What is unsupported, in words: for the model (``quote``: the claims of none quoted)
@@ -243,6 +255,11 @@ class Check:
             out.append(
                 f"the figure{'s' if len(self.figures) > 1 else ''} {', '.join(self.figures[:6])} "
                 f"{'are' if len(self.figures) > 1 else 'is'} in no tool result of this request"
+            )
+        if self.names:
+            listed = ", ".join(f"“{n[:60]}”" for n in self.names[:6])
+            out.append(
+                f"{'the names' if len(self.names) > 1 else 'the name'} {listed} {'are' if len(self.names) > 1 else 'is'} in no tool result of this request"
             )
         if self.absences and not quote:
             out.append("its claim that there are none rests on no read that found nothing")
@@ -272,6 +289,8 @@ def check_answer(answer: str, goal: str, results: Sequence[Result], *, needs_dat
     if not results and not needs_data:
         return check
     check.figures = unsupported_figures(answer, goal, results)
+    if reads:
+        check.names = unsupported_names(answer, goal, results)
     claims = absence_claims(answer)
     if claims and not any(r.empty for r in reads):
         check.absences = claims

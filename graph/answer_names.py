@@ -1,0 +1,147 @@
+"""Names as an answer states them, and whether a text holds them (DESIGN §5.5). Pure parsing.
+
+An answer about data names things — the top five countries, the artist with the most tracks,
+the best-selling product. A small model often names ones its reads never returned ("USA,
+Canada, Germany, France and Italy" where the query's rows hold Brazil, not Germany or Italy).
+:func:`stated_names` finds the names an answer states where they are the answer:
+
+* quoted spans (``"Queen"``, ``'Queen'``, “…”, «…», 「…」, 『…』);
+* items of a list — one per line after a marker (``1.``, ``2)``, ``-``, ``*``, ``•``), each
+  cut before its figures ("1. Laptop Pro 14 - $12,345" names "Laptop Pro 14");
+* an enumeration after a colon or a copula ("… are: USA, Canada and France", "… sind A, B
+  und C", "…是 A、B 和 C"): at least two short items;
+* one capitalised name that ends a sentence after a copula ("The top artist is Iron Maiden.").
+
+Markdown emphasis, list numbering, trailing figures, currency and parenthesised remarks are
+taken off. Shape: ``str -> list[str]`` (as written, in order, without repeats); never raises.
+
+:func:`missing_names` keeps those that a text (the goal's tool results, the request, the
+tools' own descriptions) does not hold: compared case-, accent- and punctuation-blind, as a
+whole or word by word, so "Helena Holý" is held by ``{"FirstName": "Helena", "LastName":
+"Holý"}``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+_QUOTED = re.compile(
+    r"\"([^\"\n]{2,80})\"|“([^”\n]{2,80})”|«\s?([^»\n]{2,80}?)\s?»|「([^」\n]{1,80})」|『([^』\n]{1,80})』"
+    r"|(?<![\w])'([^'\n]{2,80})'(?![\w])|‘([^’\n]{2,80})’"
+)
+_ITEM_LINE = re.compile(r"(?m)^\s*(?:\d{1,3}[.)、]|[-*•])\s+(.+?)\s*$")
+# where an item's name ends: a dash or colon before its figures, a parenthesis, "with"/"at" + figure
+_ITEM_END = re.compile(
+    r"\s+[-–—]\s|\s*[:：]\s|\s*\(|（|\s+(?:with|at|for|mit|avec|con|con un|de)\s+[$€£¥]?\d|\s+[$€£¥]?\d|,\s*[$€£¥]?\d"
+)
+_COPULA = (
+    r"(?:are|is|were|was|include|includes|included|sind|ist|waren|war|sont|est|étaient|était|son|es|eran|era"
+    r"|是|为|は|が)"
+)
+_ENUMERATION = re.compile(rf"(?:[:：]|\b{_COPULA}\b|(?<=[是为はが]))\s*(?P<items>[^.!?。！？\n:：]+)", re.I)
+_SPLIT = re.compile(r"\s*(?:,|、|;|；|，)\s*(?:and\s+|und\s+|et\s+|y\s+|e\s+)?|\s+(?:and|und|et|y|e|&)\s+|和|及|と")
+_FINAL_NAME = re.compile(
+    r"\b(?:is|was|are|were|ist|war|est|était|es|era)\s+(?:the\s+|der\s+|die\s+|das\s+|le\s+|la\s+|el\s+)?"
+    r"(?P<name>(?:[A-ZÀ-Þ][\w'’&.-]*)(?:\s+(?:[A-ZÀ-Þ&][\w'’&.-]*|of|de|du|la|le|van|von|y|and|the)){0,5})"
+    # the sentence ends there, or goes on with the name's figures ("…, with $49.62", "(213)")
+    r"(?:\s*[.!]?\s*$|,?\s+(?:with|at|for|mit|avec|con)\s+[^A-Za-z]*\d|\s*\()"
+)
+_EMPHASIS = re.compile(r"[*_`]+")
+# an article before a name is no part of it ("les USA, le Canada et la France")
+_ARTICLE = re.compile(r"^(?:(?:the|les|le|la|der|die|das|el|los|las|il|lo|gli)\s+|l['’]\s*)(?=\S)", re.I)
+_NUMBERING = re.compile(r"^\s*(?:\d{1,3}[.)、]\s*|#\d+\s*)")
+# words that are no name of the data: currency and units a figure carries
+_NOT_NAMES = frozenset(
+    "usd eur gbp jpy cny rmb chf cad aud brl inr krw dollars dollar euros euro pounds yen yuan "
+    "percent total none n/a".split()
+)
+# a period is checked as figures (graph.answer_figures), not as a name: months and weekdays
+_CALENDAR = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec "
+    "januar februar marz juni juli oktober dezember janvier fevrier mars avril mai juin juillet aout "
+    "septembre octobre novembre decembre enero febrero marzo abril mayo junio julio agosto septiembre "
+    "octubre noviembre diciembre monday tuesday wednesday thursday friday saturday sunday q1 q2 q3 q4 "
+    "of the de in".split()
+)
+_MAX_WORDS = 6
+
+
+def _fold(text: str) -> str:
+    """Case-, accent-, width- and punctuation-blind form: words joined by single spaces."""
+    text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text)).casefold()
+    text = "".join(c for c in text if not unicodedata.combining(c))
+    return " ".join(re.findall(r"\w+", text))
+
+
+def _clean(item: str) -> str:
+    """An item without emphasis, numbering, trailing figures, remarks and end punctuation."""
+    item = _ARTICLE.sub("", _NUMBERING.sub("", _EMPHASIS.sub("", item)).strip())
+    cut = _ITEM_END.search(item)
+    if cut:
+        item = item[: cut.start()]
+    return item.strip(" \t.,;:!?。、，\"'“”‘’«»「」『』()[]")
+
+
+def _is_name(item: str) -> bool:
+    """A short span with letters, not a bare currency or unit word, not a whole clause."""
+    words = item.split()
+    if not words or len(words) > _MAX_WORDS or not re.search(r"[^\W\d_]", item):
+        return False
+    folded = _fold(item)
+    if folded in _NOT_NAMES:
+        return False
+    return not all(w in _CALENDAR or w.isdigit() for w in folded.split())
+
+
+def _enumerations(text: str) -> list[str]:
+    out: list[str] = []
+    for m in _ENUMERATION.finditer(text):
+        items = [_clean(i) for i in _SPLIT.split(m["items"]) if i and i.strip()]
+        items = [i for i in items if i]
+        # an enumeration names things: two or more short items, each capitalised or not Latin
+        if len(items) >= 2 and all(
+            _is_name(i) and (i[0].isupper() or not i[0].isascii() or i[0].isdigit()) for i in items
+        ):
+            out.extend(items)
+    return out
+
+
+def stated_names(answer: str) -> list[str]:
+    """The names ``answer`` states as its answer (module docstring), as written, in order,
+    without repeats."""
+    text = unicodedata.normalize("NFKC", answer or "")
+    found: list[str] = []
+    for m in _QUOTED.finditer(text):
+        found.append(_clean(next(g for g in m.groups() if g)))
+    lines = _ITEM_LINE.findall(text)
+    found.extend(_clean(line) for line in lines)
+    prose = _ITEM_LINE.sub(" ", text) if lines else text
+    found.extend(_enumerations(prose))
+    for sentence in re.split(r"(?<=[.!?。！？])\s+|\n", prose):
+        m = _FINAL_NAME.search(sentence.strip())
+        if m:
+            found.append(_clean(m["name"]))
+    out: list[str] = []
+    for name in found:
+        if _is_name(name) and name not in out:
+            out.append(name)
+    return out
+
+
+def missing_names(names: Iterable[str], known: str) -> list[str]:
+    """The ``names`` that ``known`` does not hold, as a whole or every word of it (module
+    docstring: case-, accent- and punctuation-blind)."""
+    held = f" {_fold(known)} "
+    words = set(held.split())
+    out: list[str] = []
+    for name in names:
+        folded = _fold(name)
+        if not folded or f" {folded} " in held:
+            continue
+        if all(w in words for w in folded.split()):
+            continue
+        out.append(name)
+    return out

@@ -1,0 +1,146 @@
+"""Names an answer states rest on this goal's results (DESIGN §5.5, issue 18 "verified answers").
+
+Measured (Qwen2.5-Coder-1.5B on Chinook): "The top 5 countries … are: USA, Canada, Germany,
+France, and Italy." after a read whose rows held Brazil and the Czech Republic, not Germany or
+Italy — presented as final. Pure rules of ``graph.answer_names`` in several languages and list
+shapes, then the graph: such an answer goes back to the model once with the names, and if it
+is still unsupported the user gets the honest answer and no task memory is written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from graph import resources
+from graph.answer_names import missing_names, stated_names
+from graph.builder import make_graph
+from graph.verification import UNVERIFIED_ANSWER, Result, check_answer
+from tests.conftest import FakeToolbox, tool_call
+from tools.builtin.catalog import QUERY_DATABASE
+from tools.builtin.database import query_database
+
+COUNTRIES = {
+    "columns": ["BillingCountry", "revenue"],
+    "rows": [["USA", 523.06], ["Canada", 303.96], ["France", 195.1], ["Brazil", 190.1], ["Czech Republic", 90.24]],
+    "row_count": 5,
+}
+QUESTION = "Which 5 countries brought in the most invoice revenue in 2011? Answer only, do not post anything."
+
+
+def result(data: Any, reads: str | None = "data") -> Result:
+    return Result("query_database", "q1", reads, False, data, "query_database: ok", None, "")
+
+
+@pytest.mark.parametrize(
+    "answer, names",
+    [
+        ("The top 5 are: USA, Canada, Germany, France, and Italy.", ["USA", "Canada", "Germany", "France", "Italy"]),
+        ("The artist with the most tracks is 'Queen'.", ["Queen"]),
+        ("The artist with the most tracks is Iron Maiden.", ["Iron Maiden"]),
+        ("The top artist is Iron Maiden (213 tracks).", ["Iron Maiden"]),
+        ("The customer who spent the most is Helena Holý, with $49.62.", ["Helena Holý"]),
+        ("1. **USA** - $523.06\n2. Canada: $303.96\n- Brazil (190.10)", ["USA", "Canada", "Brazil"]),
+        ("Die besten Länder sind USA, Kanada und Frankreich.", ["USA", "Kanada", "Frankreich"]),
+        ("Les meilleurs pays sont les USA, le Canada et la France.", ["USA", "Canada", "France"]),
+        ("收入最高的国家是 USA、Canada 和 France。", ["USA", "Canada", "France"]),
+        ("Los mejores son «Queen» y «U2».", ["Queen", "U2"]),
+    ],
+)
+def test_the_names_an_answer_states_are_found(answer, names):
+    assert stated_names(answer) == names
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "There are 8 customers in Canada.",
+        "There are currently 18 open tickets.",
+        "The total revenue in December 2011 is $5,678.",
+        "The best month was November 2026 with 1,234 orders.",
+        "Sales were best in March.",
+        "No data for November 2026; the latest month with data is December 2011.",
+        "The average rating is 4.2 out of 5.",
+        "The total is 38.62 USD.",
+    ],
+)
+def test_figures_periods_and_prose_are_no_names(answer):
+    assert stated_names(answer) == []
+
+
+def test_a_name_no_result_holds_is_unsupported_and_the_others_pass():
+    answer = "The top 5 are: USA, Canada, Germany, France, and Italy."
+    check = check_answer(answer, QUESTION, [result(COUNTRIES)], needs_data=True)
+    assert check.names == ["Germany", "Italy"] and not check.ok
+    assert "“Germany”, “Italy”" in "; ".join(check.problems())
+    right = "The top 5 are: USA, Canada, France, Brazil and the Czech Republic."
+    assert check_answer(right, QUESTION, [result(COUNTRIES)], needs_data=True).ok
+
+
+def test_names_are_compared_blind_to_case_accents_and_split_fields():
+    person = {"columns": ["FirstName", "LastName", "total"], "rows": [["Helena", "Holy", 49.62]], "row_count": 1}
+    assert check_answer(
+        "The top customer is HELENA HOLÝ, with $49.62.", "Top customer?", [result(person)], needs_data=True
+    ).ok
+    # a name the user wrote, or a table the schema read listed, is known too
+    assert missing_names(["Iron Maiden"], "How many tracks does Iron Maiden have?") == []
+    assert missing_names(["InvoiceLine"], '{"tables": [{"name": "InvoiceLine"}]}') == []
+
+
+def test_names_are_checked_only_against_data_reads_of_this_goal():
+    # with no data read the grounding rule decides (a schema alone is no data read)
+    schema = Result("describe_database", "d1", "schema", False, {"tables": [{"name": "Invoice"}]}, "", None, "")
+    check = check_answer("The top country is Germany.", QUESTION, [schema], needs_data=True)
+    assert not check.grounded and check.names == []
+
+
+# --- the graph ------------------------------------------------------------------------------------
+
+
+async def test_a_list_naming_what_no_read_returned_goes_back_once_then_ends_honest(scripted, db):
+    sql = "SELECT name FROM products ORDER BY name LIMIT 3"
+    top = [row[0] for row in query_database(sql, database=str(db))["rows"]]
+    box = FakeToolbox()
+    box.add_spec(QUERY_DATABASE, lambda sql: query_database(sql, database=str(db)))
+    ctx = scripted(
+        [
+            tool_call("query_database", {"sql": sql}, "q1"),
+            AIMessage(f"The 3 products are: {top[0]}, Quantum Toaster and Hyper Blender."),
+            AIMessage(f"The 3 products are: {top[0]}, Quantum Toaster and Hyper Blender."),  # again
+        ],
+        box,
+        embeddings="hash",
+    )
+    out = await make_graph(InMemorySaver()).ainvoke(
+        {"messages": [HumanMessage("Which 3 products come first by name? Answer only.")]},
+        {"configurable": {"thread_id": "t"}},
+        context=ctx,
+    )
+    await resources.drain_background()
+    note = scripted.models[ctx.model].seen[2][-1].content
+    assert "Quantum Toaster" in note and "Hyper Blender" in note  # told which names are unsupported
+    assert out["stop_reason"].startswith(UNVERIFIED_ANSWER)
+    final = out["messages"][-1].content
+    # honest: what could not be established and why, then what the data shows
+    assert final.startswith("I could not establish") and "in no tool result" in final and top[1] in final
+    assert await resources.get_memory(ctx).episodic.list(ctx.user_id, kinds=["task"]) == []
+
+
+async def test_a_list_of_names_the_read_returned_is_final(scripted, db):
+    sql = "SELECT name FROM products ORDER BY name LIMIT 3"
+    top = [row[0] for row in query_database(sql, database=str(db))["rows"]]
+    box = FakeToolbox()
+    box.add_spec(QUERY_DATABASE, lambda sql: query_database(sql, database=str(db)))
+    answer = f"The 3 products are: {top[0]}, {top[1]} and {top[2]}."
+    ctx = scripted([tool_call("query_database", {"sql": sql}, "q1"), AIMessage(answer)], box, embeddings="hash")
+    out = await make_graph(InMemorySaver()).ainvoke(
+        {"messages": [HumanMessage("Which 3 products come first by name? Answer only.")]},
+        {"configurable": {"thread_id": "t"}},
+        context=ctx,
+    )
+    await resources.drain_background()
+    assert out["stop_reason"] is None and out["messages"][-1].content == answer
+    assert len(await resources.get_memory(ctx).episodic.list(ctx.user_id, kinds=["task"])) == 1
