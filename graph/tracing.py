@@ -1,20 +1,25 @@
-"""One traced span per tool call (issue 24: a run's trace has a span per node and per tool call).
+"""Spans LangGraph cannot see by itself (issue 24: a run's trace has a span per node and per tool
+call, the memory write included).
 
 LangGraph traces each node as a run of the run's callbacks (LangSmith, OpenTelemetry through
 ``LANGSMITH_OTEL_ENABLED``, any ``BaseTracer`` in ``config["callbacks"]``); a tool the registry
 runs (builtin, MCP or any other) is no LangChain runnable, so without this it would be invisible
 inside its node's span. :func:`tool_span` opens a ``tool`` run named after the tool as a child of
-the current node's run. With no callbacks configured it does nothing (no tracer, nothing sent).
+the current node's run. :func:`background_span` does the same for work a node hands off to run
+after it returns (the memory write). With no callbacks configured both do nothing (no tracer,
+nothing sent).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.runnables.config import ensure_config, get_async_callback_manager_for_config
+
+T = TypeVar("T")
 
 
 class ToolSpan:
@@ -56,3 +61,29 @@ async def tool_span(
         await run.on_tool_error(RuntimeError(span.error))
     else:
         await run.on_tool_end(span.output)
+
+
+async def background_span(
+    name: str, work: Coroutine[Any, Any, T], inputs: dict[str, Any] | None = None
+) -> Coroutine[Any, Any, T]:
+    """Open a ``chain`` run ``name`` (inputs: ``inputs``) under the calling node's run now, and
+    return a coroutine that awaits ``work`` and then ends the run: with ``work``'s result as
+    output (``{"output": result}``), or as an error if it raised (the error propagates). Give
+    that coroutine to ``graph.resources.run_in_background``.
+
+    The run starts while the node's run is still open because LangSmith's OpenTelemetry exporter
+    nests a span only under a parent it has not yet ended (a child started later would hang from
+    a span missing from the trace); the span then ends after its parent, when the work does."""
+    manager = get_async_callback_manager_for_config(ensure_config())
+    run = await manager.on_chain_start({"name": name}, inputs or {}, name=name)
+
+    async def traced() -> T:
+        try:
+            result = await work
+        except BaseException as exc:
+            await run.on_chain_error(exc)
+            raise
+        await run.on_chain_end({"output": result})
+        return result
+
+    return traced()

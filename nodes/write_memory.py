@@ -43,6 +43,7 @@ from graph.mirror import append_turn
 from graph.progress import artifacts, current_goal_messages, request_id, required_steps
 from graph.resources import get_memory, get_toolbox, run_in_background
 from graph.state import State
+from graph.tracing import background_span
 from graph.verification import UNVERIFIED_ANSWER, goal_results, honest_answer, unbacked_claims, verify
 from memory.task_outcome import TurnEvidence
 from tools.schema_versions import schema_hash
@@ -317,7 +318,10 @@ async def write_memory(state: State, runtime: Runtime[Context]) -> dict[str, Any
             goal_from_user=not context.fired_reminder,
         )
         if len(plan):
-            run_in_background(_write_superseding(memory, plan, context.user_id), name=f"memory-write:{thread_id}")
+            write = await background_span(
+                "memory_write", _write_superseding(memory, plan, context.user_id), {"records": len(plan)}
+            )
+            run_in_background(write, name=f"memory-write:{thread_id}")
         written = len(plan)
     except Exception:  # memory must never block the answer
         log.exception("memory write failed; the answer is unaffected")

@@ -1,4 +1,5 @@
-"""A run's trace (issue 24): one trace, one span per node execution and one per tool call.
+"""A run's trace (issue 24): one trace, one span per node execution, one per tool call and one
+for the memory write.
 
 The graph runs in process with a scripted model and in-process tools; a LangChain tracer kept in
 memory (what LangSmith's and the OpenTelemetry exporters are built on) collects the runs passed
@@ -91,6 +92,13 @@ async def test_one_trace_with_a_span_per_node_execution_and_per_tool_call(script
     assert {r.parent_run_id for r in tool_spans} == {dispatch[0].id}
     assert all(r.end_time is not None and r.error is None for r in tool_spans)
     assert tool_spans[1].inputs == {"sql": "SELECT COUNT(*) FROM customers"}
+    # the memory write, which runs after write_memory returned: its own span, opened under the
+    # write_memory span and ended when the write did
+    [write_node] = [r for r in node_spans if r.name == "write_memory"]
+    [memory_write] = [r for r in runs if r.name == "memory_write"]
+    assert memory_write.parent_run_id == write_node.id and memory_write.trace_id == roots[0].id
+    assert memory_write.inputs["records"] > 0
+    assert memory_write.end_time is not None and memory_write.error is None
 
 
 async def test_a_failed_tool_call_is_an_error_span(scripted, db):
