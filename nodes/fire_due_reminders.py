@@ -173,7 +173,12 @@ def make_fire_due_reminders(run_task: TaskRunner) -> ReminderNode:
         """Graph node: see the module docstring for the update it returns."""
         context = runtime.context or Context()
         now = _parse_now(state.now)
-        firings = await fire_due(Path(context.data_dir), now, lambda due: fire_action(due, context, run_task))
+        firings = await fire_due(
+            Path(context.data_dir),
+            now,
+            lambda due: fire_action(due, context, run_task),
+            postgres_url=context.postgres_url,
+        )
         for f in firings:
             log.info("reminder %s %s: %s %s", f.due.reminder_id, f.due.period, f.status, f.detail)
         by_status: dict[str, list[dict[str, Any]]] = {"fired": [], "failed": [], "skipped": []}

@@ -9,13 +9,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tools.builtin.reminders import open_reminders_db
+from tools.builtin.reminder_store import open_schedule, schedule_exists
 
 
-def firing_history(data_dir: Path | str, reminder_id: int | None = None) -> list[dict[str, Any]]:
+def firing_history(
+    data_dir: Path | str, reminder_id: int | None = None, *, postgres_url: str | None = None
+) -> list[dict[str, Any]]:
     """Rows of ``firings`` (newest first): reminder_id, period, state, attempts, claimed_at,
-    finished_at, detail, skipped."""
-    con = open_reminders_db(data_dir)
+    finished_at, detail, skipped. ``postgres_url``: where the schedule is
+    (:func:`tools.builtin.reminder_store.schedule_url`; None: ``HERMES_POSTGRES_URL``)."""
+    con = open_schedule(data_dir, postgres_url)
     try:
         sql = (
             "SELECT reminder_id, period, state, attempts, claimed_at, finished_at, detail, skipped, request_id "
@@ -43,12 +46,14 @@ def firing_history(data_dir: Path | str, reminder_id: int | None = None) -> list
     return [{**dict(zip(keys, r)), "skipped": json.loads(r[7] or "[]")} for r in rows]
 
 
-def delivery_history(data_dir: Path | str, reminder_id: int | None = None) -> list[dict[str, Any]]:
+def delivery_history(
+    data_dir: Path | str, reminder_id: int | None = None, *, postgres_url: str | None = None
+) -> list[dict[str, Any]]:
     """Delivered notices, newest first: ``{reminder_id, period, delivered_at, message, action,
-    outcome, detail}`` (``[]`` when ``data_dir`` has no reminders file)."""
-    if not (Path(data_dir) / "reminders.db").exists():
+    outcome, detail}`` (``[]`` when ``data_dir`` has no reminders file and no PostgreSQL is set)."""
+    if not schedule_exists(data_dir, postgres_url):
         return []
-    con = open_reminders_db(data_dir)
+    con = open_schedule(data_dir, postgres_url)
     try:
         rows = con.execute(
             "SELECT reminder_id, period, delivered_at, message, action, outcome, detail FROM deliveries"

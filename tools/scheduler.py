@@ -15,17 +15,20 @@ Rules:
   is <= ``now``, is after the reminder was created, and is later than ``last_fired_period``.
   Missed periods are caught up once, not N times: last fired in August, checked in December →
   one firing for December, ``skipped_periods`` = Sep, Oct, Nov.
-* **Atomic claim.** :func:`mark_fired` is one ``BEGIN IMMEDIATE`` transaction on
-  ``reminders.db`` (WAL, 30 s busy timeout): it inserts ``firings(reminder_id, period)`` (the
-  primary key is the claim) and moves ``last_fired_period``. Of two schedulers racing — threads,
-  processes, the CLI and the server — exactly one gets True.
+* **Atomic claim.** :func:`mark_fired` is one write transaction on the schedule
+  (:mod:`tools.builtin.reminder_store`: ``BEGIN IMMEDIATE`` on ``reminders.db``, WAL, 30 s busy
+  timeout; or, with ``HERMES_POSTGRES_URL``, a PostgreSQL transaction under one advisory lock):
+  it inserts ``firings(reminder_id, period)`` (the primary key is the claim) and moves
+  ``last_fired_period``. Of two schedulers racing — threads, processes, the CLI and the server,
+  on one machine or, on PostgreSQL, on many — exactly one gets True.
 * **Request id** ``reminder:<id>:<period>``: a "tool" action called with it through
   ``ToolRegistry.call(..., request_id=...)`` is recorded in the idempotency ledger, so even a
   replay of the same period (a takeover after a crash) cannot post twice.
 * **Failures retry, bounded.** :func:`record_outcome` with ``ok=False`` leaves the period in
   state ``retry`` (due again at the next check, same request id) until ``MAX_ATTEMPTS``, then
-  ``failed``. A claim whose owner process died (same host), or older than ``STALE_CLAIM_S``,
-  is taken over. A newer period supersedes an unfinished older one.
+  ``failed``. A claim whose owner process died (SQLite: same host, by pid; PostgreSQL: its
+  lease, a session advisory lock, is free — any host), or older than ``STALE_CLAIM_S``, is
+  taken over. A newer period supersedes an unfinished older one.
 * **A firing reminds.** Every claimed firing delivers the reminder's text to the user as a
   notice (:func:`record_delivery`: table ``deliveries``, one row per reminder and period, with
   the action's outcome; :func:`tools.reminder_history.delivery_history`); the action runs
@@ -47,12 +50,13 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from tools.builtin.reminder_periods import adjustment_for, local_now, month_add, parse_period, period_of, scheduled_at
-from tools.builtin.reminders import _COLUMNS, open_reminders_db, row_to_reminder
-from tools.claim_owners import new_owner, owner_alive
+from tools.builtin.reminder_store import ScheduleDb, open_schedule, process_owner, schedule_exists
+from tools.builtin.reminders import _COLUMNS, row_to_reminder
 from tools.deferred_calls import binding_for, deferred_refusal
 from tools.destinations import Rules
 from tools.results import cut_text
@@ -128,8 +132,8 @@ class Firing:
         }
 
 
-def _stale(claimed_at: str, owner: str, now: dt.datetime) -> bool:
-    if not owner_alive(owner):
+def _stale(db: ScheduleDb, claimed_at: str, owner: str, now: dt.datetime) -> bool:
+    if not db.owner_alive(owner):
         return True
     try:
         age = (now - dt.datetime.fromisoformat(claimed_at).astimezone()).total_seconds()
@@ -182,21 +186,23 @@ def _due(reminder: dict[str, Any], y: int, m: int, skipped: list[str], attempt: 
     )
 
 
-def stored_reminders(data_dir: Path | str) -> list[dict[str, Any]]:
+def stored_reminders(data_dir: Path | str, *, postgres_url: str | None = None) -> list[dict[str, Any]]:
     """Every stored reminder, oldest first (``[]`` when ``data_dir`` has no reminders file):
-    the rows :func:`due_reminders` works from, for listings (the CLI)."""
-    from tools.builtin import reminders as store
-
-    if not (Path(data_dir) / "reminders.db").exists():
+    the rows :func:`due_reminders` works from, for listings (the CLI). ``postgres_url``: see
+    :func:`tools.builtin.reminder_store.schedule_url` (None: ``HERMES_POSTGRES_URL``)."""
+    if not schedule_exists(data_dir, postgres_url):
         return []
-    return store.list_reminders(data_dir=Path(data_dir))["reminders"]
+    with open_schedule(data_dir, postgres_url) as con:
+        rows = con.execute(f"SELECT {', '.join(_COLUMNS)} FROM reminders ORDER BY id").fetchall()
+    return [row_to_reminder(r) for r in rows]
 
 
-def due_reminders(data_dir: Path | str, now: dt.datetime) -> list[Due]:
-    """Reminders of ``data_dir/reminders.db`` due at ``now`` (read-only; see module doc):
-    each new period once, plus periods left in ``retry`` or claimed by a dead runner."""
+def due_reminders(data_dir: Path | str, now: dt.datetime, *, postgres_url: str | None = None) -> list[Due]:
+    """Reminders of the schedule (``data_dir/reminders.db``, or PostgreSQL: ``postgres_url``,
+    None = ``HERMES_POSTGRES_URL``) due at ``now`` (read-only; see module doc): each new period
+    once, plus periods left in ``retry`` or claimed by a dead runner."""
     now = local_now(now)
-    con = open_reminders_db(data_dir)
+    con = open_schedule(data_dir, postgres_url)
     try:
         reminders = [
             row_to_reminder(r) for r in con.execute(f"SELECT {', '.join(_COLUMNS)} FROM reminders ORDER BY id")
@@ -208,6 +214,8 @@ def due_reminders(data_dir: Path | str, now: dt.datetime) -> list[Due]:
                 "WHERE state IN ('claimed', 'retry')"
             )
         }
+        # whose claims are dead: decided while the connection is open (PostgreSQL asks the server)
+        dead = {k for k, r in open_firings.items() if r[2] == "claimed" and _stale(con, r[4], r[3], now)}
     finally:
         con.close()
     out: list[Due] = []
@@ -218,7 +226,7 @@ def due_reminders(data_dir: Path | str, now: dt.datetime) -> list[Due]:
             log.warning("reminder %s not fired: %s", reminder["id"], reminder["damaged"])
             continue
         try:
-            due = _due_of(reminder, open_firings, now)
+            due = _due_of(reminder, open_firings, dead, now)
         except (ValueError, TypeError, KeyError) as exc:  # one corrupt row must not stop the others
             log.warning(
                 "reminder %s not fired: its record cannot be read (%s: %s)", reminder["id"], type(exc).__name__, exc
@@ -229,7 +237,9 @@ def due_reminders(data_dir: Path | str, now: dt.datetime) -> list[Due]:
     return out
 
 
-def _due_of(reminder: dict[str, Any], open_firings: dict[tuple[Any, Any], Any], now: dt.datetime) -> Due | None:
+def _due_of(
+    reminder: dict[str, Any], open_firings: dict[tuple[Any, Any], Any], dead: set[Any], now: dt.datetime
+) -> Due | None:
     """The firing of ``reminder`` due at ``now``, if any (see :func:`due_reminders`)."""
     latest = _latest_period(reminder, now)
     first = _first_period(reminder)
@@ -242,8 +252,8 @@ def _due_of(reminder: dict[str, Any], open_firings: dict[tuple[Any, Any], Any], 
     pending = open_firings.get((reminder["id"], last))
     if pending is None:
         return None  # this period is done (or given up)
-    _, period, state, owner, claimed_at, attempts, skipped = pending
-    if state == "retry" or _stale(claimed_at, owner, now):
+    _, period, state, _owner, _claimed_at, attempts, skipped = pending
+    if state == "retry" or (reminder["id"], last) in dead:
         return _due(reminder, *parse_period(period), json.loads(skipped or "[]"), attempt=attempts + 1)
     return None
 
@@ -256,24 +266,28 @@ def mark_fired(
     now: dt.datetime | None = None,
     owner: str | None = None,
     skipped: list[str] | None = None,
+    postgres_url: str | None = None,
 ) -> bool:
     """Claim the firing of ``reminder_id`` for ``period``, atomically; True when this caller
     won and must fire it now (then :func:`record_outcome`), False when the period is already
     fired, being fired by a live runner, or older than the reminder's last fired period.
-    Sets ``last_fired_period``, ``last_fired_at`` and ``next_run``."""
+    Sets ``last_fired_period``, ``last_fired_at`` and ``next_run``. On PostgreSQL the claim is
+    made under ``owner``'s lease (:func:`tools.builtin.reminder_store.hold_lease`), so that it
+    is taken over when this process dies, on any host."""
     now = local_now(now)
-    owner = owner or new_owner()
+    owner = owner or process_owner(postgres_url)
     stamp = now.isoformat(timespec="seconds")
     rid = request_id_for(reminder_id, period)
-    con = open_reminders_db(data_dir)
+    con = open_schedule(data_dir, postgres_url)
     try:
-        con.execute("BEGIN IMMEDIATE")
+        con.claim_as(owner)  # before the claim can commit
+        con.begin()
         try:
             row = con.execute(
                 "SELECT day_of_month, time, last_fired_period FROM reminders WHERE id = ?", (reminder_id,)
             ).fetchone()
             if row is None:
-                con.execute("ROLLBACK")
+                con.rollback()
                 return False
             day, time, last = row
             firing = con.execute(
@@ -296,7 +310,7 @@ def mark_fired(
                         (stamp, period, reminder_id, period),
                     )
                     won = True
-            elif firing[0] == "retry" or (firing[0] == "claimed" and _stale(firing[2], firing[1], now)):
+            elif firing[0] == "retry" or (firing[0] == "claimed" and _stale(con, firing[2], firing[1], now)):
                 con.execute(
                     "UPDATE firings SET state = 'claimed', owner = ?, attempts = attempts + 1, "
                     "claimed_at = ? WHERE reminder_id = ? AND period = ?",
@@ -309,11 +323,10 @@ def mark_fired(
                     "UPDATE reminders SET last_fired_period = ?, last_fired_at = ?, next_run = ? WHERE id = ?",
                     (max(period, last or period), stamp, nxt.isoformat(timespec="minutes"), reminder_id),
                 )
-            con.execute("COMMIT")
+            con.commit()
             return won
         except BaseException:
-            if con.in_transaction:
-                con.execute("ROLLBACK")
+            con.rollback()
             raise
     finally:
         con.close()
@@ -328,14 +341,15 @@ def record_outcome(
     detail: str = "",
     now: dt.datetime | None = None,
     retry: bool = True,
+    postgres_url: str | None = None,
 ) -> bool:
     """Finish a claimed firing: ``done`` when ``ok``; otherwise ``retry`` (due again at the next
     check) or, after ``MAX_ATTEMPTS`` or when ``retry`` is False (a refusal that a retry would
     meet again), ``failed``. Returns True when it will be retried."""
     stamp = local_now(now).isoformat(timespec="seconds")
-    con = open_reminders_db(data_dir)
+    con = open_schedule(data_dir, postgres_url)
     try:
-        con.execute("BEGIN IMMEDIATE")
+        con.begin()
         try:
             row = con.execute(
                 "SELECT attempts FROM firings WHERE reminder_id = ? AND period = ?", (reminder_id, period)
@@ -346,28 +360,35 @@ def record_outcome(
                 "UPDATE firings SET state = ?, finished_at = ?, detail = ? WHERE reminder_id = ? AND period = ?",
                 (state, stamp, detail[:2000], reminder_id, period),
             )
-            con.execute("COMMIT")
+            con.commit()
             return again
         except BaseException:
-            if con.in_transaction:
-                con.execute("ROLLBACK")
+            con.rollback()
             raise
     finally:
         con.close()
 
 
 def record_delivery(
-    data_dir: Path | str, due: Due, *, outcome: str, detail: str = "", now: dt.datetime | None = None
+    data_dir: Path | str,
+    due: Due,
+    *,
+    outcome: str,
+    detail: str = "",
+    now: dt.datetime | None = None,
+    postgres_url: str | None = None,
 ) -> None:
     """Record that ``due``'s notice was delivered (:meth:`Due.notice`), with what its action did:
     ``outcome`` "delivered" (no action), "done", "failed" or "retry". One row per reminder and
     period: a retry of the period updates it."""
     stamp = local_now(now).isoformat(timespec="seconds")
-    con = open_reminders_db(data_dir)
+    con = open_schedule(data_dir, postgres_url)
     try:
         con.execute(
-            "INSERT OR REPLACE INTO deliveries (reminder_id, period, delivered_at, message, action, outcome, detail) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO deliveries (reminder_id, period, delivered_at, message, action, outcome, detail) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (reminder_id, period) DO UPDATE SET "
+            "delivered_at = excluded.delivered_at, message = excluded.message, action = excluded.action, "
+            "outcome = excluded.outcome, detail = excluded.detail",
             (due.reminder_id, due.period, stamp, due.notice(), due.action["kind"], outcome, detail[:2000]),
         )
     finally:
@@ -427,19 +448,31 @@ async def call_tool_action(
     }
 
 
-async def fire_due(data_dir: Path | str, now: dt.datetime, fire: FireFn, *, owner: str | None = None) -> list[Firing]:
+async def fire_due(
+    data_dir: Path | str,
+    now: dt.datetime,
+    fire: FireFn,
+    *,
+    owner: str | None = None,
+    postgres_url: str | None = None,
+) -> list[Firing]:
     """Fire every reminder due at ``now``: claim it (:func:`mark_fired`), deliver its notice,
     ``await fire(due)`` when it has an action (not for ``notify``), record the outcome and the
     delivery (:func:`record_delivery`). ``fire`` returns ``{"ok": bool, "detail": str,
     "retry"?: bool, ...}`` (``retry: False``: a refusal, not retried; anything else it returns
     is kept in :attr:`Firing.result`); an exception counts as ``ok: False``. Database work runs
     in a thread (safe inside ``langgraph dev``'s event loop). Reminders fire one after another,
-    in id order."""
-    owner = owner or new_owner()
+    in id order. ``postgres_url``: where the schedule is (None: ``HERMES_POSTGRES_URL``; see
+    :mod:`tools.builtin.reminder_store`)."""
+    owner = owner or process_owner(postgres_url)
+    pg = {"postgres_url": postgres_url}
     out: list[Firing] = []
-    for due in await asyncio.to_thread(due_reminders, data_dir, now):
+    for due in await asyncio.to_thread(due_reminders, data_dir, now, **pg):
         won = await asyncio.to_thread(
-            mark_fired, data_dir, due.reminder_id, due.period, now=now, owner=owner, skipped=due.skipped_periods
+            partial(mark_fired, now=now, owner=owner, skipped=due.skipped_periods, **pg),
+            data_dir,
+            due.reminder_id,
+            due.period,
         )
         if not won:
             out.append(Firing(due, "skipped", "already fired (or being fired) by another runner"))
@@ -455,19 +488,25 @@ async def fire_due(data_dir: Path | str, now: dt.datetime, fire: FireFn, *, owne
         except asyncio.CancelledError:
             await asyncio.shield(
                 asyncio.to_thread(
-                    record_outcome, data_dir, due.reminder_id, due.period, ok=False, detail="cancelled", now=now
+                    partial(record_outcome, ok=False, detail="cancelled", now=now, **pg),
+                    data_dir,
+                    due.reminder_id,
+                    due.period,
                 )
             )
             raise
         except Exception as exc:  # noqa: BLE001 - reported in the Firing, retried at the next check
             result, ok, detail = {}, False, f"{type(exc).__name__}: {exc}"
         again = await asyncio.to_thread(
-            record_outcome, data_dir, due.reminder_id, due.period, ok=ok, detail=detail, now=now, retry=retry
+            partial(record_outcome, ok=ok, detail=detail, now=now, retry=retry, **pg),
+            data_dir,
+            due.reminder_id,
+            due.period,
         )
         outcome = (
             ("delivered" if due.action.get("kind") == "notify" else "done") if ok else ("retry" if again else "failed")
         )
-        await asyncio.to_thread(record_delivery, data_dir, due, outcome=outcome, detail=detail, now=now)
+        await asyncio.to_thread(partial(record_delivery, outcome=outcome, detail=detail, now=now, **pg), data_dir, due)
         result.setdefault("notice", due.notice())
         out.append(Firing(due, "fired" if ok else "failed", detail, will_retry=again, result=result))
     return out

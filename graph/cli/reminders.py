@@ -116,12 +116,13 @@ def reminders_list(
     """Every reminder: schedule, action, next run (the next period to fire; "overdue" when its
     time has passed: the next check fires it), last fired period and its outcome, and the
     notices delivered (how many, the last one)."""
+    from tools.builtin.reminder_store import schedule_exists
     from tools.reminder_history import delivery_history, firing_history
     from tools.scheduler import stored_reminders
 
     clock = parse_now_or_exit(now).astimezone()
     path_dir = resolve_data_dir(data_dir)
-    if not (path_dir / "reminders.db").exists():
+    if not schedule_exists(path_dir):
         if json_out:
             print("[]")
         else:
@@ -204,11 +205,12 @@ def reminders_due(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """What `hermes reminders run` would fire at --now (nothing is fired)."""
+    from tools.builtin.reminder_store import schedule_exists
     from tools.scheduler import due_reminders
 
     clock = parse_now_or_exit(now)
     path_dir = resolve_data_dir(data_dir)
-    due = due_reminders(path_dir, clock) if (path_dir / "reminders.db").exists() else []
+    due = due_reminders(path_dir, clock) if schedule_exists(path_dir) else []
     if json_out:
         print(json.dumps([asdict(d) for d in due], ensure_ascii=False, default=str))
         return
@@ -227,15 +229,18 @@ def reminders_due(
 
 async def check_once(context: Context, clock: dt.datetime, verbose: bool) -> list[Firing]:
     """Fire what is due at ``clock`` in the context's data directory (nothing when it has no
-    reminders database)."""
+    reminders database; the schedule is on PostgreSQL when ``context.postgres_url`` is set)."""
     import asyncio
 
+    from tools.builtin.reminder_store import schedule_exists
     from tools.scheduler import fire_due
 
     path_dir = Path(context.data_dir)
-    if not await asyncio.to_thread((path_dir / "reminders.db").exists):
+    if not await asyncio.to_thread(schedule_exists, path_dir, context.postgres_url):
         return []
-    return await fire_due(path_dir, clock, lambda due: fire_reminder_action(due, context, verbose))
+    return await fire_due(
+        path_dir, clock, lambda due: fire_reminder_action(due, context, verbose), postgres_url=context.postgres_url
+    )
 
 
 @reminders_app.command("run")
@@ -290,8 +295,10 @@ def serve(
     import asyncio  # not at the top: `hermes --help` runs nothing
 
     async def go() -> None:
+        from tools.builtin.reminder_store import where
+
         console.print(
-            f"hermes serve: checking {Path(context.data_dir) / 'reminders.db'} every {interval:g} s (Ctrl-C stops)",
+            f"hermes serve: checking {where(context.data_dir, context.postgres_url)} every {interval:g} s (Ctrl-C stops)",
             highlight=False,
         )
         done = 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sqlite3
 import uuid
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from graph.context import Context
 from graph.model import register_model
 from tests.conftest import POST_MESSAGE, FakeToolbox, ScriptedChat, tool_call
 from tools.builtin.catalog import GENERATE_REPORT, LIST_REMINDERS, SCHEDULE_REMINDER
+from tools.builtin.reminder_store import open_schedule
 from tools.builtin.reminders import list_reminders, schedule_reminder
 from tools.reminder_history import delivery_history, firing_history
 
@@ -98,8 +98,8 @@ def fire(data_dir: Path, when: str, model_name: str, box: FakeToolbox, *extra: s
 
 
 def reminder_count(data_dir: Path) -> int:
-    with sqlite3.connect(data_dir / "reminders.db") as con:
-        return con.execute("SELECT COUNT(*) FROM reminders").fetchone()[0]
+    """Reminders stored (through the store: on SQLite or PostgreSQL, tests/integration/test_reminder_backends.py)."""
+    return list_reminders(data_dir=data_dir)["count"]
 
 
 # -- a fired reminder reminds ----------------------------------------------------------------------
@@ -215,7 +215,7 @@ def test_the_reminder_action_attack_is_refused_at_creation_and_at_firing(tmp_pat
     assert posts[-1] == ("sales-team", "Monthly total")  # allowed: the creating request named it
 
     # the stored action is changed behind the agent's back (or was stored before the check)
-    with sqlite3.connect(tmp_path / "reminders.db") as con:
+    with open_schedule(tmp_path) as con:
         con.execute("UPDATE reminders SET action = ?", (json.dumps(attack),))
     before = list(posts)
     ran = fire(tmp_path, second, "none", box_for(tmp_path, posts))

@@ -1,5 +1,7 @@
 """``schedule_reminder`` and ``list_reminders`` (seed §5.1 "remind me every month"), persisted in
-``data_dir/reminders.db`` (SQLite, WAL, busy timeout). Run inside the executor's worker process.
+``data_dir/reminders.db`` (SQLite, WAL, busy timeout) or, with ``HERMES_POSTGRES_URL``, in that
+PostgreSQL database (:mod:`tools.builtin.reminder_store` chooses). Run inside the executor's
+worker process.
 Firing them is :mod:`tools.scheduler`'s job (``hermes reminders run``, ``hermes serve``, the
 ``reminders`` server graph); this module only stores and describes them.
 
@@ -58,7 +60,6 @@ import math
 import re
 import reprlib
 import sqlite3
-import time as _time
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,7 @@ import jsonschema
 import referencing.exceptions
 
 from tools.builtin.reminder_periods import adjustment_for, local_now, month_add, scheduled_at
+from tools.builtin.reminder_store import open_schedule
 from tools.schema_versions import SCHEMA_FILE
 
 # Matched with ``fullmatch`` only: ``$`` also matches before a trailing newline.
@@ -94,7 +96,6 @@ _UNUSABLE_SCHEMA = (
     RecursionError,
     re.error,
 )
-DB_FILE = "reminders.db"
 _COLUMNS = (
     "id",
     "text",
@@ -107,51 +108,6 @@ _COLUMNS = (
     "last_fired_period",
     "last_fired_at",
 )
-_ADDED_COLUMNS = {"action": "TEXT", "last_fired_period": "TEXT", "last_fired_at": "TEXT"}
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS reminders (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, day_of_month INTEGER NOT NULL,
-    time TEXT NOT NULL, recurrence TEXT NOT NULL, created_at TEXT NOT NULL, next_run TEXT NOT NULL,
-    action TEXT, last_fired_period TEXT, last_fired_at TEXT);
-CREATE TABLE IF NOT EXISTS deliveries (
-    reminder_id INTEGER NOT NULL, period TEXT NOT NULL, delivered_at TEXT NOT NULL,
-    message TEXT NOT NULL, action TEXT NOT NULL, outcome TEXT NOT NULL, detail TEXT,
-    PRIMARY KEY (reminder_id, period));
-CREATE TABLE IF NOT EXISTS firings (
-    reminder_id INTEGER NOT NULL, period TEXT NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('claimed', 'done', 'retry', 'failed')),
-    owner TEXT NOT NULL, request_id TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 1,
-    claimed_at TEXT NOT NULL, finished_at TEXT, detail TEXT, skipped TEXT,
-    PRIMARY KEY (reminder_id, period));
-"""
-
-
-def open_reminders_db(data_dir: Path | str) -> sqlite3.Connection:
-    """Open ``data_dir/reminders.db`` (created, migrated): WAL journal, 30 s busy timeout,
-    autocommit mode (callers open transactions with ``BEGIN IMMEDIATE``)."""
-    con = sqlite3.connect(Path(data_dir) / DB_FILE, timeout=30.0, isolation_level=None)
-    for attempt in range(100):  # several processes creating the file at once
-        try:
-            con.execute("PRAGMA busy_timeout=30000")
-            if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                con.execute("PRAGMA journal_mode=WAL")
-            con.executescript(SCHEMA)
-            have = {r[1] for r in con.execute("PRAGMA table_info(reminders)")}
-            for name, kind in _ADDED_COLUMNS.items():  # a reminders.db from before firing existed
-                if name not in have:
-                    try:
-                        con.execute(f"ALTER TABLE reminders ADD COLUMN {name} {kind}")
-                    except sqlite3.OperationalError as exc:
-                        if "duplicate column" not in str(exc):
-                            raise
-            return con
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or attempt == 99:
-                con.close()
-                raise
-            _time.sleep(0.05)
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 # -- validation ---------------------------------------------------------------------------------
@@ -426,9 +382,9 @@ def schedule_reminder(
     if nxt <= now:
         nxt = scheduled_at(day_of_month, time, *month_add(now.year, now.month, 1))
     adjustment = adjustment_for(day_of_month, nxt.year, nxt.month) or _general_adjustment(day_of_month)
-    con = open_reminders_db(data_dir)
+    con = open_schedule(data_dir)
     try:
-        con.execute("BEGIN IMMEDIATE")  # the duplicate check and the insert are one step
+        con.begin()  # the duplicate check and the insert are one step
         try:
             same = " ".join(text.lower().split())
             for row in con.execute(
@@ -436,7 +392,7 @@ def schedule_reminder(
                 (day_of_month, time, recurrence),
             ):
                 if " ".join(str(row[1]).lower().split()) == same:
-                    con.execute("COMMIT")
+                    con.commit()
                     existing = {**row_to_reminder(row), "already_existed": True}
                     try:  # the adjustment of the existing reminder's own next run
                         ran = dt.datetime.fromisoformat(existing["next_run"])
@@ -453,7 +409,7 @@ def schedule_reminder(
                     return existing
             cur = con.execute(
                 "INSERT INTO reminders (text, day_of_month, time, recurrence, created_at, next_run, action) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
                     text,
                     day_of_month,
@@ -464,11 +420,10 @@ def schedule_reminder(
                     None if default_action else json.dumps(checked),
                 ),
             )
-            rid = cur.lastrowid
-            con.execute("COMMIT")
+            rid = cur.fetchone()[0]
+            con.commit()
         except BaseException:
-            if con.in_transaction:
-                con.execute("ROLLBACK")
+            con.rollback()
             raise
         row = con.execute(f"SELECT {', '.join(_COLUMNS)} FROM reminders WHERE id = ?", (rid,)).fetchone()
     finally:
@@ -479,7 +434,7 @@ def schedule_reminder(
 def list_reminders(*, data_dir: Path) -> dict[str, Any]:
     """All reminders, oldest first: ``{"reminders": [reminder, ...], "count": n}``; each
     reminder has its ``action``, ``next_run`` and ``last_fired_period`` (None until it fired)."""
-    con = open_reminders_db(data_dir)
+    con = open_schedule(data_dir)
     try:
         rows = con.execute(f"SELECT {', '.join(_COLUMNS)} FROM reminders ORDER BY id").fetchall()
     finally:
