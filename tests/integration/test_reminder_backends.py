@@ -28,8 +28,8 @@ from tests.unit.test_reminders import (  # noqa: F401 - collected here with the 
 )
 from tests.unit.test_reminders_remind import (  # noqa: F401
     test_a_task_action_runs_for_the_creating_request_and_never_schedules_again,
-    test_the_reminder_action_attack_is_refused_at_creation_and_at_firing,
     test_the_flagships_reminder_fired_3_times_delivers_3_notices_and_creates_no_reminder,
+    test_the_reminder_action_attack_is_refused_at_creation_and_at_firing,
 )
 
 pytestmark = pytest.mark.slow  # a real PostgreSQL
