@@ -11,6 +11,11 @@ Rules, in order (each is a cap, so no retry path is unbounded):
    stops the loop with its message, which names the setting.
 1. **Repeated identical call**: the same tool with the same arguments made more than
    ``context.max_repeated_calls`` times for this goal → stop.
+1b. **A refusal that suggests another value** (every call of the round failed, one refusal
+   carries a suggestion: a period without data and the latest period with data;
+   ``graph.suggestions``, DESIGN §5.6): a question is answered with the refusal's reason; a
+   side-effect task asks the user (``interrupt()``) unless the request already accepts the
+   suggestion — yes (or accepted) → that tool again, with the suggestion; no → stop.
 2. **Distance to goal**: if it did not shrink this round (or the model answered with steps
    missing), the model is told to change approach; after ``MAX_STALLED_ROUNDS`` such rounds
    in a row that taught nothing new → stop (no progress). New reads and a call failing in the
@@ -47,6 +52,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.runtime import Runtime
+from langgraph.types import interrupt
 
 from graph.context import Context
 from graph.progress import (
@@ -60,12 +66,24 @@ from graph.progress import (
 )
 from graph.resources import get_toolbox
 from graph.state import State
+from graph.suggestions import (
+    Suggestion,
+    allowed,
+    declined_reason,
+    earlier_answer,
+    is_yes,
+    question_payload,
+    retry_note,
+    round_suggestions,
+    with_answer,
+)
 from graph.verification import (
     UNVERIFIED_ANSWER,
     Check,
     correct_claims,
     earlier_answers,
     goal_results,
+    grounding_readers,
     unbacked_claims,
     verify,
 )
@@ -175,11 +193,17 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     done = succeeded_tools(work)
     required = required_steps(state.goal, specs)
     missing = missing_steps(state.goal, state.messages, specs)
+    round_results = [m for m in work if isinstance(m, ToolMessage) and m.tool_call_id in round_ids]
+    offers = round_suggestions(work, round_ids)
+    if offers and all(m.status == "error" for m in round_results):
+        # a refusal naming the value to send instead (a period without data): ask, or go on
+        # with it, or answer with its reason — never rounds of retries (DESIGN §5.6)
+        side_effect_task = any(s.side_effect for s in specs if s.name in required)
+        return {**update, **on_suggestion(state, context, registry.names(), offers[0], side_effect_task, missing)}
     if answered_early and not missing and last_ai is not None:
         # a final answer: grounded, verified, claiming only effects done (DESIGN §5.5)
         return {**update, **judge_answer(state, context, specs, work, last_ai)}
     distance = len(missing)
-    round_results = [m for m in work if isinstance(m, ToolMessage) and m.tool_call_id in round_ids]
     all_failed = bool(round_results) and all(m.status == "error" for m in round_results)
     previous = state.goal_distance if state.goal_distance is not None else len(required)
     # a round makes progress when it shrinks the distance; for goals without known steps,
@@ -318,9 +342,53 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     return update
 
 
-def _data_readers(specs: list[ToolSpec], blocked: set[str]) -> list[str]:
-    """Read-only tools whose results hold data (``ToolSpec.reads``), not blocked."""
-    return [s.name for s in specs if s.reads == "data" and not s.side_effect and s.name not in blocked]
+def on_suggestion(
+    state: State, context: Context, names: list[str], offer: Suggestion, side_effect_task: bool, missing: list[str]
+) -> dict[str, Any]:
+    """The update after a round whose refusals carry a suggestion (``graph.suggestions``):
+
+    * a question (no side-effect step): the answer is the refusal's reason — no data for the
+      period asked, and the latest period with data — and the turn ends (no model call);
+    * a side-effect task whose request accepts the suggestion, or whose user said yes to it
+      earlier in this goal: the model must call the tool again with it (only that tool offered);
+    * otherwise the user is asked (``interrupt()``; a run a reminder started has nobody to ask
+      and stops): yes → as above, the answer recorded on the refused result; no → stop, saying so.
+
+    Each call again is bounded as before: the repeat limit (rule 1) and the round cap."""
+    if not side_effect_task:
+        reply = offer.reason or offer.error[:600]
+        return {
+            "messages": [AIMessage(reply, name="hermes", id=f"suggested-{offer.message.id or offer.tool}")],
+            "progress_note": "",
+            "must_call_tool": False,
+            "blocked_tools": sorted(names),
+        }
+    update: dict[str, Any] = {"goal_distance": len(missing), "stalled_rounds": state.stalled_rounds}
+    answer = earlier_answer(current_goal_messages(state.messages), offer)
+    if answer is None and allowed(context.on_behalf_of if context.fired_reminder else state.goal, offer):
+        why = "The request asks for this (its words accept the suggested value)"
+    elif answer is None and context.fired_reminder:
+        return {**update, "stop_reason": declined_reason(offer, None)}
+    elif answer is None:
+        answer = interrupt(question_payload(offer))
+        update["messages"] = [with_answer(offer, answer)]
+        if not is_yes(answer):
+            return {**update, "stop_reason": declined_reason(offer, answer)}
+        why = "The user agreed"
+    elif is_yes(answer):
+        why = "The user agreed earlier"
+    else:
+        return {**update, "stop_reason": declined_reason(offer, answer)}
+    update.update(
+        blocked_tools=sorted(set(names) - {offer.tool}),
+        must_call_tool=True,
+        progress_note=retry_note(offer, why, missing),
+    )
+    if state.tool_rounds + 1 >= context.max_tool_rounds:
+        update["stop_reason"] = (
+            f"tool-round cap reached: {state.tool_rounds + 1} rounds for this goal (limit {context.max_tool_rounds})"
+        )
+    return update
 
 
 def judge_answer(
@@ -343,7 +411,7 @@ def judge_answer(
     blocked = set(state.blocked_tools) | unrequested_side_effects(state.goal, specs)
     # the read-only data tools, whatever the last round blocked (all tools once the steps are
     # done): the repeat limit (rule 1) still bounds each call
-    readers = _data_readers(specs, set())
+    readers = grounding_readers(state.goal, work, specs)
 
     def verdict(text: str, upto: int) -> Check:
         return verify(text, state.goal, state.intent, goal_results(work[:upto], specs), specs)
