@@ -39,6 +39,7 @@ from graph.answer_figures import figures, supported, values_in
 from graph.answer_names import missing_names, stated_names
 from graph.progress import required_steps
 from memory.policy import effect_claims, split_sentences
+from tools.selection import rank_tools
 from tools.spec import ToolSpec
 
 #: Prefix of the stop reason of an answer that could not be verified (DESIGN §5.5).
@@ -268,15 +269,22 @@ class Check:
         return out
 
 
-def about_data(answer: str, goal: str, results: Sequence[Result], can_read_data: bool, intent: str = "") -> bool:
+def about_data(
+    answer: str,
+    goal: str,
+    results: Sequence[Result],
+    can_read_data: bool,
+    intent: str = "",
+    tried: Iterable[ToolSpec] = (),
+) -> bool:
     """Whether the goal is a question about data that must rest on a data read: a tool that
     reads data can be offered for it (``can_read_data``), it is not a stated preference, and
     either the model already read for it (a data or schema read: it went to the data for the
-    answer) or the answer states what only data can tell (a figure not in the request, a claim
-    that something does not exist)."""
+    answer; a call that failed counts, ``tried``) or the answer states what only data can tell
+    (a figure not in the request, a claim that something does not exist)."""
     if not can_read_data or intent == "preference":
         return False
-    if any(r.reads in ("data", "schema") for r in results):
+    if any(r.reads in ("data", "schema") for r in results) or any(s.reads in ("data", "schema") for s in tried):
         return True
     return bool(unsupported_figures(answer, goal, []) or absence_claims(answer))
 
@@ -297,20 +305,45 @@ def check_answer(answer: str, goal: str, results: Sequence[Result], *, needs_dat
     return check
 
 
+def grounding_readers(goal: str, work: Sequence[AnyMessage], specs: Sequence[ToolSpec]) -> list[str]:
+    """The read-only data tools to offer when an answer must be grounded, best first: those the
+    model already called in this goal (``work``), even when the call failed — it chose them for
+    this question — else every one, ranked by relevance to ``goal`` (``tools.selection``).
+
+    Measured (Qwen2.5-Coder-1.5B, Chinook): a revenue question's query failed on a column
+    name; sent to read with every data tool offered, the model listed an empty chat channel
+    and answered "No messages found in the sales-team channel." — a true "none" about the
+    wrong thing, presented as final."""
+    readers = [s for s in specs if s.reads == "data" and not s.side_effect]
+    tried = {c["name"] for m in work if isinstance(m, AIMessage) for c in m.tool_calls}
+    chosen = [s.name for s in readers if s.name in tried]
+    return chosen or [s.name for _, s in rank_tools(readers, goal)]
+
+
 def can_read_data(specs: Iterable[ToolSpec]) -> bool:
     """True when a read-only tool whose results hold data is registered."""
     return any(s.reads == "data" and not s.side_effect for s in specs)
 
 
-def verify(answer: str, goal: str, intent: str, results: Sequence[Result], specs: Sequence[ToolSpec]) -> Check:
+def verify(
+    answer: str,
+    goal: str,
+    intent: str,
+    results: Sequence[Result],
+    specs: Sequence[ToolSpec],
+    work: Sequence[AnyMessage] = (),
+) -> Check:
     """:func:`check_answer` of ``answer`` with the goal's grounding need decided here: a
-    question about data (:func:`about_data`) with no side-effect step requested (a task's
-    steps are its evidence) must rest on a data read. Figures of the request and of the tools'
-    own descriptions are known (what the model was told), besides the results."""
+    question about data (:func:`about_data`; ``work``, the goal's messages up to the answer,
+    tells which tools the model tried) with no side-effect step requested (a task's steps are
+    its evidence) must rest on a data read. Figures of the request and of the tools' own
+    descriptions are known (what the model was told), besides the results."""
     # what the model was told about its tools ("1-8 queries", "at most 500 rows") is no claim
     # about the user's data: figures from the tools' own descriptions count as known
     told = "\n".join([goal, *(s.description for s in specs)])
-    needs = about_data(answer, told, results, can_read_data(specs), intent) and not any(
+    called = {c["name"] for m in work if isinstance(m, AIMessage) for c in m.tool_calls}
+    tried = [s for s in specs if s.name in called]
+    needs = about_data(answer, told, results, can_read_data(specs), intent, tried) and not any(
         s.side_effect for s in specs if s.name in required_steps(goal, specs)
     )
     return check_answer(answer, told, results, needs_data=needs)

@@ -414,7 +414,7 @@ def judge_answer(
     readers = grounding_readers(state.goal, work, specs)
 
     def verdict(text: str, upto: int) -> Check:
-        return verify(text, state.goal, state.intent, goal_results(work[:upto], specs), specs)
+        return verify(text, state.goal, state.intent, goal_results(work[:upto], specs), specs, work[:upto])
 
     check = verdict(said, len(work))
     if check.ok:

@@ -22,6 +22,7 @@ from graph.verification import UNVERIFIED_ANSWER, Result, check_answer
 from tests.conftest import FakeToolbox, tool_call
 from tools.builtin.catalog import QUERY_DATABASE
 from tools.builtin.database import query_database
+from tools.spec import ToolSpec
 
 COUNTRIES = {
     "columns": ["BillingCountry", "revenue"],
@@ -144,3 +145,53 @@ async def test_a_list_of_names_the_read_returned_is_final(scripted, db):
     await resources.drain_background()
     assert out["stop_reason"] is None and out["messages"][-1].content == answer
     assert len(await resources.get_memory(ctx).episodic.list(ctx.user_id, kinds=["task"])) == 1
+
+
+# --- grounding offers the data tools the goal already tried -----------------------------------------
+
+LIST_MESSAGES = ToolSpec(
+    name="list_messages",
+    description="List the latest messages of a team chat channel (read-only).",
+    parameters={"type": "object", "properties": {"channel": {"type": "string"}}, "required": []},
+    side_effect=False,
+    reads="data",
+    source="mcp:team_chat",
+)
+
+
+async def test_sent_to_read_the_model_is_offered_the_data_tool_it_already_tried(scripted, db):
+    """Measured (Chinook): a failed query, then an answer from nowhere; with every data tool
+    offered the model listed an empty chat channel and answered "No messages found …"."""
+    box = FakeToolbox()
+    box.add_spec(QUERY_DATABASE, lambda sql: query_database(sql, database=str(db)))
+    box.add_spec(LIST_MESSAGES, lambda channel="": {"channel": channel, "messages": [], "count": 0})
+    sql = "SELECT COUNT(*) FROM customers"
+    ctx = scripted(
+        [
+            tool_call("query_database", {"sql": "SELECT CountryName FROM customers"}, "q1"),  # fails
+            AIMessage("The top countries are: USA, Canada and Italy."),  # no data read
+            tool_call("query_database", {"sql": sql}, "q2"),
+            AIMessage(f"There are {query_database(sql, database=str(db))['rows'][0][0]} customers."),
+        ],
+        box,
+        embeddings="hash",
+    )
+    out = await make_graph(InMemorySaver()).ainvoke(
+        {"messages": [HumanMessage("How many customers are there per country?")]},
+        {"configurable": {"thread_id": "t"}},
+        context=ctx,
+    )
+    await resources.drain_background()
+    offers = scripted.models[ctx.model].offers
+    assert set(offers[0]) >= {"query_database", "list_messages"}  # at first, both
+    assert offers[2] == ["query_database"]  # sent to read: the one it chose for this question
+    assert out["stop_reason"] is None
+
+
+def test_with_no_data_tool_tried_every_one_is_offered_the_most_relevant_first():
+    from graph.verification import grounding_readers
+
+    specs = [LIST_MESSAGES, QUERY_DATABASE]
+    ranked = grounding_readers("Which countries brought in the most invoice revenue in the database?", [], specs)
+    assert ranked == ["query_database", "list_messages"]
+    assert grounding_readers("What are the latest messages in the team chat channel?", [], specs)[0] == "list_messages"
