@@ -184,6 +184,7 @@ class Toolbox:
             heavy_s=heavy_timeout_s,
             overrides=tool_timeouts,
             database_schema=schema,
+            postgres_url=postgres_url,
         )
         client = MCPClient(
             servers,

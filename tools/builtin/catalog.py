@@ -320,16 +320,25 @@ BUILTIN_TOOLS: list[tuple[ToolSpec, str]] = [
 
 
 def executor_runner(
-    executor: Executor, entrypoint: str, timeout_s: float, network: bool = False, schedule: bool = False
+    executor: Executor,
+    entrypoint: str,
+    timeout_s: float,
+    network: bool = False,
+    schedule: bool = False,
+    postgres_url: str = "",
 ):
     """A registry runner that sends the call to ``executor`` (out of process); ``network``: the
     tool's ``ToolSpec.network`` (without it the run has no network); ``schedule``: its
     ``ToolSpec.schedules`` or ``reads_schedule`` (without it the run cannot reach the schedule
-    and writes only its thread's workspace)."""
-    flags = {k: True for k, v in (("network", network), ("schedule", schedule)) if v}
+    and writes only its thread's workspace). ``postgres_url``: a schedule tool's schedule is in
+    that PostgreSQL database (``tools.builtin.reminder_store``): the call gets it as its
+    ``postgres_url`` argument (after the model's arguments were validated, so never the
+    model's) and the network to reach it."""
+    flags = {k: True for k, v in (("network", network or bool(postgres_url)), ("schedule", schedule)) if v}
+    added = {"postgres_url": postgres_url} if postgres_url else {}
 
     async def run(args: dict[str, Any], request_id: str) -> Any:
-        return await executor.run(entrypoint, args, timeout_s=timeout_s, request_id=request_id, **flags)
+        return await executor.run(entrypoint, {**args, **added}, timeout_s=timeout_s, request_id=request_id, **flags)
 
     return run
 
@@ -346,13 +355,15 @@ def register_builtin_tools(
     heavy_s: float = HEAVY_TIMEOUT_S,
     overrides: dict[str, float] | None = None,
     database_schema: str = "",
+    postgres_url: str = "",
 ) -> list[str]:
     """Register every builtin tool; return their names. Raises DuplicateToolError on clash.
 
     Timeouts (seconds, seed §2.2): a tool declared heavy (``HEAVY_TIMEOUT_S``) gets ``heavy_s``,
     every other one ``ordinary_s``; ``overrides`` ``{tool name: seconds}`` wins over both.
     ``database_schema``: ``table(col, ...)`` text of the user's database
-    (:func:`tools.builtin.database.schema.schema_summary`), appended to the SQL tools' descriptions."""
+    (:func:`tools.builtin.database.schema.schema_summary`), appended to the SQL tools' descriptions.
+    ``postgres_url`` (``HERMES_POSTGRES_URL``): the schedule tools' reminders are in that database."""
     overrides = overrides or {}
     for spec, entrypoint in BUILTIN_TOOLS:
         timeout = overrides.get(spec.name) or (heavy_s if spec.timeout_s >= HEAVY_TIMEOUT_S else ordinary_s)
@@ -361,5 +372,6 @@ def register_builtin_tools(
             update["description"] = f"{spec.description} Tables of the configured database: {database_schema}."
         spec = spec.model_copy(update=update)
         schedule = spec.schedules or spec.reads_schedule
-        registry.register(spec, executor_runner(executor, entrypoint, timeout, spec.network, schedule))
+        url = postgres_url if schedule else ""
+        registry.register(spec, executor_runner(executor, entrypoint, timeout, spec.network, schedule, url))
     return [spec.name for spec, _ in BUILTIN_TOOLS]

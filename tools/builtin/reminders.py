@@ -343,6 +343,7 @@ def schedule_reminder(
     *,
     data_dir: Path,
     now: dt.datetime | None = None,
+    postgres_url: str | None = None,
 ) -> dict[str, Any]:
     """Persist a recurring reminder; return it as ``{"id", "text", "day_of_month", "time",
     "recurrence", "created_at", "next_run", "action", "last_fired_period", "last_fired_at",
@@ -359,7 +360,9 @@ def schedule_reminder(
     :func:`normalize_action`: ``args`` must be a plain-JSON object within
     :data:`MAX_ARGS_CHARS` chars and :data:`MAX_ARGS_DEPTH` levels), or a tool action naming a
     tool the data directory's registry does not know or arguments that do not fit it
-    (:func:`check_tool_action`). ``now``: the clock (default: the real one)."""
+    (:func:`check_tool_action`). ``now``: the clock (default: the real one). ``postgres_url``:
+    the schedule's PostgreSQL database (:func:`tools.builtin.reminder_store.schedule_url`; None:
+    ``HERMES_POSTGRES_URL``; "" : ``data_dir/reminders.db``)."""
     if text is not None and not isinstance(text, str):
         raise ValueError(f"text must be a string, got {type(text).__name__} {_short(text)}")
     text = (text or "").strip()
@@ -382,7 +385,7 @@ def schedule_reminder(
     if nxt <= now:
         nxt = scheduled_at(day_of_month, time, *month_add(now.year, now.month, 1))
     adjustment = adjustment_for(day_of_month, nxt.year, nxt.month) or _general_adjustment(day_of_month)
-    con = open_schedule(data_dir)
+    con = open_schedule(data_dir, postgres_url)
     try:
         con.begin()  # the duplicate check and the insert are one step
         try:
@@ -431,10 +434,11 @@ def schedule_reminder(
     return {**row_to_reminder(row), "adjustment": adjustment, "already_existed": False}
 
 
-def list_reminders(*, data_dir: Path) -> dict[str, Any]:
+def list_reminders(*, data_dir: Path, postgres_url: str | None = None) -> dict[str, Any]:
     """All reminders, oldest first: ``{"reminders": [reminder, ...], "count": n}``; each
-    reminder has its ``action``, ``next_run`` and ``last_fired_period`` (None until it fired)."""
-    con = open_schedule(data_dir)
+    reminder has its ``action``, ``next_run`` and ``last_fired_period`` (None until it fired).
+    ``postgres_url``: as for :func:`schedule_reminder`."""
+    con = open_schedule(data_dir, postgres_url)
     try:
         rows = con.execute(f"SELECT {', '.join(_COLUMNS)} FROM reminders ORDER BY id").fetchall()
     finally:
