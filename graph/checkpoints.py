@@ -1,9 +1,10 @@
 """The SQLite checkpoint file, opened one way for the CLI, the tests and ``langgraph dev``.
 
 :func:`open_checkpointer` opens ``<data_dir>/checkpoints.sqlite`` for several processes at once
-(seed: one data directory, many ``hermes`` processes and a server): the aiosqlite connection gets
-a 30 s busy timeout (``PRAGMA busy_timeout=30000``: a writer waits for another's lock instead of
-failing with "database is locked"), WAL journal (readers never block the writer; the saver's own
+(seed: one data directory, many ``hermes`` processes and a server): the aiosqlite connection
+(:func:`storage.sqlite_files.open_aiosqlite`, the one opener of shared SQLite files) gets a 30 s
+busy timeout (``BUSY_TIMEOUT_S``: a writer waits for another's lock instead of failing with
+"database is locked"), WAL journal (readers never block the writer; the saver's own
 ``setup()`` also runs ``PRAGMA journal_mode=WAL``, which is then a no-op) and
 ``synchronous=NORMAL`` (a committed checkpoint survives a crash of the process; the last
 transactions may be lost on a power cut). Switching a *new* file to WAL needs the file to
@@ -72,6 +73,8 @@ from graph.builder import builder as agent_builder
 from graph.context import Context
 from graph.mirror import ThreadMirror
 from graph.recovery import RecoveryError, RecoveryReport, check_shape, is_data_error, rebuild_from_mirror
+from storage.sqlite_files import BUSY_TIMEOUT_S, open_aiosqlite
+from storage.sqlite_files import is_locked as is_transient_lock
 
 if TYPE_CHECKING:  # psycopg is imported only when the setting asks for PostgreSQL
     from graph.postgres import HermesPostgresSaver
@@ -80,18 +83,9 @@ log = logging.getLogger(__name__)
 
 #: File name of the checkpoint database inside a data directory.
 CHECKPOINTS_FILE = "checkpoints.sqlite"
-#: Seconds a connection waits for another process's lock before "database is locked".
-BUSY_TIMEOUT_S = 30.0
 #: Seconds a saver write is retried after SQLite answered "database is locked" / "busy" at once
 #: (see the module docstring); first pause 0.05 s, doubling, jittered, at most 2 s each.
 LOCK_RETRY_S = 60.0
-
-
-def is_transient_lock(exc: BaseException) -> bool:
-    """True for SQLite's "database is locked" / "database table is locked" / "busy" errors,
-    which another process's transaction causes and a later attempt can pass."""
-    text = str(exc).lower()
-    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
 def retry_locked(conn: aiosqlite.Connection, lock: asyncio.Lock, what: str) -> tenacity.AsyncRetrying:
@@ -127,27 +121,10 @@ def checkpoints_file(data_dir: str | Path) -> Path:
 
 async def connect(path: str | Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> aiosqlite.Connection:
     """An aiosqlite connection to ``path`` (its directory is created) with busy timeout, WAL
-    and ``synchronous=NORMAL``. The isolation level stays aiosqlite's default, which is what
-    ``AsyncSqliteSaver`` expects (it commits after each write)."""
-    path = Path(path)
-    await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
-    conn = await aiosqlite.connect(str(path), timeout=busy_timeout_s)
-    try:
-        await conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
-        # a new file: every process opening it at once wants to switch it to WAL
-        async for attempt in tenacity.AsyncRetrying(
-            retry=tenacity.retry_if_exception(is_transient_lock),
-            stop=tenacity.stop_after_delay(busy_timeout_s),
-            wait=tenacity.wait_fixed(0.05),
-            reraise=True,
-        ):
-            with attempt:
-                await conn.execute("PRAGMA journal_mode=WAL")
-        await conn.execute("PRAGMA synchronous=NORMAL")
-    except BaseException:
-        await conn.close()
-        raise
-    return conn
+    and ``synchronous=NORMAL`` (:func:`storage.sqlite_files.open_aiosqlite`). The isolation level
+    stays implicit transactions, which is what ``AsyncSqliteSaver`` expects (it commits after
+    each write)."""
+    return await open_aiosqlite(path, autocommit=False, synchronous="NORMAL", busy_timeout_s=busy_timeout_s)
 
 
 class HermesSqliteSaver(AsyncSqliteSaver):

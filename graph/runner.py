@@ -57,6 +57,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
+from graph import deliveries
 from graph.branches import same_request
 from graph.builder import make_graph
 from graph.checkpoints import checkpoints_file, open_checkpointer
@@ -65,6 +66,7 @@ from graph.mirror import ThreadMirror
 from graph.progress import current_goal_messages, request_id
 from graph.recovery import RecoveryReport, ensure_readable
 from graph.resources import drain_background, get_model
+from storage.sqlite_files import open_sqlite
 from tools.ledgers import open_ledger
 
 log = logging.getLogger(__name__)
@@ -184,14 +186,14 @@ CREATE TABLE IF NOT EXISTS answers (
 
 
 def _deliveries(data_dir: Path) -> sqlite3.Connection:
-    con = sqlite3.connect(data_dir / DELIVERIES_FILE, timeout=30.0, isolation_level=None)
-    con.execute("PRAGMA journal_mode=WAL")
-    con.executescript(_DELIVERIES_SCHEMA)
-    return con
+    return open_sqlite(data_dir / DELIVERIES_FILE, schema=_DELIVERIES_SCHEMA)
 
 
-def _delivery_state(data_dir: Path, thread_id: str, goal_id: str) -> str | None:
-    """'pending' (answered, not shown), 'delivered', or None (not tracked). Blocking."""
+def _delivery_state(data_dir: Path, thread_id: str, goal_id: str, postgres_url: str = "") -> str | None:
+    """'pending' (answered, not shown), 'delivered', or None (not tracked). Blocking.
+    ``postgres_url``: the marks are in that database (``graph.deliveries``)."""
+    if postgres_url:
+        return deliveries.delivery_state(postgres_url, thread_id, goal_id)
     if not (data_dir / DELIVERIES_FILE).exists():
         return None
     con = _deliveries(data_dir)
@@ -204,8 +206,11 @@ def _delivery_state(data_dir: Path, thread_id: str, goal_id: str) -> str | None:
     return str(row[0]) if row else None
 
 
-def _set_delivery(data_dir: Path, thread_id: str, goal_id: str, state: str) -> None:
-    """Record ``state`` for the goal (blocking); 'pending' never overwrites 'delivered'."""
+def _set_delivery(data_dir: Path, thread_id: str, goal_id: str, state: str, postgres_url: str = "") -> None:
+    """Record ``state`` for the goal (blocking); 'pending' never overwrites 'delivered'.
+    ``postgres_url``: the marks are in that database (``graph.deliveries``)."""
+    if postgres_url:
+        return deliveries.set_delivery(postgres_url, thread_id, goal_id, state)
     con = _deliveries(data_dir)
     try:
         con.execute(
@@ -218,12 +223,14 @@ def _set_delivery(data_dir: Path, thread_id: str, goal_id: str, state: str) -> N
         con.close()
 
 
-def answer_delivered(data_dir: Path | str, thread_id: str, goal_id: str) -> None:
+def answer_delivered(data_dir: Path | str, thread_id: str, goal_id: str, postgres_url: str | None = None) -> None:
     """Record that the answer of ``goal_id`` (a summary's ``goal_id``) on ``thread_id`` reached
     the user (printed, returned): the same text sent again is then a new request. Blocking
-    (a few ms); call it after the answer was written out. No-op for an empty ``goal_id``."""
+    (a few ms); call it after the answer was written out. No-op for an empty ``goal_id``.
+    ``postgres_url``: the turn's ``Context.postgres_url`` (None: the default Context's)."""
     if thread_id and goal_id:
-        _set_delivery(Path(data_dir), thread_id, goal_id, "delivered")
+        url = Context().postgres_url if postgres_url is None else postgres_url
+        _set_delivery(Path(data_dir), thread_id, goal_id, "delivered", url)
 
 
 def _same_text(a: str, b: str) -> bool:
@@ -364,7 +371,7 @@ async def execute_turn(
         fresh = resume is None and not checkpoint_id and thread_id and not current.next and not current.interrupts
         goal_id = str(current.values.get("goal_id") or "")
         if fresh and goal_id and _same_text(str(current.values.get("goal") or ""), task):
-            state = await asyncio.to_thread(_delivery_state, data_dir, thread_id, goal_id)
+            state = await asyncio.to_thread(_delivery_state, data_dir, thread_id, goal_id, context.postgres_url)
             if state == "pending" and not new_request:
                 return await _already_done(
                     current, data_dir, thread_id, goal_id, recovery, watcher, postgres_url=context.postgres_url
@@ -436,7 +443,7 @@ async def execute_turn(
     summary["question"] = text if question is not None else None
     if track_delivery and thread_id and summary["goal_id"] and question is None and not snapshot.next:
         # answered; delivered only once the caller has shown it (answer_delivered)
-        await asyncio.to_thread(_set_delivery, data_dir, thread_id, summary["goal_id"], "pending")
+        await asyncio.to_thread(_set_delivery, data_dir, thread_id, summary["goal_id"], "pending", context.postgres_url)
     return summary
 
 

@@ -10,18 +10,16 @@ instead: synchronous callers queue writes on it (its docstring says why).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import aiosqlite
 
+from storage.sqlite_files import open_aiosqlite
+
 #: File name of the memory database inside the service's ``data_dir``.
 DB_FILENAME = "memory.db"
-#: Seconds a connection waits for another writer's lock before "database is locked" (several
-#: ``hermes`` processes and a server share one data directory).
-BUSY_TIMEOUT_S = 30.0
 
 
 class SqliteDb:
@@ -40,13 +38,11 @@ class SqliteDb:
     async def connect(self) -> AsyncIterator[aiosqlite.Connection]:
         """An autocommit connection (``isolation_level=None``; use ``BEGIN IMMEDIATE`` for
         transactions) with ``Row`` rows. Raises ``sqlite3.Error`` on an unusable file."""
-        if not self._ready:
-            await asyncio.to_thread(self.path.parent.mkdir, parents=True, exist_ok=True)
-        async with aiosqlite.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S) as db:
+        # the WAL switch and the schema once per instance (opening retried while locked)
+        db = await open_aiosqlite(self.path, schema="" if self._ready else self._schema, wal=not self._ready)
+        self._ready = True
+        try:
             db.row_factory = aiosqlite.Row
-            await db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-            if not self._ready:
-                await db.execute("PRAGMA journal_mode=WAL")
-                await db.executescript(self._schema)
-                self._ready = True
             yield db
+        finally:
+            await db.close()

@@ -39,8 +39,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from memory.db import BUSY_TIMEOUT_S
 from memory.episodic.base import EVENT_KINDS, EpisodicEvent
+from storage.sqlite_files import open_sqlite
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ def too_new(path: Path, version: int) -> MemoryStoreError:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    con = open_sqlite(path, wal=False)  # the journal mode stays what the file has
     con.row_factory = sqlite3.Row
     return con
 

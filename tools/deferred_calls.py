@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from storage.sqlite_files import open_sqlite
 from tools.destinations import Rules, destination_refusal
 from tools.spec import ToolSpec
 
@@ -48,13 +49,12 @@ def deferred_key(deferred: Any) -> str | None:
 
 
 def _open(data_dir: Path | str) -> sqlite3.Connection:
-    con = sqlite3.connect(Path(data_dir) / BINDINGS_FILE, timeout=30.0)
-    con.execute("PRAGMA busy_timeout=30000")
-    con.execute(
-        "CREATE TABLE IF NOT EXISTS bindings (key TEXT PRIMARY KEY, request TEXT NOT NULL, "
-        "sensitive TEXT NOT NULL, created_at TEXT NOT NULL)"
+    return open_sqlite(
+        Path(data_dir) / BINDINGS_FILE,
+        schema="CREATE TABLE IF NOT EXISTS bindings (key TEXT PRIMARY KEY, request TEXT NOT NULL, "
+        "sensitive TEXT NOT NULL, created_at TEXT NOT NULL)",
+        autocommit=False,
     )
-    return con
 
 
 def record_binding(data_dir: Path | str, deferred: Any, request: Sequence[str], sensitive: Sequence[str] = ()) -> bool:

@@ -1,8 +1,8 @@
 """One SQLite connection on one dedicated thread (:class:`SqliteThread`), for stores written to
 from synchronous code that cannot await and from several event loops: the idempotency ledger
 (``tools.idempotency``) and the tool-schema store (``tools.schema_versions``). Calls queue in
-submission order; a new file is opened in WAL mode with ``synchronous=NORMAL``, retried while
-another process holds the lock.
+submission order; the file is opened by :func:`storage.sqlite_files.open_sqlite` (WAL,
+``synchronous=NORMAL``, busy timeout, opening retried while another process holds the lock).
 """
 
 from __future__ import annotations
@@ -14,13 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import tenacity
+from storage.sqlite_files import MEMORY, open_sqlite
 
 T = TypeVar("T")
-
-#: Opening a new file: attempts and seconds between them while another process holds the lock
-#: (several processes creating the same ledger at once; ``journal_mode=WAL`` fails fast on it).
-OPEN_ATTEMPTS, OPEN_PAUSE_S = 100, 0.05
 
 
 class SqliteThread:
@@ -39,13 +35,7 @@ class SqliteThread:
 
     def _connection(self) -> sqlite3.Connection:
         if self._con is None:
-            if self.path is None:
-                con = sqlite3.connect(":memory:", isolation_level=None)
-            else:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            _prepare(con, self._schema, wal=self.path is not None)
-            self._con = con
+            self._con = open_sqlite(self.path or MEMORY, schema=self._schema, synchronous="NORMAL")
         return self._con
 
     def submit(self, fn: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]:
@@ -67,21 +57,3 @@ class SqliteThread:
         self._pool.submit(self._close_connection)
         self._closed = True
         self._pool.shutdown(wait=True)
-
-
-def _locked(exc: BaseException) -> bool:
-    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
-
-
-@tenacity.retry(
-    retry=tenacity.retry_if_exception(_locked),
-    stop=tenacity.stop_after_attempt(OPEN_ATTEMPTS),
-    wait=tenacity.wait_fixed(OPEN_PAUSE_S),
-    reraise=True,
-)
-def _prepare(con: sqlite3.Connection, schema: str, *, wal: bool) -> None:
-    """Journal settings and schema of a new connection; retried while the file is locked."""
-    if wal:
-        con.execute("PRAGMA journal_mode=WAL")
-        con.execute("PRAGMA synchronous=NORMAL")
-    con.executescript(schema)

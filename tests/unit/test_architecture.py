@@ -12,7 +12,7 @@ import grimp
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("graph", "nodes", "tools", "memory")
+PACKAGES = ("graph", "nodes", "tools", "memory", "storage")
 
 
 @pytest.fixture(scope="module")

@@ -201,7 +201,7 @@ def _environment_reads(path: Path) -> list[int]:
 
 def test_no_environment_read_outside_the_settings_module():
     found = {}
-    for package in ("graph", "nodes", "tools", "memory"):
+    for package in ("graph", "nodes", "tools", "memory", "storage"):
         for path in sorted((ROOT / package).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
             if rel not in ALLOWED and (lines := _environment_reads(path)):

@@ -43,10 +43,10 @@ import hashlib
 import os
 import sqlite3
 import threading
-import time as _time
 from pathlib import Path
 from typing import Any
 
+from storage.sqlite_files import open_sqlite
 from tools.claim_owners import new_owner
 from tools.claim_owners import owner_alive as pid_owner_alive
 
@@ -130,29 +130,21 @@ def where(data_dir: Path | str, postgres_url: str | None = None) -> str:
 
 def open_reminders_db(data_dir: Path | str) -> sqlite3.Connection:
     """Open ``data_dir/reminders.db`` (created, migrated): WAL journal, 30 s busy timeout,
-    autocommit mode (callers open transactions with ``BEGIN IMMEDIATE``)."""
-    con = sqlite3.connect(Path(data_dir) / DB_FILE, timeout=30.0, isolation_level=None)
-    for attempt in range(100):  # several processes creating the file at once
-        try:
-            con.execute("PRAGMA busy_timeout=30000")
-            if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                con.execute("PRAGMA journal_mode=WAL")
-            con.executescript(SQLITE_SCHEMA)
-            have = {r[1] for r in con.execute("PRAGMA table_info(reminders)")}
-            for name, kind in ADDED_COLUMNS.items():  # a reminders.db from before firing existed
-                if name not in have:
-                    try:
-                        con.execute(f"ALTER TABLE reminders ADD COLUMN {name} {kind}")
-                    except sqlite3.OperationalError as exc:
-                        if "duplicate column" not in str(exc):
-                            raise
-            return con
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or attempt == 99:
-                con.close()
-                raise
-            _time.sleep(0.05)
-    raise AssertionError("unreachable")  # pragma: no cover
+    autocommit mode (callers open transactions with ``BEGIN IMMEDIATE``), opening retried while
+    another process creates it (:func:`storage.sqlite_files.open_sqlite`)."""
+    return open_sqlite(Path(data_dir) / DB_FILE, schema=SQLITE_SCHEMA, setup=_add_columns)
+
+
+def _add_columns(con: sqlite3.Connection) -> None:
+    """Columns added since the first reminders.db (a file from before firing existed)."""
+    have = {r[1] for r in con.execute("PRAGMA table_info(reminders)")}
+    for name, kind in ADDED_COLUMNS.items():
+        if name not in have:
+            try:
+                con.execute(f"ALTER TABLE reminders ADD COLUMN {name} {kind}")
+            except sqlite3.OperationalError as exc:  # another process added it first
+                if "duplicate column" not in str(exc):
+                    raise
 
 
 class ScheduleDb:
