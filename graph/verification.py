@@ -15,7 +15,9 @@ effect a sentence claims from the tool's own ``requested_by`` words.
   request; dates (``2025-06``) and times (``09:00``) are checked by their parts; list markers
   ("1.", "2)") and digits inside names ("U2", "Q3", "mp3") are not figures. A claim that
   something does not exist (none, zero, "there are no …", 没有, aucun, keine …) rests on a
-  data read that returned zero rows or a count of 0.
+  data read that returned zero rows or a count of 0 — not one the tool marks
+  ``unexpected_empty`` (nothing found although the period it names has data: a wrong join).
+  Names the answer states are held by the results (:mod:`graph.answer_names`).
 * **Claimed effects** (:func:`unbacked_claims`): a sentence claiming an effect (``memory.policy
   .effect_claims``) is attributed to the side-effect tool whose ``requested_by`` words it shares
   most; it is backed only when that tool succeeded in this goal (a claim no tool's words match
@@ -68,6 +70,12 @@ class Result:
     @property
     def is_data_read(self) -> bool:
         return self.reads == "data"
+
+    @property
+    def unexpected_empty(self) -> bool:
+        """True when the tool says this read found nothing *despite* its period having data
+        (``data.unexpected_empty``: a wrong join or date format): it supports no claim of none."""
+        return isinstance(self.data, Mapping) and bool(self.data.get("unexpected_empty"))
 
     @property
     def empty(self) -> bool:
@@ -300,7 +308,7 @@ def check_answer(answer: str, goal: str, results: Sequence[Result], *, needs_dat
     if reads:
         check.names = unsupported_names(answer, goal, results)
     claims = absence_claims(answer)
-    if claims and not any(r.empty for r in reads):
+    if claims and not any(r.empty and not r.unexpected_empty for r in reads):
         check.absences = claims
     return check
 

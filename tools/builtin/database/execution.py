@@ -17,6 +17,7 @@ from tools.builtin.database.connection import (
     time_limit,
 )
 from tools.builtin.database.dates import no_data_note
+from tools.builtin.database.empty_results import unexpected_empty
 from tools.builtin.database.errors import sql_error
 from tools.builtin.database.statement import check_select, read_sql_or_none
 from tools.database_setting import DatabaseError
@@ -116,4 +117,12 @@ def execute_query(
         result["note"], ranges = no_data_note(con, body, why)
         if ranges:
             result["data_range"] = ranges
+        if despite := unexpected_empty(body, ranges):
+            # the period has data: the join or the date format excluded every row (DESIGN §5.5)
+            result["unexpected_empty"] = despite
+            result["note"] = (
+                f"No rows, although {despite}: a join on the wrong columns or a date compared in the "
+                "wrong format excluded every row. Check the join columns and the date format with "
+                "describe_database and query again; do not tell the user there is no data for it."
+            )
     return result

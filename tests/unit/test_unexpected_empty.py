@@ -1,0 +1,79 @@
+"""An empty read is no evidence of "none" when the period it names has data (DESIGN §5.5).
+
+Measured (Qwen2.5-Coder-1.5B, the generated sales database, question "What were our 3
+best-selling products by revenue in November 2026?"): ``… JOIN sales_lines sl ON p.product_id
+= sl.product WHERE sl.order_date LIKE '2026-11-%'`` returned no rows, and the model answered
+"No data for this query" about a month with a full month of sales. The tool now says the rows
+were excluded despite the period (``unexpected_empty``), and such a read supports no claim of
+none; a query with another condition (a region, a threshold) may rightly find nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graph.verification import Result, check_answer
+from tests.conftest import DEMO_END_MONTH as MONTH
+from tools.builtin.database import query_database
+
+
+@pytest.fixture
+def sales(db: Path) -> Path:
+    """The generated sales database (its data ends in ``MONTH``)."""
+    return db
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # the measured query: a join of an id to a name
+        f"SELECT p.name, SUM(sl.revenue) FROM products p JOIN sales_lines sl ON p.product_id = sl.product "
+        f"WHERE sl.order_date LIKE '{MONTH}-%' GROUP BY p.name",
+        f"SELECT SUM(s.quantity) FROM sales_lines s JOIN products p ON p.product_id = s.product "
+        f"WHERE s.order_date >= '{MONTH}-01' AND s.order_date < '2099-01-01'",
+        f"SELECT COUNT(*) FROM sales_lines s JOIN products p ON p.name = s.customer "
+        f"WHERE strftime('%Y-%m', s.order_date) = '{MONTH}'",
+        f"SELECT COUNT(*) FROM sales_lines s JOIN products p ON p.name = s.customer "
+        f"WHERE strftime('%Y', s.order_date) = '{MONTH[:4]}'",
+    ],
+)
+def test_nothing_found_although_the_period_has_data_is_marked(sales, sql):
+    r = query_database(sql, database=str(sales))
+    assert r["unexpected_empty"].endswith("the period the query names"), r
+    assert "do not tell the user there is no data" in r["note"]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        f"SELECT COUNT(*) FROM sales_lines WHERE region = 'Atlantis' AND order_date LIKE '{MONTH}-%'",
+        f"SELECT SUM(quantity) FROM sales_lines WHERE order_date LIKE '{MONTH}-%' AND quantity > 1000000",
+        "SELECT SUM(quantity) FROM sales_lines WHERE order_date >= '2090-01-01'",  # after the data
+        "SELECT SUM(quantity) FROM sales_lines WHERE order_date LIKE '1999-01-%'",  # before it
+        f"SELECT SUM(quantity) FROM sales_lines WHERE order_date = '{MONTH}-17 03:04'",  # one moment
+    ],
+)
+def test_nothing_found_for_a_reason_of_its_own_is_not_marked(sales, sql):
+    r = query_database(sql, database=str(sales))
+    assert r["note"].startswith("No data for this query") and "unexpected_empty" not in r, r
+
+
+def test_an_unexpected_empty_read_supports_no_claim_of_none(sales):
+    sql = (
+        f"SELECT p.name, SUM(sl.revenue) FROM products p JOIN sales_lines sl ON p.product_id = sl.product "
+        f"WHERE sl.order_date LIKE '{MONTH}-%' GROUP BY p.name"
+    )
+    data = query_database(sql, database=str(sales))
+    read = Result("query_database", "q1", "data", False, data, "query_database: 0 rows", None, "")
+    claim = f"There were no sales in {MONTH}."
+    check = check_answer(claim, f"Best-selling products in {MONTH}?", [read], needs_data=True)
+    assert check.absences == [claim] and not check.ok
+    # the same claim after a read that found nothing for a reason of its own stands
+    data = query_database(
+        f"SELECT SUM(quantity) FROM sales_lines WHERE region = 'Atlantis' AND order_date LIKE '{MONTH}-%'",
+        database=str(sales),
+    )
+    read = Result("query_database", "q2", "data", False, data, "query_database: 1 row", None, "")
+    assert check_answer("There were no sales in Atlantis.", "Sales in Atlantis?", [read], needs_data=True).ok
