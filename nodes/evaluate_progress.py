@@ -472,7 +472,8 @@ def judge_answer(
         "must_call_tool": False,
         "progress_note": (
             f"Your answer is not supported by the tool results of this request: {problems}. Answer again "
-            "stating only figures that are in the results (or read what is missing); if the data does not "
-            "tell, say you could not establish it."
+            "stating only figures and names that are in the results (or read what is missing); a total, "
+            "average or count that no result states is computed by the tool (ask for it in the call), "
+            "never by hand; if the data does not tell, say you could not establish it."
         ),
     }
