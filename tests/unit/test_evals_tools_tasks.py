@@ -141,10 +141,16 @@ def test_the_flagship_checks_judge_content_not_only_counts(tmp_path: Path):
         tmp_path / "good",
         "2026-11",
         "sales-team",
-        "The sales report for 2026-11 is ready.",
+        "The sales report for 2026-11 is ready: North 1,234.50. Full report: sales.md",
         "Send the monthly sales report",
     )
     assert workflow_problems(task, {}, {}, good, "November 2026") == []
+    # issue 18: a post that does not carry the report (no figure, no path) fails the run
+    thin = _workflow_dir(
+        tmp_path / "thin", "2026-11", "sales-team", "The sales report for 2026-11 is ready.", "Send the sales report"
+    )
+    problems = workflow_problems(task, {}, {}, thin, "November 2026")
+    assert any("figures" in p for p in problems) and any("path" in p for p in problems), problems
     # what README command one produced on SmolLM2 (issue "embedded default"): a URL for a
     # channel, a reminder about nothing, a report for the wrong month
     bad = _workflow_dir(
@@ -163,3 +169,48 @@ def test_the_flagship_checks_judge_content_not_only_counts(tmp_path: Path):
         "stopped: no progress"
     ]
     assert side_effects(good)["report_files"] == 1
+
+
+def test_the_flagship_on_data_that_ends_years_ago_passes_only_the_question_or_the_latest_month_titled_so(
+    tmp_path: Path,
+):
+    """Chinook's data ends in 2011-12 (DESIGN §5.6): the run stops at the question naming that
+    month with nothing written, or reports that month titled as the latest month with data —
+    never a report for last month, never an untitled substitute."""
+    import datetime as dt
+
+    task = {t.id: t for t in TASKS}["chinook-flagship"]
+    today = dt.date(2026, 12, 3)
+    question = "Your data ends in 2011-12; there is none for 2026-11. Shall I report 2011-12 instead? (yes/no)"
+    asked = {"question": question, "stop_reason": None}
+    assert workflow_problems(task, asked, {}, tmp_path / "nothing", "December 2011", today) == []
+    wrote = _workflow_dir(
+        tmp_path / "wrote", "2011-12", "project", "Sales 2011-12: 1,234.50 (sales.md)", "sales report"
+    )
+    assert "already wrote" in workflow_problems(task, asked, {}, wrote, "December 2011", today)[0]
+    # a question on fresh data, or one not naming the latest month, is no pass
+    assert workflow_problems(task, asked, {}, tmp_path / "nothing", "November 2026", today)
+    assert workflow_problems(task, {"question": "Which month?"}, {}, tmp_path / "nothing", "December 2011", today)
+    # the report of 2011-12 passes only when its title says it is the latest month with data
+    problems = workflow_problems(task, {}, {}, wrote, "December 2011", today)
+    assert problems == ["report of 2011-12 not titled as the latest month with data: '# Sales'"]
+    titled = wrote / "threads" / "eval-1" / "reports" / "sales.md"
+    titled.write_text(
+        titled.read_text().replace(
+            "# Sales", "# Sales — 2011-12 (latest month with data; last month, 2026-11, has none)"
+        )
+    )
+    assert workflow_problems(task, {}, {}, wrote, "December 2011", today) == []
+    # a report for last month (which has no data) is never the pass
+    last = _workflow_dir(tmp_path / "last", "2026-11", "project", "Sales 2026-11: 1,234.50 (sales.md)", "sales report")
+    assert any("period 2026-11" in p for p in workflow_problems(task, {}, {}, last, "December 2011", today))
+
+
+def test_chinook_is_built_only_when_a_chosen_task_uses_it(tmp_path: Path, monkeypatch):
+    import evals.sample_dbs
+
+    def offline(path, cache=None):
+        raise AssertionError("chinook fetched for tasks that do not use it")
+
+    monkeypatch.setattr(evals.sample_dbs, "chinook_db", offline)
+    assert set(make_databases(tmp_path, ["sales", "tickets", "sales"])) == {"sales", "tickets"}
