@@ -45,7 +45,7 @@ def finish(result: dict[str, Any], json_out: bool, code: int, context: Context |
             print_summary(result)
         sys.stdout.flush()
         if context is not None and result.get("goal_id") and not result.get("question"):
-            answer_delivered(context.data_dir, result["thread_id"], result["goal_id"])
+            answer_delivered(context.data_dir, result["thread_id"], result["goal_id"], context.postgres_url)
         if result.get("question") and not code:
             code = EXIT_ASKED
     raise typer.Exit(code)
@@ -157,6 +157,8 @@ def chat(
             summary = await execute_turn(task, context, thread_id, observer=ConsoleObserver(), track_delivery=True)
             print_summary(summary)
             if summary.get("goal_id") and not summary.get("question"):
-                await asyncio.to_thread(answer_delivered, context.data_dir, thread_id, summary["goal_id"])
+                await asyncio.to_thread(
+                    answer_delivered, context.data_dir, thread_id, summary["goal_id"], context.postgres_url
+                )
 
     raise typer.Exit(run_sync(guarded(go, context, thread_id), thread_id))
