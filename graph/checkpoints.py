@@ -2,7 +2,7 @@
 
 :func:`open_checkpointer` opens ``<data_dir>/checkpoints.sqlite`` for several processes at once
 (seed: one data directory, many ``hermes`` processes and a server): the aiosqlite connection
-(:func:`storage.sqlite_files.open_aiosqlite`, the one opener of shared SQLite files) gets a 30 s
+(:func:`base.sqlite_files.open_aiosqlite`, the one opener of shared SQLite files) gets a 30 s
 busy timeout (``BUSY_TIMEOUT_S``: a writer waits for another's lock instead of failing with
 "database is locked"), WAL journal (readers never block the writer; the saver's own
 ``setup()`` also runs ``PRAGMA journal_mode=WAL``, which is then a no-op) and
@@ -69,12 +69,12 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.checkpoint.sqlite.utils import search_where
 from langgraph.graph import StateGraph
 
+from base.sqlite_files import BUSY_TIMEOUT_S, open_aiosqlite
+from base.sqlite_files import is_locked as is_transient_lock
 from graph.builder import builder as agent_builder
 from graph.context import Context
 from graph.mirror import ThreadMirror
 from graph.recovery import RecoveryError, RecoveryReport, check_shape, is_data_error, rebuild_from_mirror
-from storage.sqlite_files import BUSY_TIMEOUT_S, open_aiosqlite
-from storage.sqlite_files import is_locked as is_transient_lock
 
 if TYPE_CHECKING:  # psycopg is imported only when the setting asks for PostgreSQL
     from graph.postgres import HermesPostgresSaver
@@ -121,7 +121,7 @@ def checkpoints_file(data_dir: str | Path) -> Path:
 
 async def connect(path: str | Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> aiosqlite.Connection:
     """An aiosqlite connection to ``path`` (its directory is created) with busy timeout, WAL
-    and ``synchronous=NORMAL`` (:func:`storage.sqlite_files.open_aiosqlite`). The isolation level
+    and ``synchronous=NORMAL`` (:func:`base.sqlite_files.open_aiosqlite`). The isolation level
     stays implicit transactions, which is what ``AsyncSqliteSaver`` expects (it commits after
     each write)."""
     return await open_aiosqlite(path, autocommit=False, synchronous="NORMAL", busy_timeout_s=busy_timeout_s)

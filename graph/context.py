@@ -17,13 +17,13 @@ tracebacks) are :class:`MachineSettings`, which Studio does not show.
 
 from __future__ import annotations
 
-import os
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as _SourceError
 
+from base.environment import variable
 from tools.destinations import Rules
 from tools.spec import HEAVY_TIMEOUT_S, ORDINARY_TIMEOUT_S
 
@@ -282,7 +282,7 @@ class Context(BaseSettings):
         """The value of the environment variable ``name`` (a field such as ``api_key_env``
         names it), ``""`` when ``name`` is empty or the variable is unset. The one place a
         secret is read: it never enters state, config or a resource key."""
-        return os.environ.get(name, "") if name else ""
+        return variable(name)
 
     def destination_rules(self) -> Rules:
         """The user's configuration of destinations and sensitive data (DESIGN §2.8)."""

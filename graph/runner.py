@@ -66,7 +66,7 @@ from graph.mirror import ThreadMirror
 from graph.progress import current_goal_messages, request_id
 from graph.recovery import RecoveryReport, ensure_readable
 from graph.resources import drain_background, get_model
-from storage.sqlite_files import open_sqlite
+from base.sqlite_files import open_sqlite
 from tools.ledgers import open_ledger
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import aiosqlite
 
-from storage.sqlite_files import open_aiosqlite
+from base.sqlite_files import open_aiosqlite
 
 #: File name of the memory database inside the service's ``data_dir``.
 DB_FILENAME = "memory.db"

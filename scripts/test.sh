@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up .venv (scripts/setup.sh), checks lint, types and the import rules of docs/DESIGN.md §7
-# on graph/ nodes/ tools/ memory/ storage/ and `langgraph validate` on langgraph.json (ruff check and format also on evals/ and tests/; mypy, lint-imports: configured in pyproject.toml;
+# on graph/ nodes/ tools/ memory/ base/ and `langgraph validate` on langgraph.json (ruff check and format also on evals/ and tests/; mypy, lint-imports: configured in pyproject.toml;
 # each stops the run on a finding), then runs the whole test suite, slow tests included (real
 # embedded model, real MCP stdio servers, real `langgraph dev`) in one pytest process. Arguments
 # go to pytest. (`pytest tests/unit -n 2` runs the unit tier on two pytest-xdist workers; measured
@@ -13,8 +13,8 @@ cd "$(dirname "$0")/.."
 export HERMES_EMBEDDED_MODELS="${HERMES_EMBEDDED_MODELS:-all}"
 bash scripts/setup.sh
 echo "hermes: ruff check, ruff format --check"
-.venv/bin/ruff check graph nodes tools memory storage evals tests
-.venv/bin/ruff format --check graph nodes tools memory storage evals tests
+.venv/bin/ruff check graph nodes tools memory base evals tests
+.venv/bin/ruff format --check graph nodes tools memory base evals tests
 echo "hermes: mypy"
 .venv/bin/mypy
 echo "hermes: lint-imports"

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from storage.sqlite_files import open_sqlite
+from base.sqlite_files import open_sqlite
 from tools.destinations import Rules, destination_refusal
 from tools.spec import ToolSpec
 

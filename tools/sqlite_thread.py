@@ -1,7 +1,7 @@
 """One SQLite connection on one dedicated thread (:class:`SqliteThread`), for stores written to
 from synchronous code that cannot await and from several event loops: the idempotency ledger
 (``tools.idempotency``) and the tool-schema store (``tools.schema_versions``). Calls queue in
-submission order; the file is opened by :func:`storage.sqlite_files.open_sqlite` (WAL,
+submission order; the file is opened by :func:`base.sqlite_files.open_sqlite` (WAL,
 ``synchronous=NORMAL``, busy timeout, opening retried while another process holds the lock).
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from storage.sqlite_files import MEMORY, open_sqlite
+from base.sqlite_files import MEMORY, open_sqlite
 
 T = TypeVar("T")
 

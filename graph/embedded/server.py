@@ -51,6 +51,7 @@ from pathlib import Path
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
+from base.environment import inherited
 from graph.context import MachineSettings
 from graph.embedded.assembly import ensure_model_file
 from graph.embedded.catalog import EmbeddedModel
@@ -153,8 +154,7 @@ class EmbeddedLlamaServer:
             port = _free_port()
             log = await asyncio.to_thread(self._open_log) if self.log_path else asyncio.subprocess.DEVNULL
             # propagation, not a settings read: the server inherits this process's environment
-            env = {**os.environ}
-            env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see the module docstring
+            env = inherited(OMP_WAIT_POLICY="PASSIVE")  # unless set: see the module docstring
             self.process = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",

@@ -12,7 +12,7 @@ import grimp
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("graph", "nodes", "tools", "memory", "storage")
+PACKAGES = ("graph", "nodes", "tools", "memory", "base")
 
 
 @pytest.fixture(scope="module")

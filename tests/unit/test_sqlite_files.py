@@ -1,4 +1,4 @@
-"""storage/sqlite_files.py: the one opener of shared SQLite files (WAL, busy timeout, opening
+"""base/sqlite_files.py: the one opener of shared SQLite files (WAL, busy timeout, opening
 retried while the file is locked), and that every store opens its file through it."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from storage import sqlite_files
-from storage.sqlite_files import BUSY_TIMEOUT_S, MEMORY, is_locked, open_aiosqlite, open_sqlite
+from base import sqlite_files
+from base.sqlite_files import BUSY_TIMEOUT_S, MEMORY, is_locked, open_aiosqlite, open_sqlite
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,7 +99,7 @@ async def test_the_async_opener_does_the_same(tmp_path: Path):
 
 def test_no_store_opens_a_sqlite_file_by_hand():
     """Every read-write open of a shared SQLite file in graph/, nodes/, tools/ and memory/ goes
-    through storage/sqlite_files.py. Read-only opens (``mode=ro``) and the files Hermes does not
+    through base/sqlite_files.py. Read-only opens (``mode=ro``) and the files Hermes does not
     share (the user's database, the demo database being built, a stand-alone test server's chat)
     are exempt."""
     not_shared = {

@@ -40,13 +40,13 @@ environment is scrubbed of ``PGPASSWORD`` and it cannot read ``~/.pgpass``.
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
 
-from storage.sqlite_files import open_sqlite
+from base.environment import variable
+from base.sqlite_files import open_sqlite
 from tools.claim_owners import new_owner
 from tools.claim_owners import owner_alive as pid_owner_alive
 
@@ -109,7 +109,7 @@ def schedule_url(postgres_url: str | None = None) -> str:
     if postgres_url is not None:
         return postgres_url
     # propagation, not a settings read: the executor's worker has no Context, only this variable
-    return os.environ.get(URL_ENV, "")
+    return variable(URL_ENV)
 
 
 def schedule_exists(data_dir: Path | str, postgres_url: str | None = None) -> bool:
@@ -131,7 +131,7 @@ def where(data_dir: Path | str, postgres_url: str | None = None) -> str:
 def open_reminders_db(data_dir: Path | str) -> sqlite3.Connection:
     """Open ``data_dir/reminders.db`` (created, migrated): WAL journal, 30 s busy timeout,
     autocommit mode (callers open transactions with ``BEGIN IMMEDIATE``), opening retried while
-    another process creates it (:func:`storage.sqlite_files.open_sqlite`)."""
+    another process creates it (:func:`base.sqlite_files.open_sqlite`)."""
     return open_sqlite(Path(data_dir) / DB_FILE, schema=SQLITE_SCHEMA, setup=_add_columns)
 
 

@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from base.environment import inherited
 from tools.errors import ToolFailed, ToolTimeout
 from tools.executors import worker as _worker  # noqa: F401  (writes its .pyc: workers run without)
 from tools.executors.agent_state import AGENT_STATE, private_entries
@@ -96,10 +97,11 @@ async def _read_all(stream: asyncio.StreamReader | None, cap: int) -> bytes:
 
 
 def scrubbed_env(extra_paths: tuple[str, ...] = (), *, allow: tuple[str, ...] = ()) -> dict[str, str]:
-    """A copy of ``os.environ`` without secret-looking names (except those in ``allow``), with
+    """A copy of this process's environment (:func:`base.environment.inherited`) without
+    secret-looking names (except those in ``allow``), with
     PYTHONPATH = project root (+ ``extra_paths``)."""
     # propagation, not a settings read: the worker inherits this process's environment, filtered
-    env = {k: v for k, v in os.environ.items() if k in allow or not SECRET_ENV_RE.search(k)}
+    env = {k: v for k, v in inherited().items() if k in allow or not SECRET_ENV_RE.search(k)}
     env["PYTHONPATH"] = os.pathsep.join([str(_PROJECT_ROOT), *extra_paths])
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
