@@ -38,7 +38,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
 from graph.answer_figures import figures, supported, values_in
-from graph.answer_names import missing_names, stated_names
+from graph.answer_names import key_only, missing_names, stated_names
 from graph.progress import required_steps
 from memory.policy import effect_claims, split_sentences
 from tools.selection import rank_tools
@@ -249,10 +249,11 @@ class Check:
     figures: list[str] = field(default_factory=list)
     absences: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.grounded and not self.figures and not self.absences and not self.names
+        return self.grounded and not self.figures and not self.absences and not self.names and not self.keys
 
     def problems(self, quote: bool = True) -> list[str]:
         """What is unsupported, in words: for the model (``quote``: the claims of none quoted)
@@ -269,6 +270,11 @@ class Check:
             listed = ", ".join(f"“{n[:60]}”" for n in self.names[:6])
             out.append(
                 f"{'the names' if len(self.names) > 1 else 'the name'} {listed} {'are' if len(self.names) > 1 else 'is'} in no tool result of this request"
+            )
+        if self.keys:
+            out.append(
+                f"it names what was asked for only by its key ({', '.join(self.keys)}): the user asked which "
+                "one — read its name (the row the key refers to) and answer with it"
             )
         if self.absences and not quote:
             out.append("its claim that there are none rests on no read that found nothing")
@@ -307,10 +313,23 @@ def check_answer(answer: str, goal: str, results: Sequence[Result], *, needs_dat
     check.figures = unsupported_figures(answer, goal, results)
     if reads:
         check.names = unsupported_names(answer, goal, results)
+        check.keys = key_only(answer, goal, _table(reads[-1].data))
     claims = absence_claims(answer)
     if claims and not any(r.empty and not r.unexpected_empty for r in reads):
         check.absences = claims
     return check
+
+
+def _table(data: Any) -> tuple[list[str], list[list[object]]] | None:
+    """``(columns, rows)`` of a tabular result (``{"columns": [...], "rows": [[...] | {...}]}``)."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("columns"), list):
+        return None
+    columns = [str(c) for c in data["columns"]]
+    rows = [
+        list(r.values()) if isinstance(r, Mapping) else list(r) if isinstance(r, list) else [r]
+        for r in data.get("rows") or []
+    ]
+    return columns, rows
 
 
 def grounding_readers(goal: str, work: Sequence[AnyMessage], specs: Sequence[ToolSpec]) -> list[str]:

@@ -195,3 +195,42 @@ def test_with_no_data_tool_tried_every_one_is_offered_the_most_relevant_first():
     ranked = grounding_readers("Which countries brought in the most invoice revenue in the database?", [], specs)
     assert ranked == ["query_database", "list_messages"]
     assert grounding_readers("What are the latest messages in the team chat channel?", [], specs)[0] == "list_messages"
+
+
+# --- what was asked for named only by its key -------------------------------------------------------
+
+AGENTS = {"columns": ["agent_id", "COUNT(*)"], "rows": [[3, 46], [5, 41]], "row_count": 2}
+
+
+@pytest.mark.parametrize(
+    "goal, answer",
+    [
+        ("Which agent has solved or closed the most tickets?", "The agent with the most is agent ID 3."),
+        ("Who solved the most tickets?", "Agent 3 solved 46 tickets."),
+        ("Quel agent a résolu le plus de tickets ?", "C'est l'agent 3."),
+        ("Welcher Agent hat die meisten Tickets gelöst?", "Agent 3 mit 46 Tickets."),
+        ("哪个客服解决的工单最多？", "是3号客服，共46个。"),
+    ],
+)
+def test_an_answer_naming_what_was_asked_only_by_its_key_goes_back(goal, answer):
+    check = check_answer(answer, goal, [result(AGENTS)], needs_data=True)
+    assert check.keys == ["agent_id 3"] and not check.ok
+    assert "only by its key (agent_id 3)" in "; ".join(check.problems())
+
+
+@pytest.mark.parametrize(
+    "goal, answer, data",
+    [
+        # the read holds the name and the answer gives it
+        (
+            "Which agent solved the most tickets?",
+            "Maria Lopez (agent 3) solved 46.",
+            {"columns": ["agent_id", "name", "n"], "rows": [[3, "Maria Lopez", 46]], "row_count": 1},
+        ),
+        ("Which agent id solved the most tickets?", "Agent 3.", AGENTS),  # the key was asked for
+        ("How many tickets did the busiest agent solve?", "46 tickets.", AGENTS),  # not a which-question
+        ("Which agent solved the most tickets?", "The busiest agent solved 46 tickets.", AGENTS),  # no key said
+    ],
+)
+def test_a_name_the_key_itself_asked_for_or_no_key_stated_passes(goal, answer, data):
+    assert check_answer(answer, goal, [result(data)], needs_data=True).keys == []
