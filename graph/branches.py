@@ -29,6 +29,9 @@ Mechanisms (all through the compiled graph's own API, never by editing checkpoin
   (:func:`same_request`) continues the turn instead (input None): its calls keep their goal's
   request ids, so the idempotency ledger replays the side effects that already ran (DESIGN
   §2.4) — a new goal would either run them a second time or, told they exist, not count them.
+  Any other fork with a message runs it as new input; a message with the text of the turn it
+  forked from on the other branch is still that turn's request (``graph.request_identity``,
+  applied in the graph, so Studio's and the SDK's forks get it too).
 
 Resuming at the active head with its explicit ``checkpoint_id`` behaves like resuming with the
 thread id only (case K10): identical for ``Command(resume=...)`` after an ``interrupt()`` and for
@@ -71,6 +74,7 @@ from langgraph.types import StateSnapshot
 
 from graph.checkpoint_tree import BranchError, BranchTree, short_id, tree_from_history
 from graph.mirror import ThreadMirror
+from graph.request_identity import same_text
 from memory.branch_origins import BranchOrigins
 
 log = logging.getLogger(__name__)
@@ -78,12 +82,14 @@ log = logging.getLogger(__name__)
 
 def same_request(snapshot: StateSnapshot, text: str) -> bool:
     """True when ``snapshot`` stopped inside a turn (nodes still to run, no question waiting)
-    and ``text`` is that turn's goal (same text, spacing ignored): a message that continues the
-    turn rather than starting a new request (a crashed turn run again, a fork inside the turn)."""
+    and ``text`` is that turn's goal (same text, whitespace and case ignored:
+    ``graph.request_identity.same_text``): a message that continues the turn rather than
+    starting a new request (a crashed turn run again, a fork inside the turn). A fork sent as
+    new input instead (``langgraph dev``, Studio) gets the same request identity in the graph
+    (``graph.request_identity``)."""
     if not snapshot.next or snapshot.interrupts:
         return False
-    goal = str((snapshot.values or {}).get("goal") or "")
-    return bool(goal) and " ".join(goal.split()) == " ".join(text.split())
+    return same_text(str((snapshot.values or {}).get("goal") or ""), text)
 
 
 @dataclass

@@ -17,6 +17,8 @@ from typing import NamedTuple, TypeGuard
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 
+from graph.request_identity import goal_key
+
 Group = list[AnyMessage]
 
 
@@ -90,7 +92,7 @@ def previous_turn_closures(messages: list[AnyMessage]) -> list[tuple[str, dict, 
     if len(humans) < 2:
         return []
     turn = messages[humans[-2] : humans[-1]]
-    goal_id = str(turn[0].id or "")
+    goal_id = goal_key(turn[0])
     closed = {m.tool_call_id for m in turn if is_closure(m)}
     return [
         (str(c["name"]), dict(c.get("args") or {}), goal_id)

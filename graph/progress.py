@@ -31,6 +31,7 @@ from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 
+from graph.request_identity import goal_key
 from tools.spec import ToolSpec
 
 # A clause with one of these asks for nothing (negation, question, stated preference). These
@@ -56,11 +57,12 @@ def current_goal_messages(messages: list[AnyMessage]) -> list[AnyMessage]:
 
 
 def goal_message_id(messages: list[AnyMessage]) -> str:
-    """Id of the human message that set the current goal ("" when there is none). It is the
-    same on every branch that shares that message, so it keys exactly-once side effects."""
+    """Goal id of the human message that set the current goal ("" when there is none): its id,
+    or the request it repeats from another branch (``graph.request_identity.goal_key``). It is
+    the same on every branch that shares that message, so it keys exactly-once side effects."""
     for message in reversed(messages):
         if isinstance(message, HumanMessage):
-            return str(message.id or "")
+            return goal_key(message)
     return ""
 
 

@@ -27,6 +27,7 @@ from graph.context import NO_THREAD, Context, run_thread_id
 from graph.history import close_unanswered
 from graph.intent import tag_intent
 from graph.progress import current_goal_messages, request_id, required_steps
+from graph.request_identity import SAME_REQUEST_AS, goal_key, repeated_request_here
 from graph.resources import get_memory, get_toolbox
 from graph.state import State
 from graph.window import MAX_ARCHIVE_LINES, archive_lines, kept_chars, select_window
@@ -64,7 +65,7 @@ async def mark_dispatched(history: list[Any], closed: set[str], registry: Any, t
     goal = ""
     for m in history:
         if isinstance(m, HumanMessage):
-            goal = str(m.id or "")
+            goal = goal_key(m)
         elif isinstance(m, AIMessage):
             calls.update({str(c["id"]): (c["name"], c["args"], goal) for c in m.tool_calls if c.get("id") in closed})
     out: list[Any] = []
@@ -147,8 +148,11 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
         specs = registry.specs()
         steps = sorted(required_steps(goal, specs))
         intent = tag_intent(goal, specs)
-        # the tag lives on the message (Studio shows it; later selection reads it)
-        tagged = last.model_copy(update={"additional_kwargs": {**last.additional_kwargs, "intent": intent}})
+        # the tag lives on the message (Studio shows it; later selection reads it); a fork that
+        # repeats another branch's request carries that request's goal id (DESIGN §2.4)
+        same = await repeated_request_here(getattr(runtime, "execution_info", None), last)
+        kwargs = {**last.additional_kwargs, "intent": intent, **({SAME_REQUEST_AS: same} if same else {})}
+        tagged = last.model_copy(update={"additional_kwargs": kwargs})
         history, closed, _ = close_unanswered(state.messages[:-1], NOT_RUN)
         if closed:
             # a closed call the ledger saw was dispatched (a run killed mid-call): say so
@@ -167,7 +171,7 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
             archive_summary=(state.archive_summary + new_lines)[-MAX_ARCHIVE_LINES:],
             archived_turns=archived,
             goal=goal,
-            goal_id=str(last.id or ""),
+            goal_id=goal_key(tagged),
             intent=intent,
             tool_rounds=0,
             stop_reason=None,

@@ -62,6 +62,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_result, stop_after_
 from graph.context import NO_THREAD, Context, run_thread_id
 from graph.failures import CUT_OFF, MAX_RETRIES, RETRY_BACKOFF_S, Recovery, recovery_for
 from graph.progress import call_signature, goal_message_id, request_id
+from graph.request_identity import goal_key
 from graph.resources import get_toolbox
 from graph.state import State
 from graph.tracing import tool_span
@@ -96,7 +97,7 @@ def earlier_unknown_outcomes(messages: list[Any], goal_id: str) -> set[str]:
     goal, found = "", set()
     for m in messages:
         if isinstance(m, HumanMessage):
-            goal = str(m.id or "")
+            goal = goal_key(m)
         elif isinstance(m, AIMessage):
             calls.update({str(c["id"]): call_signature(c) for c in m.tool_calls if c.get("id")})
         elif (

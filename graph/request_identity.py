@@ -1,0 +1,230 @@
+"""Which request a new user message makes, across a thread's branches (DESIGN §2.4, issue 23).
+
+A side effect's request id is ``<thread>:<goal id>:<hash of tool and arguments>``
+(``graph.progress.request_id``). The **goal id** is the id of the human message that set the
+goal — or, for a message that repeats the request of a turn on another branch, that turn's goal
+id, carried on the message as ``additional_kwargs[SAME_REQUEST_AS]`` (:func:`goal_key` reads
+it). The ledger then finds the effects that request already had and replays them (marked
+``replayed``, "not run again") instead of running them a second time.
+
+The rule (:func:`repeated_request`), applied when a message starts a turn:
+
+* the run is a **fork**: the checkpoint it starts from (its **base**) is not the thread's
+  newest checkpoint, or it is a branch operation's copy (``source`` ``update``/``fork`` with
+  the same messages: a rollback, a switch, an SDK/Studio ``update_state`` at an earlier
+  checkpoint) of a checkpoint that has another branch;
+* the **forked-from turns** are, on each other branch leaving the base (or a checkpoint it
+  copies), the turn that ran right after it: the turn in progress at the base (that branch
+  continued it) or the turn a new message started there (a fork of a fork follows the same
+  rule, its turn carrying the identity it got);
+* the new message's text equals a forked-from turn's text, compared with whitespace collapsed
+  and case folded (:func:`same_text`) → **the same request**: it gets that turn's goal id (the
+  oldest such turn's). Any other text is a **new request** (the user's edit: its effects may
+  run). A message that reuses the id of a forked-from turn's message with another text (an
+  edit that kept the id) gets a goal id of its own, so the edit is not mistaken for the
+  original.
+
+Not a fork — a run from the newest checkpoint — is a new request whatever its text: the same
+text sent again at the head after the answer was shown is a deliberate repeat (DESIGN §2.4; the
+runner handles the undelivered and the stopped-mid-way cases).
+
+Reads the checkpointer the running graph was given (no writes): a few checkpoints per turn; the
+whole thread's checkpoints only for a fork.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
+
+log = logging.getLogger(__name__)
+
+#: ``additional_kwargs`` key on a human message that repeats another branch's request: the
+#: goal id of that request.
+SAME_REQUEST_AS = "same_request_as"
+
+#: Checkpoint sources of branch operations that copy a checkpoint (rollback, switch, update).
+_COPIES = frozenset({"update", "fork"})
+#: How far up from the running checkpoint the message's base is looked for.
+_MAX_WALK = 8
+
+
+def normalized(text: str) -> str:
+    """``text`` with whitespace collapsed to single spaces and case folded."""
+    return " ".join(text.split()).casefold()
+
+
+def same_text(a: str, b: str) -> bool:
+    """True when ``a`` (non-blank) and ``b`` are the same text up to whitespace and case."""
+    return bool(normalized(a)) and normalized(a) == normalized(b)
+
+
+def goal_key(message: BaseMessage) -> str:
+    """The goal id a human message sets: the request it repeats (``SAME_REQUEST_AS``), else its
+    own id ("" without one)."""
+    repeated = (message.additional_kwargs or {}).get(SAME_REQUEST_AS)
+    return str(repeated or message.id or "")
+
+
+def _text(message: BaseMessage) -> str:
+    return message.text if isinstance(message.text, str) else str(message.content)
+
+
+@dataclass
+class _Node:
+    id: str
+    parent: str | None
+    source: str
+    messages: list[AnyMessage]
+    children: list[str] = field(default_factory=list)
+
+    @property
+    def message_ids(self) -> list[str]:
+        return [str(m.id) for m in self.messages]
+
+    def holds(self, message: BaseMessage) -> bool:
+        return any(m.id == message.id and _text(m) == _text(message) for m in self.messages)
+
+    def last_human(self) -> HumanMessage | None:
+        return next((m for m in reversed(self.messages) if isinstance(m, HumanMessage)), None)
+
+
+def _node(tup: Any) -> _Node:
+    parent = ((tup.parent_config or {}).get("configurable") or {}).get("checkpoint_id")
+    values = tup.checkpoint.get("channel_values") or {}
+    return _Node(
+        str(tup.config["configurable"]["checkpoint_id"]),
+        str(parent) if parent else None,
+        str((tup.metadata or {}).get("source") or ""),
+        list(values.get("messages") or []),
+    )
+
+
+def _config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+    conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
+    if checkpoint_id:
+        conf["checkpoint_id"] = checkpoint_id
+    return {"configurable": conf}
+
+
+async def _load(saver: Any, thread_id: str, checkpoint_id: str | None) -> _Node | None:
+    if not checkpoint_id:
+        return None
+    tup = await saver.aget_tuple(_config(thread_id, checkpoint_id))
+    return _node(tup) if tup is not None else None
+
+
+def _forked_from(nodes: dict[str, _Node], base: str, first: str) -> list[tuple[str, HumanMessage]]:
+    """``(checkpoint id, message)`` of each forked-from turn's message (see the module docstring):
+    on every branch leaving ``base`` or a checkpoint it copies, other than the one through
+    ``first`` (the running branch's first checkpoint)."""
+    points = [base]
+    node = nodes[base]
+    while node.source in _COPIES and node.parent in nodes and nodes[node.parent].message_ids == node.message_ids:
+        node = nodes[node.parent]
+        points.append(node.id)
+    skip = {*points, first}
+    found: list[tuple[str, HumanMessage]] = []
+
+    def follow(at: _Node, child: _Node, depth: int) -> None:
+        if child.id in skip:
+            return
+        if child.source == "input":  # the message it brings is applied in the next checkpoint
+            for grandchild in child.children:
+                message = nodes[grandchild].last_human()
+                if message is not None and str(message.id) not in at.message_ids:
+                    found.append((grandchild, message))
+        elif child.source in _COPIES and child.message_ids == at.message_ids:
+            if depth < _MAX_WALK:  # a rollback/switch copy: its branches leave the same point
+                for grandchild in child.children:
+                    follow(child, nodes[grandchild], depth + 1)
+        else:
+            message = child.last_human()
+            # a "loop" child continued the turn in progress at ``at``; another child brought a message
+            if message is not None and (child.source == "loop" or str(message.id) not in at.message_ids):
+                found.append((child.id, message))
+
+    for point in points:
+        for child in nodes[point].children:
+            follow(nodes[point], nodes[child], 0)
+    return found
+
+
+def _choose(message: BaseMessage, candidates: Iterable[tuple[str, HumanMessage]]) -> str | None:
+    ordered = sorted(candidates, key=lambda c: c[0])  # checkpoint ids are uuid6: oldest first
+    for _, other in ordered:
+        if same_text(_text(other), _text(message)):
+            key = goal_key(other)
+            return None if key == str(message.id) else key
+    own = str(message.id or "")
+    if own and any(goal_key(other) == own or str(other.id) == own for _, other in ordered):
+        # an edit that kept the message's id: a new request, with an identity of its own
+        return f"{own}:{hashlib.sha256(normalized(_text(message)).encode()).hexdigest()[:16]}"
+    return None
+
+
+async def repeated_request(saver: Any, thread_id: str, checkpoint_id: str, message: HumanMessage) -> str | None:
+    """The goal id ``message`` is to carry (``SAME_REQUEST_AS``) when it starts a turn in the
+    run whose current checkpoint is ``checkpoint_id`` on ``thread_id`` of ``saver`` (a LangGraph
+    checkpointer): the goal id of the same request on another branch, a goal id of its own for
+    an edit that kept a forked-from message's id, or None (its own id: not a fork, or a new
+    request). A message that already carries one keeps it (None). Reads only; checkpointer
+    errors propagate."""
+    if (message.additional_kwargs or {}).get(SAME_REQUEST_AS):
+        return None
+    node = await _load(saver, thread_id, checkpoint_id)
+    first: _Node | None = None
+    base: str | None = None
+    for _ in range(_MAX_WALK):
+        if node is None:
+            return None
+        if not node.holds(message):
+            if node.source == "input":  # the run's input checkpoint: the base is before it
+                first, base = node, node.parent
+            elif first is not None:  # ``first`` (an update) brought the message onto ``node``
+                base = node.id
+            break
+        first = node
+        node = await _load(saver, thread_id, node.parent)
+    if first is None or base is None:
+        return None
+    older = [t async for t in saver.alist(_config(thread_id), before=_config(thread_id, first.id), limit=1)]
+    if older and _node(older[0]).id == base and _node(older[0]).source not in _COPIES:
+        return None  # the run continues the thread's newest checkpoint: not a fork
+    nodes = {n.id: n for n in [_node(t) async for t in saver.alist(_config(thread_id))]}
+    if base not in nodes:
+        return None
+    for n in nodes.values():
+        if n.parent in nodes:
+            nodes[n.parent].children.append(n.id)
+    return _choose(message, _forked_from(nodes, base, first.id))
+
+
+async def repeated_request_here(execution: Any, message: HumanMessage) -> str | None:
+    """:func:`repeated_request` for the running node: ``execution`` is its
+    ``runtime.execution_info`` (checkpoint and thread ids); the checkpointer is the one the
+    graph runs with. None without a checkpointer or a thread, and when the checkpoints cannot be
+    read (logged: the turn goes on as a new request rather than fail)."""
+    from langgraph.config import get_config
+    from langgraph.constants import CONFIG_KEY_CHECKPOINTER
+
+    thread_id = getattr(execution, "thread_id", None)
+    checkpoint_id = getattr(execution, "checkpoint_id", None)
+    if not thread_id or not checkpoint_id:
+        return None
+    try:
+        saver = (get_config().get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER)
+    except RuntimeError:  # called outside a running graph
+        return None
+    if saver is None:
+        return None
+    try:
+        return await repeated_request(saver, str(thread_id), str(checkpoint_id), message)
+    except Exception:  # noqa: BLE001 - identity is a safeguard; a turn is never lost to it
+        log.warning("could not read the checkpoints of %r to match a fork's request", thread_id, exc_info=True)
+        return None
