@@ -24,6 +24,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as _SourceError
 
 from base.environment import variable
+from memory.policy import EPISODIC_TTL_DAYS, MIN_CONFIDENCE, SEMANTIC_TTL_DAYS
+from memory.working import DEFAULT_TTL_SECONDS as WORKING_TTL_S
 from tools.destinations import Rules
 from tools.spec import HEAVY_TIMEOUT_S, ORDINARY_TIMEOUT_S
 
@@ -248,19 +250,22 @@ class Context(BaseSettings):
         default=0, ge=0, le=8192, description="Output size of the endpoint's embeddings model (0: 1536)."
     )
     working_ttl_s: float = Field(
-        default=1800.0,
+        default=WORKING_TTL_S,
         gt=0,
         le=7 * 86400,
         description="Lifetime of working-memory items (this session's one-off instructions), seconds.",
     )
     episodic_ttl_days: int = Field(
-        default=30, ge=1, le=3650, description="Validity of episodic memories, days (seed: 30)."
+        default=EPISODIC_TTL_DAYS, ge=1, le=3650, description="Validity of episodic memories, days (seed: 30)."
     )
     semantic_ttl_days: int = Field(
-        default=180, ge=1, le=3650, description="Validity of semantic facts not confirmed again, days (seed: 180)."
+        default=SEMANTIC_TTL_DAYS,
+        ge=1,
+        le=3650,
+        description="Validity of semantic facts not confirmed again, days (seed: 180).",
     )
     memory_min_confidence: float = Field(
-        default=0.6, ge=0.0, le=1.0, description="Confidence a memory needs to be written and recalled."
+        default=MIN_CONFIDENCE, ge=0.0, le=1.0, description="Confidence a memory needs to be written and recalled."
     )
     memory_tokens: int = Field(
         default=400, ge=0, le=8000, description="Token budget of the memory block in the prompt (approximate)."
