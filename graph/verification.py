@@ -295,12 +295,31 @@ def about_data(
     reads data can be offered for it (``can_read_data``), it is not a stated preference, and
     either the model already read for it (a data or schema read: it went to the data for the
     answer; a call that failed counts, ``tried``) or the answer states what only data can tell
-    (a figure not in the request, a claim that something does not exist)."""
+    (a figure not in the request, a claim that something does not exist). (:func:`verify` also
+    counts an answer that hands the user a query to run, :func:`hands_over`.)"""
     if not can_read_data or intent == "preference":
         return False
     if any(r.reads in ("data", "schema") for r in results) or any(s.reads in ("data", "schema") for s in tried):
         return True
     return bool(unsupported_figures(answer, goal, []) or absence_claims(answer))
+
+
+# a query or code for the user to run: SQL, a fenced block
+_CODE = re.compile(r"```|\bSELECT\b[\s\S]{1,2000}?\bFROM\b|\b(?:MATCH|FIND)\s*\(|\bdb\.\w+\.find\(", re.I)
+# ... which is the answer when the user asked for one
+_ASKS_CODE = re.compile(
+    r"\b(?:sql|query|queries|code|script|command|snippet|statement)\b|查询语句|语句|代码|脚本|クエリ|コード"
+    r"|\brequête\b|\bAbfrage\b|\bconsulta\b",
+    re.I,
+)
+
+
+def hands_over(answer: str, goal: str) -> bool:
+    """True when ``answer`` gives the user a query or code to run (SQL, a fenced block) and
+    ``goal`` did not ask for one: the work was handed back instead of done. Measured
+    (Qwen2.5-Coder-1.5B, 4 of 44 data questions): "To find out …, you can use the following
+    SQL query: …", ended as answered."""
+    return bool(_CODE.search(answer or "")) and not _ASKS_CODE.search(goal or "")
 
 
 def check_answer(answer: str, goal: str, results: Sequence[Result], *, needs_data: bool) -> Check:
@@ -370,7 +389,9 @@ def verify(
     told = "\n".join([goal, *(s.description for s in specs)])
     called = {c["name"] for m in work if isinstance(m, AIMessage) for c in m.tool_calls}
     tried = [s for s in specs if s.name in called]
-    needs = about_data(answer, told, results, can_read_data(specs), intent, tried) and not any(
+    readable = can_read_data(specs)
+    handed = readable and intent != "preference" and hands_over(answer, goal)
+    needs = (about_data(answer, told, results, readable, intent, tried) or handed) and not any(
         s.side_effect for s in specs if s.name in required_steps(goal, specs)
     )
     return check_answer(answer, told, results, needs_data=needs)

@@ -234,3 +234,31 @@ def test_an_answer_naming_what_was_asked_only_by_its_key_goes_back(goal, answer)
 )
 def test_a_name_the_key_itself_asked_for_or_no_key_stated_passes(goal, answer, data):
     assert check_answer(answer, goal, [result(data)], needs_data=True).keys == []
+
+
+# --- a query handed to the user is no answer --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "To find out, you can use the following SQL query:\n```sql\nSELECT COUNT(*) FROM customers\n```",
+        "Run SELECT name FROM artists ORDER BY tracks DESC LIMIT 1 to see it.",
+        "Vous pouvez utiliser cette requête : select count(*) from clients;",
+    ],
+)
+def test_a_query_handed_to_the_user_instead_of_an_answer_must_be_read(answer):
+    from graph.verification import verify
+
+    check = verify(answer, "How many customers do we have?", "question", [], [QUERY_DATABASE])
+    assert not check.grounded
+
+
+@pytest.mark.parametrize(
+    "goal", ["Write me an SQL query that counts customers.", "Give me the code to count customers.", "写一个查询语句"]
+)
+def test_a_query_asked_for_is_an_answer(goal):
+    from graph.verification import verify
+
+    answer = "```sql\nSELECT COUNT(*) FROM customers\n```"
+    assert verify(answer, goal, "question", [], [QUERY_DATABASE]).ok
