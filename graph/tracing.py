@@ -71,9 +71,11 @@ async def background_span(
     output (``{"output": result}``), or as an error if it raised (the error propagates). Give
     that coroutine to ``graph.resources.run_in_background``.
 
-    The run starts while the node's run is still open because LangSmith's OpenTelemetry exporter
-    nests a span only under a parent it has not yet ended (a child started later would hang from
-    a span missing from the trace); the span then ends after its parent, when the work does."""
+    The run starts while the node's run is still open: LangSmith's OpenTelemetry exporter finds a
+    span's parent only while it still holds the parent's span, which it lets go when the parent's
+    end arrives as an update of its own, so a child started after its parent ended may (depending
+    on how the client batched the two) hang from a span missing from the trace. The span then
+    ends after its parent, when the work does."""
     manager = get_async_callback_manager_for_config(ensure_config())
     run = await manager.on_chain_start({"name": name}, inputs or {}, name=name)
 
