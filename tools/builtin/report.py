@@ -57,14 +57,14 @@ def _no_data_refusal(
     :data:`LATEST_REQUESTED` (a request that already asks for the latest needs no question)."""
     best = latest_month(data_columns(con, sqls, today, named_only=named_only))
     month = best.latest_full_month if best is not None else None
-    if best is None or month is None:
+    if best is None or month is None or month == asked:
         return PeriodError(message)
     ends = (
         f"Your data ends in {month}"
         if (best.last or "")[:7] == month
         else f"The latest full month of your data is {month}"
     )
-    reason = f"{ends}; there is none for {asked}."
+    reason = f"{ends}; there is none for {asked}." if asked else f"{ends}; the report's queries found no data."
     return PeriodError(
         message,
         suggestion={"period": LATEST},
@@ -315,11 +315,17 @@ def generate_report(
             except DatabaseError as exc:
                 raise DatabaseError(f"query {i} ({q['label']!r}) failed, nothing was written: {exc}") from None
             results.append({**q, **res})
+        if all(r.get("no_data") for r in results):
+            notes_seen = list(dict.fromkeys(r["note"] for r in results))
+            message = "no report written: none of the queries found data. " + " ".join(notes_seen)
+            # no period stated and every query restricts a date: the same refusal as for a stated
+            # period without data (a stated period has data here, or it was refused above)
+            sqls = [q["sql"] for q in checked]
+            dated = not period and not any(find_undated(con, sql) for sql in sqls)
+            refusal = _no_data_refusal(con, sqls, "", message, today) if dated else None
+            raise refusal if refusal is not None and refusal.suggestion else DatabaseError(message)
     finally:
         con.close()
-    if all(r.get("no_data") for r in results):
-        notes_seen = list(dict.fromkeys(r["note"] for r in results))
-        raise DatabaseError("no report written: none of the queries found data. " + " ".join(notes_seen))
 
     lines = [
         f"# {title}",
