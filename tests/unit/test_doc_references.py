@@ -19,7 +19,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DESIGN = ROOT / "docs" / "DESIGN.md"
-SOURCE_DIRS = ("graph", "nodes", "tools", "memory", "evals")
+SOURCE_DIRS = ("graph", "nodes", "tools", "memory", "base", "evals")
+#: The documents whose file paths must exist (the README's layout, DESIGN's claims and index).
+DOCUMENTS = ("README.md", "docs/DESIGN.md", "evals/README.md")
 #: Generated outputs a docstring may name before they exist.
 GENERATED = ("evals/out/",)
 
@@ -29,7 +31,12 @@ _OWNER = re.compile(r"DESIGN|\bseed\b|\bRFC\s?\d+|\bSEP-\d+|\bPEP\s?\d+")
 _KIND = re.compile(r"\bK(\d+)\b")
 _ISSUE = re.compile(r"\bissues?\s?#\s?\d+|/issues/\d+|\bgh-\d+\b", re.IGNORECASE)
 _PATH = re.compile(
-    r"\b(?:graph|nodes|tools|memory|evals|scripts|docs|tests)/[A-Za-z0-9_/.-]+\.(?:py|md|sh|json|toml)\b"
+    r"\b(?:graph|nodes|tools|memory|base|evals|scripts|docs|tests)/[A-Za-z0-9_/.-]+\.(?:py|md|sh|json|toml)\b"
+)
+#: A repository path in a document: not the tail of a longer path (``<data_dir>/memory/x.json``).
+_DOC_PATH = re.compile(
+    r"(?<![\w./<>-])(?:\.ci/run|(?:graph|nodes|tools|memory|base|evals|scripts|docs|tests|deploy)/"
+    r"[A-Za-z0-9_/.-]+\.(?:py|md|sh|json|jsonl|toml|yml|yaml))\b"
 )
 
 
@@ -148,3 +155,39 @@ def test_every_repository_path_cited_exists(root):
         if where.startswith(root + "/") and not ref.startswith(GENERATED) and not (ROOT / ref).exists()
     ]
     assert not stale, "cited file not in the repository (moved or removed?):\n" + "\n".join(stale)
+
+
+def _document_paths(text: str) -> list[tuple[int, str]]:
+    return [(n, m.group(0)) for n, line in enumerate(text.splitlines(), 1) for m in _DOC_PATH.finditer(line)]
+
+
+def test_the_document_path_pattern():
+    text = "`graph/context.py: Context`, [x](evals/README.md)\n<data_dir>/memory/a.json, .ci/run, deploy/w/c.yml"
+    assert _document_paths(text) == [
+        (1, "graph/context.py"),
+        (1, "evals/README.md"),
+        (2, ".ci/run"),
+        (2, "deploy/w/c.yml"),
+    ]
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_every_file_path_a_document_names_exists(document):
+    """README's layout, DESIGN's "the file that implements it" and its "where is …" index name
+    files by their repository path; each must exist (a moved or split module updates them)."""
+    paths = _document_paths((ROOT / document).read_text(encoding="utf-8"))
+    assert paths  # the scan works
+    stale = [
+        f"{document}:{line}: {ref}"
+        for line, ref in paths
+        if not ref.startswith(GENERATED) and not (ROOT / ref).exists()
+    ]
+    assert not stale, "named in the document, not in the repository:\n" + "\n".join(stale)
+
+
+def test_the_design_has_a_where_is_index_of_twenty_behaviours():
+    text = _design_text()
+    start = text.index("\n## §13 Where is")
+    rows = [r for r in text[start:].splitlines() if r.startswith("| ") and not r.startswith("| where is")]
+    assert len(rows) >= 20
+    assert all(_document_paths(row) for row in rows), "each behaviour names its files"
