@@ -77,3 +77,37 @@ def test_an_unexpected_empty_read_supports_no_claim_of_none(sales):
     )
     read = Result("query_database", "q2", "data", False, data, "query_database: 1 row", None, "")
     assert check_answer("There were no sales in Atlantis.", "Sales in Atlantis?", [read], needs_data=True).ok
+
+
+# --- a value spelt as no row spells it ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "sql, held",
+    [
+        ("SELECT COUNT(*) FROM customers WHERE segment = 'Enterprise'", "'enterprise'"),  # case
+        ("SELECT COUNT(*) FROM customers WHERE segment = 'enterprize'", "'enterprise'"),  # a letter
+        ("SELECT COUNT(*) FROM customers WHERE segment IN ('Consumer ', 'SMB')", "'consumer'"),  # spacing, IN
+        (
+            f"SELECT SUM(revenue) FROM sales_lines WHERE category = 'Software' AND order_date LIKE '{MONTH}-%'",
+            "'software'",
+        ),
+        ("SELECT COUNT(*) FROM customers c WHERE 'Smb' = c.segment", "'smb'"),  # value on the left
+    ],
+)
+def test_a_value_no_row_holds_but_a_near_one_does_is_named(sales, sql, held):
+    r = query_database(sql, database=str(sales))
+    assert held in r["unexpected_empty"] and "do not tell the user there is none" in r["note"], r
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT COUNT(*) FROM customers WHERE segment = 'government'",  # nothing near: an answer
+        "SELECT COUNT(*) FROM customers WHERE name = 'Nobody Such At All'",
+        "SELECT COUNT(*) FROM customers WHERE segment = 'enterprise' AND customer_id < 0",  # exists
+    ],
+)
+def test_a_value_with_no_near_neighbour_is_an_answer(sales, sql):
+    r = query_database(sql, database=str(sales))
+    assert "unexpected_empty" not in r, r

@@ -1,4 +1,4 @@
-"""Whether a query that found nothing found nothing because of its period, or despite it.
+"""Whether a query that found nothing found nothing because of what it asked, or despite it.
 
 A query restricted to a period only (its WHERE compares nothing but date columns) that returns
 no rows although those columns hold data in the period its SQL names did not find "no data":
@@ -9,15 +9,28 @@ model answered "No data for this query" about a month that has a full month of s
 
 :func:`unexpected_empty` says so, for the result's ``note`` and its ``unexpected_empty`` field
 (DESIGN §5.5: an empty read marked so supports no claim of none). A query with any other
-condition (a country, a status) may rightly find nothing: it is never marked.
+condition (a country, a status) may rightly find nothing: it is not marked for its period.
+
+:func:`unmatched_values` looks at those other conditions: a text column compared to a value no
+row holds, while a row holds one that differs only in case, spacing or a letter or two
+(``priority = 'urgent'`` where the rows say ``'Urgent'``), found nothing because of the spelling
+— the note names the values that exist. A value with no near neighbour (``country = 'Japan'``
+where no customer is in Japan) is an answer: nothing is marked.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
+import sqlite3
 from typing import Any
 
-from tools.builtin.database.statement import parse_tree
+from tools.builtin.database.connection import Deadline
+from tools.builtin.database.schema import list_tables, table_columns
+from tools.builtin.database.statement import names_used, parse_tree, quote_name
+
+#: Distinct values of a column read to find the near ones (a bounded sample, 2 s at most).
+VALUE_SAMPLE = 500
 
 # a month written in a string of the SQL ('2026-11', '2026-11-%', or its first day '2026-11-01', as
 # a month's range starts), or a year compared on its own (strftime('%Y', d) = '2011'); another day
@@ -70,4 +83,65 @@ def unexpected_empty(sql: str, ranges: list[dict[str, Any]]) -> str | None:
             lo, hi = str(r["min"])[: len(period)], str(r["max"])[: len(period)]
             if lo <= period <= hi:
                 return f"{r['column']} has data in {period}, the period the query names"
+    return None
+
+
+def _compared_values(tree: Any) -> list[tuple[str, str]]:
+    """``(column name, text)`` of each ``column = 'text'``, ``column IN ('a', ...)`` and
+    ``column LIKE 'text'`` (no wildcard) in the WHERE clauses of ``tree``."""
+    from sqlglot import exp
+
+    out: list[tuple[str, str]] = []
+    for where in tree.find_all(exp.Where):
+        for node in where.find_all(exp.EQ, exp.In, exp.Like):
+            col = node.this if isinstance(node.this, exp.Column) else None
+            if col is None and isinstance(node, exp.EQ) and isinstance(node.expression, exp.Column):
+                col, values = node.expression, [node.this]
+            elif isinstance(node, exp.In):
+                values = list(node.expressions)
+            else:
+                values = [node.expression]
+            if col is None:
+                continue
+            for v in values:
+                if isinstance(v, exp.Literal) and v.is_string and v.this and "%" not in v.this and "_" not in v.this:
+                    out.append((col.name, v.this))
+    return out
+
+
+def unmatched_values(con: sqlite3.Connection, sql: str) -> str | None:
+    """Why an empty result of ``sql`` may be a misspelt value (module docstring), or None:
+    ``"no row has customers.segment = 'enterprize'; it holds 'Enterprise', …"``. ``con`` must
+    allow reading the tables ``sql`` names; bounded to 2 s. Never raises."""
+    tree = parse_tree(sql)
+    if tree is None:
+        return None
+    pairs = _compared_values(tree)
+    if not pairs:
+        return None
+    used = names_used(sql)
+    try:
+        with Deadline(con, 2.0):
+            tables = [t for t in list_tables(con) if t.lower() in used]
+            for column, value in pairs:
+                for table in tables:
+                    names = [c[0] for c in table_columns(con, table) if c[0].lower() == column.lower()]
+                    if not names:
+                        continue
+                    col, tab = quote_name(names[0]), quote_name(table)
+                    if con.execute(f"SELECT 1 FROM {tab} WHERE {col} = ? LIMIT 1", (value,)).fetchone():
+                        break  # the value exists: the emptiness is another condition's
+                    rows = con.execute(
+                        f"SELECT DISTINCT {col} FROM {tab} WHERE typeof({col}) = 'text' LIMIT {VALUE_SAMPLE}"
+                    ).fetchall()
+                    held = [str(r[0]) for r in rows]
+                    folded = {h.casefold().strip(): h for h in held}
+                    near = [folded[value.casefold().strip()]] if value.casefold().strip() in folded else []
+                    near = near or difflib.get_close_matches(value, held, n=3, cutoff=0.8)
+                    if near:
+                        shown = ", ".join(repr(h) for h in near)
+                        return f"no row has {table}.{names[0]} = {value!r}, while rows hold {shown}"
+                    break
+    except sqlite3.Error:
+        return None
     return None
