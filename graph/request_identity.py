@@ -24,9 +24,12 @@ The rule (:func:`repeated_request`), applied when a message starts a turn:
   edit that kept the id) gets a goal id of its own, so the edit is not mistaken for the
   original.
 
-Not a fork — a run from the newest checkpoint — is a new request whatever its text: the same
-text sent again at the head after the answer was shown is a deliberate repeat (DESIGN §2.4; the
-runner handles the undelivered and the stopped-mid-way cases).
+Not a fork — a run from the thread's newest checkpoint — is the same request only when that
+checkpoint stopped mid-turn (nodes still to run, no question waiting: a cancelled run, a run
+the server's multitask strategy interrupted, a lost server) and the text is that turn's: the
+rule ``hermes run`` applies by continuing the turn (``graph.branches.same_request``), here for a
+client that sends the message again. Otherwise it is a new request whatever its text: the same
+text sent again after the answer was shown is a deliberate repeat (DESIGN §2.4).
 
 Reads the checkpointer the running graph was given (no writes): a few checkpoints per turn; the
 whole thread's checkpoints only for a fork.
@@ -103,6 +106,15 @@ def _node(tup: Any) -> _Node:
         str((tup.metadata or {}).get("source") or ""),
         list(values.get("messages") or []),
     )
+
+
+def _mid_turn(tup: Any) -> bool:
+    """True when the checkpoint ``tup`` has nodes still to run (LangGraph keeps a ``branch:to:<node>``
+    channel for each) and no question waiting (an ``__interrupt__`` write)."""
+    values = tup.checkpoint.get("channel_values") or {}
+    if any(write[1] == "__interrupt__" for write in tup.pending_writes or []):
+        return False
+    return any(str(channel).startswith("branch:to:") for channel in values)
 
 
 def _config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
@@ -195,7 +207,11 @@ async def repeated_request(saver: Any, thread_id: str, checkpoint_id: str, messa
         return None
     older = [t async for t in saver.alist(_config(thread_id), before=_config(thread_id, first.id), limit=1)]
     if older and _node(older[0]).id == base and _node(older[0]).source not in _COPIES:
-        return None  # the run continues the thread's newest checkpoint: not a fork
+        # the run continues the thread's newest checkpoint: not a fork. A turn stopped there
+        # mid-way (a cancelled or interrupted run, a lost server) is the one to match
+        head = _node(older[0])
+        stopped = head.last_human() if _mid_turn(older[0]) else None
+        return _choose(message, [(head.id, stopped)]) if stopped is not None else None
     nodes = {n.id: n for n in [_node(t) async for t in saver.alist(_config(thread_id))]}
     if base not in nodes:
         return None

@@ -225,3 +225,42 @@ async def test_after_a_rollback_the_same_text_replays_then_a_repeat_at_the_head_
     assert ran == ["post_message"] and replayed(out) == [True]
     out = await thread.send(GOAL)
     assert ran == ["post_message", "post_message"] and replayed(out) == [False]
+
+
+class Cancelled(BaseException):
+    """Stands for the run ending mid-turn (cancelled, interrupted by a newer run, server lost)."""
+
+
+async def test_a_run_stopped_mid_turn_then_the_same_text_sent_again_replays(scripted, data_dir, monkeypatch):
+    """Not a fork: the run ended after the post ran (and the ledger recorded it) but before the
+    round was checkpointed; a client sends the same text again at the head (the server has no
+    runner to continue the turn): the same request — the post is not run again. A question
+    answered or another text would be a new request; so is the same text once a turn finished
+    (the deliberate repeat of the rollback test above)."""
+    import nodes.dispatch_tools as dispatch
+
+    ran: list[str] = []
+    box = toolbox(data_dir, ran)
+    real_write = dispatch._write_payload
+    cancelled: list[bool] = []
+
+    def write_then_stop(path, payload):
+        if Path(path).name.startswith("p1-") and not cancelled:  # the post's payload (call id p1)
+            cancelled.append(True)
+            raise Cancelled()
+        real_write(path, payload)
+
+    monkeypatch.setattr(dispatch, "_write_payload", write_then_stop)
+    ctx = scripted([AIMessage("Hello."), *posting("p1"), *posting("p2")], box, embeddings="hash")
+    async with open_checkpointer(checkpoints_file(data_dir)) as saver:
+        thread = Thread(make_graph(checkpointer=saver), "t", ctx)
+        await thread.send("hi")
+        with pytest.raises(Cancelled):
+            await thread.send(GOAL)
+        assert ran == ["post_message"]
+        stopped = await thread.agent.aget_state(thread.config())
+        assert stopped.next == ("dispatch_tools",)
+        out = await thread.send(" ".join(GOAL.split()).lower())
+        assert ran == ["post_message"] and replayed(out) == [True]
+        assert out["goal_id"] == humans(stopped.values)[-1].id
+    await box.registry.ledger.aclose()
