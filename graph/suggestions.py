@@ -87,7 +87,7 @@ def suggestion_of(message: AnyMessage) -> Suggestion | None:
     )
 
 
-def round_suggestions(work: list[AnyMessage], call_ids: set[str]) -> list[Suggestion]:
+def round_suggestions(work: list[AnyMessage], call_ids: set[str | None]) -> list[Suggestion]:
     """The suggestions of this round's refused results (``call_ids``: the round's call ids)."""
     found = (suggestion_of(m) for m in work if isinstance(m, ToolMessage) and m.tool_call_id in call_ids)
     return [s for s in found if s is not None]

@@ -61,7 +61,7 @@ import sqlite3
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from math import comb
 from pathlib import Path
@@ -208,7 +208,11 @@ def make_databases(root: Path, names: Iterable[str] = ("sales", "tickets")) -> d
     from evals.tasks_db import generate_tickets_db
     from tools.builtin.demo_db import generate_sales_db
 
-    builders = {"sales": generate_sales_db, "tickets": generate_tickets_db, "chinook": chinook_db}
+    builders: dict[str, Callable[[Path], Path]] = {
+        "sales": generate_sales_db,
+        "tickets": generate_tickets_db,
+        "chinook": chinook_db,
+    }
     return {name: builders[name](root / f"{name}.db") for name in dict.fromkeys(names)}
 
 
