@@ -116,16 +116,16 @@ def stated_names(answer: str) -> list[str]:
     # "，" (full-width) joins clauses, not items: it ends an enumeration before NFKC makes it ","
     text = unicodedata.normalize("NFKC", (answer or "").replace("，", "\n").replace("；", "\n"))
     found: list[str] = []
-    for m in _QUOTED.finditer(text):
-        found.append(_clean(next(g for g in m.groups() if g)))
+    for quoted in _QUOTED.finditer(text):
+        found.append(_clean(next(g for g in quoted.groups() if g)))
     lines = _ITEM_LINE.findall(text)
     found.extend(_clean(line) for line in lines)
     prose = _ITEM_LINE.sub(" ", text) if lines else text
     found.extend(_enumerations(prose))
     for sentence in re.split(r"(?<=[.!?。！？])\s+|\n", prose):
-        m = _FINAL_NAME.search(sentence.strip())
-        if m:
-            found.append(_clean(m["name"]))
+        final = _FINAL_NAME.search(sentence.strip())
+        if final:
+            found.append(_clean(final["name"]))
     out: list[str] = []
     for name in found:
         if _is_name(name) and name not in out:
