@@ -191,6 +191,11 @@ class ThreadMirror:
     def path(self, thread_id: str) -> Path:
         return mirror_path(self.data_dir, thread_id)
 
+    def close(self) -> None:
+        """Forget the parsed files and the per-loop locks (no file stays open between calls)."""
+        self._views.clear()
+        self._locks.clear()
+
     def _lock(self, path: Path) -> asyncio.Lock:
         key = (path, id(asyncio.get_running_loop()))  # an asyncio.Lock belongs to one loop
         lock = self._locks.get(key)
@@ -341,4 +346,13 @@ async def append_turn(
     return await mirror.append_turn(thread_id, messages, checkpoint_id=checkpoint_id)
 
 
+#: The mirrors :func:`append_turn` shares, keyed on the one setting they use (``data_dir``);
+#: closed by :func:`close_shared_mirrors` (``graph.resources.aclose_resources``).
 _shared: dict[str, ThreadMirror] = {}
+
+
+def close_shared_mirrors() -> None:
+    """Close and forget every shared mirror (the next :func:`append_turn` makes a new one)."""
+    for mirror in _shared.values():
+        mirror.close()
+    _shared.clear()

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graph.context import Context
+from graph.mirror import close_shared_mirrors
 from graph.model import embedded_model, embedded_server, is_embedded, is_registered, load_chat_model
 from memory.service import MemoryService
 
@@ -219,8 +220,9 @@ async def drain_background(timeout_s: float = 30.0) -> None:
 
 async def aclose_resources() -> None:
     """Finish background writes, close every toolbox (MCP shutdown, no orphan processes) and
-    forget the memory services."""
+    forget the memory services and the shared mirrors."""
     await drain_background()
+    close_shared_mirrors()
     toolboxes = list(_toolboxes.values())
     _toolboxes.clear()
     memories = list(_memories.values())

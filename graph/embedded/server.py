@@ -58,6 +58,8 @@ from graph.embedded.catalog import EmbeddedModel
 from graph.embedded.errors import ModelUnavailableError
 from tools.procs import astop_group, kill_process_tree
 
+#: The server's log and its KV-cache folder inside the data dir it serves.
+LOG_FILE, KV_FOLDER = "embedded-llm.log", "kv-cache"
 STOP_GRACE_S = 3.0  # SIGTERM → SIGKILL grace of a synchronous stop (atexit)
 PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent  # at import: no file-system calls in the loop
 TEMPLATES = PROJECT_ROOT / "graph" / "templates"
@@ -127,25 +129,45 @@ class EmbeddedLlamaServer:
     ) -> None:
         self.log_path = log_path
         self.ready_timeout_s = ready_timeout_s
-        #: where the KV cache is saved across processes (module docstring); None: not kept
+        #: where the KV cache is saved across processes (module docstring), made absolute when
+        #: the server starts; None: not kept
         self.kv_dir = kv_dir
+        #: the KV folder the latest caller's data dir asks for (:meth:`use_data_dir`), and the
+        #: one :attr:`kv_dir` was made from
+        self._kv_wanted, self._kv_from = kv_dir, kv_dir
         self.kv_name: str | None = None
+        #: the serving options the running process was started with (:func:`serve_options`)
+        self.options: list[str] = []
         self.process: asyncio.subprocess.Process | None = None
         self.base_url: str | None = None
         self.model: EmbeddedModel | None = None
         self._lock = asyncio.Lock()
         self._atexit = False
 
+    def use_data_dir(self, data_dir: str | Path) -> None:
+        """Serve the runs of ``data_dir`` from now on: a process started later logs into its
+        ``embedded-llm.log``, and the KV cache is saved into and restored from its
+        ``kv-cache/`` — the prompt of one data dir is never saved into another's (the switch
+        happens in :meth:`start`, before the next call)."""
+        self.log_path = Path(data_dir) / LOG_FILE
+        self._kv_wanted = Path(data_dir) / KV_FOLDER
+
     async def start(self, entry: EmbeddedModel) -> str:
+        """The base URL of a server for ``entry``: the running one when it serves ``entry``
+        with the current serving options, else a new process (the old one stopped). Called
+        before every model call (``graph.resources.get_model``)."""
         async with self._lock:
+            options = serve_options(entry)
             running = self.base_url and self.process and self.process.returncode is None
-            if running and self.model == entry:
+            if running and self.model == entry and self.options == options:
+                if self._kv_wanted != self._kv_from:
+                    await self._switch_kv(self.base_url.removesuffix("/v1"))  # type: ignore[union-attr]
                 return self.base_url  # type: ignore[return-value]
             if running:
-                await self.astop()  # another model was asked for
+                await self.astop()  # another model or other serving options were asked for
             path = await asyncio.to_thread(ensure_model_file, entry)
-            options = serve_options(entry)
             kv: list[str] = []
+            self.kv_dir, self._kv_from = self._kv_wanted, self._kv_wanted
             if self.kv_dir is not None:
                 # absolute: the server runs in the project root, the data dir may be relative to ours
                 self.kv_dir = await asyncio.to_thread(self._make_kv_dir, self.kv_dir)
@@ -192,10 +214,20 @@ class EmbeddedLlamaServer:
                     f"the embedded llama.cpp server ({entry.name}) did not become ready within "
                     f"{self.ready_timeout_s:.0f} s ({exc}); see {self.log_path or 'its log'}"
                 ) from exc
-            self.model = entry
+            self.model, self.options = entry, options
             self.base_url = f"{url}/v1"
             await self._restore_kv(url)
             return self.base_url
+
+    async def _switch_kv(self, url: str) -> None:
+        """Another data dir's runs from now on: the slot (the last prompt, the previous data
+        dir's) is saved into the previous data dir's folder, then the new one's saved cache, if
+        any, is restored."""
+        await asyncio.to_thread(self._save_kv)
+        wanted = self._kv_wanted
+        self.kv_dir = None if wanted is None else await asyncio.to_thread(self._make_kv_dir, wanted)
+        self._kv_from = wanted
+        await self._restore_kv(url)
 
     @staticmethod
     def _make_kv_dir(path: Path) -> Path:  # blocking: called through asyncio.to_thread
@@ -280,12 +312,15 @@ _EMBEDDED: EmbeddedLlamaServer | None = None
 
 
 def embedded_server(data_dir: str | Path = ".hermes") -> EmbeddedLlamaServer:
-    """The process-wide embedded server (created on first use, logging to ``data_dir``)."""
+    """The process-wide embedded server (one llama.cpp process per agent process, created on
+    first use), serving ``data_dir``'s runs: its log and KV cache follow the data dir of the
+    latest caller (:meth:`EmbeddedLlamaServer.use_data_dir`); the model and the serving options
+    restart it when they change (:meth:`EmbeddedLlamaServer.start`). Stopped at exit (``atexit``)."""
     global _EMBEDDED
     if _EMBEDDED is None:
-        _EMBEDDED = EmbeddedLlamaServer(
-            log_path=Path(data_dir) / "embedded-llm.log", kv_dir=Path(data_dir) / "kv-cache"
-        )
+        _EMBEDDED = EmbeddedLlamaServer(log_path=Path(data_dir) / LOG_FILE, kv_dir=Path(data_dir) / KV_FOLDER)
+    else:
+        _EMBEDDED.use_data_dir(data_dir)
     return _EMBEDDED
 
 
