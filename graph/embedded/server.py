@@ -4,7 +4,9 @@
 ``await embedded_server(data_dir).start(entry)`` → base URL ``http://127.0.0.1:<port>/v1``:
 the model file is located, assembled and verified first (``graph/embedded/assembly.py``, in a
 thread), then the server starts on a free port and ``/health`` is polled until it answers.
-One server per agent process; asking for another catalog entry restarts it with that model.
+One server per agent process; asking for another catalog entry, or other serving options,
+restarts it; its log and KV cache follow the data dir of the latest caller
+(:func:`embedded_server`).
 ``stop()`` / :func:`astop_embedded_server` end its whole process group (SIGTERM, grace, SIGKILL);
 ``stop`` is also registered with ``atexit``.
 
