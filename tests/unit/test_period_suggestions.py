@@ -67,6 +67,23 @@ def test_no_suggestion_where_the_latest_month_is_no_answer(old_sales, tmp_path):
     assert no_condition.details() is None
 
 
+def test_the_latest_month_stated_as_a_month_is_titled_as_the_latest_month_with_data(old_sales, tmp_path):
+    """A model that picks the latest month itself ("last month's sales" → 2011-12) gets no
+    untitled substitute: the report says it is the latest month with data, last month has none."""
+    sql = f"{COUNT} WHERE strftime('%Y-%m', order_date) = '{END}'"
+    out = generate_report(
+        "Sales report", [{"label": "Orders", "sql": sql}], period=END, database=old_sales, data_dir=tmp_path
+    )
+    assert out["title"] == f"Sales report — {END} (latest month with data; last month, {LAST}, has none)"
+    assert out["share"]["text"].startswith(out["title"])
+    # an earlier month with data is titled as asked
+    sql = f"{COUNT} WHERE strftime('%Y-%m', order_date) = '2011-11'"
+    out = generate_report(
+        "Sales report", [{"label": "Orders", "sql": sql}], period="2011-11", database=old_sales, data_dir=tmp_path
+    )
+    assert out["title"] == "Sales report"
+
+
 @pytest.mark.parametrize(
     ("request_text", "allowed"),
     [

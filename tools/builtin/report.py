@@ -19,7 +19,14 @@ from typing import Any
 from tools.builtin.database.connection import QUERY_TIME_LIMIT_S, connect_readonly, database_file, time_limit
 from tools.builtin.database.execution import execute_query
 from tools.builtin.database.period_scope import find_undated
-from tools.builtin.database.periods import LATEST, data_columns, latest_month, latest_title, period_resolution
+from tools.builtin.database.periods import (
+    LATEST,
+    data_columns,
+    latest_month,
+    latest_title,
+    month_before,
+    period_resolution,
+)
 from tools.builtin.database.statement import quote_back, strip_bom
 from tools.builtin.report_period import PERIOD_FORMS, PeriodError, RelativePeriodError, check_period, not_one_line
 from tools.builtin.report_share import share
@@ -234,6 +241,13 @@ def _resolve_period(
         raise _no_data_refusal(
             con, sqls, period, f"no report written: the period {resolution}", today, named_only=named_only
         )
+    if form == "month" and period < month_before(today):
+        # the latest month with data, stated by the caller while last month has none: titled so
+        # like period="latest", so it never passes for last month's report ("last month's sales"
+        # answered with a December 2011 report, say)
+        best = latest_month(data_columns(con, sqls, today, named_only=named_only))
+        if best is not None and best.latest_full_month == period:
+            return latest_title(title, period, today)[: MAX_TITLE_CHARS + 80], period, form
     return title, period, form
 
 
