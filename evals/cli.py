@@ -66,7 +66,7 @@ def eval_command(
     seed: Annotated[int, typer.Option(help="Seed of sampling and generated data.")] = 0,
     sample: Annotated[bool, typer.Option(help="The small fixed sample CI runs.")] = False,
     out: Annotated[
-        Path | None, typer.Option(help="Report directory (default evals/reports/<suite>/<timestamp>).")
+        Path | None, typer.Option(help="Report directory (default evals/out/<suite>/<timestamp>, ignored by git).")
     ] = None,
     case: Annotated[list[str] | None, typer.Option(help="Only this case id (repeatable; the tasks suite).")] = None,
 ) -> None:

@@ -8,8 +8,10 @@ report: Report) -> None``: it reads ``cfg`` (model, endpoint, sample size), appe
 case with :meth:`Report.add` (written to ``results.jsonl`` at once, so an interrupted run keeps
 what it measured), states its figures with :meth:`Report.table` / :meth:`Report.text` and draws
 its plots with :meth:`Report.figure`. The harness writes ``report.md`` with a header naming the
-model, endpoint, package versions, seed and machine, into
-``evals/reports/<suite>/<UTC timestamp>/`` unless ``--out`` says otherwise.
+model, endpoint, package versions, seed and machine, into ``evals/out/<suite>/<UTC timestamp>/``
+(ignored by git: a local run never lands in the source tree) unless ``--out`` says otherwise.
+A run a README cites is kept under ``evals/reports/<suite>/<UTC timestamp>/`` (copied there
+with the README line that cites it; the folder holds only cited runs).
 
 When ``LANGSMITH_API_KEY`` is set the rows are also uploaded as a LangSmith dataset +
 experiment (optional; never required, a failed upload is reported, not raised).
@@ -35,7 +37,10 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The cited runs (tracked, not part of the package).
 REPORTS = ROOT / "evals" / "reports"
+#: Where runs go by default (``.gitignore``: ``evals/out/``).
+RUNS = ROOT / "evals" / "out"
 
 #: Suite name → module. Each module has ``async def run(cfg, report)`` and a docstring whose
 #: first line is the suite's one-line description (``python -m evals --help`` lists them).
@@ -236,8 +241,8 @@ def _cell(value: Any) -> str:
 
 
 def default_out(suite: str) -> Path:
-    """``evals/reports/<suite>/<UTC timestamp>/``."""
-    return REPORTS / suite / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    """``evals/out/<suite>/<UTC timestamp>/`` (ignored by git)."""
+    return RUNS / suite / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def describe(suite: str) -> str:
