@@ -57,6 +57,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
+from base.sqlite_files import open_sqlite
 from graph import deliveries
 from graph.branches import same_request
 from graph.builder import make_graph
@@ -66,7 +67,6 @@ from graph.mirror import ThreadMirror
 from graph.progress import current_goal_messages, request_id
 from graph.recovery import RecoveryReport, ensure_readable
 from graph.resources import drain_background, get_model
-from base.sqlite_files import open_sqlite
 from tools.ledgers import open_ledger
 
 log = logging.getLogger(__name__)

@@ -39,8 +39,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from memory.episodic.base import EVENT_KINDS, EpisodicEvent
 from base.sqlite_files import open_sqlite
+from memory.episodic.base import EVENT_KINDS, EpisodicEvent
 
 log = logging.getLogger(__name__)
 
