@@ -178,3 +178,29 @@ def supported(fig: Figure, known: Sequence[float]) -> bool:
                 if abs(a - target) <= tolerance or target <= a < target + u:
                     return True
     return False
+
+
+# a period named in words or figures: a year, a month, a quarter, a relative period (EN, FR, DE,
+# ES, ZH, JA) — a figure asked "for" it must come from a read restricted to it
+_PERIOD = re.compile(
+    r"(?<!\d)(?:19|20)\d\d(?!\d)|\bQ[1-4]\b"
+    r"|\b(?:jan(?:uary)?|feb(?:ruary)?|march|apr(?:il)?|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?"
+    r"|nov(?:ember)?|dec(?:ember)?|janvier|février|fevrier|avril|juin|juillet|août|aout|septembre|octobre"
+    r"|novembre|décembre|decembre|januar|februar|märz|maerz|juni|juli|oktober|dezember|enero|febrero|marzo"
+    r"|abril|mayo|junio|julio|agosto|septiembre|octubre|noviembre|diciembre)\b"
+    r"|\b(?:last|this|previous|past|current|next)\s+(?:week|month|quarter|year|fiscal\s+year)\b"
+    r"|\b(?:yesterday|today|year[- ]to[- ]date|ytd)\b"
+    r"|\b(?:mois|année|annee|semaine|trimestre)\s+(?:dernier|derni[eè]re|pass[ée]e?|en\s+cours|pr[ée]c[ée]dent)"
+    r"|\bce(?:tte)?\s+(?:mois|année|annee|semaine)\b|\bhier\b|\baujourd'hui\b"
+    r"|\b(?:letzte[nmr]?|vorige[nmr]?|diese[nmr]?|vergangene[nmr]?)\s+(?:Monat|Jahr|Woche|Quartal)\b|\bgestern\b|\bheute\b"
+    r"|\b(?:el|la|este|esta)\s+(?:mes|año|semana|trimestre)(?:\s+(?:pasad[oa]|anterior))?\b|\bayer\b|\bhoy\b"
+    r"|上个?月|本月|这个月|去年|今年|上周|本周|昨天|今天|\d+\s*月|先月|今月|昨年|先週|今週|昨日|今日",
+    re.I,
+)
+
+
+def names_period(text: str) -> bool:
+    """True when ``text`` (a request) names a period: a year, a month (EN/FR/DE/ES, ``2026-11``,
+    ``11月``), a quarter, or a relative one ("last month", "le mois dernier", "letzten Monat",
+    "el mes pasado", 上个月, 先月, "yesterday")."""
+    return bool(_PERIOD.search(unicodedata.normalize("NFKC", text or "")))

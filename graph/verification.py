@@ -37,7 +37,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
-from graph.answer_figures import figures, supported, values_in
+from graph.answer_figures import figures, names_period, supported, values_in
 from graph.answer_names import key_only, missing_names, stated_names
 from graph.progress import required_steps
 from memory.policy import effect_claims, split_sentences
@@ -76,6 +76,12 @@ class Result:
         """True when the tool says this read found nothing *despite* its period having data
         (``data.unexpected_empty``: a wrong join or date format): it supports no claim of none."""
         return isinstance(self.data, Mapping) and bool(self.data.get("unexpected_empty"))
+
+    @property
+    def undated(self) -> bool:
+        """True when the tool says this read's figures cover every date (``data.undated``: no
+        condition restricts a date column of its tables)."""
+        return isinstance(self.data, Mapping) and bool(self.data.get("undated"))
 
     @property
     def empty(self) -> bool:
@@ -216,6 +222,21 @@ def unsupported_figures(answer: str, goal: str, results: Sequence[Result]) -> li
     return out
 
 
+def undated_figures(answer: str, goal: str, results: Sequence[Result]) -> list[str]:
+    """Figures of ``answer`` (not in ``goal``, not dates, not zero) that only reads over every
+    date support (:attr:`Result.undated`): a total of all time stated for the period asked.
+    Measured (Qwen2.5-Coder-1.5B): "Customers sent 187 replies in October 2026." (111)."""
+    asked = [v for f in figures(goal) for v, _ in f.readings]
+    out: list[str] = []
+    for fig in figures(answer):
+        if fig.part or all(v == 0 for v, _ in fig.readings) or supported(fig, asked):
+            continue
+        backing = [r for r in results if supported(fig, _known(r, []))]
+        if backing and all(r.is_data_read and r.undated for r in backing) and fig.text not in out:
+            out.append(fig.text)
+    return out
+
+
 def unsupported_names(answer: str, goal: str, results: Sequence[Result]) -> list[str]:
     """Names ``answer`` states as its answer (:func:`graph.answer_names.stated_names`) that no
     result of ``results`` holds (its strings and field names: a schema read holds the tables'
@@ -250,10 +271,18 @@ class Check:
     absences: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)
+    undated: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.grounded and not self.figures and not self.absences and not self.names and not self.keys
+        return (
+            self.grounded
+            and not self.figures
+            and not self.absences
+            and not self.names
+            and not self.keys
+            and not self.undated
+        )
 
     def problems(self, quote: bool = True) -> list[str]:
         """What is unsupported, in words: for the model (``quote``: the claims of none quoted)
@@ -270,6 +299,12 @@ class Check:
             listed = ", ".join(f"“{n[:60]}”" for n in self.names[:6])
             out.append(
                 f"{'the names' if len(self.names) > 1 else 'the name'} {listed} {'are' if len(self.names) > 1 else 'is'} in no tool result of this request"
+            )
+        if self.undated:
+            out.append(
+                f"the figure{'s' if len(self.undated) > 1 else ''} {', '.join(self.undated[:6])} "
+                f"{'come' if len(self.undated) > 1 else 'comes'} from a read over every date (no condition on "
+                "its dates), not the period asked: read again restricted to that period"
             )
         if self.keys:
             out.append(
@@ -322,9 +357,13 @@ def hands_over(answer: str, goal: str) -> bool:
     return bool(_CODE.search(answer or "")) and not _ASKS_CODE.search(goal or "")
 
 
-def check_answer(answer: str, goal: str, results: Sequence[Result], *, needs_data: bool) -> Check:
+def check_answer(
+    answer: str, goal: str, results: Sequence[Result], *, needs_data: bool, period_asked: bool = False
+) -> Check:
     """Check ``answer`` against the goal's ``results`` (module docstring). ``needs_data``: the
-    goal is a question about data (:func:`about_data`), so the answer must rest on a data read."""
+    goal is a question about data (:func:`about_data`), so the answer must rest on a data read;
+    ``period_asked``: the request names a period, so a figure only a read over every date
+    supports (:attr:`Result.undated`) is not one for it."""
     reads = [r for r in results if r.is_data_read]
     check = Check(grounded=not needs_data or bool(reads))
     if not results and not needs_data:
@@ -333,6 +372,8 @@ def check_answer(answer: str, goal: str, results: Sequence[Result], *, needs_dat
     if reads:
         check.names = unsupported_names(answer, goal, results)
         check.keys = key_only(answer, goal, _table(reads[-1].data))
+        if period_asked:
+            check.undated = undated_figures(answer, goal, results)
     claims = absence_claims(answer)
     if claims and not any(r.empty and not r.unexpected_empty for r in reads):
         check.absences = claims
@@ -394,7 +435,7 @@ def verify(
     needs = (about_data(answer, told, results, readable, intent, tried) or handed) and not any(
         s.side_effect for s in specs if s.name in required_steps(goal, specs)
     )
-    return check_answer(answer, told, results, needs_data=needs)
+    return check_answer(answer, told, results, needs_data=needs, period_asked=names_period(goal))
 
 
 def what_the_data_shows(results: Sequence[Result], limit: int = QUOTE_CHARS) -> str:

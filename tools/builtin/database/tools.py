@@ -15,6 +15,7 @@ from tools.builtin.database.connection import (
 )
 from tools.builtin.database.dates import date_kind, date_range
 from tools.builtin.database.execution import execute_query
+from tools.builtin.database.period_scope import find_undated
 from tools.builtin.database.schema import MAX_COLUMNS, MAX_TABLES, declared_keys, table_columns
 from tools.builtin.database.statement import quote_name
 from tools.database_setting import DatabaseError
@@ -24,14 +25,21 @@ def query_database(sql: str, *, database: str = "") -> dict[str, Any]:
     """Run one read-only SELECT on the configured database (see module doc).
 
     Returns ``{"columns": [str], "rows": [[...]], "row_count": n, "truncated": bool}``, plus
-    ``"note"`` (and ``"data_range"``) when there is no data for it. Raises DatabaseError for a
-    missing/invalid database, anything but a single SELECT/WITH statement, unknown tables or
-    columns, and queries over the time limit.
+    ``"note"`` (and ``"data_range"``, ``"unexpected_empty"``) when there is no data for it, and
+    ``"undated"`` (``["table.column", ...]``) when its tables have date columns and no condition
+    restricts one (its figures cover every date: ``period_scope.find_undated``; not set when it
+    groups by one, a row per period). Raises DatabaseError for a missing/invalid database,
+    anything but a single SELECT/WITH statement, unknown tables or columns, and queries over the
+    time limit.
     """
     path = database_file(database)
     con = connect_readonly(path, schema=True)
     try:
         result = execute_query(con, sql)
+        if not result.get("no_data"):
+            undated = find_undated(con, sql)
+            if undated is not None and not undated.grouped:
+                result["undated"] = [column for column, _ in undated.columns]
     finally:
         con.close()
     result.pop("no_data", None)

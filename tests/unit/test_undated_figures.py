@@ -1,0 +1,76 @@
+"""A figure asked for a period rests on a read restricted to that period (DESIGN §5.5).
+
+Measured (Qwen2.5-Coder-1.5B, the generated support desk): "How many replies did customers
+send in October 2026?" → a count over every date → "Customers sent 187 replies in October
+2026." (truth 111), presented as final. ``query_database`` now marks a read whose figures cover
+every date (``undated``: its tables' date columns, none restricted), and a figure only such a
+read supports is not one for the period asked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graph.answer_figures import names_period
+from graph.verification import Result, check_answer, verify
+from tests.conftest import DEMO_END_MONTH as MONTH
+from tools.builtin.catalog import QUERY_DATABASE
+from tools.builtin.database import query_database
+
+
+def read(db: Path, sql: str) -> Result:
+    data = query_database(sql, database=str(db))
+    return Result("query_database", "q1", "data", False, data, "query_database: ok", None, "")
+
+
+def test_the_database_tool_marks_a_read_over_every_date(db):
+    assert query_database("SELECT SUM(revenue) FROM sales_lines", database=str(db))["undated"] == [
+        "sales_lines.order_date"
+    ]
+    dated = query_database(f"SELECT SUM(revenue) FROM sales_lines WHERE order_date LIKE '{MONTH}%'", database=str(db))
+    assert "undated" not in dated
+    per_month = query_database(
+        "SELECT strftime('%Y-%m', order_date) AS m, SUM(revenue) FROM sales_lines GROUP BY m", database=str(db)
+    )
+    assert "undated" not in per_month  # a row per month: each figure is one month's
+    assert "undated" not in query_database("SELECT COUNT(*) FROM products", database=str(db))  # no dates
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        f"What was total revenue in {MONTH}?",
+        "What was total revenue last month?",
+        "Quel a été le chiffre d'affaires le mois dernier ?",
+        "Wie hoch war der Umsatz letzten Monat?",
+        "¿Cuánto vendimos el mes pasado?",
+        "上个月的收入是多少？",
+        "先月の売上は？",
+        "Revenue in 2025, please.",
+    ],
+)
+def test_a_figure_over_every_date_is_no_figure_for_the_period_asked(db, request_text):
+    assert names_period(request_text)
+    every = read(db, "SELECT ROUND(SUM(revenue), 2) FROM sales_lines")
+    total = every.data["rows"][0][0]
+    check = verify(f"Revenue was {total:,.2f}.", request_text, "question", [every], [QUERY_DATABASE])
+    assert check.undated == [f"{total:,.2f}"] and not check.ok
+    assert "not the period asked" in "; ".join(check.problems())
+
+
+def test_a_figure_of_a_read_restricted_to_the_period_passes(db):
+    month = read(db, f"SELECT ROUND(SUM(revenue), 2) FROM sales_lines WHERE order_date LIKE '{MONTH}%'")
+    total = month.data["rows"][0][0]
+    assert verify(
+        f"Revenue was {total:,.2f}.", f"What was revenue in {MONTH}?", "question", [month], [QUERY_DATABASE]
+    ).ok
+
+
+@pytest.mark.parametrize("request_text", ["What is our revenue so far, in total?", "How many products do we sell?"])
+def test_without_a_period_asked_a_figure_over_every_date_is_the_answer(db, request_text):
+    assert not names_period(request_text)
+    every = read(db, "SELECT ROUND(SUM(revenue), 2) FROM sales_lines")
+    total = every.data["rows"][0][0]
+    assert check_answer(f"Revenue is {total:,.2f}.", request_text, [every], needs_data=True).ok
