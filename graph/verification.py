@@ -429,7 +429,7 @@ def verify(
     # about the user's data: figures from the tools' own descriptions count as known
     told = "\n".join([goal, *(s.description for s in specs)])
     called = {c["name"] for m in work if isinstance(m, AIMessage) for c in m.tool_calls}
-    tried = [s for s in specs if s.name in called]
+    tried = [s for s in specs if s.name in called and not s.side_effect]  # a read, even failed
     readable = can_read_data(specs)
     handed = readable and intent != "preference" and hands_over(answer, goal)
     needs = (about_data(answer, told, results, readable, intent, tried) or handed) and not any(
