@@ -31,8 +31,8 @@ rule ``hermes run`` applies by continuing the turn (``graph.branches.same_reques
 client that sends the message again. Otherwise it is a new request whatever its text: the same
 text sent again after the answer was shown is a deliberate repeat (DESIGN §2.4).
 
-Reads the checkpointer the running graph was given (no writes): a few checkpoints per turn; the
-whole thread's checkpoints only for a fork.
+Reads the checkpointer the running graph was given (no writes): a few checkpoints per turn; for
+a fork, the checkpoints written since its base.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Iterable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,15 +132,10 @@ async def _load(saver: Any, thread_id: str, checkpoint_id: str | None) -> _Node 
     return _node(tup) if tup is not None else None
 
 
-def _forked_from(nodes: dict[str, _Node], base: str, first: str) -> list[tuple[str, HumanMessage]]:
+def _forked_from(nodes: dict[str, _Node], points: list[str], first: str) -> list[tuple[str, HumanMessage]]:
     """``(checkpoint id, message)`` of each forked-from turn's message (see the module docstring):
-    on every branch leaving ``base`` or a checkpoint it copies, other than the one through
-    ``first`` (the running branch's first checkpoint)."""
-    points = [base]
-    node = nodes[base]
-    while node.source in _COPIES and node.parent in nodes and nodes[node.parent].message_ids == node.message_ids:
-        node = nodes[node.parent]
-        points.append(node.id)
+    on every branch leaving one of ``points`` (the base and the checkpoints it copies), other
+    than the one through ``first`` (the running branch's first checkpoint)."""
     skip = {*points, first}
     found: list[tuple[str, HumanMessage]] = []
 
@@ -212,13 +208,29 @@ async def repeated_request(saver: Any, thread_id: str, checkpoint_id: str, messa
         head = _node(older[0])
         stopped = head.last_human() if _mid_turn(older[0]) else None
         return _choose(message, [(head.id, stopped)]) if stopped is not None else None
-    nodes = {n.id: n for n in [_node(t) async for t in saver.alist(_config(thread_id))]}
-    if base not in nodes:
+    # a fork: the base, and the checkpoints it copies (a rollback's, a switch's, an update's)
+    node = await _load(saver, thread_id, base)
+    if node is None:
         return None
+    points = [node]
+    while node.source in _COPIES:
+        parent = await _load(saver, thread_id, node.parent)
+        if parent is None or parent.message_ids != node.message_ids:
+            break
+        points.append(node := parent)
+    # their branches: only checkpoints newer than the oldest point can be on them (ids are
+    # uuid6, listed newest first), so a fork near the head reads few checkpoints
+    oldest = min(p.id for p in points)
+    nodes = {p.id: p for p in points}
+    async with aclosing(saver.alist(_config(thread_id))) as rows:  # closed early: the saver's lock
+        async for tup in rows:
+            if str(tup.config["configurable"]["checkpoint_id"]) <= oldest:
+                break
+            nodes.setdefault((n := _node(tup)).id, n)
     for n in nodes.values():
         if n.parent in nodes:
             nodes[n.parent].children.append(n.id)
-    return _choose(message, _forked_from(nodes, base, first.id))
+    return _choose(message, _forked_from(nodes, [p.id for p in points], first.id))
 
 
 async def repeated_request_here(execution: Any, message: HumanMessage) -> str | None:
