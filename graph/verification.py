@@ -1,28 +1,22 @@
-"""Grounded, verified answers and claimed effects (DESIGN §5.5). Pure functions; no I/O.
+"""Grounded, verified answers (DESIGN §5.5). Pure functions; no I/O.
 
 Nothing here knows a tool by name: what a result holds comes from each tool's
-``ToolSpec.reads`` ("data" | "schema"), what a call changed from ``side_effect``, and which
-effect a sentence claims from the tool's own ``requested_by`` words.
+``ToolSpec.reads`` ("data" | "schema") and what a call changed from ``side_effect``. (Claimed
+effects are checked by :mod:`graph.claimed_effects`.)
 
 * **Grounded**: an answer to a question about data rests on a *data read* of this goal — a
   successful call of a tool whose results hold data (``reads == "data"``). A schema
   description is not one, nor is a recalled memory. :func:`about_data` says when a goal is a
   question about data.
 * **Verified** (:func:`check_answer`): every figure the answer states appears in a result of
-  this goal (or in the arguments of the call that returned it: what was read), or is a rounding of one (thousands separators — ``1,234`` ``1.234`` ``1 234``
-  ``1'234`` —, decimal commas, currency signs, ``%`` against a ratio, ``k`` / ``million`` /
-  万 / 亿, full-width digits), or is a count of a result's listed items, or was in the
-  request; dates (``2025-06``) and times (``09:00``) are checked by their parts; list markers
-  ("1.", "2)") and digits inside names ("U2", "Q3", "mp3") are not figures. A claim that
-  something does not exist (none, zero, "there are no …", 没有, aucun, keine …) rests on a
-  data read that returned zero rows or a count of 0 — not one the tool marks
-  ``unexpected_empty`` (nothing found although the period it names has data: a wrong join).
-  Names the answer states are held by the results (:mod:`graph.answer_names`).
-* **Claimed effects** (:func:`unbacked_claims`): a sentence claiming an effect (``memory.policy
-  .effect_claims``) is attributed to the side-effect tool whose ``requested_by`` words it shares
-  most; it is backed only when that tool succeeded in this goal (a claim no tool's words match
-  is backed by any side effect done). :func:`correct_claims` rewrites an answer so it says
-  what was and was not done.
+  this goal (or in the arguments of the call that returned it: what was read), or is a
+  rounding of one, or is a count of a result's listed items, or was in the request (parsing:
+  :mod:`graph.answer_figures`). A claim that something does not exist (none, zero, "there are
+  no …", 没有, aucun, keine …) rests on a data read that returned zero rows or a count of 0 —
+  not one the tool marks ``unexpected_empty`` (nothing found although the period it names has
+  data: a wrong join). Names the answer states are held by the results
+  (:mod:`graph.answer_names`), what a which/who question asks for is not named only by its
+  key, and a figure asked for a period does not come only from a read over every date.
 
 Shapes: a :class:`Result` per successful tool result of the goal (:func:`goal_results`).
 """
@@ -40,7 +34,7 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from graph.answer_figures import figures, names_period, supported, values_in
 from graph.answer_names import key_only, missing_names, stated_names
 from graph.progress import required_steps
-from memory.policy import effect_claims, split_sentences
+from memory.policy import split_sentences
 from tools.selection import rank_tools
 from tools.spec import ToolSpec
 
@@ -462,86 +456,6 @@ def honest_answer(goal: str, reason: str, results: Sequence[Result]) -> str:
         f"I could not establish an answer to “{what}”: {reason}. {lead}: {shows}. "
         "Ask again (perhaps more precisely), or point Hermes at a stronger model (HERMES_BASE_URL / --base-url)."
     )
-
-
-# --- claimed effects --------------------------------------------------------------------------
-
-_ESCAPE = re.compile(r"\\[A-Za-z]")
-_IRREGULAR = {
-    "sent": "send",
-    "wrote": "write",
-    "written": "write",
-    "made": "make",
-    "built": "build",
-    "told": "tell",
-    "set": "set",
-    "put": "put",
-}
-_FIRST_PERSON = re.compile(
-    # a Chinese sentence that starts with 已/已经 has dropped its subject: the speaker's
-    r"\b(?:I|I've|I'd|we|we've|us)\b|我|^\s*已|j'ai|\bnous\s+avons\b|\b(?:he|hemos)\b|\b(?:ich|wir)\b"
-    r"|しました|いたしました",
-    re.I,
-)
-_CJK_RUN = re.compile(r"[\u4e00-\u9fff\u3040-\u30ff]+")
-
-
-def _stems(text: str) -> set[str]:
-    words = re.findall(r"[a-zà-ÿ]{3,}", text.lower())
-    stems = {(_IRREGULAR.get(w, w))[:4] for w in words if len(w) >= 4 or w in _IRREGULAR}
-    for run in _CJK_RUN.findall(text):
-        stems |= {run[i : i + 2] for i in range(max(1, len(run) - 1))}
-    return stems
-
-
-def claim_words(spec: ToolSpec) -> set[str]:
-    """The words (4-letter stems, CJK pairs) of a side-effect tool's ``requested_by`` patterns:
-    what a sentence claiming its effect shares with a request for it."""
-    return {w for p in spec.request_patterns() for w in _stems(_ESCAPE.sub(" ", p.pattern))}
-
-
-def unbacked_claims(answer: str, specs: Iterable[ToolSpec], done: Iterable[str]) -> list[tuple[str, str | None]]:
-    """``(sentence, tool)`` for each sentence of ``answer`` claiming an effect that no
-    successful call of this goal shows (``done``: names of the tools that succeeded); ``tool`` is
-    the side-effect tool the sentence is about (its ``requested_by`` words it shares most), or
-    None when it names none and no side effect succeeded. A sentence not in the first person
-    counts only when it shares two of a tool's words ("the report has been sent to the team"),
-    so a sentence about the data ("80 invoices were sent in 2011") claims nothing."""
-    done = set(done)
-    tools = [(s.name, claim_words(s)) for s in specs if s.side_effect]
-    any_effect = bool(done & {name for name, _ in tools})
-    out: list[tuple[str, str | None]] = []
-    for sentence in effect_claims(answer):
-        stems = _stems(sentence)
-        scored = sorted(((len(stems & words), name) for name, words in tools), reverse=True)
-        # "I posted …" is the assistant's claim; "80 invoices were sent in 2011" describes data:
-        # a sentence not in the first person claims an effect only with the tool's verb and
-        # object ("the report has been sent to the team": two of its words)
-        mine = bool(_FIRST_PERSON.search(sentence))
-        best = scored[0] if scored and scored[0][0] >= (1 if mine else 2) else None
-        if best is None and not mine:
-            continue
-        if best is not None:
-            top = [name for n, name in scored if n == best[0]]
-            if not done & set(top):
-                out.append((sentence, best[1]))
-        elif not any_effect:
-            out.append((sentence, None))
-    return out
-
-
-def correct_claims(answer: str, unbacked: Sequence[tuple[str, str | None]], done_effects: Sequence[str]) -> str:
-    """``answer`` without its unbacked claims, followed by a note of what was not done and
-    what was (the side-effect tools that succeeded)."""
-    body = answer
-    for sentence, _ in unbacked:
-        body = body.replace(sentence, "").strip()
-    lines = [body] if body else []
-    for sentence, tool in unbacked:
-        why = f"no {tool} call succeeded in this request" if tool else "no action with an effect ran in this request"
-        lines.append(f"Not done: “{sentence[:200]}” — {why}.")
-    lines.append("Done: " + (", ".join(done_effects) if done_effects else "no action with an effect") + ".")
-    return "\n".join(lines)
 
 
 def earlier_answers(work: Sequence[AnyMessage]) -> list[int]:

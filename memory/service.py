@@ -28,6 +28,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 from memory import fact_extraction, migrations, policy, task_outcome, triggers
 from memory.branch_origins import BranchOrigins, Inactive
 from memory.episodic.base import EpisodicEvent, EpisodicStore, ScoredEvent, utcnow
+from memory.held_writes import OP_TURN_PLAN, plan_from_payload, plan_payload
 from memory.queue import RetryQueue
 from memory.retrieval import DEFAULT_MEMORY_TOKENS, MemoryBlock, build_block, format_episode
 from memory.semantic import SemanticMemory, origin_of
@@ -413,12 +414,40 @@ class MemoryService:
         return plan
 
     async def write_plan(self, plan: TurnPlan, *, now: datetime | None = None) -> dict[str, int]:
-        """Write a turn's plan: events in one batch, then facts (their sources: the turn's
-        preference events), then conflict signals; then replay the retry queue. Never raises;
-        returns counts (``episodes``, ``facts``, ``resolved``, ``queued``)."""
+        """Write a turn's plan: first held in the retry queue (one SQLite row: from then on it is
+        durable, and a process that ends before the rest is done loses nothing — the next drain
+        writes it, ``memory.held_writes``); then events in one batch (their passage embedding is
+        the slow part), facts (their sources: the turn's preference events), conflict signals;
+        then replay the retry queue. Never raises; returns counts (``episodes``, ``facts``,
+        ``resolved``, ``queued``)."""
         counts = {"episodes": 0, "facts": 0, "resolved": 0, "queued": 0}
         if not await self._usable():
             return counts
+        now = now or utcnow()
+        held = await self._hold(plan, now)
+        await self._write_now(plan, now, counts)
+        if held is not None:
+            try:
+                await self.queue.release(held)
+            except Exception:  # noqa: BLE001 - written; a replay later is a no-op (K11 dedupe)
+                log.warning("memory: held write %s not released", held, exc_info=True)
+        if counts["queued"] == 0 and self._queue_may_hold:
+            # replay what earlier failures queued (checked once per process, then after each failure)
+            await self.flush_retry_queue()
+            self._queue_may_hold = bool(await self._pending_count())
+        return counts
+
+    async def _hold(self, plan: TurnPlan, now: datetime) -> int | None:
+        # durable before the slow part; without the queue the write is only as safe as before
+        if not len(plan):
+            return None
+        try:
+            return await self.queue.hold(OP_TURN_PLAN, plan_payload(plan, now))
+        except Exception:  # noqa: BLE001
+            log.warning("memory: the turn's write could not be held in the queue", exc_info=True)
+            return None
+
+    async def _write_now(self, plan: TurnPlan, now: datetime, counts: dict[str, int]) -> None:
         await self.flush_touches()
         await self._record_origin(plan)
         ids = await self._write_events(plan.events, counts)
@@ -433,7 +462,7 @@ class MemoryService:
                 "object_is_entity": fact.object_is_entity,
                 "confidence": fact.confidence,
                 "sources": sources,
-                "now": (now or utcnow()).isoformat(),
+                "now": now.isoformat(),
                 "origin": plan.origin,
                 "restated": True,  # the user's words of this turn: a forgotten fact stated anew
             }
@@ -442,11 +471,6 @@ class MemoryService:
             counts["resolved"] += outcome == "resolved"
         if plan.signals:
             counts["resolved"] += await self._apply_signals(plan.user_id, plan.signals, sources, now)
-        if counts["queued"] == 0 and self._queue_may_hold:
-            # replay what earlier failures queued (checked once per process, then after each failure)
-            await self.flush_retry_queue()
-            self._queue_may_hold = bool(await self._pending_count())
-        return counts
 
     async def _record_origin(self, plan: TurnPlan) -> None:
         # the turn's place, so a later branch change can hide what it wrote (one small
@@ -587,6 +611,10 @@ class MemoryService:
             await self.episodic.add_many([EpisodicEvent.model_validate(payload)])
         elif op == OP_SEMANTIC_UPSERT:
             await self._do_upsert(payload)
+        elif op == OP_TURN_PLAN:  # held by a process that ended before writing it
+            plan, when = plan_from_payload(payload)
+            counts = {"episodes": 0, "facts": 0, "resolved": 0, "queued": 0}
+            await self._write_now(plan, when, counts)
         else:
             raise ValueError(f"unknown memory operation {op!r}")
 

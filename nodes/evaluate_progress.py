@@ -54,6 +54,7 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
+from graph.claimed_effects import correct_claims, unbacked_claims
 from graph.context import Context
 from graph.progress import (
     artifacts,
@@ -80,11 +81,9 @@ from graph.suggestions import (
 from graph.verification import (
     UNVERIFIED_ANSWER,
     Check,
-    correct_claims,
     earlier_answers,
     goal_results,
     grounding_readers,
-    unbacked_claims,
     verify,
 )
 from tools.selection import rank_tools

@@ -36,6 +36,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.runtime import Runtime
 
+from graph.claimed_effects import unbacked_claims
 from graph.context import NO_THREAD, Context, run_thread_id
 from graph.failures import Recovery, recovery_for
 from graph.history import previous_turn_closures
@@ -44,7 +45,7 @@ from graph.progress import artifacts, current_goal_messages, request_id, require
 from graph.resources import get_memory, get_toolbox, run_in_background
 from graph.state import State
 from graph.tracing import background_span
-from graph.verification import UNVERIFIED_ANSWER, goal_results, honest_answer, unbacked_claims, verify
+from graph.verification import UNVERIFIED_ANSWER, goal_results, honest_answer, verify
 from memory.task_outcome import TurnEvidence
 from tools.schema_versions import schema_hash
 

@@ -400,7 +400,7 @@ def claimed_effect_problems(answer: str, specs: Iterable[ToolSpec], done: Iterab
     """One problem per sentence of ``answer`` that claims an effect no tool in ``done`` (the
     ledger's :func:`ledger_done_tools`) shows: ``graph.verification.unbacked_claims`` over
     ``specs`` (the run's tools, their metadata). Empty: every claimed effect is recorded."""
-    from graph.verification import unbacked_claims
+    from graph.claimed_effects import unbacked_claims
 
     return [
         f"claims {tool or 'an effect'} the ledger does not show: {sentence[:120]!r}"

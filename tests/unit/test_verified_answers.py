@@ -18,12 +18,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import resources
 from graph.builder import make_graph
+from graph.claimed_effects import unbacked_claims
 from graph.verification import (
     UNVERIFIED_ANSWER,
     Result,
     absence_claims,
     check_answer,
-    unbacked_claims,
     unsupported_figures,
 )
 from tests.conftest import POST_MESSAGE, FakeToolbox, ScriptedChat, flagship_specs, tool_call
