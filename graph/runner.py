@@ -66,7 +66,7 @@ from graph.context import Context
 from graph.mirror import ThreadMirror
 from graph.progress import current_goal_messages, request_id
 from graph.recovery import RecoveryReport, ensure_readable
-from graph.resources import drain_background, get_model
+from graph.resources import get_model
 from tools.ledgers import open_ledger
 
 log = logging.getLogger(__name__)
@@ -153,6 +153,18 @@ async def thread_lock(data_dir: Path, thread_id: str) -> AsyncIterator[None]:
 
 def _thread_config(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
+
+
+async def _mirror_written(thread_id: str, timeout_s: float = 30.0) -> None:
+    """Wait for the turn's own background mirror append (``nodes/write_memory.py`` names it
+    ``mirror:<thread>``). The turn's memory write (``memory-write:<thread>``) is not waited for:
+    ``MemoryService.write_plan`` holds it in the memory queue first (durable from then on), and
+    its passage embedding finishes after the answer — ``hermes`` drains it before the process
+    exits (``graph.resources.aclose_resources``); a process killed before that leaves it held,
+    and the next process's first memory write replays it (``memory.queue``)."""
+    mine = [t for t in asyncio.all_tasks() if t.get_name() == f"mirror:{thread_id}" and not t.done()]
+    if mine:
+        await asyncio.wait(mine, timeout=timeout_s)
 
 
 async def _mirror_head(agent: Any, mirror: ThreadMirror, thread_id: str, op: str, observer: TurnObserver) -> None:
@@ -436,7 +448,7 @@ async def execute_turn(
                 config = {k: v for k, v in config.items() if k != "configurable"}  # type: ignore[assignment]
                 config["configurable"] = {"thread_id": thread_id}
         finally:
-            await drain_background()  # the node's own mirror write lands first, then the head
+            await _mirror_written(thread_id)  # the node's own mirror write lands first, then the head
             await _mirror_head(agent, mirror, thread_id, op, watcher)
     summary = _summary(snapshot.values, before, thread_id, snapshot.config["configurable"].get("checkpoint_id"))
     summary["recovery"] = recovery.notice() if recovery else None

