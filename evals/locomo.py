@@ -46,6 +46,7 @@ from memory.episodic.base import EpisodicEvent
 from memory.episodic.lance import LanceEpisodicStore
 from memory.retrieval import approx_tokens, format_episode
 from memory.service import MemoryService
+from memory.text import keyword_tokens
 
 DEFAULT_DATA = Path(
     os.environ.get("HERMES_LOCOMO_DATA")
@@ -75,6 +76,75 @@ def turn_text(turn: dict) -> str:
     if turn.get("blip_caption"):
         text += f" [shares a photo: {turn['blip_caption']}]"
     return text
+
+
+class RawTurnBM25:
+    """The baseline the memory stack must beat: plain BM25 (``bm25s``, Lucene scoring, English
+    stop words, Hermes's tokenizer) over one conversation's raw turns (``turn_text``), top-k,
+    no embeddings, no dates, no decay."""
+
+    def __init__(self, turns: list[tuple[int, datetime, dict]]) -> None:
+        import bm25s  # noqa: PLC0415 - only the eval needs it here
+        from bm25s.stopwords import STOPWORDS_EN  # noqa: PLC0415
+
+        self._stop = frozenset(STOPWORDS_EN)
+        self.ids = [t["dia_id"] for _, _, t in turns]
+        self.index = bm25s.BM25()
+        self.index.index([self._tokens(turn_text(t)) or ["_"] for _, _, t in turns], show_progress=False)
+
+    def _tokens(self, text: str) -> list[str]:
+        return [w for w in keyword_tokens(text) if w not in self._stop]
+
+    def search(self, question: str, k: int) -> list[str]:
+        """The ``dia_id`` of the best ``k`` turns for ``question`` (those scoring > 0)."""
+        terms = list(dict.fromkeys(self._tokens(question)))
+        if not terms:
+            return []
+        scores = self.index.get_scores(terms)
+        return [self.ids[i] for i in scores.argsort()[::-1][:k] if scores[i] > 0]
+
+
+class CachedEmbedder:
+    """An embedder whose vectors are kept in ``cache_dir`` (``vectors.npz``), keyed by
+    (embedder, passage|query, text): reruns of the suite skip the embedding time (the
+    vectors are the same: the model is deterministic). Eval-only; ``HERMES_EMBED_CACHE=DIR``."""
+
+    def __init__(self, inner, cache_dir: Path) -> None:
+        import numpy as np  # noqa: PLC0415
+
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.min_similarity = inner.min_similarity
+        if hasattr(inner, "min_similarity_cjk"):
+            self.min_similarity_cjk = inner.min_similarity_cjk
+        self.path = Path(cache_dir) / f"vectors-{inner.name}.npz"
+        self.cache: dict[str, list[float]] = {}
+        if self.path.exists():
+            z = np.load(self.path, allow_pickle=False)
+            self.cache = {str(k): [float(x) for x in v] for k, v in zip(z["keys"], z["vectors"])}
+        self._dirty = False
+
+    async def _get(self, kind: str, texts, fn) -> list:
+        keys = [f"{kind}\0{t}" for t in texts]
+        missing = [t for t, k in zip(texts, keys) if k not in self.cache]
+        if missing:
+            for t, v in zip(missing, await fn(missing)):
+                self.cache[f"{kind}\0{t}"] = list(v)
+            self._dirty = True
+        return [self.cache[k] for k in keys]
+
+    async def embed_passages(self, texts):
+        return await self._get("passage", list(texts), self.inner.embed_passages)
+
+    async def embed_queries(self, texts):
+        return await self._get("query", list(texts), self.inner.embed_queries)
+
+    def save(self) -> None:
+        import numpy as np  # noqa: PLC0415
+
+        if self._dirty:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            keys = list(self.cache)
+            np.savez(self.path, keys=np.array(keys), vectors=np.array([self.cache[k] for k in keys], dtype=np.float32))
 
 
 def evidence_ids(qa: dict) -> set[str]:
@@ -171,6 +241,8 @@ async def run(
         answerer = answer
     work = Path(tempfile.mkdtemp(prefix="hermes-locomo-"))
     embedder = make_embedder(embeddings)
+    if os.environ.get("HERMES_EMBED_CACHE"):
+        embedder = CachedEmbedder(embedder, Path(os.environ["HERMES_EMBED_CACHE"]))
     store = LanceEpisodicStore(
         work / "episodic.lance", embedder, half_life_days=half_life_days, ttl_days=100_000, optimize_every=10
     )
@@ -197,7 +269,7 @@ async def run(
                     text=turn_text(t),
                     created_at=when,
                     confidence=0.9,
-                    metadata={"dia_id": t["dia_id"], "session": session},
+                    metadata={"dia_id": t["dia_id"], "session": session, "speaker": t["speaker"]},
                 )
                 for s, when, t in turns
                 if s == session
@@ -205,6 +277,7 @@ async def run(
             await memory.write_events(events)
         t_ingest += time.perf_counter() - t0
         now = max(when for _, when, _ in turns) + timedelta(days=1)
+        baseline = RawTurnBM25(turns)
         for qa in qas:
             gold = evidence_ids(qa)
             cat = CATEGORIES.get(qa["category"], str(qa["category"]))
@@ -213,11 +286,13 @@ async def run(
             t_query += time.perf_counter() - t0
             got = [h.event.metadata.get("dia_id") for h in hits]
             block = [format_episode(h) for h in hits]
+            bm25 = baseline.search(qa["question"], kmax)
             for k in ks:
                 if gold:
                     found = gold & set(got[:k])
                     per_cat[cat][f"recall@{k}"].append(len(found) / len(gold))
                     per_cat[cat][f"all@{k}"].append(float(found == gold))
+                    per_cat[cat][f"bm25_recall@{k}"].append(len(gold & set(bm25[:k])) / len(gold))
                 per_cat[cat][f"tokens@{k}"].append(sum(approx_tokens(x) for x in block[:k]))
             per_cat[cat]["full_tokens"].append(full_tokens)
             row = {
@@ -227,6 +302,7 @@ async def run(
                 "question": qa["question"],
                 "evidence": sorted(gold),
                 "retrieved": got,
+                "bm25_retrieved": bm25,
                 **{f"recall@{k}": (len(gold & set(got[:k])) / len(gold)) if gold else None for k in ks},
             }
             if answerer is not None:  # pragma: no cover - needs an endpoint
@@ -248,6 +324,8 @@ async def run(
                 on_question(row)
     await store.close()
     shutil.rmtree(work, ignore_errors=True)
+    if isinstance(embedder, CachedEmbedder):
+        embedder.save()
 
     def mean(xs: list[float]) -> float:
         return round(sum(xs) / len(xs), 3) if xs else float("nan")
@@ -265,6 +343,10 @@ async def run(
         "questions": len(overall["full_tokens"]),
         **{m: mean(xs) for m, xs in overall.items()},
     }
+    for row in table.values():  # Hermes's lift over the raw-turn BM25 baseline, per k
+        for k in ks:
+            if f"recall@{k}" in row and f"bm25_recall@{k}" in row:
+                row[f"lift@{k}"] = round(row[f"recall@{k}"] - row[f"bm25_recall@{k}"], 3)
     return {
         "data": str(data_path.name),
         "conversations": len(samples),

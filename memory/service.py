@@ -25,7 +25,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from memory import fact_extraction, migrations, policy, task_outcome, triggers
+from memory import fact_extraction, migrations, observations, policy, task_outcome, triggers
 from memory.branch_origins import BranchOrigins, Inactive
 from memory.episodic.base import EpisodicEvent, EpisodicStore, ScoredEvent, utcnow
 from memory.held_writes import OP_TURN_PLAN, plan_from_payload, plan_payload
@@ -533,6 +533,7 @@ class MemoryService:
     async def _write_events(self, events: Sequence[EpisodicEvent], counts: dict[str, int]) -> list[str | None]:
         if not events:
             return []
+        observations.annotate(events)  # conversation turns get their observation (rules, no model)
         try:
             ids = await self._retrying(self.episodic.add_many, list(events))
         except Exception as exc:  # noqa: BLE001

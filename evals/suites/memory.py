@@ -9,6 +9,8 @@ memories only (hybrid vector + BM25, time decay). Metrics, in the anchor's terms
 
 * **evidence recall@k** per category (the share of the question's gold ``evidence`` turns among
   its k retrieved memories; ``all@k``: every evidence turn retrieved), k = 5 and 10;
+* **the baseline**: plain BM25 over the raw turns (top-k) and Hermes's **lift** over it, per
+  category and k;
 * **memory tokens** per question (the k-line memory block) vs the whole conversation;
 * **answer F1** (the LoCoMo scorer's normalisation and token F1), Hermes's retrieved memories vs
   the full conversation in the prompt — only when ``--base-url``/``--model`` name an
@@ -76,6 +78,8 @@ async def run(cfg: EvalConfig, report: Report) -> None:
     for k in KS:
         report.metric(f"recall@{k}", overall.get(f"recall@{k}"))
         report.metric(f"all@{k}", overall.get(f"all@{k}"))
+        report.metric(f"bm25_recall@{k}", overall.get(f"bm25_recall@{k}"))
+        report.metric(f"lift@{k}", overall.get(f"lift@{k}"))
     report.metric("memory_tokens@10", overall.get("tokens@10"))
     report.metric("full_context_tokens", overall.get("full_tokens"))
     report.metric("questions", overall["questions"])
@@ -97,7 +101,24 @@ async def run(cfg: EvalConfig, report: Report) -> None:
         "this suite — building that store takes minutes: `python -m evals.bench_memory_stores` "
         "(figures in `evals/README.md`, Memory)."
     )
-    header = ["category", "questions", "recall@5", "recall@10", "all@10", "memory tokens@10", "full tokens"]
+    report.text(
+        "Baseline: plain BM25 over the raw turns (`bm25s`, English stop words, top-k, no embeddings, no "
+        "decay; `evals.locomo.RawTurnBM25`). `lift@k` = Hermes's recall@k minus the baseline's: what the "
+        "memory stack adds over a keyword index of the transcript."
+    )
+    header = [
+        "category",
+        "questions",
+        "recall@5",
+        "recall@10",
+        "BM25 recall@5",
+        "BM25 recall@10",
+        "lift@5",
+        "lift@10",
+        "all@10",
+        "memory tokens@10",
+        "full tokens",
+    ]
     if answerer:
         header += ["F1 hermes", "F1 full context"]
     rows = []
@@ -108,6 +129,10 @@ async def run(cfg: EvalConfig, report: Report) -> None:
             v["questions"],
             v.get("recall@5", "-"),
             v.get("recall@10", "-"),
+            v.get("bm25_recall@5", "-"),
+            v.get("bm25_recall@10", "-"),
+            v.get("lift@5", "-"),
+            v.get("lift@10", "-"),
             v.get("all@10", "-"),
             v.get("tokens@10", "-"),
             v.get("full_tokens", "-"),

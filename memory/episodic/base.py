@@ -118,6 +118,14 @@ class ScoredEvent(BaseModel):
     vector: float | None = None
 
 
+def index_text(event: EpisodicEvent) -> str:
+    """What the store's indexes (keyword and vector) see for ``event``: its observation
+    (``metadata["index_text"]``, written by ``memory.observations.annotate``) when it has one,
+    else its text. The prompt always shows ``text``."""
+    value = (event.metadata or {}).get("index_text")
+    return value if isinstance(value, str) and value.strip() else event.text
+
+
 def time_decay(created_at: datetime, now: datetime, half_life_days: float = DEFAULT_HALF_LIFE_DAYS) -> float:
     """``DECAY_FLOOR + (1 - DECAY_FLOOR) · 0.5 ** (age_days / half_life_days)``, in (DECAY_FLOOR, 1].
     Future timestamps count as age 0. Raises ``ValueError`` if ``half_life_days <= 0``."""

@@ -59,6 +59,7 @@ from memory.episodic.base import (
     SearchMode,
     fuse,
     fusion_alpha,
+    index_text,
     utcnow,
 )
 from memory.episodic.lance_errors import EmbedderMismatch, EpisodicStoreDamaged, from_lance
@@ -112,6 +113,8 @@ class LanceEpisodicStore:
             (used once an index exists; measured at 100k rows: recall@10 0.96 unfiltered).
         optimize_every: commits of this process between automatic ``optimize`` calls (0 = never).
         vector_index_min_rows: rows from which ``optimize`` builds the vector index.
+        vector_on_index_text: embed an event's observation (``base.index_text``) instead of its
+            text; the keyword half always indexes the observation.
     """
 
     def __init__(
@@ -128,6 +131,7 @@ class LanceEpisodicStore:
         refine_factor: int = 3,
         optimize_every: int = 20,
         vector_index_min_rows: int = 20_000,
+        vector_on_index_text: bool = False,
     ) -> None:
         if not 0.0 <= alpha <= 1.0:
             raise ValueError("alpha must be in [0, 1]")
@@ -144,6 +148,7 @@ class LanceEpisodicStore:
         self.refine_factor = refine_factor
         self.optimize_every = optimize_every
         self.vector_index_min_rows = vector_index_min_rows
+        self.vector_on_index_text = vector_on_index_text
         self._tables: dict[int, Any] = {}  # per event loop: LanceDB handles are loop-bound
         self._commits = 0
         self._open_lock: asyncio.Lock | None = None
@@ -268,14 +273,14 @@ class LanceEpisodicStore:
             if key not in existing and key not in fresh:
                 fresh[key] = event
         if fresh:
-            vectors = await self.embedder.embed_passages([e.text for e in fresh.values()])
+            vectors = await self.embedder.embed_passages([self._vector_text(e) for e in fresh.values()])
             rows = [
                 {
                     "id": e.id,
                     "user_id": e.user_id,
                     "kind": e.kind,
                     "text": e.text,
-                    "kw": keyword_text(e.text),
+                    "kw": keyword_text(index_text(e)),
                     "dedupe": key,
                     "created_us": to_us(e.created_at),
                     "expired_us": 0,
@@ -295,6 +300,11 @@ class LanceEpisodicStore:
             if self.optimize_every and self._commits % self.optimize_every == 0:
                 await self._optimize_quietly()
         return [existing[key] for key in keys]
+
+    def _vector_text(self, event: EpisodicEvent) -> str:
+        # measured on LoCoMo (evals/README.md, Memory): the observation helps the keyword half;
+        # the vector half keeps the raw words unless ``vector_on_index_text``
+        return index_text(event) if self.vector_on_index_text else event.text
 
     async def _optimize_quietly(self) -> None:
         try:

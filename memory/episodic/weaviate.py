@@ -60,6 +60,7 @@ from memory.episodic.base import (
     ScoredEvent,
     SearchMode,
     fusion_alpha,
+    index_text,
     time_decay,
     utcnow,
 )
@@ -141,7 +142,7 @@ def event_to_properties(event: EpisodicEvent) -> dict[str, Any]:
         "user_id": event.user_id,
         "kind": event.kind,
         "text": event.text,
-        "kw": keyword_text(event.text),
+        "kw": keyword_text(index_text(event)),
         "content_hash": content_hash(event.text),
         "created_at": event.created_at,
         "confidence": event.confidence,

@@ -1,0 +1,123 @@
+"""Observations written beside conversation turns (issue 20; DESIGN §4.4): who, when and what
+a turn is about become searchable, by rules only, while the prompt keeps the turn's own words."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memory.embeddings import HashEmbedder
+from memory.episodic.base import EpisodicEvent, index_text
+from memory.episodic.lance import LanceEpisodicStore
+from memory.observations import annotate, named_entities, observe, third_person
+from memory.service import MemoryService
+
+MAY_8 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("said", "expected"),
+    [
+        ("I went to a support group", "Caroline went to a support group"),
+        ("I'm a counselor now", "Caroline is a counselor now"),
+        ("I’ve painted my dog", "Caroline has painted Caroline's dog"),
+        ("Tell me about it", "Tell Caroline about it"),
+        ("your painting is lovely", "Melanie's painting is lovely"),
+        ("You're so brave", "Melanie is so brave"),
+    ],
+)
+def test_first_and_second_person_become_the_names(said, expected):
+    assert third_person(said, "Caroline", "Melanie") == expected
+
+
+def test_without_an_addressee_second_person_is_left_as_said():
+    assert third_person("your painting", "Caroline") == "your painting"
+
+
+@pytest.mark.parametrize(
+    ("said", "resolved"),
+    [
+        ("I went there yesterday", "2023-05-07"),
+        ("I ran a charity race last Saturday", "2023-05-06"),
+        ("we moved two years ago", "2021"),
+        ("I start next month", "2023-06"),
+    ],
+)
+def test_relative_dates_are_resolved_against_the_turn_date(said, resolved):
+    obs = observe("Caroline", said, MAY_8)
+    assert resolved in obs.text
+    assert obs.text.startswith("2023-05-08 · ")
+
+
+def test_a_short_reply_carries_the_turn_it_answers():
+    obs = observe(
+        "Melanie",
+        "Wow, that's so cool!",
+        MAY_8,
+        addressee="Caroline",
+        previous=("Caroline", "I went to a pottery workshop with my kids."),
+    )
+    assert "pottery workshop" in obs.text
+    assert obs.text.startswith("2023-05-08 · Melanie: ")
+
+
+def test_a_long_self_contained_turn_does_not_carry_the_previous_one():
+    long_turn = (
+        "I finally finished the mural for the community center downtown, twelve panels about "
+        "migration, family, resilience and hope, painted over six weekends with volunteers."
+    )
+    obs = observe("Caroline", long_turn, MAY_8, previous=("Melanie", "Any news about the pottery class?"))
+    assert "pottery" not in obs.text
+
+
+def test_entities_are_the_speaker_the_addressee_and_the_names():
+    obs = observe("Caroline", "We hiked the Grand Canyon with Harry last week.", MAY_8, addressee="Melanie")
+    assert obs.entities[:2] == ("Caroline", "Melanie")
+    assert {"Grand Canyon", "Harry"} <= set(obs.entities)
+    assert named_entities("Wow. That is great. Oh, and Paris too.") == ["Paris"]
+
+
+def _turns(*said: tuple[str, str], session: int = 1) -> list[EpisodicEvent]:
+    return [
+        EpisodicEvent(
+            user_id="u",
+            kind="conversation",
+            text=f"{who}: {what}",
+            created_at=MAY_8,
+            confidence=0.9,
+            metadata={"session": session},
+        )
+        for who, what in said
+    ]
+
+
+def test_annotate_gives_each_turn_of_a_batch_its_observation():
+    events = _turns(("Caroline", "I adopted a puppy yesterday."), ("Melanie", "Aww, what's its name?"))
+    other = EpisodicEvent(user_id="u", kind="task", text="completed task: report", confidence=0.9)
+    assert annotate([*events, other]) == 2
+    first, second = (index_text(e) for e in events)
+    assert "Caroline adopted a puppy yesterday (2023-05-07)" in first
+    assert "puppy" in second and second.startswith("2023-05-08 · Melanie")  # what the reply is about
+    assert events[0].metadata["entities"][:2] == ["Caroline", "Melanie"]
+    assert index_text(other) == other.text and "index_text" not in other.metadata
+    assert events[0].text == "Caroline: I adopted a puppy yesterday."  # the prompt keeps the words
+
+
+async def test_a_turn_is_found_by_what_only_its_observation_says(tmp_path):
+    """The keyword half indexes the observation: the reply is found by the topic of the turn it
+    answers and by the resolved date; the memory shown is still the turn as said."""
+    store = LanceEpisodicStore(tmp_path / "e.lance", HashEmbedder(64), ttl_days=100_000)
+    memory = MemoryService(tmp_path, episodic=store)
+    events = _turns(
+        ("Caroline", "Guess what, I adopted a golden retriever puppy on Sunday!"),
+        ("Melanie", "Aww, that's adorable, so happy for you!"),
+        ("Caroline", "I also signed up for a pottery class yesterday."),
+    )
+    await memory.write_events(events)
+    now = datetime(2023, 5, 9, tzinfo=UTC)
+    hits = await store.search("u", "retriever", k=3, now=now, mode="keyword")
+    assert "Melanie: Aww, that's adorable, so happy for you!" in [h.event.text for h in hits]
+    hits = await store.search("u", "2023-05-07", k=1, now=now, mode="keyword")
+    assert [h.event.text for h in hits] == ["Caroline: I also signed up for a pottery class yesterday."]
+    await store.close()
