@@ -49,7 +49,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 OUT = Path(__file__).parent / "out"
 ROOT = Path(__file__).resolve().parents[1]
@@ -181,7 +181,7 @@ async def turn_worker(data: Path, url: str, threads: int, turns: int, ready: Pat
                 cfg: Any = {"configurable": {"thread_id": f"bench-{tag}-{n}"}}
                 for k in range(turns):
                     text = f"Record the value for k{n}x{k}."
-                    await agent.ainvoke({"messages": [HumanMessage(text)]}, cfg, context=context)
+                    await agent.ainvoke(cast(Any, {"messages": [HumanMessage(text)]}), cfg, context=context)
 
             await thread(-1)  # warm-up: imports, tables, the first spawn
             await resources.drain_background()

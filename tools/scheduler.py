@@ -465,11 +465,10 @@ async def fire_due(
     in id order. ``postgres_url``: where the schedule is (None: ``HERMES_POSTGRES_URL``; see
     :mod:`tools.builtin.reminder_store`)."""
     owner = owner or process_owner(postgres_url)
-    pg = {"postgres_url": postgres_url}
     out: list[Firing] = []
-    for due in await asyncio.to_thread(due_reminders, data_dir, now, **pg):
+    for due in await asyncio.to_thread(due_reminders, data_dir, now, postgres_url=postgres_url):
         won = await asyncio.to_thread(
-            partial(mark_fired, now=now, owner=owner, skipped=due.skipped_periods, **pg),
+            partial(mark_fired, now=now, owner=owner, skipped=due.skipped_periods, postgres_url=postgres_url),
             data_dir,
             due.reminder_id,
             due.period,
@@ -488,7 +487,7 @@ async def fire_due(
         except asyncio.CancelledError:
             await asyncio.shield(
                 asyncio.to_thread(
-                    partial(record_outcome, ok=False, detail="cancelled", now=now, **pg),
+                    partial(record_outcome, ok=False, detail="cancelled", now=now, postgres_url=postgres_url),
                     data_dir,
                     due.reminder_id,
                     due.period,
@@ -498,7 +497,7 @@ async def fire_due(
         except Exception as exc:  # noqa: BLE001 - reported in the Firing, retried at the next check
             result, ok, detail = {}, False, f"{type(exc).__name__}: {exc}"
         again = await asyncio.to_thread(
-            partial(record_outcome, ok=ok, detail=detail, now=now, retry=retry, **pg),
+            partial(record_outcome, ok=ok, detail=detail, now=now, retry=retry, postgres_url=postgres_url),
             data_dir,
             due.reminder_id,
             due.period,
@@ -506,7 +505,9 @@ async def fire_due(
         outcome = (
             ("delivered" if due.action.get("kind") == "notify" else "done") if ok else ("retry" if again else "failed")
         )
-        await asyncio.to_thread(partial(record_delivery, outcome=outcome, detail=detail, now=now, **pg), data_dir, due)
+        await asyncio.to_thread(
+            partial(record_delivery, outcome=outcome, detail=detail, now=now, postgres_url=postgres_url), data_dir, due
+        )
         result.setdefault("notice", due.notice())
         out.append(Firing(due, "fired" if ok else "failed", detail, will_retry=again, result=result))
     return out

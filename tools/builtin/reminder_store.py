@@ -251,7 +251,7 @@ class PostgresSchedule(ScheduleDb):
             raise
 
     def execute(self, sql: str, params: tuple | list = ()) -> Any:
-        return self.con.execute(sql.replace("%", "%%").replace("?", "%s"), params)  # type: ignore[arg-type]
+        return self.con.execute(sql.replace("%", "%%").replace("?", "%s"), params)
 
     def begin(self) -> None:
         self.con.execute("BEGIN")
