@@ -91,6 +91,9 @@ def run(
                 new_request=again,
             )
         )
+        # printed before the exit drains the turn's memory write (held durably in the memory
+        # queue; its embedding finishes after the answer, DESIGN §4.8): raises typer.Exit
+        finish(result, json_out, 0, context)
 
     code = run_sync(guarded(go, context, thread_id, json_out), thread_id)
     finish(result, json_out, code, context)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from graph.branches import Branches
 from graph.cli import app
+from graph.cli.checkpoint_reader import CheckpointReader
 from tools import scheduler  # the reminders commands import what they use from it when they run
 
 runner = CliRunner()
@@ -65,7 +65,7 @@ CASES = {
         "a bug somewhere",
     ),
     "session_list_bug": (
-        lambda d, mp: (checkpoint_file(d), mp.setattr(Branches, "threads", aboom)),
+        lambda d, mp: (checkpoint_file(d), mp.setattr(CheckpointReader, "threads", aboom)),
         ["session", "list"],
         "a bug somewhere",
     ),

@@ -114,3 +114,39 @@ async def test_the_answer_does_not_wait_for_the_passage_embedding(scripted, data
         await resources.drain_background()
     assert any("green tea" in e.text for e in await memory.episodic.list(ctx.user_id))
     assert await RetryQueue.in_dir(data_dir)._list("held") == []
+
+
+@pytest.mark.slow  # a turn through the real graph, SQLite and LanceDB
+def test_hermes_run_prints_the_answer_before_its_memory_write_ends(scripted, data_dir):
+    import json
+    import sys
+
+    from typer.testing import CliRunner
+
+    from graph.cli import app
+
+    ctx = scripted([AIMessage("Noted: green tea.")], embeddings="hash")
+    printed_first: list[bool] = []
+
+    class Peek(HashEmbedder):
+        async def embed_passages(self, texts):
+            # the embedding ends only once the answer is printed (or after ~10 s of waiting for it)
+            for _ in range(1000):
+                sys.stdout.flush()
+                if "Noted: green tea." in sys.stdout.buffer.getvalue().decode():  # type: ignore[attr-defined]
+                    printed_first.append(True)
+                    break
+                await asyncio.sleep(0.01)
+            else:
+                printed_first.append(False)
+            return await super().embed_passages(texts)
+
+    resources.get_memory(ctx).episodic.embedder = Peek()  # type: ignore[attr-defined]
+    result = CliRunner().invoke(
+        app,
+        ["run", "I prefer green tea. Please note it.", "--model", ctx.model, "--data-dir", str(data_dir), "--json"],
+        env={"HERMES_EMBEDDINGS": "hash"},
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output.strip().splitlines()[-1])["answer"] == "Noted: green tea."
+    assert printed_first == [True]  # the answer was printed while its memory write was still going on
