@@ -117,6 +117,12 @@ def named_entities(text: str) -> list[str]:
     return list(out)
 
 
+def query_names(query: str) -> frozenset[str]:
+    """The names ``query`` mentions (:func:`named_entities`), case-folded: matched against the
+    speakers of conversation turns (``memory.episodic.base.speaker_weight``)."""
+    return frozenset(n.casefold() for n in named_entities(query))
+
+
 def content_words(text: str) -> list[str]:
     """Lower-cased words of ``text`` that are not function words (``_STOP``)."""
     return [w for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in _STOP]

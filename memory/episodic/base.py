@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 from uuid import uuid4
@@ -108,7 +108,7 @@ class EpisodicEvent(BaseModel):
 
 class ScoredEvent(BaseModel):
     """A search hit. ``keyword``/``vector``: each half's normalised score (``None`` = not found
-    by that half); ``relevance``: their fusion; ``decay``: the time weight; ``score``: product."""
+    by that half); ``relevance``: their fusion; ``decay``: the time weight; ``score``: their product × ``speaker_weight``."""
 
     event: EpisodicEvent
     relevance: float
@@ -116,6 +116,22 @@ class ScoredEvent(BaseModel):
     score: float
     keyword: float | None = None
     vector: float | None = None
+
+
+#: Score factor of a conversation turn spoken by someone the query names: "what does Melanie
+#: paint?" is first about what Melanie said (measured on LoCoMo: evidence recall@10 +0.02;
+#: ×3 adds little more). The speaker is the event's first entity link (``memory.observations``).
+SPEAKER_BOOST: float = 2.0
+
+
+def speaker_weight(event: EpisodicEvent, names: Collection[str]) -> float:
+    """:data:`SPEAKER_BOOST` if ``event``'s speaker (``metadata["entities"][0]``, case-folded)
+    is among ``names`` (case-folded names the query mentions), else 1.0."""
+    if not names:
+        return 1.0
+    links = (event.metadata or {}).get("entities")
+    speaker = links[0] if isinstance(links, list) and links and isinstance(links[0], str) else ""
+    return SPEAKER_BOOST if speaker and speaker.casefold() in names else 1.0
 
 
 def index_text(event: EpisodicEvent) -> str:
@@ -160,10 +176,12 @@ def fuse(
     half_life_days: float,
     k: int,
     min_similarity: float | None = None,
+    names: Collection[str] = (),
 ) -> list[ScoredEvent]:
     """Relative-score fusion × time decay (module docstring). ``keyword``/``vector``: id →
     (event, raw score: BM25 / cosine similarity). Vector-only hits under ``min_similarity``
-    are dropped. Returns the best ``k``, score descending (ties: newer first)."""
+    are dropped. ``names``: case-folded names the query mentions (:func:`speaker_weight`).
+    Returns the best ``k``, score descending (ties: newer first)."""
     if min_similarity is not None:
         vector = {i: v for i, v in vector.items() if i in keyword or v[1] >= min_similarity}
     kw = _minmax({i: s for i, (_, s) in keyword.items()})
@@ -185,7 +203,7 @@ def fuse(
                 event=event,
                 relevance=relevance,
                 decay=weight,
-                score=relevance * weight,
+                score=relevance * weight * speaker_weight(event, names),
                 keyword=kw.get(i),
                 vector=vec.get(i),
             )

@@ -74,6 +74,7 @@ from memory.episodic.lance_table import (
     to_us,
 )
 from memory.migrations import MemoryStoreError
+from memory.observations import query_names
 from memory.text import keyword_text, query_terms
 
 log = logging.getLogger(__name__)
@@ -435,6 +436,7 @@ class LanceEpisodicStore:
             half_life_days=self.half_life_days,
             k=k,
             min_similarity=similarity_floor(self.embedder, query) if mode == "hybrid" else None,
+            names=query_names(query),
         )
 
     @staticmethod

@@ -36,7 +36,7 @@ from __future__ import annotations
 import builtins
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -61,9 +61,11 @@ from memory.episodic.base import (
     SearchMode,
     fusion_alpha,
     index_text,
+    speaker_weight,
     time_decay,
     utcnow,
 )
+from memory.observations import query_names
 from memory.text import content_hash, keyword_text, query_terms
 
 log = logging.getLogger(__name__)
@@ -367,7 +369,7 @@ class WeaviateEpisodicStore:
                 limit=limit,
                 return_metadata=MetadataQuery(score=True),
             )
-        return rank_objects(result.objects, now, self.half_life_days, k)
+        return rank_objects(result.objects, now, self.half_life_days, k, query_names(query))
 
     async def get(self, user_id: str, event_id: str) -> EpisodicEvent | None:
         coll = await self._coll()
@@ -441,10 +443,12 @@ class WeaviateEpisodicStore:
         return int(result.total_count or 0)
 
 
-def rank_objects(objects: Sequence[Any], now: datetime, half_life_days: float, k: int) -> builtins.list[ScoredEvent]:
-    """Weaviate result objects → the ``k`` best ``ScoredEvent`` by ``score × decay weight``.
-    Relevance: the fused/BM25 score, or ``1 - distance`` for a vector query; malformed
-    objects are skipped."""
+def rank_objects(
+    objects: Sequence[Any], now: datetime, half_life_days: float, k: int, names: Collection[str] = ()
+) -> builtins.list[ScoredEvent]:
+    """Weaviate result objects → the ``k`` best ``ScoredEvent`` by ``score × decay weight``
+    (× ``speaker_weight`` for the case-folded ``names`` the query mentions). Relevance: the
+    fused/BM25 score, or ``1 - distance`` for a vector query; malformed objects are skipped."""
     hits: list[ScoredEvent] = []
     for obj in objects:
         try:
@@ -456,6 +460,7 @@ def rank_objects(objects: Sequence[Any], now: datetime, half_life_days: float, k
         score, distance = getattr(meta, "score", None), getattr(meta, "distance", None)
         relevance = float(score) if score is not None else (1.0 - float(distance) if distance is not None else 1.0)
         weight = time_decay(event.created_at, now, half_life_days)
-        hits.append(ScoredEvent(event=event, relevance=relevance, decay=weight, score=relevance * weight))
+        score = relevance * weight * speaker_weight(event, names)
+        hits.append(ScoredEvent(event=event, relevance=relevance, decay=weight, score=score))
     hits.sort(key=lambda h: (h.score, h.event.created_at), reverse=True)
     return hits[:k]

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 
 from memory.embeddings import HashEmbedder
-from memory.episodic.base import EpisodicEvent, index_text
+from memory.episodic.base import SPEAKER_BOOST, EpisodicEvent, fuse, index_text, speaker_weight
 from memory.episodic.lance import LanceEpisodicStore
-from memory.observations import annotate, named_entities, observe, third_person
+from memory.observations import annotate, named_entities, observe, query_names, third_person
 from memory.service import MemoryService
 
 MAY_8 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -121,3 +121,33 @@ async def test_a_turn_is_found_by_what_only_its_observation_says(tmp_path):
     hits = await store.search("u", "2023-05-07", k=1, now=now, mode="keyword")
     assert [h.event.text for h in hits] == ["Caroline: I also signed up for a pottery class yesterday."]
     await store.close()
+
+
+def _said(who: str, what: str, minute: int) -> EpisodicEvent:
+    [event] = _turns((who, what))
+    event.created_at = MAY_8.replace(minute=minute)
+    annotate([event])
+    return event
+
+
+def test_a_turn_spoken_by_the_person_the_query_names_ranks_first():
+    """Entity link: "what does Melanie paint?" is first about what Melanie said, even when
+    another turn matches as well and is newer."""
+    hers = _said("Melanie", "I paint lakes at dawn.", 1)
+    other = _said("Caroline", "Melanie paints lakes at dawn.", 2)
+    scores = {hers.id: (hers, 1.0), other.id: (other, 1.0)}
+    now = datetime(2023, 5, 9, tzinfo=UTC)
+    names = query_names("What does Melanie paint?")
+    assert names == {"melanie"}
+    ranked = fuse(scores, {}, alpha=0.5, now=now, half_life_days=14, k=2, names=names)
+    assert [h.event.id for h in ranked] == [hers.id, other.id]
+    assert ranked[0].score == pytest.approx(SPEAKER_BOOST * ranked[1].score, rel=1e-3)
+    plain = fuse(scores, {}, alpha=0.5, now=now, half_life_days=14, k=2, names=query_names("what is painted?"))
+    assert [h.event.id for h in plain] == [other.id, hers.id]  # no name: the newer first
+
+
+def test_speaker_weight_reads_the_first_entity_link_only():
+    event = _said("Caroline", "I met Melanie at the park.", 1)
+    assert speaker_weight(event, {"caroline"}) == SPEAKER_BOOST
+    assert speaker_weight(event, {"melanie"}) == 1.0  # mentioned, not the speaker
+    assert speaker_weight(EpisodicEvent(user_id="u", kind="task", text="x", confidence=0.9), {"caroline"}) == 1.0
