@@ -15,6 +15,7 @@ archive layers, the token budget — is ``graph.window``.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import date, datetime
 from typing import Any
 
@@ -127,8 +128,9 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
         goal = goal if isinstance(goal, str) else str(last.content)
         # the session write_memory files this run's memories under (NO_THREAD without a thread)
         thread_id = run_thread_id() or NO_THREAD
-        try:
-            memories = await get_memory(context).recall(
+
+        async def recall() -> list[str]:
+            return await get_memory(context).recall(
                 context.user_id,
                 goal,
                 k=3,
@@ -143,8 +145,9 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
                 # a memory of a tool whose parameters changed since is marked stale
                 tool_versions={s.name: schema_hash(s.parameters) for s in registry.specs()},
             )
-        except Exception:  # memory must never block the answer (DESIGN §4)
-            memories = []
+
+        # the recall (its query embedding runs in a worker thread) overlaps the rest of this node
+        recalling = asyncio.ensure_future(recall())
         specs = registry.specs()
         steps = sorted(required_steps(goal, specs))
         intent = tag_intent(goal, specs)
@@ -164,6 +167,10 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
         else:
             new_messages = [tagged]
         new_lines, archived = archive_lines(messages, state.archived_turns)
+        try:
+            memories = await recalling
+        except Exception:  # memory must never block the answer (DESIGN §4)
+            memories = []
         update.update(
             messages=new_messages,
             metrics={"intents": {intent: 1}},
