@@ -3,7 +3,8 @@ and ``hermes serve`` processes, each with its own data directory (as on separate
 started together on one real PostgreSQL (pgserver), fire each reminder period exactly once — one
 notice per reminder and period across all of their outputs, every firing claimed once (attempt
 1, state done), no ``reminders.db`` anywhere — and a worker killed with kill -9 holding a claim
-has its claim taken over by another worker (its lease, a session advisory lock, ended with it)."""
+has its claim taken over by another worker (its lease, a session advisory lock, ended with it);
+the schedule tools, run in the executor's worker, use the toolbox's database."""
 
 from __future__ import annotations
 
@@ -140,3 +141,31 @@ def test_a_claim_of_a_worker_killed_mid_firing_is_taken_over(tmp_path, postgres_
     assert not mark_fired(tmp_path, r["id"], "2026-02", now=when, owner="third", postgres_url=postgres_url)
     [row] = firing_history(tmp_path, postgres_url=postgres_url)
     assert (row["state"], row["attempts"]) == ("claimed", 2)
+
+
+async def test_the_schedule_tools_in_the_executors_worker_use_the_toolboxs_postgres(
+    tmp_path, postgres_url, monkeypatch
+):
+    """``schedule_reminder`` and ``list_reminders`` run in the subprocess executor's worker: with
+    the toolbox opened on PostgreSQL (the URL given, not in the environment) they write and read
+    the shared schedule, not ``reminders.db``; a model cannot name another database."""
+    from tools.scheduler import stored_reminders
+    from tools.toolbox import Toolbox
+
+    monkeypatch.delenv("HERMES_POSTGRES_URL", raising=False)
+    box = await Toolbox.open(tmp_path, postgres_url=postgres_url)
+    try:
+        made = await box.registry.call(
+            "schedule_reminder", {"text": "water the plants", "day_of_month": 3, "time": "10:00"}, "r1"
+        )
+        listed = await box.registry.call("list_reminders", {}, "r2")
+        sneaky = await box.registry.call(
+            "schedule_reminder", {"text": "x", "postgres_url": "postgresql://elsewhere/db"}, "r3"
+        )
+    finally:
+        await box.aclose()
+    assert made.status == "ok" and listed.status == "ok", (made.error, listed.error)
+    assert [r["text"] for r in listed.content["reminders"]] == ["water the plants"]
+    assert [r["text"] for r in stored_reminders(tmp_path, postgres_url=postgres_url)] == ["water the plants"]
+    assert sneaky.error_kind == "invalid_arguments"
+    assert not (tmp_path / "reminders.db").exists()
