@@ -92,3 +92,23 @@ def correct_claims(answer: str, unbacked: Sequence[tuple[str, str | None]], done
         lines.append(f"Not done: “{sentence[:200]}” — {why}.")
     lines.append("Done: " + (", ".join(done_effects) if done_effects else "no action with an effect") + ".")
     return "\n".join(lines)
+
+
+# the speaker announcing what it will do next: "I will now query …", "Let me check", "Je vais …"
+_ANNOUNCES = re.compile(
+    r"\b(?:I|we)\s*(?:'ll|\s+will|\s+am\s+going\s+to|'m\s+going\s+to|\s+are\s+going\s+to|\s+shall)\s+(?:now\s+)?"
+    r"(?!not\b|be\s+happy\b)\w+"
+    r"|\blet\s+me\s+(?!know\b)\w+|\blet's\s+\w+|\bI\s+need\s+to\s+(?:run|query|check|look|read|call|fetch)\b"
+    r"|\bje\s+vais\b|\bnous\s+allons\b|\bich\s+werde\b|\bwir\s+werden\b|\blass\s+(?:mich|uns)\b"
+    r"|\bvoy\s+a\b|\bvamos\s+a\b|我将|我会|我来|让我|接下来我|確認します|調べます|してみます",
+    re.I,
+)
+
+
+def announces_action(answer: str) -> bool:
+    """True when ``answer`` announces what the speaker will do next ("I will now adjust my
+    approach by querying …", "Let me check the table", "Je vais interroger …", 让我查询一下)
+    instead of giving a result: a narration, not an answer. "Let me know …" is no announcement.
+    Measured (Qwen2.5-Coder-1.5B, Chinook): sent to read, the model answered "I will now adjust
+    my approach by querying the 'Country' table directly" — and the run stopped as unanswered."""
+    return bool(_ANNOUNCES.search(answer or ""))

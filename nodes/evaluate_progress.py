@@ -54,7 +54,7 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from graph.claimed_effects import correct_claims, unbacked_claims
+from graph.claimed_effects import announces_action, correct_claims, unbacked_claims
 from graph.context import Context
 from graph.progress import (
     artifacts,
@@ -440,10 +440,15 @@ def judge_answer(
         }
     # the same kind of problem in an earlier answer of this goal: it was sent back once already
     before = [verdict(str(work[i].content), i) for i in earlier_answers(work)[:-1]]
-    again = (not check.grounded and any(not b.grounded for b in before)) or (
+    # an answer that only announces its next step ("I will now query …") is a narration, not a
+    # second ungrounded answer: the model is sent to read again (a call is then required, and
+    # the round cap and the repeat limit bound it)
+    announced = not check.grounded and announces_action(said)
+    again = (not check.grounded and not announced and any(not b.grounded for b in before)) or (
         check.grounded and any(b.grounded and not b.ok for b in before)
     )
-    stalled = state.stalled_rounds + 1
+    # the announcement is no stall of its own: the call it is sent to make is judged next
+    stalled = state.stalled_rounds + (0 if announced else 1)
     problems = "; ".join(check.problems())
     if (
         again

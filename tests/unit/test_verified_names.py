@@ -262,3 +262,56 @@ def test_a_query_asked_for_is_an_answer(goal):
 
     answer = "```sql\nSELECT COUNT(*) FROM customers\n```"
     assert verify(answer, goal, "question", [], [QUERY_DATABASE]).ok
+
+
+# --- an announced next step is a narration, not a second answer -------------------------------------
+
+
+async def test_an_announced_next_step_after_a_send_back_is_sent_to_read_again(scripted, db):
+    """Measured (Chinook): sent to read, the model repeated its failing query, then answered "I
+    will now adjust my approach by querying the 'Country' table directly." — and the run stopped
+    as unanswered. An announcement is no answer: the model reads again and answers."""
+    box = FakeToolbox()
+    box.add_spec(QUERY_DATABASE, lambda sql: query_database(sql, database=str(db)))
+    good = "SELECT COUNT(*) FROM customers"
+    count = query_database(good, database=str(db))["rows"][0][0]
+    ctx = scripted(
+        [
+            tool_call("query_database", {"sql": "SELECT CountryName FROM customers"}, "q1"),  # fails
+            AIMessage("The top countries are: USA, Canada and Italy."),  # no data read: sent to read
+            tool_call("query_database", {"sql": "SELECT CountryName FROM customers"}, "q2"),  # fails again
+            AIMessage("I will now adjust my approach by querying the customers table directly."),
+            tool_call("query_database", {"sql": good}, "q3"),
+            AIMessage(f"There are {count} customers."),
+        ],
+        box,
+        embeddings="hash",
+    )
+    out = await make_graph(InMemorySaver()).ainvoke(
+        {"messages": [HumanMessage("How many customers are there?")]},
+        {"configurable": {"thread_id": "t"}},
+        context=ctx,
+    )
+    await resources.drain_background()
+    assert scripted.models[ctx.model].offers[4] == ["query_database"]  # after the announcement: read
+    assert out["stop_reason"] is None and out["messages"][-1].content == f"There are {count} customers."
+
+
+@pytest.mark.parametrize(
+    "text, announces",
+    [
+        ("I will now adjust my approach by querying the Country table directly.", True),
+        ("Let me check the Invoice table.", True),
+        ("I'll run the query now.", True),
+        ("Je vais interroger la table des factures.", True),
+        ("Ich werde die Tabelle abfragen.", True),
+        ("让我查询一下。", True),
+        ("There are 8 customers. Let me know if you need more.", False),
+        ("I will not guess.", False),
+        ("There are 8 customers in Canada.", False),
+    ],
+)
+def test_what_announces_a_next_step(text, announces):
+    from graph.claimed_effects import announces_action
+
+    assert announces_action(text) is announces
