@@ -33,8 +33,10 @@ from memory.semantic import Fact
 
 #: Default budget of the memory block, tokens (approximate).
 DEFAULT_MEMORY_TOKENS: int = 400
-#: Characters of one memory line at most (longer texts are cut with "…").
-MAX_LINE_CHARS: int = 400
+#: Characters of one memory line's text at most (longer texts are cut with "…"). 250 keeps ten
+#: recalled conversation turns under 600 tokens with their labels (LoCoMo: 593 on average; at
+#: 400, 631); one turn in ten is longer (evals/README.md, Memory).
+MAX_LINE_CHARS: int = 250
 
 
 def approx_tokens(text: str) -> int:

@@ -115,7 +115,7 @@ class LanceEpisodicStore:
         optimize_every: commits of this process between automatic ``optimize`` calls (0 = never).
         vector_index_min_rows: rows from which ``optimize`` builds the vector index.
         vector_on_index_text: embed an event's observation (``base.index_text``) instead of its
-            text; the keyword half always indexes the observation.
+            text (default; False: its text); the keyword half always indexes the observation.
     """
 
     def __init__(
@@ -132,7 +132,7 @@ class LanceEpisodicStore:
         refine_factor: int = 3,
         optimize_every: int = 20,
         vector_index_min_rows: int = 20_000,
-        vector_on_index_text: bool = False,
+        vector_on_index_text: bool = True,
     ) -> None:
         if not 0.0 <= alpha <= 1.0:
             raise ValueError("alpha must be in [0, 1]")
@@ -303,8 +303,8 @@ class LanceEpisodicStore:
         return [existing[key] for key in keys]
 
     def _vector_text(self, event: EpisodicEvent) -> str:
-        # measured on LoCoMo (evals/README.md, Memory): the observation helps the keyword half;
-        # the vector half keeps the raw words unless ``vector_on_index_text``
+        # measured on LoCoMo (evals/README.md, Memory): the observation helps both halves
+        # (evidence recall@10 +0.05 from the vector half alone)
         return index_text(event) if self.vector_on_index_text else event.text
 
     async def _optimize_quietly(self) -> None:

@@ -104,10 +104,22 @@ def test_annotate_gives_each_turn_of_a_batch_its_observation():
     assert events[0].text == "Caroline: I adopted a puppy yesterday."  # the prompt keeps the words
 
 
+class _Recording(HashEmbedder):
+    """The lexical hash embedder, remembering the passages it embedded."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim)
+        self.seen: list[str] = []
+
+    async def embed_passages(self, texts):
+        self.seen += list(texts)
+        return await super().embed_passages(texts)
+
+
 async def test_a_turn_is_found_by_what_only_its_observation_says(tmp_path):
     """The keyword half indexes the observation: the reply is found by the topic of the turn it
     answers and by the resolved date; the memory shown is still the turn as said."""
-    store = LanceEpisodicStore(tmp_path / "e.lance", HashEmbedder(64), ttl_days=100_000)
+    store = LanceEpisodicStore(tmp_path / "e.lance", _Recording(64), ttl_days=100_000)
     memory = MemoryService(tmp_path, episodic=store)
     events = _turns(
         ("Caroline", "Guess what, I adopted a golden retriever puppy on Sunday!"),
@@ -120,6 +132,8 @@ async def test_a_turn_is_found_by_what_only_its_observation_says(tmp_path):
     assert "Melanie: Aww, that's adorable, so happy for you!" in [h.event.text for h in hits]
     hits = await store.search("u", "2023-05-07", k=1, now=now, mode="keyword")
     assert [h.event.text for h in hits] == ["Caroline: I also signed up for a pottery class yesterday."]
+    # the vector half embeds the observation too (the reply's vector is about the puppy)
+    assert index_text(events[1]) in store.embedder.seen and events[1].text not in store.embedder.seen
     await store.close()
 
 
@@ -151,3 +165,12 @@ def test_speaker_weight_reads_the_first_entity_link_only():
     assert speaker_weight(event, {"caroline"}) == SPEAKER_BOOST
     assert speaker_weight(event, {"melanie"}) == 1.0  # mentioned, not the speaker
     assert speaker_weight(EpisodicEvent(user_id="u", kind="task", text="x", confidence=0.9), {"caroline"}) == 1.0
+
+
+def test_a_long_turn_is_clipped_so_ten_lines_stay_within_600_tokens():
+    from memory.retrieval import MAX_LINE_CHARS, approx_tokens, format_episode
+
+    [event] = _turns(("Caroline", "word " * 200))
+    line = format_episode(event)
+    assert line.endswith("…") and len(line.split("] ", 1)[1]) <= MAX_LINE_CHARS
+    assert 10 * approx_tokens(line) <= 900  # the longest; LoCoMo's ten recalled lines average 593
