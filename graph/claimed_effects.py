@@ -112,3 +112,14 @@ def announces_action(answer: str) -> bool:
     Measured (Qwen2.5-Coder-1.5B, Chinook): sent to read, the model answered "I will now adjust
     my approach by querying the 'Country' table directly" — and the run stopped as unanswered."""
     return bool(_ANNOUNCES.search(answer or ""))
+
+
+def repeats_result(answer: str, texts: Iterable[str], least: int = 40) -> bool:
+    """True when ``answer`` is a tool result's own words (at least ``least`` characters of it,
+    compared with whitespace collapsed, appear in one of ``texts``): the model repeated a note
+    such as "No rows, although … query again" instead of acting on it. Measured (Qwen2.5-Coder
+    -1.5B): twice in a row, the answer was the query tool's note about a wrong join."""
+    said = " ".join((answer or "").split())
+    if len(said) < least:
+        return False
+    return any(said[:200] in " ".join(text.split()).replace('\\"', '"') for text in texts)

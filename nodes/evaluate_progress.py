@@ -54,7 +54,7 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from graph.claimed_effects import announces_action, correct_claims, unbacked_claims
+from graph.claimed_effects import announces_action, correct_claims, repeats_result, unbacked_claims
 from graph.context import Context
 from graph.progress import (
     artifacts,
@@ -440,25 +440,36 @@ def judge_answer(
         }
     # the same kind of problem in an earlier answer of this goal: it was sent back once already
     before = [verdict(str(work[i].content), i) for i in earlier_answers(work)[:-1]]
-    # an answer that only announces its next step ("I will now query …") is a narration, not a
-    # second ungrounded answer: the model is sent to read again (a call is then required, and
-    # the round cap and the repeat limit bound it)
-    announced = not check.grounded and announces_action(said)
-    again = (not check.grounded and not announced and any(not b.grounded for b in before)) or (
-        check.grounded and any(b.grounded and not b.ok for b in before)
+    # an answer that only announces its next step ("I will now query …") or repeats a tool's
+    # own note is a narration, not an answer sent back before: the model is sent to read again,
+    # a call required (the round cap and the repeat limit bound it), at no stall of its own
+    narration = announces_action(said) or repeats_result(said, [r.text for r in results])
+    again = not narration and (
+        (not check.grounded and any(not b.grounded for b in before))
+        or (check.grounded and any(b.grounded and not b.ok for b in before))
     )
-    # the announcement is no stall of its own: the call it is sent to make is judged next
-    stalled = state.stalled_rounds + (0 if announced else 1)
+    stalled = state.stalled_rounds + (0 if narration else 1)
     problems = "; ".join(check.problems())
     if (
         again
         or stalled >= MAX_STALLED_ROUNDS
         or state.tool_rounds >= context.max_tool_rounds
-        or (not check.grounded and not readers)
+        or ((not check.grounded or narration) and not readers)
     ):
         return {
             "stop_reason": f"{UNVERIFIED_ANSWER}: {'; '.join(check.problems(quote=False))}",
             "stalled_rounds": stalled,
+        }
+    if narration:
+        return {
+            "stalled_rounds": stalled,
+            "blocked_tools": sorted({s.name for s in specs} - set(readers)),
+            "must_call_tool": True,
+            "progress_note": (
+                f"Your reply is no answer (it describes a step or repeats a tool's note): {problems}. Do what "
+                f"the results say now: call {' or '.join(readers[:3])} with corrected arguments, then answer "
+                "from its rows only."
+            ),
         }
     if not check.grounded:
         return {

@@ -315,3 +315,38 @@ def test_what_announces_a_next_step(text, announces):
     from graph.claimed_effects import announces_action
 
     assert announces_action(text) is announces
+
+
+async def test_an_answer_repeating_the_tools_note_is_sent_to_act_on_it(scripted, db):
+    """Measured (the sales database): a join of an id to a name found nothing; the tool's note
+    said so and asked for another query, and the model answered with the note itself, twice."""
+    from tests.conftest import DEMO_END_MONTH
+
+    box = FakeToolbox()
+    box.add_spec(QUERY_DATABASE, lambda sql: query_database(sql, database=str(db)))
+    bad = (
+        "SELECT p.name, SUM(sl.revenue) FROM products p JOIN sales_lines sl ON p.product_id = sl.product "
+        f"WHERE sl.order_date LIKE '{DEMO_END_MONTH}-%' GROUP BY p.name"
+    )
+    good = f"SELECT ROUND(SUM(revenue), 2) FROM sales_lines WHERE order_date LIKE '{DEMO_END_MONTH}-%'"
+    note = query_database(bad, database=str(db))["note"]
+    total = query_database(good, database=str(db))["rows"][0][0]
+    ctx = scripted(
+        [
+            tool_call("query_database", {"sql": bad}, "q1"),
+            AIMessage(note),  # the tool's note as the answer
+            tool_call("query_database", {"sql": good}, "q2"),
+            AIMessage(f"Revenue in {DEMO_END_MONTH} was {total:,.2f}."),
+        ],
+        box,
+        embeddings="hash",
+    )
+    out = await make_graph(InMemorySaver()).ainvoke(
+        {"messages": [HumanMessage(f"What was our revenue in {DEMO_END_MONTH}?")]},
+        {"configurable": {"thread_id": "t"}},
+        context=ctx,
+    )
+    await resources.drain_background()
+    model = scripted.models[ctx.model]
+    assert model.offers[2] == ["query_database"] and "no answer" in model.seen[2][-1].content
+    assert out["stop_reason"] is None and out["messages"][-1].content.startswith(f"Revenue in {DEMO_END_MONTH}")
