@@ -352,12 +352,19 @@ def hands_over(answer: str, goal: str) -> bool:
 
 
 def check_answer(
-    answer: str, goal: str, results: Sequence[Result], *, needs_data: bool, period_asked: bool = False
+    answer: str,
+    goal: str,
+    results: Sequence[Result],
+    *,
+    needs_data: bool,
+    period_asked: bool = False,
+    request: str = "",
 ) -> Check:
     """Check ``answer`` against the goal's ``results`` (module docstring). ``needs_data``: the
     goal is a question about data (:func:`about_data`), so the answer must rest on a data read;
     ``period_asked``: the request names a period, so a figure only a read over every date
-    supports (:attr:`Result.undated`) is not one for it."""
+    supports (:attr:`Result.undated`) is not one for it; ``request``: the user's words alone
+    (``goal`` may hold the tools' descriptions too), for what the question asks."""
     reads = [r for r in results if r.is_data_read]
     check = Check(grounded=not needs_data or bool(reads))
     if not results and not needs_data:
@@ -365,7 +372,7 @@ def check_answer(
     check.figures = unsupported_figures(answer, goal, results)
     if reads:
         check.names = unsupported_names(answer, goal, results)
-        check.keys = key_only(answer, goal, _table(reads[-1].data))
+        check.keys = key_only(answer, request or goal, _table(reads[-1].data))
         if period_asked:
             check.undated = undated_figures(answer, goal, results)
     claims = absence_claims(answer)
@@ -429,7 +436,7 @@ def verify(
     needs = (about_data(answer, told, results, readable, intent, tried) or handed) and not any(
         s.side_effect for s in specs if s.name in required_steps(goal, specs)
     )
-    return check_answer(answer, told, results, needs_data=needs, period_asked=names_period(goal))
+    return check_answer(answer, told, results, needs_data=needs, period_asked=names_period(goal), request=goal)
 
 
 def what_the_data_shows(results: Sequence[Result], limit: int = QUOTE_CHARS) -> str:

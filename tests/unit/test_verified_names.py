@@ -350,3 +350,15 @@ async def test_an_answer_repeating_the_tools_note_is_sent_to_act_on_it(scripted,
     model = scripted.models[ctx.model]
     assert model.offers[2] == ["query_database"] and "no answer" in model.seen[2][-1].content
     assert out["stop_reason"] is None and out["messages"][-1].content.startswith(f"Revenue in {DEMO_END_MONTH}")
+
+
+def test_the_key_rule_reads_the_users_words_not_the_tools_descriptions():
+    """Measured: through ``verify`` the request was joined with the tools' descriptions, whose
+    "id" and "number" made every question look like one asking for a key."""
+    from graph.verification import verify
+    from tests.conftest import flagship_specs
+
+    answer = "The agent with the highest number of solved or closed tickets is agent ID 3."
+    goal = "Which agent has solved or closed the most tickets?"
+    check = verify(answer, goal, "question", [result(AGENTS)], flagship_specs())
+    assert check.keys == ["agent_id 3"] and not check.ok
