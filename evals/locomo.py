@@ -352,6 +352,7 @@ async def run(
         "conversations": len(samples),
         "turns": turns_total,
         "embeddings": embedder.name,
+        "embed_cache": isinstance(embedder, CachedEmbedder),
         "half_life_days": half_life_days,
         "ingest_s": round(t_ingest, 1),
         "query_ms_mean": round(

@@ -92,7 +92,9 @@ async def run(cfg: EvalConfig, report: Report) -> None:
     report.text(
         f"`{data.name}`: {result['conversations']} conversation(s), {result['turns']} turns ingested in "
         f"{result['ingest_s']} s (embedder `{result['embeddings']}`, time-decay half-life "
-        f"{result['half_life_days']} days); a query {result['query_ms_mean']} ms on average. Answers: "
+        f"{result['half_life_days']} days"
+        f"{'; vectors from HERMES_EMBED_CACHE, so ingest and query times exclude most embedding' if result.get('embed_cache') else ''}"
+        f"); a query {result['query_ms_mean']} ms on average. Answers: "
         f"{result['answers']}. `all but adversarial` is the figure published LoCoMo tables use (adversarial "
         "questions have no answer in the conversation)."
     )
