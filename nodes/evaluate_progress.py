@@ -460,26 +460,18 @@ def judge_answer(
             "stop_reason": f"{UNVERIFIED_ANSWER}: {'; '.join(check.problems(quote=False))}",
             "stalled_rounds": stalled,
         }
-    if narration:
+    if narration or not check.grounded:
+        why = (
+            f"Your reply is no answer (it describes a step or repeats a tool's note): {problems}. Do what the "
+            "results say now: call"
+            if narration
+            else f"Your answer is not grounded: {problems}. Read the data the answer needs first: call"
+        )
         return {
             "stalled_rounds": stalled,
             "blocked_tools": sorted({s.name for s in specs} - set(readers)),
             "must_call_tool": True,
-            "progress_note": (
-                f"Your reply is no answer (it describes a step or repeats a tool's note): {problems}. Do what "
-                f"the results say now: call {' or '.join(readers[:3])} with corrected arguments, then answer "
-                "from its rows only."
-            ),
-        }
-    if not check.grounded:
-        return {
-            "stalled_rounds": stalled,
-            "blocked_tools": sorted({s.name for s in specs} - set(readers)),
-            "must_call_tool": True,
-            "progress_note": (
-                f"Your answer is not grounded: {problems}. Read the data the answer needs first: call "
-                f"{' or '.join(readers[:3])} now, then answer from its rows only."
-            ),
+            "progress_note": f"{why} {' or '.join(readers[:3])} now, then answer from its rows only.",
         }
     return {
         "stalled_rounds": stalled,

@@ -36,6 +36,16 @@ def result(data: Any, reads: str | None = "data") -> Result:
     return Result("query_database", "q1", reads, False, data, "query_database: ok", None, "")
 
 
+async def ask(ctx, text: str) -> dict[str, Any]:
+    """One turn of ``text`` through the real graph (in-memory checkpoints); the background
+    memory writes drained."""
+    out = await make_graph(InMemorySaver()).ainvoke(
+        {"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": "t"}}, context=ctx
+    )
+    await resources.drain_background()
+    return out
+
+
 @pytest.mark.parametrize(
     "answer, names",
     [
@@ -115,12 +125,7 @@ async def test_a_list_naming_what_no_read_returned_goes_back_once_then_ends_hone
         box,
         embeddings="hash",
     )
-    out = await make_graph(InMemorySaver()).ainvoke(
-        {"messages": [HumanMessage("Which 3 products come first by name? Answer only.")]},
-        {"configurable": {"thread_id": "t"}},
-        context=ctx,
-    )
-    await resources.drain_background()
+    out = await ask(ctx, "Which 3 products come first by name? Answer only.")
     note = scripted.models[ctx.model].seen[2][-1].content
     assert "Quantum Toaster" in note and "Hyper Blender" in note  # told which names are unsupported
     assert out["stop_reason"].startswith(UNVERIFIED_ANSWER)
@@ -137,12 +142,7 @@ async def test_a_list_of_names_the_read_returned_is_final(scripted, db):
     box.add_spec(QUERY_DATABASE, lambda sql: query_database(sql, database=str(db)))
     answer = f"The 3 products are: {top[0]}, {top[1]} and {top[2]}."
     ctx = scripted([tool_call("query_database", {"sql": sql}, "q1"), AIMessage(answer)], box, embeddings="hash")
-    out = await make_graph(InMemorySaver()).ainvoke(
-        {"messages": [HumanMessage("Which 3 products come first by name? Answer only.")]},
-        {"configurable": {"thread_id": "t"}},
-        context=ctx,
-    )
-    await resources.drain_background()
+    out = await ask(ctx, "Which 3 products come first by name? Answer only.")
     assert out["stop_reason"] is None and out["messages"][-1].content == answer
     assert len(await resources.get_memory(ctx).episodic.list(ctx.user_id, kinds=["task"])) == 1
 
@@ -176,12 +176,7 @@ async def test_sent_to_read_the_model_is_offered_the_data_tool_it_already_tried(
         box,
         embeddings="hash",
     )
-    out = await make_graph(InMemorySaver()).ainvoke(
-        {"messages": [HumanMessage("How many customers are there per country?")]},
-        {"configurable": {"thread_id": "t"}},
-        context=ctx,
-    )
-    await resources.drain_background()
+    out = await ask(ctx, "How many customers are there per country?")
     offers = scripted.models[ctx.model].offers
     assert set(offers[0]) >= {"query_database", "list_messages"}  # at first, both
     assert offers[2] == ["query_database"]  # sent to read: the one it chose for this question
@@ -287,12 +282,7 @@ async def test_an_announced_next_step_after_a_send_back_is_sent_to_read_again(sc
         box,
         embeddings="hash",
     )
-    out = await make_graph(InMemorySaver()).ainvoke(
-        {"messages": [HumanMessage("How many customers are there?")]},
-        {"configurable": {"thread_id": "t"}},
-        context=ctx,
-    )
-    await resources.drain_background()
+    out = await ask(ctx, "How many customers are there?")
     assert scripted.models[ctx.model].offers[4] == ["query_database"]  # after the announcement: read
     assert out["stop_reason"] is None and out["messages"][-1].content == f"There are {count} customers."
 
@@ -341,12 +331,7 @@ async def test_an_answer_repeating_the_tools_note_is_sent_to_act_on_it(scripted,
         box,
         embeddings="hash",
     )
-    out = await make_graph(InMemorySaver()).ainvoke(
-        {"messages": [HumanMessage(f"What was our revenue in {DEMO_END_MONTH}?")]},
-        {"configurable": {"thread_id": "t"}},
-        context=ctx,
-    )
-    await resources.drain_background()
+    out = await ask(ctx, f"What was our revenue in {DEMO_END_MONTH}?")
     model = scripted.models[ctx.model]
     assert model.offers[2] == ["query_database"] and "no answer" in model.seen[2][-1].content
     assert out["stop_reason"] is None and out["messages"][-1].content.startswith(f"Revenue in {DEMO_END_MONTH}")
