@@ -199,6 +199,16 @@ class CheckpointReader:
             out[cid] = (parent, metadata if isinstance(metadata, dict) else {})
         return out
 
+    async def counts(self, thread_id: str) -> tuple[int, int]:
+        """``(checkpoints, branch heads)`` of the thread, from the rows' ids and parents alone
+        (nothing deserialised; SQLite), else from :meth:`tree`."""
+        rows = await self._rows(thread_id)
+        if rows is None:
+            tree = await self.tree(thread_id)
+            return len(tree), len(tree.heads)
+        parents = {parent for parent, _ in rows.values()}
+        return len(rows), sum(1 for cid in rows if cid not in parents)
+
     async def tree(self, thread_id: str) -> Any:
         """The thread's ``graph.checkpoint_tree.BranchTree`` (empty for an unknown thread);
         checkpoints that cannot be deserialised are listed as unreadable (as

@@ -354,7 +354,7 @@ def session_show(
                 raise LookupError(
                     f"no checkpoints for thread {thread!r} in {checkpoints_file} (its threads: `hermes session list`)"
                 )
-            tree = await reader.tree(thread)
+            checkpoints, heads = await reader.counts(thread)
         values = snap.values
         messages = list(values.get("messages") or [])
         workbench = {k: v for k, v in values.items() if k not in ("messages", "window", "system_prompt")}
@@ -365,8 +365,8 @@ def session_show(
                         "thread_id": thread,
                         "checkpoint_id": snap.checkpoint_id,
                         "next": list(snap.next),
-                        "branches": len(tree.heads),
-                        "checkpoints": len(tree),
+                        "branches": heads,
+                        "checkpoints": checkpoints,
                         "messages": len(messages),
                         **workbench,
                         "last_messages": [
@@ -406,7 +406,7 @@ def session_show(
         console.print(
             f"head [bold]{short_id(snap.checkpoint_id)}[/bold] "
             f"step {step}, next: {', '.join(snap.next) or '— (turn finished)'}; "
-            f"{len(tree)} checkpoints, {len(tree.heads)} branch(es) — `hermes branch show {thread}`",
+            f"{checkpoints} checkpoints, {heads} branch(es) — `hermes branch show {thread}`",
             highlight=False,
         )
         print_messages(messages[-last:])

@@ -89,6 +89,7 @@ async def test_every_checkpoint_reads_as_the_graph_reads_it(scripted, data_dir):
             assert mine is not None
             read[cid] = mine
         tree = await reader.tree("T")
+        counts = await reader.counts("T")
         threads = await reader.threads()
     for snap in history:
         mine = read[snap.config["configurable"]["checkpoint_id"]]
@@ -111,6 +112,7 @@ async def test_every_checkpoint_reads_as_the_graph_reads_it(scripted, data_dir):
         }
         assert got == want, snap.config
     assert tree == expected_tree
+    assert counts == (len(expected_tree), len(expected_tree.heads)) and counts[1] == 2
     assert [(t.thread_id, t.goal, t.updated_at) for t in threads] == [
         ("T", history[0].values["goal"], history[0].created_at)
     ]
