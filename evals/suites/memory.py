@@ -146,10 +146,12 @@ async def run(cfg: EvalConfig, report: Report) -> None:
     with report.figure("recall_per_category") as (fig, ax):
         if fig is not None:
             names = [r[0] for r in rows]
-            for i, k in enumerate(KS):
-                values = [cats[n].get(f"recall@{k}", 0) or 0 for n in names]
-                ax.bar([x + 0.4 * i for x in range(len(names))], values, width=0.4, label=f"recall@{k}")
-            ax.set_xticks([x + 0.2 for x in range(len(names))], names, rotation=20, fontsize=8)
+            series = [(f"recall@{k}", f"Hermes recall@{k}") for k in KS] + [("bm25_recall@10", "raw-turn BM25 @10")]
+            width = 0.8 / len(series)
+            for i, (key, label) in enumerate(series):
+                values = [cats[n].get(key, 0) or 0 for n in names]
+                ax.bar([x + width * i for x in range(len(names))], values, width=width, label=label)
+            ax.set_xticks([x + 0.4 - width / 2 for x in range(len(names))], names, rotation=20, fontsize=8)
             ax.set_ylim(0, 1)
             ax.set_ylabel("evidence recall")
             ax.legend()
