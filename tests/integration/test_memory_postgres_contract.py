@@ -1,0 +1,62 @@
+"""The episodic contract suite (``tests/unit/test_memory_contract.py``) on PostgreSQL + pgvector
+(``memory.episodic.postgres``), against the real PostgreSQL 16 that ``pgserver`` starts
+(``postgres_server`` in ``conftest.py``; pgvector 0.6.2 ships with it). Each test has a
+database of its own; each store place (``tmp_path`` and its sub-folders) is a table of its own,
+so a second store on the same place reads the first one's rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from memory.embeddings import HashEmbedder
+from memory.episodic.base import EpisodicStore
+from memory.episodic.lance_errors import EmbedderMismatch
+from memory.episodic.postgres import PostgresEpisodicStore
+from tests.unit.test_memory_contract import DOG, NOW, EpisodicContract, ev, texts
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+
+
+def table_for(place) -> str:
+    return "ep_" + hashlib.sha1(str(place).encode()).hexdigest()[:12]
+
+
+class TestPostgresContract(EpisodicContract):
+    @pytest.fixture(autouse=True)
+    def _database(self, postgres_url):
+        self.url = postgres_url
+
+    async def make_store(self, tmp_path, embedder) -> EpisodicStore:
+        return PostgresEpisodicStore(self.url, embedder, table=table_for(tmp_path))
+
+
+async def test_postgres_store_refuses_another_embedders_table(postgres_url):
+    store = PostgresEpisodicStore(postgres_url, HashEmbedder(16), table="ep_dim")
+    other = PostgresEpisodicStore(postgres_url, HashEmbedder(32), table="ep_dim")
+    try:
+        await store.add(ev(DOG))
+        with pytest.raises(EmbedderMismatch, match="16-dimensional"):
+            await other.search("u", "dog")
+    finally:
+        await store.close()
+        await other.close()
+
+
+async def test_two_stores_writing_the_same_memory_at_once_store_it_once(postgres_url):
+    """K11 across processes/hosts: concurrent writers of one text for one user get one id
+    (the live-hash unique index + ON CONFLICT DO NOTHING), not two rows."""
+    import asyncio
+
+    stores = [PostgresEpisodicStore(postgres_url, HashEmbedder(16), table="ep_race") for _ in range(4)]
+    try:
+        await stores[0].count()  # create the table once; the race is on the rows
+        ids = await asyncio.gather(*(s.add(ev(DOG)) for s in stores))
+        assert len(set(ids)) == 1
+        assert await stores[0].count("u") == 1
+        assert texts(await stores[1].search("u", "wolf", now=NOW)) == [DOG]
+    finally:
+        for s in stores:
+            await s.close()
