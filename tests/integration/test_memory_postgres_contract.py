@@ -52,7 +52,8 @@ async def test_two_stores_writing_the_same_memory_at_once_store_it_once(postgres
 
     stores = [PostgresEpisodicStore(postgres_url, HashEmbedder(16), table="ep_race") for _ in range(4)]
     try:
-        await stores[0].count()  # create the table once; the race is on the rows
+        for s in stores:  # connect and create the table first: the race is on the rows
+            await s.count()
         ids = await asyncio.gather(*(s.add(ev(DOG)) for s in stores))
         assert len(set(ids)) == 1
         assert await stores[0].count("u") == 1
