@@ -29,8 +29,8 @@ side-effect tools that already succeeded for this goal (no second post or remind
 side-effect tools no clause of the goal asks for, and tools whose identical call reached the
 repeat limit are not offered again; a round of new reads (read-only tools: a schema, a query
 the steps need, also one that failed: its error names tables and columns) is neither a stall
-nor a reason to narrow the offer; after any other
-round that did not shrink the distance (or an early answer), only the tools of the missing
+nor a reason to narrow the offer; after any other round that did not shrink the distance (or
+an early answer), only the tools of the missing
 steps are offered and one of them must be called (``must_call_tool``) — except after a step
 failed in the tool itself (error kind "tool_error": bad SQL, an unknown column): then only the
 read-only tools most relevant to the error (at most ``LOOK_FIRST_TOOLS``, ranked against the
@@ -39,8 +39,7 @@ with the schema or data (or a tested query) in view; once every step is done, no
 offered, so the model answers.
 
 Update: ``tool_rounds``, ``goal_distance``, ``stalled_rounds``, ``blocked_tools``,
-``must_call_tool``,
-``progress_note`` (advice placed last in the next prompt), ``artifacts`` (what the goal's
+``must_call_tool``, ``progress_note`` (advice placed last in the next prompt), ``artifacts`` (what the goal's
 successful calls produced, by each tool's ``artifact_field``), and ``stop_reason`` — set only when the loop must end;
 ``write_memory`` then tells the user, never as a normal-looking answer.
 """
@@ -440,9 +439,8 @@ def judge_answer(
         }
     # the same kind of problem in an earlier answer of this goal: it was sent back once already
     before = [verdict(str(work[i].content), i) for i in earlier_answers(work)[:-1]]
-    # an answer that only announces its next step ("I will now query …") or repeats a tool's
-    # own note is a narration, not an answer sent back before: the model is sent to read again,
-    # a call required (the round cap and the repeat limit bound it), at no stall of its own
+    # announcing the next step ("I will now query …") or repeating a tool's note is a narration:
+    # sent to read again, a call required, no stall of its own (the round and repeat caps bound it)
     narration = announces_action(said) or repeats_result(said, [r.text for r in results])
     again = not narration and (
         (not check.grounded and any(not b.grounded for b in before))
@@ -472,6 +470,22 @@ def judge_answer(
             "blocked_tools": sorted({s.name for s in specs} - set(readers)),
             "must_call_tool": True,
             "progress_note": f"{why} {' or '.join(readers[:3])} now, then answer from its rows only.",
+        }
+    # a figure no result states, over a read of several rows: computed by hand (measured: seven
+    # invoice totals summed to 13,868 and to 5,678) — the tool computes it, so a call is required
+    by_hand = bool(check.figures) and any(
+        r.is_data_read and isinstance(r.data, dict) and len(r.data.get("rows") or []) > 1 for r in results
+    )
+    if by_hand and readers:
+        return {
+            "stalled_rounds": stalled,
+            "blocked_tools": sorted({s.name for s in specs} - set(readers)),
+            "must_call_tool": True,
+            "progress_note": (
+                f"Your answer is not supported by the tool results of this request: {problems}. A total, average "
+                f"or count over several rows is computed by the tool, never by hand: call {' or '.join(readers[:3])} "
+                "now so that its result states the figure, then answer with it."
+            ),
         }
     return {
         "stalled_rounds": stalled,

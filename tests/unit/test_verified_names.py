@@ -347,3 +347,28 @@ def test_the_key_rule_reads_the_users_words_not_the_tools_descriptions():
     goal = "Which agent has solved or closed the most tickets?"
     check = verify(answer, goal, "question", [result(AGENTS)], flagship_specs())
     assert check.keys == ["agent_id 3"] and not check.ok
+
+
+async def test_a_total_computed_by_hand_over_several_rows_requires_the_tool_to_compute_it(scripted, db):
+    """Measured (Chinook): seven invoice totals read, then "$13,868" and "$5,678" — summed by
+    hand, twice, and the run ended unanswered. The model is made to call the tool again."""
+    box = FakeToolbox()
+    box.add_spec(QUERY_DATABASE, lambda sql: query_database(sql, database=str(db)))
+    rows_sql = "SELECT unit_price FROM products ORDER BY product_id LIMIT 7"
+    sum_sql = "SELECT ROUND(SUM(unit_price), 2) FROM (SELECT unit_price FROM products ORDER BY product_id LIMIT 7)"
+    total = query_database(sum_sql, database=str(db))["rows"][0][0]
+    ctx = scripted(
+        [
+            tool_call("query_database", {"sql": rows_sql}, "q1"),
+            AIMessage("The total is 13,868."),  # summed by hand
+            tool_call("query_database", {"sql": sum_sql}, "q2"),
+            AIMessage(f"The total is {total:,.2f}."),
+        ],
+        box,
+        embeddings="hash",
+    )
+    out = await ask(ctx, "What is the total unit price of the first 7 products?")
+    model = scripted.models[ctx.model]
+    note = model.seen[2][-1].content
+    assert model.offers[2] == ["query_database"] and "never by hand: call query_database now" in note
+    assert out["stop_reason"] is None and out["messages"][-1].content == f"The total is {total:,.2f}."
