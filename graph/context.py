@@ -229,7 +229,8 @@ class Context(BaseSettings):
     episodic: Literal["embedded", "weaviate"] = Field(
         default="embedded",
         description="Episodic memory backend (env HERMES_EPISODIC): 'embedded' (LanceDB in "
-        "<data_dir>/episodic.lance, no server) or 'weaviate' (a Weaviate server at `weaviate_url`).",
+        "<data_dir>/episodic.lance, no server; PostgreSQL + pgvector when `postgres_url` is set) or "
+        "'weaviate' (a Weaviate server at `weaviate_url`, even when `postgres_url` is set).",
     )
     weaviate_url: str = Field(
         default="http://localhost:8080",

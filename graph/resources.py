@@ -118,6 +118,7 @@ def set_toolbox(context: Context, toolbox: Toolbox) -> None:
 MEMORY_SETTINGS = (
     "data_dir",
     "episodic",
+    "postgres_url",
     "weaviate_url",
     "weaviate_grpc_port",
     "weaviate_api_key_env",
@@ -157,6 +158,10 @@ def get_memory(context: Context) -> MemoryService:
                 api_key=context.secret(context.weaviate_api_key_env) or None,
                 ttl_days=context.episodic_ttl_days,
             )
+        elif context.postgres_url:  # one database for every worker and host (issue 22)
+            from memory.episodic.postgres import PostgresEpisodicStore  # noqa: PLC0415
+
+            store = PostgresEpisodicStore(context.postgres_url, embedder, ttl_days=context.episodic_ttl_days)
         else:
             from memory.episodic.lance import LanceEpisodicStore  # noqa: PLC0415
 
