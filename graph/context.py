@@ -180,7 +180,7 @@ class Context(BaseSettings):
         "postgresql://hermes@db:5432/hermes (password from PGPASSWORD or ~/.pgpass). Read when a "
         "process opens its checkpointer (the CLI per command, the server at start), not per run. "
         "Empty: <data_dir>/checkpoints.sqlite. The idempotency ledger follows it too (read when the "
-        "toolbox opens); memory and reminders stay in data_dir.",
+        "toolbox opens), and so does episodic memory (table hermes_episodic); semantic memory stays in data_dir.",
     )
     mcp_config: str = Field(
         default="",
