@@ -51,6 +51,7 @@ def _plan(text: str) -> TurnPlan:
     return TurnPlan(user_id="u", events=[EpisodicEvent(user_id="u", kind="preference", text=text, confidence=0.9)])
 
 
+@pytest.mark.slow  # LanceDB opens its table
 async def test_a_write_held_by_a_process_that_ended_is_written_by_the_next(tmp_path, monkeypatch):
     from memory.episodic.base import utcnow
 
