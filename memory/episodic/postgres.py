@@ -45,6 +45,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
+import tenacity
 from psycopg import sql
 from psycopg.rows import dict_row
 
@@ -75,6 +76,17 @@ SCHEMA_LOCK_KEY = 0x4845524D45534550
 #: Seconds to wait for a connection.
 CONNECT_TIMEOUT_S = 10
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+#: A statement that is safe to repeat (reads; ``add_many``, whose insert-if-absent makes a
+#: repeat of a committed insert a no-op) runs once more on a new connection when its session
+#: was lost (the server restarted, the backend was terminated): one failed recall or write is
+#: not needed for the store to find the server again. ``forget``/``expire`` are not repeated
+#: (their counts would be wrong); their next call reconnects.
+_once_more = tenacity.retry(
+    retry=tenacity.retry_if_exception_type(psycopg.OperationalError),
+    stop=tenacity.stop_after_attempt(2),
+    reraise=True,
+)
 
 #: Stemmed lexemes of a space-separated token string (``memory.text.keyword_text``).
 _LEXEMES_FN = """
@@ -236,6 +248,7 @@ class PostgresEpisodicStore:
         )
         return {(r["user_id"], r["hash"]): r["id"] for r in await cur.fetchall()}
 
+    @_once_more
     async def add_many(self, events: Sequence[EpisodicEvent]) -> list[str]:
         if not events:
             return []
@@ -330,6 +343,7 @@ class PostgresEpisodicStore:
             params.append(until)
         return sql.SQL(" AND ").join(parts), params
 
+    @_once_more
     async def search(
         self,
         user_id: str,
@@ -411,6 +425,7 @@ class PostgresEpisodicStore:
                 log.warning("skipping unreadable episodic row %r: %s", row.get("id"), exc)
         return out
 
+    @_once_more
     async def get(self, user_id: str, event_id: str) -> EpisodicEvent | None:
         conn = await self._conn()
         cur = await conn.execute(
@@ -420,6 +435,7 @@ class PostgresEpisodicStore:
         row = await cur.fetchone()
         return self._event(row) if row else None
 
+    @_once_more
     async def list(
         self,
         user_id: str,
@@ -444,6 +460,7 @@ class PostgresEpisodicStore:
         )
         return [event for event, _ in self._rows(await cur.fetchall()).values()]
 
+    @_once_more
     async def recent(self, since: datetime, limit: int = 1000) -> builtins.list[EpisodicEvent]:
         conn = await self._conn()
         cur = await conn.execute(
@@ -454,6 +471,7 @@ class PostgresEpisodicStore:
         )
         return [event for event, _ in self._rows(await cur.fetchall()).values()]
 
+    @_once_more
     async def count(self, user_id: str | None = None, *, include_expired: bool = False) -> int:
         conn = await self._conn()
         parts: list[sql.Composable] = [sql.SQL("TRUE")]

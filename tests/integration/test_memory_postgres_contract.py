@@ -61,3 +61,28 @@ async def test_two_stores_writing_the_same_memory_at_once_store_it_once(postgres
     finally:
         for s in stores:
             await s.close()
+
+
+async def test_a_lost_session_costs_no_recall_and_no_write(postgres_url):
+    """The server dropped the store's session (a restart, an administrator's terminate): the
+    next search and write reconnect and succeed, and what was stored before is still there."""
+    import psycopg
+
+    store = PostgresEpisodicStore(postgres_url, HashEmbedder(16), table="ep_lost")
+    try:
+        await store.add(ev(DOG))
+
+        async def drop_sessions() -> None:
+            async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as admin:
+                await admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+
+        await drop_sessions()
+        assert texts(await store.search("u", "wolf", now=NOW)) == [DOG]
+        await drop_sessions()
+        await store.add(ev("the cat sat on the mat"))
+        assert await store.count("u") == 2
+    finally:
+        await store.close()
