@@ -86,3 +86,25 @@ async def test_a_lost_session_costs_no_recall_and_no_write(postgres_url):
         assert await store.count("u") == 2
     finally:
         await store.close()
+
+
+async def test_two_workers_with_their_own_data_directories_share_episodic_memory(postgres_url, tmp_path):
+    """``HERMES_POSTGRES_URL`` set: what one worker's memory service writes, a worker with
+    another data directory (another host) recalls; neither has an episodic.lance folder."""
+    from graph import resources
+    from graph.context import Context
+
+    def service(name: str):
+        return resources.get_memory(
+            Context(data_dir=str(tmp_path / name), embeddings="hash", postgres_url=postgres_url, user_id="u")
+        )
+
+    try:
+        writer, reader = service("a"), service("b")
+        assert writer is not reader
+        assert await writer.write_events([ev("the quarterly sales report goes to the finance team")]) == 1
+        lines = await reader.recall_episodic("u", "quarterly sales report", now=NOW)
+        assert any("finance team" in line for line in lines), lines
+        assert not (tmp_path / "a" / "episodic.lance").exists() and not (tmp_path / "b" / "episodic.lance").exists()
+    finally:
+        await resources.aclose_resources()
