@@ -108,3 +108,22 @@ async def test_two_workers_with_their_own_data_directories_share_episodic_memory
         assert not (tmp_path / "a" / "episodic.lance").exists() and not (tmp_path / "b" / "episodic.lance").exists()
     finally:
         await resources.aclose_resources()
+
+
+async def test_recent_spans_users_and_expired_rows_are_listed_only_when_asked(postgres_url):
+    """The calls outside the contract suite: ``recent`` (the consolidate graph's scan, every
+    user, live only, newest first) and ``include_expired`` of ``list``/``count``."""
+    from datetime import timedelta
+
+    store = PostgresEpisodicStore(postgres_url, HashEmbedder(16), table="ep_recent")
+    try:
+        await store.add_many([ev("old note", days_ago=40), ev("new note", days_ago=1), ev("bob note", user="b")])
+        assert await store.expire(30, now=NOW) == 1
+        assert [e.text for e in await store.recent(NOW - timedelta(days=100))] == ["bob note", "new note"]
+        assert [e.text for e in await store.recent(NOW - timedelta(days=2), limit=1)] == ["bob note"]
+        assert [e.text for e in await store.list("u")] == ["new note"]
+        assert [e.text for e in await store.list("u", include_expired=True)] == ["new note", "old note"]
+        assert await store.count("u") == 1 and await store.count("u", include_expired=True) == 2
+        assert await store.count() == 2 and await store.count(include_expired=True) == 3
+    finally:
+        await store.close()
