@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -376,9 +377,54 @@ def check_answer(
         if period_asked:
             check.undated = undated_figures(answer, goal, results)
     claims = absence_claims(answer)
-    if claims and not any(r.empty and not r.unexpected_empty for r in reads):
+    known = "\n".join([request or goal, *(t for r in reads if not r.empty for t in _strings(_seen(r), keys=True))])
+    if claims and not any(r.empty and not r.unexpected_empty and not invented_filters(r, known) for r in reads):
         check.absences = claims
     return check
+
+
+# a value compared in SQL ('Japan', '%Japan%'); the SQL text itself is no value
+_SQL_LITERAL = re.compile(r"'((?:[^']|'')*)'")
+_SQL_TEXT = re.compile(r"\bselect\b[\s\S]*\bfrom\b", re.I)
+
+
+def invented_filters(read: Result, known: str) -> list[str]:
+    """The values ``read`` filtered on that neither the request nor another read of the goal
+    holds (``known``): "none" found for a value the model made up is no "none" for the question.
+    Measured (Qwen2.5-Coder-1.5B): "What was total revenue in October 2026?" → ``… WHERE
+    order_date LIKE '2026-10-%' AND region = 'North America'`` (no such region) → "There is no
+    data for the period asked." A value is a short string argument, or a quoted literal of a
+    query's SQL; dates, numbers and patterns' wildcards are left out (a period is checked as
+    figures)."""
+    values: list[str] = []
+    for text in _strings(read.args):
+        if _SQL_TEXT.search(text):
+            values += [v.replace("''", "'") for v in _SQL_LITERAL.findall(text)]
+        elif len(text) <= 60:
+            values.append(text)
+    words = [v.strip("%_ ") for v in values]
+    worded = [
+        v for v in words if re.search(r"[^\W\d_]{2,}", v) and not re.fullmatch(r"[\d\s:%_./-]*[TtZz]?[\d\s:%_./-]*", v)
+    ]
+    candidates = missing_names([v for v in worded if not _is_period_text(v)], known)
+    held = set(re.findall(r"\w+", unicodedata.normalize("NFKC", known).casefold()))
+    return [v for v in candidates if not all(_loosely_held(w, held) for w in re.findall(r"\w+", v.casefold()))]
+
+
+def _loosely_held(word: str, held: set[str]) -> bool:
+    """``word`` or a form of it is in ``held`` (a shared stem: 'tablet' / 'tablets', 'urgent' /
+    'urgently'), for words of 4 letters or more; shorter words must be there as they are."""
+    if word in held or len(word) < 4:
+        return word in held
+    return any(
+        len(w) >= 4 and (w.startswith(word[: max(4, len(word) - 2)]) or word.startswith(w[: max(4, len(w) - 2)]))
+        for w in held
+    )
+
+
+def _is_period_text(value: str) -> bool:
+    """A strftime format or a date written with month words ('%Y-%m', 'Oct 2026'): no value."""
+    return value.startswith("%") or (bool(figures(value)) and names_period(value))
 
 
 def _table(data: Any) -> tuple[list[str], list[list[object]]] | None:

@@ -111,3 +111,48 @@ def test_a_value_no_row_holds_but_a_near_one_does_is_named(sales, sql, held):
 def test_a_value_with_no_near_neighbour_is_an_answer(sales, sql):
     r = query_database(sql, database=str(sales))
     assert "unexpected_empty" not in r, r
+
+
+# --- a "none" found for a value the model made up -------------------------------------------------
+
+
+def sql_read(db: Path, sql: str) -> Result:
+    data = query_database(sql, database=str(db))
+    return Result("query_database", "q1", "data", False, data, "query_database: 1 row", None, "", {"sql": sql})
+
+
+def test_nothing_found_for_a_value_nobody_asked_for_supports_no_claim_of_none(sales):
+    """Measured: "What was total revenue in October 2026?" → ``… AND region = 'North America'``
+    (no such region) → "There is no data for the period asked." as the final answer."""
+    invented = sql_read(
+        sales, f"SELECT SUM(revenue) FROM sales_lines WHERE order_date LIKE '{MONTH}-%' AND region = 'North America'"
+    )
+    question = f"What was total revenue in {MONTH}?"
+    check = check_answer(
+        "There is no data for the period asked.", question, [invented], needs_data=True, request=question
+    )
+    assert check.absences and not check.ok
+
+
+@pytest.mark.parametrize(
+    "question, sql",
+    [
+        ("How many customers in Atlantis?", "SELECT COUNT(*) FROM sales_lines WHERE region = 'Atlantis'"),
+        ("Did we sell any hoverboards?", "SELECT COUNT(*) FROM sales_lines WHERE product LIKE '%Hoverboard%'"),
+        (
+            f"Any orders in {MONTH} over a million units?",
+            f"SELECT COUNT(*) FROM sales_lines WHERE order_date LIKE '{MONTH}%' AND quantity > 1000000",
+        ),
+    ],
+)
+def test_nothing_found_for_what_the_user_asked_supports_the_claim_of_none(sales, question, sql):
+    assert check_answer("There are none.", question, [sql_read(sales, sql)], needs_data=True, request=question).ok
+
+
+def test_a_value_another_read_of_the_goal_returned_is_no_invention(sales):
+    # the model looked the region up first, then filtered on it: a "none" for it stands
+    regions = sql_read(sales, "SELECT DISTINCT region FROM sales_lines ORDER BY region LIMIT 1")
+    region = regions.data["rows"][0][0]
+    empty = sql_read(sales, f"SELECT COUNT(*) FROM sales_lines WHERE region = '{region}' AND quantity > 1000000")
+    question = "Did any region order over a million units at once?"
+    assert check_answer("No, none.", question, [regions, empty], needs_data=True, request=question).ok
