@@ -9,10 +9,12 @@ value holds; :func:`supported` whether a figure is a rounding of one of them.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import math
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +47,8 @@ _CLOCK = re.compile(
     r"(?<![\d:.,])(\d{1,2})(?:[:h.](\d{2}))?\s?"
     r"(?:(?P<half>[aApP])\.?\s?[mM]\.?(?![A-Za-z])|o'clock\b|o’clock\b|h(?![A-Za-z])|Uhr\b|heures?\b|点|時)"
 )
-_LIST_MARKER = re.compile(r"(?m)(?:^|[:：]|\n)\s*(?:[-*•]\s*)?\(?\d{1,3}[.)、](?=\s|[^\d\s])(?![\d])|#\d{1,3}\b")
+# [^\S\n]: blanks within the line (\s would run over every following newline at each line start)
+_LIST_MARKER = re.compile(r"(?m)(?:^|[:：])[^\S\n]*(?:[-*•][^\S\n]*)?\(?\d{1,3}[.)、](?=\s|[^\d\s])(?![\d])|#\d{1,3}\b")
 _FIGURE = re.compile(
     r"(?<![A-Za-z0-9_.,'])"
     r"(?P<number>\d{1,3}(?:(?:,|\.|\u00a0|\u202f| |'|’)\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?)"
@@ -71,13 +74,15 @@ def _readings(number: str) -> list[tuple[float, float]]:
     plain = re.sub(r"[\u00a0\u202f '’]", "", number)
     out: list[tuple[float, float]] = []
 
+    # float() of the digits, not int(): a run of thousands of digits (a hash, a serial) raises
+    # in int() and overflows a float; such a reading is no figure and is dropped below
     def integer(digits: str) -> None:
-        value = float(int(digits))
+        value = float(digits)
         zeros = len(digits) - len(digits.rstrip("0")) if value else 0
-        out.append((value, 10.0**zeros))
+        out.append((value, 10.0 ** min(zeros, 300)))
 
     def decimal(whole: str, frac: str) -> None:
-        out.append((float(f"{int(whole or '0')}.{frac}"), 10.0 ** -len(frac)))
+        out.append((float(f"{whole or '0'}.{frac}"), 10.0 ** -min(len(frac), 300)))
 
     if "," in plain and "." in plain:
         dec = "," if plain.rfind(",") > plain.rfind(".") else "."
@@ -95,13 +100,24 @@ def _readings(number: str) -> list[tuple[float, float]]:
                 integer(whole + frac)  # 1,234 in English, 1.234 in German
     else:
         integer(plain)
-    return out
+    return [(v, u) for v, u in out if math.isfinite(v)]
 
 
 def figures(text: str) -> list[Figure]:
     """The figures ``text`` states (module docstring: what is and is not a figure), dates and
     times as their parts."""
-    text = unicodedata.normalize("NFKC", text or "")
+    text = text or ""
+    # a long text (the answer) is read by several checks of one verdict: parsed once
+    return list(_long_figures(text)) if len(text) > 2000 else _figures(text)
+
+
+@functools.lru_cache(maxsize=8)
+def _long_figures(text: str) -> tuple[Figure, ...]:
+    return tuple(_figures(text))
+
+
+def _figures(text: str) -> list[Figure]:
+    text = unicodedata.normalize("NFKC", text)
     found: list[Figure] = []
 
     def date_parts(m: re.Match[str]) -> str:
@@ -129,7 +145,8 @@ def figures(text: str) -> list[Figure]:
         percent = scale_word in ("%", "percent", "per cent", "percent", "percent") or scale_word.startswith("per")
         factor = 1.0 if percent or not scale_word else _SCALES.get(scale_word.replace(" ", ""), 1.0)
         readings = tuple((v * factor, u * factor) for v, u in _readings(m.group("number")))
-        found.append(Figure(m.group(0).strip(), readings, percent))
+        if readings:
+            found.append(Figure(m.group(0).strip(), readings, percent))
     return found
 
 
@@ -144,8 +161,11 @@ def values_in(
         return out
     if isinstance(value, bool) or value is None:
         return out
-    if isinstance(value, (int, float)):
+    if isinstance(value, float):
         if math.isfinite(value):
+            out.append(value)
+    elif isinstance(value, int):
+        if abs(value) < 10**308:  # JSON holds integers no float holds (float() would raise)
             out.append(float(value))
     elif isinstance(value, str):
         for fig in figures(value):
@@ -164,15 +184,34 @@ def values_in(
     return out
 
 
-def supported(fig: Figure, known: Sequence[float]) -> bool:
-    """Whether ``fig`` is one of ``known`` as written: rounded to its last shown digit or cut
-    there; a percentage also against a ratio (12 % of 0.12)."""
+class Known:
+    """The numbers figures may come from, their magnitudes sorted once, so that
+    :func:`supported` finds a figure's candidates by bisection: an answer of thousands of
+    figures against a result of thousands of numbers is checked in milliseconds, not minutes.
+    Non-finite values are left out."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: Iterable[float]) -> None:
+        self.values: list[float] = sorted(abs(v) for v in values if math.isfinite(v))
+
+    def near(self, low: float, high: float) -> list[float]:
+        """The magnitudes in ``[low, high]``."""
+        return self.values[bisect.bisect_left(self.values, low) : bisect.bisect_right(self.values, high)]
+
+
+def supported(fig: Figure, known: Sequence[float] | Known) -> bool:
+    """Whether ``fig`` is one of ``known`` (numbers, or a :class:`Known` built once for many
+    figures) as written: rounded to its last shown digit or cut there; a percentage also
+    against a ratio (12 % of 0.12)."""
+    known = known if isinstance(known, Known) else Known(known)
     for value, unit in fig.readings:
         targets = [value, value / 100.0] if fig.percent else [value]
         units = [unit, unit / 100.0] if fig.percent else [unit]
         for target, u in zip(targets, units, strict=True):
-            for k in known:
-                a = abs(k)
+            # a superset of the window the test below accepts (its tolerance grows with a)
+            slack = u / 2 + 2e-9 * max(1.0, abs(target) + u) + 1e-9
+            for a in known.near(target - slack, target + max(u, slack)):
                 tolerance = u / 2 + 1e-9 * max(1.0, a)
                 # rounded to the shown digit, or cut there (1234.56 shown as 1234.5)
                 if abs(a - target) <= tolerance or target <= a < target + u:
@@ -194,7 +233,7 @@ _PERIOD = re.compile(
     r"|\bce(?:tte)?\s+(?:mois|année|annee|semaine)\b|\bhier\b|\baujourd'hui\b"
     r"|\b(?:letzte[nmr]?|vorige[nmr]?|diese[nmr]?|vergangene[nmr]?)\s+(?:Monat|Jahr|Woche|Quartal)\b|\bgestern\b|\bheute\b"
     r"|\b(?:el|la|este|esta)\s+(?:mes|año|semana|trimestre)(?:\s+(?:pasad[oa]|anterior))?\b|\bayer\b|\bhoy\b"
-    r"|上个?月|本月|这个月|去年|今年|上周|本周|昨天|今天|\d+\s*月|先月|今月|昨年|先週|今週|昨日|今日",
+    r"|上个?月|本月|这个月|去年|今年|上周|本周|昨天|今天|(?<!\d)\d{1,2}[^\S\n]*月|先月|今月|昨年|先週|今週|昨日|今日",
     re.I,
 )
 

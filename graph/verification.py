@@ -32,7 +32,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
-from graph.answer_figures import figures, names_period, supported, values_in
+from graph.answer_figures import Known, figures, names_period, supported, values_in
 from graph.answer_names import key_only, missing_names, stated_names
 from graph.progress import required_steps
 from memory.policy import split_sentences
@@ -207,27 +207,36 @@ def unsupported_figures(answer: str, goal: str, results: Sequence[Result]) -> li
     asked = [f for r in results for s in _strings(r.args) for f in figures(s)]
     plain = [v for f in asked if not f.part for v, _ in f.readings]
     parts += [v for f in asked if f.part for v, _ in f.readings]
+    # built once (sorted): a long answer against a large result stays fast
+    for_part = Known([*known, *plain, *parts])
+    for_plain = Known([*known, *plain, *(p for p in parts if p >= 1000)])
     out: list[str] = []
+    seen: set[tuple[str, bool]] = set()
     for fig in figures(answer):
         if all(v == 0 for v, _ in fig.readings) and not fig.part:
             continue  # a zero is an absence claim: judged by the reads that returned nothing
-        usable = [*known, *plain, *(parts if fig.part else [p for p in parts if p >= 1000])]
-        if not supported(fig, usable) and fig.text not in out:
+        if (fig.text, fig.part) in seen:
+            continue
+        seen.add((fig.text, fig.part))
+        if not supported(fig, for_part if fig.part else for_plain):
             out.append(fig.text)
-    return out
+    return list(dict.fromkeys(out))  # a text read both as a date's part and as a figure: once
 
 
 def undated_figures(answer: str, goal: str, results: Sequence[Result]) -> list[str]:
     """Figures of ``answer`` (not in ``goal``, not dates, not zero) that only reads over every
     date support (:attr:`Result.undated`): a total of all time stated for the period asked.
     Measured (Qwen2.5-Coder-1.5B): "Customers sent 187 replies in October 2026." (111)."""
-    asked = [v for f in figures(goal) for v, _ in f.readings]
+    asked = Known(v for f in figures(goal) for v, _ in f.readings)
+    known = [(r, Known(_known(r, []))) for r in results]  # once per result, not per figure
     out: list[str] = []
+    seen: set[str] = set()
     for fig in figures(answer):
-        if fig.part or all(v == 0 for v, _ in fig.readings) or supported(fig, asked):
+        if fig.part or all(v == 0 for v, _ in fig.readings) or fig.text in seen or supported(fig, asked):
             continue
-        backing = [r for r in results if supported(fig, _known(r, []))]
-        if backing and all(r.is_data_read and r.undated for r in backing) and fig.text not in out:
+        seen.add(fig.text)
+        backing = [r for r, values in known if supported(fig, values)]
+        if backing and all(r.is_data_read and r.undated for r in backing):
             out.append(fig.text)
     return out
 
