@@ -34,9 +34,10 @@ _QUOTED = re.compile(
 )
 # [^\S\n]: blanks within the line (\s would run over every following newline at each line start)
 _ITEM_LINE = re.compile(r"(?m)^[^\S\n]*(?:\d{1,3}[.)、]|[-*•])[^\S\n]+(.+?)[^\S\n]*$")
-# where an item's name ends: a dash or colon before its figures, a parenthesis, "with"/"at" + figure
+# where an item's name ends: a dash or colon before its figures, a parenthesis, a verb ("- USA is
+# first" names USA), "with"/"at" + figure
 _ITEM_END = re.compile(
-    r"\s+[-–—]\s|\s*[:：]\s|\s*\(|（|\s+(?:with|at|for|mit|avec|con|con un|de)\s+[$€£¥]?\d|\s+[$€£¥]?\d|,\s*[$€£¥]?\d"
+    r"\s+[-–—]\s|\s*[:：]\s|\s*\(|（|\s+(?:is|are|was|were|has|have|had|ist|sind|est|sont|es|son)\s|\s+(?:with|at|for|mit|avec|con|con un|de)\s+[$€£¥]?\d|\s+[$€£¥]?\d|,\s*[$€£¥]?\d"
 )
 _COPULA = (
     r"(?:are|is|were|was|include|includes|included|sind|ist|waren|war|sont|est|étaient|était|son|es|eran|era"
@@ -71,6 +72,9 @@ _CALENDAR = frozenset(
     "of the de in".split()
 )
 _MAX_WORDS = 6
+_JOINERS = frozenset("and of the de du la le van von y und et".split())
+# a list line "Label: value" whose value is no figure ("- Result: USA")
+_LABELLED = re.compile(r"^[^:：]{1,40}?[:：]\s+(?![$€£¥]?\d)(?P<value>.+)$")
 
 
 def _fold(text: str) -> str:
@@ -131,7 +135,12 @@ def _stated_names(answer: str) -> tuple[str, ...]:
     for quoted in _QUOTED.finditer(text):
         found.append(_clean(next(g for g in quoted.groups() if g)))
     lines = _ITEM_LINE.findall(text)
-    found.extend(_clean(line) for line in lines)
+    for line in lines:
+        labelled = _LABELLED.match(_EMPHASIS.sub("", line))
+        value = labelled["value"] if labelled else ""
+        # a capitalised value is the name ("Result: USA"); else the line names what precedes
+        # its colon ("Germany: top seller"), as any item
+        found.append(_clean(value if value[:1].isupper() or (value and not value[:1].isascii()) else line))
     prose = _ITEM_LINE.sub(" ", text) if lines else text
     found.extend(_enumerations(prose))
     for sentence in re.split(r"(?<=[.!?。！？])\s+|\n", prose):
@@ -152,7 +161,8 @@ def missing_names(names: Iterable[str], known: str) -> list[str]:
         folded = _fold(name)
         if not folded or f" {folded} " in held:
             continue
-        if all(w in words for w in folded.split()):
+        # the words that join a name's parts ("USA and Canada", "Bank of America") need not be held
+        if all(w in words or w in _JOINERS for w in folded.split()):
             continue
         out.append(name)
     return out

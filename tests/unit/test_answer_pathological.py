@@ -148,3 +148,30 @@ def test_odd_answers_raise_nothing(answer: str) -> None:
 )
 def test_odd_results_raise_nothing(data: object) -> None:
     check_answer("The top is USA with 523.06 (1,234).", "Top country?", [read(data)], needs_data=True)
+
+
+COUNTRIES = {
+    "columns": ["BillingCountry", "revenue"],
+    "rows": [["USA", 523.06], ["Canada", 303.96], ["France", 195.1]],
+    "row_count": 3,
+}
+
+
+@pytest.mark.parametrize(
+    "answer, fabricated",
+    [
+        ("Key points:\n- USA is first\n- Canada is second", "Key points:\n- USA is first\n- Italy is second"),
+        ("Summary: The USA is first; Canada is second.", "Summary: The USA is first; Italy is second."),
+        ("The top countries are USA and Canada.", "The top countries are USA and Italy."),
+        ("- Result: USA\n- Runner-up: Canada", "- Result: USA\n- Runner-up: Italy"),
+        ("Hello Ada! The top 3 are: USA, Canada and France.", "Hello Ada! The top 3 are: USA, Italy and France."),
+    ],
+)
+def test_a_plain_correct_answer_states_no_unsupported_name(answer: str, fabricated: str) -> None:
+    """Clause items ("USA is first"), joining words ("USA and Canada") and "Label: value" lines
+    are no names of their own (each flagged the right answer: helper-24); a name the rows do not
+    hold in the same shape still is."""
+    question = "Hi, I'm Ada. Which 3 countries brought in the most revenue?"
+    assert check_answer(answer, question, [read(COUNTRIES)], needs_data=True).names == []
+    flagged = check_answer(fabricated, question, [read(COUNTRIES)], needs_data=True).names
+    assert "Italy" in flagged and all("Italy" in name for name in flagged)
