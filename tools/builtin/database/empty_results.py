@@ -86,12 +86,15 @@ def unexpected_empty(sql: str, ranges: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def _compared_values(tree: Any) -> list[tuple[str, str]]:
-    """``(column name, text)`` of each ``column = 'text'``, ``column IN ('a', ...)`` and
-    ``column LIKE 'text'`` (no wildcard) in the WHERE clauses of ``tree``."""
+def _compared_values(tree: Any) -> list[tuple[str, str, str]]:
+    """``(table, column name, text)`` of each ``column = 'text'``, ``column IN ('a', ...)`` and
+    ``column LIKE 'text'`` (no wildcard) in the WHERE clauses of ``tree``; ``table`` is the
+    table the column's qualifier names (an alias resolved: ``o.name`` of ``orders o``), lower
+    case, or ``""`` when the column is unqualified."""
     from sqlglot import exp
 
-    out: list[tuple[str, str]] = []
+    aliases = {t.alias_or_name.lower(): t.name.lower() for t in tree.find_all(exp.Table)}
+    out: list[tuple[str, str, str]] = []
     for where in tree.find_all(exp.Where):
         for node in where.find_all(exp.EQ, exp.In, exp.Like):
             col = node.this if isinstance(node.this, exp.Column) else None
@@ -105,7 +108,7 @@ def _compared_values(tree: Any) -> list[tuple[str, str]]:
                 continue
             for v in values:
                 if isinstance(v, exp.Literal) and v.is_string and v.this and "%" not in v.this and "_" not in v.this:
-                    out.append((col.name, v.this))
+                    out.append((aliases.get(col.table.lower(), col.table.lower()), col.name, v.this))
     return out
 
 
@@ -123,8 +126,10 @@ def unmatched_values(con: sqlite3.Connection, sql: str) -> str | None:
     try:
         with Deadline(con, 2.0):
             tables = [t for t in list_tables(con) if t.lower() in used]
-            for column, value in pairs:
-                for table in tables:
+            for qualifier, column, value in pairs:
+                # a qualified column is that table's ("o.name" of "orders o", not customers.name);
+                # a qualifier naming no table (a CTE, a subquery's alias) leaves every table
+                for table in [t for t in tables if t.lower() == qualifier] or tables:
                     names = [c[0] for c in table_columns(con, table) if c[0].lower() == column.lower()]
                     if not names:
                         continue
