@@ -60,11 +60,18 @@ def _pragmas(wal: bool, synchronous: str | None) -> list[str]:
 
 
 def _file(path: str | Path) -> Path | None:
-    """The file ``path`` names, its directory created; None for :data:`MEMORY`."""
+    """The file ``path`` names, its directory created; None for :data:`MEMORY`. Raises
+    ``sqlite3.OperationalError`` naming ``path`` when no file can be there (a parent that is a
+    file, no permission, a NUL in the path), as for any other file SQLite cannot open."""
     if str(path) == MEMORY:
         return None
     file = Path(path)
-    file.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if "\x00" in str(path):
+            raise ValueError("the path holds a NUL character")
+        file.parent.mkdir(parents=True, exist_ok=True)
+    except (OSError, ValueError) as exc:
+        raise sqlite3.OperationalError(f"unable to open database file {str(path)!r}: {exc}") from exc
     return file
 
 
