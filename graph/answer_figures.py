@@ -48,7 +48,12 @@ _CLOCK = re.compile(
     r"(?:(?P<half>[aApP])\.?\s?[mM]\.?(?![A-Za-z])|o'clock\b|o’clock\b|h(?![A-Za-z])|Uhr\b|heures?\b|点|時)"
 )
 # [^\S\n]: blanks within the line (\s would run over every following newline at each line start)
-_LIST_MARKER = re.compile(r"(?m)(?:^|[:：])[^\S\n]*(?:[-*•][^\S\n]*)?\(?\d{1,3}[.)、](?=\s|[^\d\s])(?![\d])|#\d{1,3}\b")
+# ... and the label of a step of the answer's own ("Step 1:", "Option 2.", "Étape 3 :")
+_LIST_MARKER = re.compile(
+    r"(?m)(?:^|[:：])[^\S\n]*(?:[-*•][^\S\n]*)?\(?\d{1,3}[.)、](?=\s|[^\d\s])(?![\d])|#\d{1,3}\b"
+    r"|\b(?:step|option|phase|stage|schritt|[ée]tape|paso)[^\S\n]\d{1,2}(?=[^\S\n]?[:.)](?!\d))",
+    re.I,
+)
 _FIGURE = re.compile(
     r"(?<![A-Za-z0-9_.,'])"
     r"(?P<number>\d{1,3}(?:(?:,|\.|\u00a0|\u202f| |'|’)\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?)"

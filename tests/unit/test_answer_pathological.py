@@ -47,6 +47,7 @@ def test_long_runs_of_blanks_return(answer: str) -> None:
     assert check.grounded
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_long_answer_over_a_large_result_returns() -> None:
     answer = "\n".join(f"{i}. Name{i} - {i * 3}" for i in range(10_000))
@@ -175,3 +176,21 @@ def test_a_plain_correct_answer_states_no_unsupported_name(answer: str, fabricat
     assert check_answer(answer, question, [read(COUNTRIES)], needs_data=True).names == []
     flagged = check_answer(fabricated, question, [read(COUNTRIES)], needs_data=True).names
     assert "Italy" in flagged and all("Italy" in name for name in flagged)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Step 1: I queried the invoices. Step 2: the top is USA.",
+        "Étape 1 : la requête. Étape 2 : USA.",
+        "Option 3) USA",
+    ],
+)
+def test_the_label_of_a_step_is_no_figure(answer: str) -> None:
+    """ "Step 1:" numbers the answer's own steps (it flagged the right answer: helper-24); a
+    figure stated in the step is still checked."""
+    question = "Which country brought in the most revenue?"
+    assert check_answer(answer, question, [read(COUNTRIES)], needs_data=True).figures == []
+    assert check_answer(answer + " It had 999 invoices.", question, [read(COUNTRIES)], needs_data=True).figures == [
+        "999"
+    ]
