@@ -482,8 +482,11 @@ def verify(
     its evidence) must rest on a data read. Figures of the request and of the tools' own
     descriptions are known (what the model was told), besides the results."""
     # what the model was told about its tools ("1-8 queries", "at most 500 rows") is no claim
-    # about the user's data: figures from the tools' own descriptions count as known
-    told = "\n".join([goal, *(s.description for s in specs)])
+    # about the user's data: figures from the tools' own descriptions count as known — until
+    # data was read, when a figure must come from the data (measured: "There are currently 1
+    # customer in Japan" after COUNT(*) = 0 passed on the "1" of "1-8 queries")
+    reads_data = any(r.is_data_read for r in results)
+    told = goal if reads_data else "\n".join([goal, *(s.description for s in specs)])
     called = {c["name"] for m in work if isinstance(m, AIMessage) for c in m.tool_calls}
     tried = [s for s in specs if s.name in called and not s.side_effect]  # a read, even failed
     readable = can_read_data(specs)

@@ -575,3 +575,16 @@ def test_memory_list_shows_why_a_task_memory_was_trusted(scripted, db, data_dir,
     assert out.exit_code == 0, out.output
     assert "why: 1 tool(s) succeeded" in out.output and "answer verified against this goal's results" in out.output
     assert "query_database#q1 (request why:" in out.output  # the call, its request id
+
+
+def test_once_data_was_read_the_tools_descriptions_support_no_figure():
+    """Measured (Chinook, 4 of 18 questions): COUNT(*) returned 0 and the answer "There are
+    currently 1 customer in Japan." passed — on the "1" of a tool description's "1-8 queries"."""
+    from graph.verification import verify
+
+    zero = result({"columns": ["COUNT(*)"], "rows": [[0]], "row_count": 1})
+    specs = flagship_specs()
+    assert any("1" in s.description for s in specs)
+    check = verify("There are currently 1 customer in Japan.", "How many customers in Japan?", "question", [zero], specs)
+    assert check.figures == ["1"] and not check.ok
+    assert verify("There are no customers in Japan.", "How many customers in Japan?", "question", [zero], specs).ok
