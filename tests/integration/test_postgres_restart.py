@@ -23,7 +23,7 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -140,28 +140,69 @@ def thread_messages(url: str) -> list[str]:
     return asyncio.run(read())
 
 
-def test_postgres_restarted_mid_turn_the_run_resumes_and_loses_nothing(tmp_path, own_postgres):
-    import psycopg
-
-    server, url = own_postgres
-    effects, started, release = tmp_path / "effects.txt", tmp_path / "started", tmp_path / "release"
+def mcp_config(tmp_path: Path) -> tuple[Path, Path]:
+    """The pausing chat server as the only MCP server: ``(config file, server script)``."""
     mcp_server = tmp_path / "pausing_chat.py"
     mcp_server.write_text(PAUSING)
+    args = [str(mcp_server), *(str(tmp_path / n) for n in ("effects.txt", "started", "release"))]
     config = tmp_path / "mcp.json"
     config.write_text(
-        json.dumps(
-            {
-                "mcpServers": {
-                    "chat": {
-                        "command": sys.executable,
-                        "args": [str(mcp_server), str(effects), str(started), str(release)],
-                    },
-                    "team_chat": {"enabled": False},
-                }
-            }
-        )
+        json.dumps({"mcpServers": {"chat": {"command": sys.executable, "args": args}, "team_chat": {"enabled": False}}})
     )
-    data = tmp_path / "data"
+    return config, mcp_server
+
+
+def run_turn_with_fault(tmp_path: Path, env: dict[str, str], fault: Callable[[], None]) -> tuple[int, str, str]:
+    """``hermes run TASK --json`` on thread t1; ``fault()`` runs while its tool call waits, then
+    the tool answers. Returns ``(exit code, stdout, stderr)``."""
+    started, release = tmp_path / "started", tmp_path / "release"
+    proc = subprocess.Popen(
+        hermes(TASK, tmp_path / "data", "--json"),
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + PROCESS_S
+        while not started.exists():
+            if proc.poll() is not None:
+                raise AssertionError(f"hermes exited before its tool call: {proc.communicate()[1][-3000:]}")
+            assert time.monotonic() < deadline, "the tool call was never reached"
+            time.sleep(0.1)
+        fault()
+        release.touch()
+        out, err = proc.communicate(timeout=PROCESS_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, out, err
+
+
+def first_turn(tmp_path: Path, env: dict[str, str], url: str) -> set[str]:
+    """The greeting turn on thread t1; returns its checkpoint ids (acknowledged: it answered)."""
+    first = subprocess.run(
+        hermes(GREETING, tmp_path / "data"), env=env, cwd=ROOT, capture_output=True, text=True, timeout=PROCESS_S
+    )
+    assert first.returncode == 0 and HELLO in first.stdout, first.stderr[-3000:]
+    acknowledged = checkpoint_ids(url)
+    assert acknowledged
+    return acknowledged
+
+
+def ledger_states(url: str) -> list[str]:
+    import psycopg
+
+    with psycopg.connect(url) as con:
+        return [r[0] for r in con.execute("SELECT state FROM hermes_tool_requests WHERE tool = 'announce'")]
+
+
+def test_postgres_restarted_mid_turn_the_run_resumes_and_loses_nothing(tmp_path, own_postgres):
+    server, url = own_postgres
+    config, mcp_server = mcp_config(tmp_path)
     with ScriptedOpenAI(reply) as stub:
         env = hermes_env(
             stub,
@@ -169,52 +210,20 @@ def test_postgres_restarted_mid_turn_the_run_resumes_and_loses_nothing(tmp_path,
             HERMES_TOOL_TIMEOUTS=json.dumps({"announce": 300}),
             HERMES_POSTGRES_URL=url,
         )
+        pids: list[tuple[int, int]] = []
         try:
-            first = subprocess.run(
-                hermes(GREETING, data), env=env, cwd=ROOT, capture_output=True, text=True, timeout=PROCESS_S
-            )
-            assert first.returncode == 0 and HELLO in first.stdout, first.stderr[-3000:]
-            acknowledged = checkpoint_ids(url)
-            assert acknowledged
-
-            proc = subprocess.Popen(
-                hermes(TASK, data, "--json"),
-                env=env,
-                cwd=ROOT,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                start_new_session=True,
-            )
-            try:
-                deadline = time.monotonic() + PROCESS_S
-                while not started.exists():
-                    if proc.poll() is not None:
-                        raise AssertionError(f"hermes exited before its tool call: {proc.communicate()[1][-3000:]}")
-                    assert time.monotonic() < deadline, "the tool call was never reached"
-                    time.sleep(0.1)
-                before, after = restart(server)
-                assert before != after  # a new postmaster: every session of the turn was ended
-                release.touch()
-                out, err = proc.communicate(timeout=PROCESS_S)
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.communicate()
-
-            assert proc.returncode == 0, err[-3000:]
-            summary = json.loads(out.strip().splitlines()[-1])
-            assert summary["tools_called"] == {"announce": 1}, summary
-            assert ANSWER in out, out[-2000:]
-
-            # nothing acknowledged lost: every checkpoint of the first turn is still there
-            assert acknowledged <= checkpoint_ids(url)
-            messages = thread_messages(url)
-            assert HELLO in messages and ANSWER in messages, messages
-            with psycopg.connect(url) as con:
-                states = con.execute("SELECT state FROM hermes_tool_requests WHERE tool = 'announce'").fetchall()
-            assert states == [("done",)]  # recorded after the restart (the ledger reconnected)
-
+            acknowledged = first_turn(tmp_path, env, url)
+            code, out, err = run_turn_with_fault(tmp_path, env, lambda: pids.append(restart(server)))
         finally:
             kill_started_from(mcp_server)
-    assert effects.read_text().splitlines() == ["sales-team Order count: 42"]  # posted once
+    assert pids and pids[0][0] != pids[0][1]  # a new postmaster: every session of the turn was ended
+    assert code == 0, err[-3000:]
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["tools_called"] == {"announce": 1}, summary
+    assert ANSWER in out, out[-2000:]
+    # nothing acknowledged lost: every checkpoint of the first turn is still there
+    assert acknowledged <= checkpoint_ids(url)
+    messages = thread_messages(url)
+    assert HELLO in messages and ANSWER in messages, messages
+    assert ledger_states(url) == ["done"]  # recorded after the restart (the ledger reconnected)
+    assert (tmp_path / "effects.txt").read_text().splitlines() == ["sales-team Order count: 42"]  # posted once
