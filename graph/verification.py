@@ -124,7 +124,7 @@ def goal_results(work: Sequence[AnyMessage], specs: Iterable[ToolSpec]) -> list[
         text = m.content if isinstance(m.content, str) else json.dumps(m.content, ensure_ascii=False, default=str)
         try:
             envelope = json.loads(text)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):  # a hostile server's 5,000-deep JSON
             envelope = None
         if isinstance(envelope, dict) and "summary" in envelope:
             data, summary, handle = envelope.get("data"), str(envelope.get("summary") or ""), envelope.get("handle")
@@ -168,7 +168,7 @@ def _seen(result: Result) -> Any:
     its data."""
     try:
         return json.loads(result.text)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return result.data
 
 

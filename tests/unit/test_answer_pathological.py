@@ -194,3 +194,22 @@ def test_the_label_of_a_step_is_no_figure(answer: str) -> None:
     assert check_answer(answer + " It had 999 invoices.", question, [read(COUNTRIES)], needs_data=True).figures == [
         "999"
     ]
+
+
+def test_a_result_of_deeply_nested_json_raises_nothing() -> None:
+    """A tool result 5,000 arrays deep (a hostile MCP server) made ``json.loads`` raise
+    RecursionError out of goal_results (helper-24); it is read as text now."""
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    from graph.verification import goal_results, verify
+    from tools.spec import ToolSpec
+
+    specs = [ToolSpec(name="q", description="Reads rows.", reads="data")]
+    text = '{"summary": "ok", "data": ' + "[" * 5_000 + "]" * 5_000 + "}"
+    work = [
+        AIMessage("", tool_calls=[{"name": "q", "args": {}, "id": "c1"}]),
+        ToolMessage(content=text, tool_call_id="c1", name="q"),
+    ]
+    results = goal_results(work, specs)
+    assert [r.name for r in results] == ["q"]
+    verify("The top is USA with 523.", "Which country?", "question", results, specs, work)
