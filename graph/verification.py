@@ -369,19 +369,21 @@ def check_answer(
     needs_data: bool,
     period_asked: bool = False,
     request: str = "",
+    described: str = "",
 ) -> Check:
     """Check ``answer`` against the goal's ``results`` (module docstring). ``needs_data``: the
     goal is a question about data (:func:`about_data`), so the answer must rest on a data read;
     ``period_asked``: the request names a period, so a figure only a read over every date
     supports (:attr:`Result.undated`) is not one for it; ``request``: the user's words alone
-    (``goal`` may hold the tools' descriptions too), for what the question asks."""
+    (``goal`` may hold the tools' descriptions too), for what the question asks; ``described``:
+    the tools' descriptions, whose words a name may use ("Query: …")."""
     reads = [r for r in results if r.is_data_read]
     check = Check(grounded=not needs_data or bool(reads))
     if not results and not needs_data:
         return check
     check.figures = unsupported_figures(answer, goal, results)
     if reads:
-        check.names = unsupported_names(answer, goal, results)
+        check.names = unsupported_names(answer, f"{goal}\n{described}", results)
         check.keys = key_only(answer, request or goal, _table(reads[-1].data))
         if period_asked:
             check.undated = undated_figures(answer, goal, results)
@@ -494,7 +496,10 @@ def verify(
     needs = (about_data(answer, told, results, readable, intent, tried) or handed) and not any(
         s.side_effect for s in specs if s.name in required_steps(goal, specs)
     )
-    return check_answer(answer, told, results, needs_data=needs, period_asked=names_period(goal), request=goal)
+    described = "\n".join(s.description for s in specs)  # names the tools use are no claim either
+    return check_answer(
+        answer, told, results, needs_data=needs, period_asked=names_period(goal), request=goal, described=described
+    )
 
 
 def what_the_data_shows(results: Sequence[Result], limit: int = QUOTE_CHARS) -> str:

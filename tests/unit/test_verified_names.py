@@ -372,3 +372,13 @@ async def test_a_total_computed_by_hand_over_several_rows_requires_the_tool_to_c
     note = model.seen[2][-1].content
     assert model.offers[2] == ["query_database"] and "never by hand: call query_database now" in note
     assert out["stop_reason"] is None and out["messages"][-1].content == f"The total is {total:,.2f}."
+
+
+def test_a_label_the_tools_own_words_give_is_no_unsupported_name():
+    """A label line ("- Query: …") names a word of the tools' descriptions: after a data read
+    those descriptions support no figure, but their words stay known to the name check."""
+    from graph.verification import verify
+    from tests.conftest import flagship_specs
+
+    answer = "- Query: revenue by country\n- Result: USA, Canada and France"
+    assert verify(answer, QUESTION, "question", [result(COUNTRIES)], flagship_specs()).names == []
