@@ -36,8 +36,6 @@ from typing import Any
 _OWN_CHANNELS = ("branch:to:", "__")
 _BRANCH = "branch:to:"
 _START = "__start__"
-#: Seconds a read waits for another process's write lock (as ``graph.checkpoints``).
-BUSY_TIMEOUT_S = 30.0
 #: ``graph.checkpoints.CHECKPOINTS_FILE`` (named here so reading does not import the graph; a
 #: test checks the two agree).
 CHECKPOINTS_FILE = "checkpoints.sqlite"
@@ -290,14 +288,15 @@ async def open_reader(checkpoints: Path, postgres_url: str = "") -> AsyncIterato
         async with open_postgres_checkpointer(postgres_url) as pg_saver:
             yield CheckpointReader(pg_saver)
         return
-    import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+    from base.sqlite_files import open_aiosqlite
+
     # an ordinary connection that only reads (a mode=ro one would leave the WAL's -wal/-shm
-    # files behind: only a connection that may write removes them when it closes last)
-    conn = await aiosqlite.connect(str(checkpoints))
+    # files behind: only a connection that may write removes them when it closes last); the
+    # shared opener sets the busy timeout, and wal=False leaves the file's journal mode alone
+    conn = await open_aiosqlite(checkpoints, wal=False)
     try:
-        await conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         saver = AsyncSqliteSaver(conn)
         saver.is_setup = True  # setup() would write; require_db checked the tables
         yield CheckpointReader(saver)
