@@ -448,7 +448,7 @@ async def server_checkpointer() -> AsyncIterator[HermesSqliteSaver | HermesPostg
         checkpoints_file(data_dir), mirror_dir=data_dir, postgres=settings.postgres_url
     ) as saver:
         if settings.postgres_url:
-            from graph.postgres import redacted
+            from base.postgres_urls import redacted
 
             log.info("checkpoints: PostgreSQL %s (shared with the hermes CLI)", redacted(settings.postgres_url))
         else:

@@ -23,6 +23,8 @@ import threading
 
 import psycopg
 
+from base.postgres_urls import connection_error
+
 #: The table of delivery marks (prefixed: the database holds the checkpoints and other tables).
 TABLE = "hermes_answers"
 #: Transaction advisory lock serialising the table's creation ("HERMESAN").
@@ -44,7 +46,10 @@ _ready_lock = threading.Lock()
 
 
 def _connect(url: str) -> psycopg.Connection:
-    con = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, prepare_threshold=None)
+    try:
+        con = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, prepare_threshold=None)
+    except psycopg.Error as exc:  # one line naming the setting, never the password
+        raise ConnectionError(connection_error(exc, url, "the record of answers shown")) from None
     try:
         with _ready_lock:
             if url not in _ready:

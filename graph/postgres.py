@@ -35,7 +35,6 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import tenacity
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -43,6 +42,7 @@ from psycopg import AsyncConnection
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from base.postgres_urls import redacted
 from graph.mirror import ThreadMirror
 
 #: Seconds to wait for the first connection before :class:`PostgresUnavailable`.
@@ -65,15 +65,6 @@ class _SetupBusy(TimeoutError):
 class PostgresUnavailable(ConnectionError):
     """The PostgreSQL server of ``HERMES_POSTGRES_URL`` could not be reached in time (the
     message names the URL without its password and the cause)."""
-
-
-def redacted(url: str) -> str:
-    """``url`` with the password replaced by ``***`` (for messages and logs)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 class HermesPostgresSaver(AsyncPostgresSaver):
@@ -199,5 +190,4 @@ __all__ = [
     "move_mirror_aside",
     "open_pool",
     "open_postgres_checkpointer",
-    "redacted",
 ]

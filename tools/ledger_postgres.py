@@ -47,13 +47,13 @@ import concurrent.futures
 import hashlib
 import json
 import logging
-import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import psycopg
 import tenacity
 
+from base.postgres_urls import redacted
 from tools.idempotency import (
     DEFAULT_WAIT_S,
     STALE_CLAIM_S,
@@ -93,11 +93,6 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
 )
 """
 _NOW = "extract(epoch from clock_timestamp())"
-
-
-def redacted(url: str) -> str:
-    """``postgresql://user:secret@host/db`` → ``postgresql://user:***@host/db`` (for messages)."""
-    return re.sub(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^:@/]*):[^@/]*@", r"\1:***@", url)
 
 
 def owner_key(owner: str) -> int:
@@ -338,5 +333,4 @@ __all__ = [
     "PostgresLedger",
     "PostgresThread",
     "owner_key",
-    "redacted",
 ]

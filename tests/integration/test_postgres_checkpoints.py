@@ -16,11 +16,12 @@ from langchain_core.messages import AIMessage, HumanMessage
 from typer.testing import CliRunner
 
 import graph.postgres
+from base.postgres_urls import redacted
 from graph.builder import make_graph
 from graph.checkpoints import checkpoints_file, open_checkpointer
 from graph.cli import app
 from graph.mirror import ThreadMirror
-from graph.postgres import HermesPostgresSaver, PostgresUnavailable, open_postgres_checkpointer, redacted
+from graph.postgres import HermesPostgresSaver, PostgresUnavailable, open_postgres_checkpointer
 
 pytestmark = pytest.mark.slow  # PostgreSQL starts for the session
 

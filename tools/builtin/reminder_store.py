@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from base.environment import variable
+from base.postgres_urls import connection_error
 from base.sqlite_files import open_sqlite
 from tools.claim_owners import new_owner
 from tools.claim_owners import owner_alive as pid_owner_alive
@@ -122,7 +123,7 @@ def where(data_dir: Path | str, postgres_url: str | None = None) -> str:
     """Where the schedule is, for messages: the SQLite file or ``PostgreSQL <url, redacted>``."""
     url = schedule_url(postgres_url)
     if url:
-        from tools.ledger_postgres import redacted
+        from base.postgres_urls import redacted
 
         return f"PostgreSQL {redacted(url)} (schema {PG_SCHEMA})"
     return str(Path(data_dir) / DB_FILE)
@@ -232,13 +233,16 @@ class PostgresSchedule(ScheduleDb):
         import psycopg  # only when asked for
 
         self.url = url
-        self.con = psycopg.connect(
-            url,
-            autocommit=True,
-            connect_timeout=CONNECT_TIMEOUT_S,
-            prepare_threshold=None,
-            options=f"-c search_path={PG_SCHEMA}",
-        )
+        try:
+            self.con = psycopg.connect(
+                url,
+                autocommit=True,
+                connect_timeout=CONNECT_TIMEOUT_S,
+                prepare_threshold=None,
+                options=f"-c search_path={PG_SCHEMA}",
+            )
+        except psycopg.Error as exc:  # one line naming the setting, never the password
+            raise ConnectionError(connection_error(exc, url, "the reminder schedule")) from None
         try:
             with _ready_lock:
                 if url not in _ready:
@@ -300,7 +304,10 @@ def hold_lease(url: str, owner: str) -> None:
         con = _leases.get((url, owner))
         if con is not None and not con.closed and not con.broken:
             return
-        con = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+        try:
+            con = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+        except psycopg.Error as exc:
+            raise ConnectionError(connection_error(exc, url, "the reminder firing lease")) from None
         con.execute(f"SET tcp_keepalives_idle = {KEEPALIVE_IDLE_S}")
         con.execute(f"SET tcp_keepalives_interval = {KEEPALIVE_INTERVAL_S}")
         con.execute(f"SET tcp_keepalives_count = {KEEPALIVE_COUNT}")
