@@ -26,14 +26,14 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage
 
-from graph.answer_figures import Known, figures, names_period, supported, values_in
+from graph.answer_figures import Known, figures, names_period, supported
 from graph.answer_names import key_only, missing_names, stated_names
+from graph.goal_results import Result, known_values, seen, strings_of, table_of
 from graph.progress import required_steps
 from memory.policy import split_sentences
 from tools.selection import rank_tools
@@ -43,133 +43,6 @@ from tools.spec import ToolSpec
 UNVERIFIED_ANSWER = "unverified answer"
 #: Characters of the results quoted in an honest "could not establish" answer.
 QUOTE_CHARS = 700
-
-
-@dataclass(frozen=True)
-class Result:
-    """One successful tool result of the goal: ``name``, ``call_id``, ``reads`` (the tool's
-    ``ToolSpec.reads``), ``side_effect``, ``data`` (the envelope's ``data``; the content when it
-    is no envelope), ``summary``, ``handle`` (payload on disk, or None) and ``text`` (the
-    content as the model saw it)."""
-
-    name: str
-    call_id: str
-    reads: str | None
-    side_effect: bool
-    data: Any
-    summary: str
-    handle: str | None
-    text: str
-    args: Any = None
-
-    @property
-    def is_data_read(self) -> bool:
-        return self.reads == "data"
-
-    @property
-    def unexpected_empty(self) -> bool:
-        """True when the tool says this read found nothing *despite* its period having data
-        (``data.unexpected_empty``: a wrong join or date format): it supports no claim of none."""
-        return isinstance(self.data, Mapping) and bool(self.data.get("unexpected_empty"))
-
-    @property
-    def undated(self) -> bool:
-        """True when the tool says this read's figures cover every date (``data.undated``: no
-        condition restricts a date column of its tables)."""
-        return isinstance(self.data, Mapping) and bool(self.data.get("undated"))
-
-    @property
-    def empty(self) -> bool:
-        """True when this read found nothing: zero rows (``row_count`` 0, ``rows`` []), an
-        empty list or object, an object whose lists are all empty, one row of NULLs or zeros (a
-        SUM or COUNT over no rows), or a count of 0 (one row whose one number is 0)."""
-        data = self.data
-        if data is None or data == [] or data == {} or data == "":
-            return True
-        if isinstance(data, Mapping):
-            if data.get("row_count") == 0 or data.get("count") == 0 or data.get("total") == 0:
-                return True
-            rows = data.get("rows")
-            if isinstance(rows, list):
-                if not rows:
-                    return True
-                if len(rows) == 1:
-                    cells = (
-                        rows[0]
-                        if isinstance(rows[0], list)
-                        else list(rows[0].values())
-                        if isinstance(rows[0], dict)
-                        else [rows[0]]
-                    )
-                    numbers = [c for c in cells if isinstance(c, (int, float)) and not isinstance(c, bool)]
-                    # SUM/COUNT over no rows: one row of NULLs or zeros; or a label with a count of 0
-                    nothing = all(c is None or c == "" or (c in numbers and c == 0) for c in cells)
-                    return nothing or (len(numbers) == 1 and numbers[0] == 0 and len(cells) <= 2)
-                return False
-            # another tool's shape ({"notes": []}, {"items": [], "next": null}): its lists are empty
-            lists = [v for v in data.values() if isinstance(v, list)]
-            return bool(lists) and not any(lists)
-        return False
-
-
-def goal_results(work: Sequence[AnyMessage], specs: Iterable[ToolSpec]) -> list[Result]:
-    """The successful tool results among ``work`` (the current goal's messages), in order,
-    with their tools' metadata (a tool no longer registered reads nothing)."""
-    by_name = {spec.name: spec for spec in specs}
-    args = {c["id"]: c.get("args") for m in work if isinstance(m, AIMessage) for c in m.tool_calls if c.get("id")}
-    out: list[Result] = []
-    for m in work:
-        if not isinstance(m, ToolMessage) or m.status == "error" or not m.name:
-            continue
-        text = m.content if isinstance(m.content, str) else json.dumps(m.content, ensure_ascii=False, default=str)
-        try:
-            envelope = json.loads(text)
-        except (TypeError, ValueError, RecursionError):  # a hostile server's 5,000-deep JSON
-            envelope = None
-        if isinstance(envelope, dict) and "summary" in envelope:
-            data, summary, handle = envelope.get("data"), str(envelope.get("summary") or ""), envelope.get("handle")
-        else:
-            data, summary, handle = (envelope if envelope is not None else text), text[:200], None
-        spec = by_name.get(m.name)
-        out.append(
-            Result(
-                name=m.name,
-                call_id=m.tool_call_id,
-                reads=spec.reads if spec else None,
-                side_effect=bool(spec and spec.side_effect),
-                data=data,
-                summary=summary,
-                handle=handle if isinstance(handle, str) else None,
-                text=text,
-                args=args.get(m.tool_call_id),
-            )
-        )
-    return out
-
-
-#: Fields of a result that count rows rather than hold data.
-_COUNT_FIELDS = frozenset({"row_count", "total_items", "count", "total", "truncated", "row_count_exact"})
-
-
-def _known(result: Result, parts: list[float]) -> list[float]:
-    """The numbers a figure may come from in ``result`` (the days and months of its dates go to
-    ``parts``). A read that found nothing (a COUNT of 0 is one row) supports no count of rows:
-    "1 customer" after ``COUNT(*)`` returned 0 is the row count misread, not a figure of the data."""
-    if not result.empty:
-        return values_in(_seen(result), parts=parts)
-    data = result.data
-    if isinstance(data, Mapping):
-        data = {k: v for k, v in data.items() if k not in _COUNT_FIELDS}
-    return values_in(data, counts=False, parts=parts)
-
-
-def _seen(result: Result) -> Any:
-    """The result as the model saw it: the whole envelope (summary, data, totals, notes), else
-    its data."""
-    try:
-        return json.loads(result.text)
-    except (TypeError, ValueError, RecursionError):
-        return result.data
 
 
 _ABSENCE = re.compile(
@@ -200,11 +73,11 @@ def unsupported_figures(answer: str, goal: str, results: Sequence[Result]) -> li
     of one) and not in ``goal`` (the request), as written, in order, without repeats."""
     # the day or month of a date ("2026-11-01") supports only a date, never "1 invoice"
     parts: list[float] = []
-    known = [v for r in results for v in _known(r, parts)]
+    known = [v for r in results for v in known_values(r, parts)]
     known += [v for f in figures(goal) for v, _ in f.readings]
     # what a successful call asked for is what it read ("no sales in 2026-11" after a query
     # for 2026-11 that found none; "more than 1,000" after a query with that threshold)
-    asked = [f for r in results for s in _strings(r.args) for f in figures(s)]
+    asked = [f for r in results for s in strings_of(r.args) for f in figures(s)]
     plain = [v for f in asked if not f.part for v, _ in f.readings]
     parts += [v for f in asked if f.part for v, _ in f.readings]
     # built once (sorted): a long answer against a large result stays fast
@@ -228,7 +101,7 @@ def undated_figures(answer: str, goal: str, results: Sequence[Result]) -> list[s
     date support (:attr:`Result.undated`): a total of all time stated for the period asked.
     Measured (Qwen2.5-Coder-1.5B): "Customers sent 187 replies in October 2026." (111)."""
     asked = Known(v for f in figures(goal) for v, _ in f.readings)
-    known = [(r, Known(_known(r, []))) for r in results]  # once per result, not per figure
+    known = [(r, Known(known_values(r, []))) for r in results]  # once per result, not per figure
     out: list[str] = []
     seen: set[str] = set()
     for fig in figures(answer):
@@ -245,22 +118,8 @@ def unsupported_names(answer: str, goal: str, results: Sequence[Result]) -> list
     """Names ``answer`` states as its answer (:func:`graph.answer_names.stated_names`) that no
     result of ``results`` holds (its strings and field names: a schema read holds the tables'
     names) and ``goal`` (the request, the tools' descriptions) does not either."""
-    known = "\n".join([goal, *(s for r in results for s in _strings(_seen(r), keys=True))])
+    known = "\n".join([goal, *(s for r in results for s in strings_of(seen(r), keys=True))])
     return missing_names(stated_names(answer), known)
-
-
-def _strings(value: Any, depth: int = 0, keys: bool = False) -> list[str]:
-    """The strings and numbers (as text) of a JSON value, e.g. a call's arguments."""
-    if depth > 12 or value is None or isinstance(value, bool):
-        return []
-    if isinstance(value, (str, int, float)):
-        return [str(value)]
-    if isinstance(value, Mapping):
-        names = [str(k) for k in value] if keys else []
-        return names + [s for item in value.values() for s in _strings(item, depth + 1, keys)]
-    if isinstance(value, list):
-        return [s for item in value for s in _strings(item, depth + 1, keys)]
-    return []
 
 
 @dataclass
@@ -384,11 +243,11 @@ def check_answer(
     check.figures = unsupported_figures(answer, goal, results)
     if reads:
         check.names = unsupported_names(answer, f"{goal}\n{described}", results)
-        check.keys = key_only(answer, request or goal, _table(reads[-1].data))
+        check.keys = key_only(answer, request or goal, table_of(reads[-1].data))
         if period_asked:
             check.undated = undated_figures(answer, goal, results)
     claims = absence_claims(answer)
-    known = "\n".join([request or goal, *(t for r in reads if not r.empty for t in _strings(_seen(r), keys=True))])
+    known = "\n".join([request or goal, *(t for r in reads if not r.empty for t in strings_of(seen(r), keys=True))])
     if claims and not any(r.empty and not r.unexpected_empty and not invented_filters(r, known) for r in reads):
         check.absences = claims
     return check
@@ -408,7 +267,7 @@ def invented_filters(read: Result, known: str) -> list[str]:
     query's SQL; dates, numbers and patterns' wildcards are left out (a period is checked as
     figures)."""
     values: list[str] = []
-    for text in _strings(read.args):
+    for text in strings_of(read.args):
         if _SQL_TEXT.search(text):
             values += [v.replace("''", "'") for v in _SQL_LITERAL.findall(text)]
         elif len(text) <= 60:
@@ -436,18 +295,6 @@ def _loosely_held(word: str, held: set[str]) -> bool:
 def _is_period_text(value: str) -> bool:
     """A strftime format or a date written with month words ('%Y-%m', 'Oct 2026'): no value."""
     return value.startswith("%") or (bool(figures(value)) and names_period(value))
-
-
-def _table(data: Any) -> tuple[list[str], list[list[object]]] | None:
-    """``(columns, rows)`` of a tabular result (``{"columns": [...], "rows": [[...] | {...}]}``)."""
-    if not isinstance(data, Mapping) or not isinstance(data.get("columns"), list):
-        return None
-    columns = [str(c) for c in data["columns"]]
-    rows = [
-        list(r.values()) if isinstance(r, Mapping) else list(r) if isinstance(r, list) else [r]
-        for r in data.get("rows") or []
-    ]
-    return columns, rows
 
 
 def grounding_readers(goal: str, work: Sequence[AnyMessage], specs: Sequence[ToolSpec]) -> list[str]:

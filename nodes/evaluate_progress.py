@@ -55,6 +55,7 @@ from langgraph.types import interrupt
 
 from graph.claimed_effects import announces_action, correct_claims, repeats_result, unbacked_claims
 from graph.context import Context
+from graph.goal_results import goal_results
 from graph.progress import (
     artifacts,
     call_signature,
@@ -81,7 +82,6 @@ from graph.verification import (
     UNVERIFIED_ANSWER,
     Check,
     earlier_answers,
-    goal_results,
     grounding_readers,
     verify,
 )

@@ -39,13 +39,14 @@ from langgraph.runtime import Runtime
 from graph.claimed_effects import unbacked_claims
 from graph.context import NO_THREAD, Context, run_thread_id
 from graph.failures import Recovery, recovery_for
+from graph.goal_results import goal_results
 from graph.history import previous_turn_closures
 from graph.mirror import append_turn
 from graph.progress import artifacts, current_goal_messages, request_id, required_steps
 from graph.resources import get_memory, get_toolbox, run_in_background
 from graph.state import State
 from graph.tracing import background_span
-from graph.verification import UNVERIFIED_ANSWER, goal_results, honest_answer, verify
+from graph.verification import UNVERIFIED_ANSWER, honest_answer, verify
 from memory.task_outcome import TurnEvidence
 from tools.schema_versions import schema_hash
 

@@ -18,7 +18,8 @@ import pytest
 
 from graph.answer_figures import Known, figures, names_period, supported
 from graph.answer_names import stated_names
-from graph.verification import Result, check_answer
+from graph.goal_results import Result
+from graph.verification import check_answer
 
 ROWS = {"columns": ["name", "n"], "rows": [[f"Name{i}", i] for i in range(500)], "row_count": 500}
 
@@ -201,7 +202,8 @@ def test_a_result_of_deeply_nested_json_raises_nothing() -> None:
     RecursionError out of goal_results (helper-24); it is read as text now."""
     from langchain_core.messages import AIMessage, ToolMessage
 
-    from graph.verification import goal_results, verify
+    from graph.goal_results import goal_results
+    from graph.verification import verify
     from tools.spec import ToolSpec
 
     specs = [ToolSpec(name="q", description="Reads rows.", reads="data")]

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from graph.answer_figures import names_period
-from graph.verification import Result, check_answer, verify
+from graph.goal_results import Result
+from graph.verification import check_answer, verify
 from tests.conftest import DEMO_END_MONTH as MONTH
 from tools.builtin.catalog import QUERY_DATABASE
 from tools.builtin.database import query_database

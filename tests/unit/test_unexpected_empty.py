@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from graph.verification import Result, check_answer
+from graph.goal_results import Result
+from graph.verification import check_answer
 from tests.conftest import DEMO_END_MONTH as MONTH
 from tools.builtin.database import query_database
 

@@ -19,9 +19,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from graph import resources
 from graph.builder import make_graph
 from graph.claimed_effects import unbacked_claims
+from graph.goal_results import Result
 from graph.verification import (
     UNVERIFIED_ANSWER,
-    Result,
     absence_claims,
     check_answer,
     unsupported_figures,
@@ -585,6 +585,8 @@ def test_once_data_was_read_the_tools_descriptions_support_no_figure():
     zero = result({"columns": ["COUNT(*)"], "rows": [[0]], "row_count": 1})
     specs = flagship_specs()
     assert any("1" in s.description for s in specs)
-    check = verify("There are currently 1 customer in Japan.", "How many customers in Japan?", "question", [zero], specs)
+    check = verify(
+        "There are currently 1 customer in Japan.", "How many customers in Japan?", "question", [zero], specs
+    )
     assert check.figures == ["1"] and not check.ok
     assert verify("There are no customers in Japan.", "How many customers in Japan?", "question", [zero], specs).ok

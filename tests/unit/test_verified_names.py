@@ -18,7 +18,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from graph import resources
 from graph.answer_names import missing_names, stated_names
 from graph.builder import make_graph
-from graph.verification import UNVERIFIED_ANSWER, Result, check_answer
+from graph.goal_results import Result
+from graph.verification import UNVERIFIED_ANSWER, check_answer
 from tests.conftest import FakeToolbox, tool_call
 from tools.builtin.catalog import QUERY_DATABASE
 from tools.builtin.database import query_database
