@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, AnyMessage
 
-from graph.answer_figures import Known, figures, names_period, supported
+from graph.answer_figures import Known, figures, in_english, names_period, supported
 from graph.answer_names import key_only, missing_names, stated_names
 from graph.goal_results import Result, known_values, seen, strings_of, table_of
 from graph.progress import required_steps
@@ -85,7 +85,7 @@ def unsupported_figures(answer: str, goal: str, results: Sequence[Result]) -> li
     for_plain = Known([*known, *plain, *(p for p in parts if p >= 1000)])
     out: list[str] = []
     seen: set[tuple[str, bool]] = set()
-    for fig in figures(answer):
+    for fig in in_english(figures(answer), answer):
         if all(v == 0 for v, _ in fig.readings) and not fig.part:
             continue  # a zero is an absence claim: judged by the reads that returned nothing
         if (fig.text, fig.part) in seen:

@@ -590,3 +590,17 @@ def test_once_data_was_read_the_tools_descriptions_support_no_figure():
     )
     assert check.figures == ["1"] and not check.ok
     assert verify("There are no customers in Japan.", "How many customers in Japan?", "question", [zero], specs).ok
+
+
+@pytest.mark.parametrize(
+    "answer, bad",
+    [
+        ("The total revenue in December 2011 was $38,620.", ["38,620"]),  # measured: SUM = 38.62
+        ("The total revenue in December 2011 was $38.62.", []),
+        ("Der Umsatz im Dezember 2011 betrug 38,62 €.", []),  # a decimal comma where it is one
+        ("Le chiffre d'affaires de décembre 2011 est de 38,620 €.", []),  # not English: both readings
+    ],
+)
+def test_an_english_answer_reads_a_comma_as_thousands(answer, bad):
+    total = result({"columns": ["SUM(Total)"], "rows": [[38.62]], "row_count": 1})
+    assert unsupported_figures(answer, "What was our total revenue in December 2011?", [total]) == bad
