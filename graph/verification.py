@@ -70,9 +70,13 @@ def absence_claims(answer: str) -> list[str]:
 
 def unsupported_figures(answer: str, goal: str, results: Sequence[Result]) -> list[str]:
     """Figures of ``answer`` that are in no result of ``results`` (nor a rounding or a count
-    of one) and not in ``goal`` (the request), as written, in order, without repeats."""
+    of one) and not in ``goal`` (the request), as written, in order, without repeats. Once a
+    data read exists, a schema read's numbers (row counts) support no figure: the answer is
+    about the data (measured: "The average order value … is $5.00" on a table's row count)."""
     # the day or month of a date ("2026-11-01") supports only a date, never "1 invoice"
     parts: list[float] = []
+    if any(r.is_data_read for r in results):
+        results = [r for r in results if r.reads != "schema"]
     known = [v for r in results for v in known_values(r, parts)]
     known += [v for f in figures(goal) for v, _ in f.readings]
     # what a successful call asked for is what it read ("no sales in 2026-11" after a query

@@ -604,3 +604,15 @@ def test_once_data_was_read_the_tools_descriptions_support_no_figure():
 def test_an_english_answer_reads_a_comma_as_thousands(answer, bad):
     total = result({"columns": ["SUM(Total)"], "rows": [[38.62]], "row_count": 1})
     assert unsupported_figures(answer, "What was our total revenue in December 2011?", [total]) == bad
+
+
+def test_once_data_was_read_a_schema_row_count_supports_no_figure():
+    """Measured (the sales database): two failed queries, two schema reads and a read of an empty
+    payload, then "The average order value in November 2026 is $5.00." — the 5 a table's row
+    count in the schema description."""
+    schema = result({"tables": [{"name": "regions", "row_count": 5}]}, "describe_database", "schema")
+    empty_read = result({"handle": "payloads/x.json", "data": None}, "read_result")
+    answer = "The average order value in November 2026 is $5.00."
+    assert unsupported_figures(answer, "Average order value in November 2026?", [schema, empty_read]) == ["5.00"]
+    # with no data read, the schema's numbers answer a question about the schema
+    assert unsupported_figures("The regions table has 5 rows.", "How many rows in regions?", [schema]) == []
