@@ -616,3 +616,34 @@ def test_once_data_was_read_a_schema_row_count_supports_no_figure():
     assert unsupported_figures(answer, "Average order value in November 2026?", [schema, empty_read]) == ["5.00"]
     # with no data read, the schema's numbers answer a question about the schema
     assert unsupported_figures("The regions table has 5 rows.", "How many rows in regions?", [schema]) == []
+
+
+def test_a_small_number_in_the_query_is_no_count_it_returned():
+    """Measured (Chinook): ``… = strftime('%Y-%m', 'now() - interval 1 month')`` returned
+    COUNT(*) = 0, and "We issued 1 invoice last month." passed on the query's "1"."""
+    sql = "SELECT COUNT(*) FROM Invoice WHERE strftime('%Y-%m', InvoiceDate) = strftime('%Y-%m', 'now() - interval 1 month')"
+    zero = Result(
+        "query_database",
+        "q1",
+        "data",
+        False,
+        {"columns": ["COUNT(*)"], "rows": [[0]], "row_count": 1},
+        "",
+        None,
+        "",
+        {"sql": sql},
+    )
+    assert unsupported_figures("We issued 1 invoice last month.", "Invoices last month?", [zero]) == ["1"]
+    # a threshold the query asked for still supports the answer that repeats it
+    big = Result(
+        "query_database",
+        "q2",
+        "data",
+        False,
+        {"columns": ["n"], "rows": [], "row_count": 0},
+        "",
+        None,
+        "",
+        {"sql": "SELECT id FROM orders WHERE total > 1000"},
+    )
+    assert unsupported_figures("No order was over 1,000.", "Any order over a thousand?", [big]) == []
