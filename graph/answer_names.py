@@ -52,7 +52,8 @@ _FINAL_NAME = re.compile(
     # the sentence ends there, or goes on with the name's figures ("…, with $49.62", "(213)")
     r"(?:\s*[.!]?\s*$|,?\s+(?:with|at|for|mit|avec|con)\s+[^A-Za-z]*\d|\s*\()"
 )
-_EMPHASIS = re.compile(r"[*_`]+")
+# markdown emphasis; an underscore inside a word ("row_count", "query_database") is part of it
+_EMPHASIS = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)")
 _BLANKS = re.compile(r"\s{2,}|[^\S\n ]")
 # an article before a name is no part of it ("les USA, le Canada et la France")
 _ARTICLE = re.compile(r"^(?:(?:the|les|le|la|der|die|das|el|los|las|il|lo|gli)\s+|l['’]\s*)(?=\S)", re.I)

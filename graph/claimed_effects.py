@@ -115,9 +115,10 @@ def announces_action(answer: str) -> bool:
 
 
 def repeats_result(answer: str, texts: Iterable[str], least: int = 40) -> bool:
-    """True when ``answer`` is a tool result's own words (at least ``least`` characters of it,
-    compared with whitespace collapsed, appear in one of ``texts``): the model repeated a note
-    such as "No rows, although … query again" instead of acting on it. Measured (Qwen2.5-Coder
+    """True when ``answer`` is a tool's own note (at least ``least`` characters of it, compared
+    with whitespace collapsed, appear in one of ``texts``, the notes of the goal's results): the
+    model repeated "No rows, although … query again" instead of acting on it. Data quoted from a
+    result is an answer, not a note. Measured (Qwen2.5-Coder
     -1.5B): twice in a row, the answer was the query tool's note about a wrong join."""
     said = " ".join((answer or "").split())
     if len(said) < least:

@@ -42,6 +42,13 @@ class Result:
         return self.reads == "data"
 
     @property
+    def note(self) -> str:
+        """The tool's own note on its data (``data.note``: what to do about an empty result),
+        "" when there is none."""
+        note = self.data.get("note") if isinstance(self.data, Mapping) else None
+        return note if isinstance(note, str) else ""
+
+    @property
     def unexpected_empty(self) -> bool:
         """True when the tool says this read found nothing *despite* its period having data
         (``data.unexpected_empty``: a wrong join or date format): it supports no claim of none."""

@@ -441,7 +441,7 @@ def judge_answer(
     before = [verdict(str(work[i].content), i) for i in earlier_answers(work)[:-1]]
     # announcing the next step ("I will now query …") or repeating a tool's note is a narration:
     # sent to read again, a call required, no stall of its own (the round and repeat caps bound it)
-    narration = announces_action(said) or repeats_result(said, [r.text for r in results])
+    narration = announces_action(said) or repeats_result(said, [r.note for r in results])
     again = not narration and (
         (not check.grounded and any(not b.grounded for b in before))
         or (check.grounded and any(b.grounded and not b.ok for b in before))

@@ -77,7 +77,7 @@ async def test_questions_run_through_the_runtime_and_are_scored(tmp_path: Path, 
     for qid in READS:
         r = by_id[qid]
         assert r["tools_called"].get("query_database") == 1, r
-        assert r["verdict"] == "correct", r
+        assert r["verdict"] == "correct", (r["answer"], r["stop_reason"], r["why"])
         assert r["side_effects"] == {"ledger_requests": 0, "chat_messages": 0, "reminders": 0, "report_files": 0}
         # the run's messages are kept beside the report: the tool result the answer rests on
         transcript = (report.out / r["transcript"]).read_text()
