@@ -15,7 +15,6 @@ archive layers, the token budget — is ``graph.window``.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import date, datetime
 from typing import Any
 
@@ -146,8 +145,12 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
                 tool_versions={s.name: schema_hash(s.parameters) for s in registry.specs()},
             )
 
-        # the recall (its query embedding runs in a worker thread) overlaps the rest of this node
-        recalling = asyncio.ensure_future(recall())
+        # the recall runs before the request's identity is decided: run beside it (an overlap tried
+        # for speed), a fork repeating another branch's request ran its side effect again
+        try:
+            memories = await recall()
+        except Exception:  # memory must never block the answer (DESIGN §4)
+            memories = []
         specs = registry.specs()
         steps = sorted(required_steps(goal, specs))
         intent = tag_intent(goal, specs)
@@ -167,10 +170,6 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
         else:
             new_messages = [tagged]
         new_lines, archived = archive_lines(messages, state.archived_turns)
-        try:
-            memories = await recalling
-        except Exception:  # memory must never block the answer (DESIGN §4)
-            memories = []
         update.update(
             messages=new_messages,
             metrics={"intents": {intent: 1}},

@@ -187,9 +187,11 @@ async def test_flagship_on_the_real_embedded_model(tmp_path: Path):
 
 
 async def test_flagship_on_data_that_ends_months_ago_reports_the_latest_month_titled_so(tmp_path: Path):
-    """Issue 18 point 4: "last month" without data is refused with the latest month with data,
-    the period to send and the condition; the next call succeeds, the report says it is the
-    latest month with data, and the post carries it — no rounds of retries."""
+    """Issue 18 point 4 (DESIGN §5.6): "last month" without data is refused with the latest
+    month with data, the period to send and the condition; a side-effect task then asks the
+    user ("Your data ends in …; shall I report … instead?") at once — no rounds of retries, and
+    nothing is written, posted or scheduled before the answer (the resume: ``hermes resume``,
+    tests/integration/test_period_interrupt_cli.py)."""
     end = month_add(last_full_month(), -5)
     db = str(generate_sales_db(tmp_path / "user" / "old.db", months=6, end_month=end))
     undated = [
@@ -223,10 +225,11 @@ async def test_flagship_on_data_that_ends_months_ago_reports_the_latest_month_ti
         summary = await run_turn(TASK, context, "flagship-old", quiet=True)
     finally:
         await resources.aclose_resources()
-    assert summary["stop_reason"] is None, summary
-    assert summary["tools_called"]["generate_report"] == 2  # the refusal, then the report: no rounds
-    report = Path(summary["artifacts"][0])
-    assert report.read_text().startswith(f"# Sales report — {end} (latest month with data; last month, ")
-    with sqlite3.connect(tmp_path / "team_chat.db") as con:
-        [(text,)] = con.execute("SELECT text FROM messages").fetchall()
-    assert end in text and str(report) in text and "latest month with data" in text
+    assert summary["tools_called"] == {"generate_report": 1}, summary  # the refusal, then the question
+    assert summary["question"] and end in summary["question"], summary
+    assert not list(tmp_path.rglob("reports/*.md"))
+    chat = tmp_path / "team_chat.db"  # the chat server keeps no messages table until a post
+    if chat.exists():
+        with sqlite3.connect(chat) as con:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            assert "messages" not in tables or con.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
