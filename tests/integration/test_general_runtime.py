@@ -119,7 +119,9 @@ async def test_flagship_on_a_differently_shaped_database_matches_independent_sql
 
 async def test_a_period_without_data_is_said_and_nothing_is_posted(tmp_path: Path):
     """ "Last month" on data that ends earlier: the report is refused with the latest period
-    that has data, and the post — which would announce a report that does not exist — never runs."""
+    that has data, the user is asked whether to report that period instead (DESIGN §5.6: a
+    side-effect task asks, no retry rounds), and the post — which would announce a report that
+    does not exist — never runs."""
     db = invoices_db(tmp_path)
     empty = [
         {
@@ -131,9 +133,8 @@ async def test_a_period_without_data_is_said_and_nothing_is_posted(tmp_path: Pat
         "general-empty",
         [
             tool_call("generate_report", {"title": "Invoicing report 2026-11", "queries": empty}, "r1"),
+            # not reached: the refusal's suggestion is asked of the user, at no model call
             AIMessage("There is no invoicing data for 2026-11; the latest month with data is 2026-10."),
-            # told the steps are not done, it says so again: the run stops and keeps its answer
-            AIMessage("No data for 2026-11. Shall I report on 2026-10, the latest month with data?"),
         ],
     )
     data = tmp_path / "hermes"
@@ -142,15 +143,14 @@ async def test_a_period_without_data_is_said_and_nothing_is_posted(tmp_path: Pat
         summary = await run_turn(TASK, context, "empty-1", quiet=True)
     finally:
         await resources.aclose_resources()
-    refusal = next(m for p in model.seen for m in p if isinstance(m, ToolMessage) and m.tool_call_id == "r1")
-    body = json.loads(refusal.content)
-    assert refusal.status == "error" and "2026-10" in body["error"]
+    # the refusal goes to the user as a question, before the model sees it again
+    assert len(model.seen) == 1
     assert not list(data.glob("reports/*")) and not list(data.glob("threads/*/reports/*"))
     if (data / "team_chat.db").exists():
         with sqlite3.connect(data / "team_chat.db") as con:
             assert con.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
-    assert summary["artifacts"] == []
-    assert summary["stop_reason"] and "2026-10" in summary["answer"]
+    assert summary["artifacts"] == [] and summary["tools_called"] == {"generate_report": 1}
+    assert summary["question"] and "2026-10" in summary["question"]
 
 
 USER_SERVER = textwrap.dedent('''
