@@ -363,6 +363,10 @@ def what_the_data_shows(results: Sequence[Result], limit: int = QUOTE_CHARS) -> 
         return "nothing was read in this request"
     parts = []
     for r in reads[-3:]:
+        rows = r.data.get("rows") if isinstance(r.data, dict) else None
+        if isinstance(rows, list) and len(rows) <= 1:  # the summary states that row's values already
+            parts.append(r.summary + (f" ({r.note[:160]})" if r.note else ""))
+            continue
         data = json.dumps(r.data, ensure_ascii=False, default=str)
         parts.append(f"{r.summary} {data[:240]}" + ("…" if len(data) > 240 else ""))
     text = " | ".join(parts)

@@ -17,6 +17,23 @@ def test_rows_are_sampled_with_the_true_total_and_a_rule_summary():
     assert len(json.dumps(env)) <= MAX_RESULT_CHARS
 
 
+def test_a_single_row_is_stated_as_its_values_not_as_a_row_count():
+    # "1 rows" beside COUNT(*) = 0 was answered "1" by the embedded model (evals data suite).
+    for tool, raw, want in [
+        ("query_database", {"columns": ["COUNT(*)"], "rows": [[0]], "row_count": 1}, "one row: COUNT(*) = 0"),
+        (
+            "sql_read",
+            {"columns": ["name", "total"], "rows": [["Cleo Park", 41]]},
+            "one row: name = Cleo Park, total = 41",
+        ),
+        ("any_tool", {"columns": ["n"], "rows": [{"n": 3}], "row_count": 1}, "one row: n = 3"),
+    ]:
+        summary = compress(tool, raw, handle="h")["summary"]
+        assert summary == f"{tool}: {want}" and "1 rows" not in summary
+    empty = compress("query_database", {"columns": ["id"], "rows": [], "row_count": 0}, handle="h")
+    assert empty["summary"] == "query_database: no rows (columns id)"
+
+
 def test_long_text_is_truncated_with_a_notice():
     env = compress("fetch_page", "x" * 500_000, handle="h")
     assert env["truncated"] and "truncated" in json.dumps(env["notes"])

@@ -25,6 +25,7 @@ from graph.verification import (
     absence_claims,
     check_answer,
     unsupported_figures,
+    what_the_data_shows,
 )
 from tests.conftest import POST_MESSAGE, FakeToolbox, ScriptedChat, flagship_specs, tool_call
 from tools.builtin.catalog import DESCRIBE_DATABASE, QUERY_DATABASE
@@ -647,3 +648,30 @@ def test_a_small_number_in_the_query_is_no_count_it_returned():
         {"sql": "SELECT id FROM orders WHERE total > 1000"},
     )
     assert unsupported_figures("No order was over 1,000.", "Any order over a thousand?", [big]) == []
+
+
+def test_the_honest_answer_quotes_a_one_row_result_by_its_values():
+    # a count of 0 quoted as "1 rows … {json}" read as one more "1" to the user (evals data suite)
+    count = Result(
+        "query_database",
+        "q1",
+        "data",
+        False,
+        {"columns": ["COUNT(*)"], "rows": [[0]], "row_count": 1, "note": "No data for this query."},
+        "query_database: one row: COUNT(*) = 0",
+        None,
+        "{}",
+    )
+    shown = what_the_data_shows([count])
+    assert shown == "query_database: one row: COUNT(*) = 0 (No data for this query.)"
+    many = Result(
+        "query_database",
+        "q2",
+        "data",
+        False,
+        {"columns": ["n"], "rows": [[1], [2]]},
+        "query_database: 2 rows, columns n",
+        None,
+        "{}",
+    )
+    assert '"rows": [[1], [2]]' in what_the_data_shows([many])
