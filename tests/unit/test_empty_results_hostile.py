@@ -44,9 +44,11 @@ JOIN = "SELECT * FROM orders o JOIN customers c ON c.id = o.customer_id WHERE "
 @pytest.mark.parametrize(
     "where, spelt",
     [
-        ("o.name = 'cust5'", None),  # orders' names are Order…: an answer, not a misspelling
-        ("orders.name = 'cust5'", None),
-        ("c.name = 'order5'", None),
+        # orders' names are Order…: no misspelling of an order's name; the value is a customer's
+        ("o.name = 'cust5'", "orders.name = 'cust5', while customers.name holds 'Cust5'"),
+        ("orders.name = 'cust5'", "orders.name = 'cust5', while customers.name holds 'Cust5'"),
+        ("c.name = 'order5'", "customers.name = 'order5', while orders.name holds 'Order5'"),
+        ("o.name = 'nobody'", None),  # held by no column: an answer
         ("o.name = 'order5'", "orders.name = 'order5', while rows hold 'Order5'"),
         ("c.name = 'cust5'", "customers.name = 'cust5', while rows hold 'Cust5'"),
         ("o.status = 'urgent'", "orders.status = 'urgent', while rows hold 'Urgent'"),

@@ -40,10 +40,42 @@ def sales(db: Path) -> Path:
         f"WHERE strftime('%Y', s.order_date) = '{MONTH[:4]}'",
     ],
 )
+def test_a_join_no_pair_of_rows_meets_is_named_with_what_each_side_holds(sales, sql):
+    # each of these joins a column to one that never holds the same values (an id to a name)
+    r = query_database(sql, database=str(sales))
+    assert r["unexpected_empty"].startswith("the join ") and "matches no rows" in r["unexpected_empty"], r
+    assert r["unexpected_empty"].count(" holds ") == 2 and "do not tell the user there is none" in r["note"]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        f"SELECT SUM(quantity) FROM sales_lines WHERE order_date >= '{MONTH}-01' AND order_date < '{MONTH}-01'",
+        f"SELECT SUM(quantity) FROM sales_lines WHERE order_date LIKE '{MONTH}%' AND order_date > '{MONTH}-31'",
+        f"SELECT COUNT(*) FROM orders o JOIN customers c ON c.customer_id = o.customer_id "
+        f"WHERE o.order_date > '{MONTH}-01' AND o.order_date < '{MONTH}'",
+    ],
+)
 def test_nothing_found_although_the_period_has_data_is_marked(sales, sql):
     r = query_database(sql, database=str(sales))
     assert r["unexpected_empty"].endswith("the period the query names"), r
     assert "do not tell the user there is no data" in r["note"]
+
+
+@pytest.mark.parametrize(
+    "sql, elsewhere",
+    [
+        # "the Central region" compared with a customer's name; the value is a region's
+        (
+            "SELECT COUNT(*) FROM customers c JOIN regions r ON r.region_id = c.region_id WHERE c.name = 'central'",
+            "regions.name holds 'Central'",
+        ),
+        ("SELECT SUM(revenue) FROM sales_lines WHERE customer = 'HARDWARE'", "sales_lines.category holds 'hardware'"),
+    ],
+)
+def test_a_value_held_by_another_column_is_named(sales, sql, elsewhere):
+    r = query_database(sql, database=str(sales))
+    assert elsewhere in r["unexpected_empty"] and "do not tell the user there is none" in r["note"], r
 
 
 @pytest.mark.parametrize(

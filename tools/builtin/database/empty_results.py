@@ -146,7 +146,80 @@ def unmatched_values(con: sqlite3.Connection, sql: str) -> str | None:
                     if near:
                         shown = ", ".join(repr(h) for h in near)
                         return f"no row has {table}.{names[0]} = {value!r}, while rows hold {shown}"
+                    if other := _held_elsewhere(con, tables, (table, names[0]), value):
+                        return f"no row has {table}.{names[0]} = {value!r}, while {other}"
                     break
+    except sqlite3.Error:
+        return None
+    return None
+
+
+def _held_elsewhere(con: sqlite3.Connection, tables: list[str], compared: tuple[str, str], value: str) -> str | None:
+    """Which other text columns of ``tables`` hold ``value`` (any case): ``"agents.team holds
+    'billing'"``, or None. A value compared with the wrong column (``full_name = 'billing'`` for
+    "the billing team", measured on the embedded model) is no answer of none: the rows hold it
+    under another column. At most 3 columns named."""
+    found: list[str] = []
+    for table in tables:
+        for name, declared, *_ in table_columns(con, table):
+            if (table, name) == compared or "int" in str(declared).lower() or "real" in str(declared).lower():
+                continue
+            col, tab = quote_name(name), quote_name(table)
+            row = con.execute(f"SELECT {col} FROM {tab} WHERE {col} = ? COLLATE NOCASE LIMIT 1", (value,)).fetchone()
+            if row:
+                found.append(f"{table}.{name} holds {row[0]!r}")
+                if len(found) == 3:
+                    return "; ".join(found)
+    return "; ".join(found) or None
+
+
+def unmatched_joins(con: sqlite3.Connection, sql: str) -> str | None:
+    """A join condition of ``sql`` that no pair of rows meets although both tables have rows,
+    with what each side holds: ``"the join p.product_id = sl.product matches no rows
+    (products.product_id holds 1, 2, 3; sales_lines.product holds 'Laptop Pro 14', …)"``, or
+    None. An equality of two columns that never holds is a join on the wrong columns (measured:
+    the embedded model joined a product's id to its name and answered "no data"). Bounded to
+    2 s; never raises."""
+    from sqlglot import exp
+
+    tree = parse_tree(sql)
+    if tree is None:
+        return None
+    aliases = {t.alias_or_name.lower(): t.name for t in tree.find_all(exp.Table)}
+    real = {t.lower(): t for t in list_tables(con)} if aliases else {}
+    try:
+        with Deadline(con, 2.0):
+            for join in tree.find_all(exp.Join):
+                on = join.args.get("on")
+                for eq in on.find_all(exp.EQ) if on is not None else []:
+                    left, right = eq.this, eq.expression
+                    if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
+                        continue
+                    sides = []
+                    for c in (left, right):
+                        table = real.get(aliases.get(c.table.lower(), c.table).lower())
+                        if table is None:
+                            break
+                        sides.append((table, c.name))
+                    if len(sides) != 2 or sides[0][0] == sides[1][0]:
+                        continue
+                    (ta, ca), (tb, cb) = sides
+                    qa, qb = f"{quote_name(ta)}.{quote_name(ca)}", f"{quote_name(tb)}.{quote_name(cb)}"
+                    hit = con.execute(
+                        f"SELECT 1 FROM {quote_name(ta)} JOIN {quote_name(tb)} ON {qa} = {qb} LIMIT 1"
+                    ).fetchone()
+                    if hit:
+                        continue
+                    held = []
+                    for t, c in sides:
+                        vals = con.execute(
+                            f"SELECT DISTINCT {quote_name(c)} FROM {quote_name(t)} WHERE {quote_name(c)} IS NOT NULL LIMIT 3"
+                        ).fetchall()
+                        if not vals:
+                            break  # an empty table: nothing to match, no wrong join
+                        held.append(f"{t}.{c} holds " + ", ".join(repr(v[0]) for v in vals) + ", …")
+                    if len(held) == 2:
+                        return f"the join {left.sql()} = {right.sql()} matches no rows ({'; '.join(held)})"
     except sqlite3.Error:
         return None
     return None

@@ -17,7 +17,7 @@ from tools.builtin.database.connection import (
     time_limit,
 )
 from tools.builtin.database.dates import no_data_note
-from tools.builtin.database.empty_results import unexpected_empty, unmatched_values
+from tools.builtin.database.empty_results import unexpected_empty, unmatched_joins, unmatched_values
 from tools.builtin.database.errors import sql_error
 from tools.builtin.database.statement import check_select, read_sql_or_none
 from tools.database_setting import DatabaseError
@@ -117,11 +117,19 @@ def execute_query(
         result["note"], ranges = no_data_note(con, body, why)
         if ranges:
             result["data_range"] = ranges
-        if spelt := unmatched_values(con, body):
+        if joined := unmatched_joins(con, body):
+            # two columns that never hold the same value: the join, not the data, is empty
+            result["unexpected_empty"] = joined
+            result["note"] = (
+                f"No rows: {joined}. Join on columns that hold the same values (describe_database shows "
+                "the keys) and query again; do not tell the user there is none."
+            )
+        elif spelt := unmatched_values(con, body):
             # a value spelt as no row spells it: the rows exist under its near neighbour
             result["unexpected_empty"] = spelt
             result["note"] = (
-                f"No rows: {spelt}. Compare with the value as the rows spell it and query again; "
+                f"No rows: {spelt}. Compare the column that holds it, with the value as the rows spell it, "
+                "and query again; "
                 "do not tell the user there is none."
             )
         elif despite := unexpected_empty(body, ranges):
