@@ -18,7 +18,7 @@ def redacted(url: str) -> str:
     """``postgresql://user:secret@host/db`` → ``postgresql://user:***@host/db`` (for messages;
     a ``password=`` keyword of a conninfo string too). Never raises."""
     url = _PASSWORD.sub(r"\1:***@", url or "")
-    return re.sub(r"(password\s*=\s*)(?:'[^']*'|\S+)", r"\1***", url, flags=re.I)
+    return re.sub(r"(password\s*=\s*)(?:'[^']*'|\S+)", r"\1***", url, flags=re.IGNORECASE)
 
 
 def connection_error(exc: BaseException, url: str, what: str) -> str:

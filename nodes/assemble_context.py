@@ -70,6 +70,7 @@ async def mark_dispatched(history: list[Any], closed: set[str], registry: Any, t
             calls.update({str(c["id"]): (c["name"], c["args"], goal) for c in m.tool_calls if c.get("id") in closed})
     out: list[Any] = []
     for m in history:
+        kept = m
         if isinstance(m, ToolMessage) and m.tool_call_id in calls and m.id == f"closed-{m.tool_call_id}":
             name, args, goal_id = calls[m.tool_call_id]
             spec = registry.get(name)
@@ -77,12 +78,12 @@ async def mark_dispatched(history: list[Any], closed: set[str], registry: Any, t
             if spec is not None and spec.side_effect:
                 state = await registry.ledger.state(name, request_id(thread_id, goal_id, name, args))
             if state == "done":
-                m = m.model_copy(update={"content": DISPATCHED_DONE})
+                kept = m.model_copy(update={"content": DISPATCHED_DONE})
             elif state is not None:
-                m = m.model_copy(
+                kept = m.model_copy(
                     update={"content": DISPATCHED_UNKNOWN, "additional_kwargs": {"error_kind": "outcome_unknown"}}
                 )
-        out.append(m)
+        out.append(kept)
     return out
 
 
@@ -149,7 +150,7 @@ async def assemble_context(state: State, runtime: Runtime[Context]) -> dict[str,
         # for speed), a fork repeating another branch's request ran its side effect again
         try:
             memories = await recall()
-        except Exception:  # memory must never block the answer (DESIGN §4)
+        except Exception:  # noqa: BLE001 - memory must never block the answer (DESIGN §4)
             memories = []
         specs = registry.specs()
         steps = sorted(required_steps(goal, specs))

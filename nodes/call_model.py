@@ -94,6 +94,7 @@ def with_images(prompt: list[AnyMessage]) -> list[AnyMessage]:
     Blocking (reads the files)."""
     out: list[AnyMessage] = []
     for message in prompt:
+        shown = message
         if isinstance(message, ToolMessage) and isinstance(message.content, str) and '"handle"' in message.content:
             try:
                 value = json.loads(message.content)
@@ -101,8 +102,8 @@ def with_images(prompt: list[AnyMessage]) -> list[AnyMessage]:
                 value = None
             content = model_content(message.content, value, accepts_images=True) if value is not None else None
             if isinstance(content, list):
-                message = message.model_copy(update={"content": content})
-        out.append(message)
+                shown = message.model_copy(update={"content": content})
+        out.append(shown)
     return out
 
 
@@ -175,12 +176,11 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     blocked = set(state.blocked_tools) | unrequested_side_effects(state.goal, specs)
     blocked |= later_side_effects(state.goal, state.messages, specs)  # steps in request order
     missing = missing_steps(state.goal, state.messages, specs)
-    if state.must_call_tool:
+    if state.must_call_tool and missing:
         # a call is required because known steps are missing: offer those steps, and the
         # read-only tools that help do them (a schema, a query), nothing else
-        if missing:
-            reads = {s.name for s in specs if not s.side_effect}
-            blocked |= set(toolbox.registry.names()) - set(missing) - reads
+        reads = {s.name for s in specs if not s.side_effect}
+        blocked |= set(toolbox.registry.names()) - set(missing) - reads
     tools = offered_tools(
         toolbox.registry,
         f"{state.goal}\n{state.progress_note}",

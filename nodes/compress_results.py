@@ -63,7 +63,7 @@ async def model_summary(context: Context, goal: str, text: str) -> tuple[str | N
             f"no model summary: it took over {context.summary_timeout_s:g} s (summary_timeout_s); "
             "the summary is a truncated excerpt"
         )
-    except Exception as exc:  # the rule summary stands; the envelope says so
+    except Exception as exc:  # noqa: BLE001 - the rule summary stands; the envelope says so
         return None, f"no model summary ({type(exc).__name__}: {str(exc)[:120]}); the summary is a truncated excerpt"
     content = reply.content if isinstance(reply.content, str) else ""
     summary = content.strip()[:600]
@@ -96,6 +96,7 @@ async def compress_results(state: State, runtime: Runtime[Context]) -> dict[str,
     messages: list[ToolMessage] = []
     for result in state.pending_results:
         raw = await asyncio.to_thread(_read_payload, result.get("payload_path"))
+        status = result["status"]
         spec = registry.get(result["name"])
         summary = summary_note = None
         if result["status"] == "ok" and context.summarise_unstructured and needs_model_summary(raw):
@@ -115,7 +116,7 @@ async def compress_results(state: State, runtime: Runtime[Context]) -> dict[str,
             if result.get("replayed"):
                 envelope["summary"] = f"{envelope['summary']}{REPLAYED_NOTE}"
             content = json.dumps(envelope, ensure_ascii=False, default=str)
-        except Exception as exc:  # a result that breaks the pipeline must not break the run
+        except Exception as exc:  # noqa: BLE001 - a result that breaks the pipeline must not break the run
             content = json.dumps(
                 {
                     "status": "error",
@@ -124,14 +125,14 @@ async def compress_results(state: State, runtime: Runtime[Context]) -> dict[str,
                     "handle": _handle(result.get("payload_path"), context.data_dir),
                 }
             )
-            result = {**result, "status": "error"}
+            status = "error"
         messages.append(
             ToolMessage(
                 # lone surrogates would break the checkpoint serialiser: replace them
                 content=content.encode("utf-8", "replace").decode("utf-8"),
                 tool_call_id=result["tool_call_id"],
                 name=result["name"],
-                status="error" if result["status"] != "ok" else "success",
+                status="error" if status != "ok" else "success",
                 # the failure class and a replay travel with the result (write_memory, Studio)
                 additional_kwargs={
                     **({"error_kind": result["error_kind"]} if result.get("error_kind") else {}),

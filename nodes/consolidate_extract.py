@@ -44,7 +44,7 @@ PROMPT = (
 def parse_facts(text: str, count: int) -> dict[int, list[FactCandidate]]:
     """The model's JSON answer → record index → candidates. Raises ``ValueError`` when it is
     not a JSON list of fact objects."""
-    match = re.search(r"\[.*\]", text or "", re.S)
+    match = re.search(r"\[.*\]", text or "", re.DOTALL)
     items = json.loads(match.group(0) if match else text)
     if not isinstance(items, list):
         raise ValueError("not a JSON list")
@@ -81,7 +81,7 @@ async def model_candidates(context: Context, events: list[EpisodicEvent]) -> dic
 
 async def consolidate_extract(state: ConsolidateState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Graph node: see the module docstring."""
-    from graph.model import is_embedded  # noqa: PLC0415
+    from graph.model import is_embedded
 
     context = runtime.context or Context()
     memory = get_memory(context)

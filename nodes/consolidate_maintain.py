@@ -8,6 +8,7 @@ optimized)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -39,17 +40,15 @@ def prune_payloads(root: Path, older_than_s: float, now_s: float) -> int:
             except OSError:
                 continue
         if Path(folder) != root:
-            try:
+            with contextlib.suppress(OSError):
                 os.rmdir(folder)  # only succeeds when empty
-            except OSError:
-                pass
     return removed
 
 
 async def consolidate_maintain(state: ConsolidateState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Graph node: see the module docstring."""
-    from tools.idempotency import LEDGER_FILE  # noqa: PLC0415
-    from tools.ledgers import open_ledger  # noqa: PLC0415
+    from tools.idempotency import LEDGER_FILE
+    from tools.ledgers import open_ledger
 
     context = runtime.context or Context()
     memory = get_memory(context)
@@ -76,6 +75,6 @@ async def consolidate_maintain(state: ConsolidateState, runtime: Runtime[Context
         try:
             await optimize()
             counts["optimized"] = 1
-        except Exception:  # noqa: BLE001 - an optimisation; the next run tries again
+        except Exception:  # an optimisation; the next run tries again
             log.warning("consolidate: episodic store optimize failed", exc_info=True)
     return {"counts": counts}

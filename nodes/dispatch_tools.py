@@ -48,6 +48,7 @@ nothing of the graph.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import re
@@ -152,10 +153,8 @@ def ask_for(name: str, missing: list[str], registry: ToolRegistry) -> dict[str, 
 def fill(args: dict[str, Any], missing: list[str], answer: Any) -> dict[str, Any]:
     """Merge the user's answer into ``args``: a dict by field, or one value for one field."""
     if isinstance(answer, str) and answer.strip().startswith("{"):
-        try:
+        with contextlib.suppress(json.JSONDecodeError):
             answer = json.loads(answer)
-        except json.JSONDecodeError:
-            pass
     if isinstance(answer, dict):
         return {**args, **{k: v for k, v in answer.items() if k in missing}}
     return {**args, missing[0]: answer} if missing else args
@@ -256,10 +255,15 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
             args = fill(args, missing, answer)
         spec = registry.get(call["name"])
         sig = call_signature({**call, "args": args})
-        if spec is not None and spec.side_effect and not spec.idempotent and sig in uncertain:
-            if not is_yes(interrupt(confirm_repeat(sig))):
-                declined.append({**call, "args": args})
-                continue
+        if (
+            spec is not None
+            and spec.side_effect
+            and not spec.idempotent
+            and sig in uncertain
+            and not is_yes(interrupt(confirm_repeat(sig)))
+        ):
+            declined.append({**call, "args": args})
+            continue
         calls.append({**call, "args": args})
 
     # Side effects go only where the user asked (DESIGN §2.8, tools/destinations.py): a refused

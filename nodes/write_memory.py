@@ -90,7 +90,7 @@ async def _write_superseding(memory: Any, plan: Any, user_id: str) -> None:
                 and (e.metadata or {}).get("outcome") == "completed"
                 and _question_of(e.text) == _question_of(task.text)
             ]
-        except Exception:  # noqa: BLE001 - superseding never blocks the write
+        except Exception:  # superseding never blocks the write
             log.warning("earlier task memories unreadable; nothing superseded", exc_info=True)
         if old:
             task.metadata = {
@@ -167,11 +167,14 @@ async def done_before(messages: list, context: Context, thread_id: str) -> list[
         found = set()
         for name, args, goal_id in closed:
             spec = registry.get(name)
-            if spec is not None and spec.side_effect:
-                if await registry.ledger.state(name, request_id(thread_id, goal_id, name, args)) == "done":
-                    found.add(name)
+            if (
+                spec is not None
+                and spec.side_effect
+                and await registry.ledger.state(name, request_id(thread_id, goal_id, name, args)) == "done"
+            ):
+                found.add(name)
         return sorted(found)
-    except Exception:  # noqa: BLE001 - a notice without it, never a failed turn
+    except Exception:  # a notice without it, never a failed turn
         log.warning("ledger unreadable; the stop notice omits earlier effects", exc_info=True)
         return []
 
@@ -237,7 +240,7 @@ async def turn_evidence(
         refs = evidence_refs(work, thread_id, state.goal_id, found)
         # the shape of each tool used: recalled after it changed, the memory is marked stale
         versions = tuple((sp.name, schema_hash(sp.parameters)) for sp in specs if sp.name in succeeded)
-    except Exception:  # noqa: BLE001 - memory never breaks the turn
+    except Exception:  # memory never breaks the turn
         log.warning("toolbox unavailable; task evidence without required steps", exc_info=True)
     return TurnEvidence(
         required_steps=tuple(sorted(required)),
