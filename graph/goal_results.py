@@ -178,3 +178,27 @@ def table_of(data: Any) -> tuple[list[str], list[list[object]]] | None:
         for r in data.get("rows") or []
     ]
     return columns, rows
+
+
+def result_summaries(messages: Iterable[AnyMessage], tools: set[str]) -> list[str]:
+    """The pipeline's one-line summary of the last successful result of each tool in ``tools``,
+    sorted by tool name (the tool's name when its result has no summary)."""
+    found: dict[str, str] = {}
+    for message in messages:
+        if isinstance(message, ToolMessage) and message.name in tools and message.status != "error":
+            summary = None
+            if isinstance(message.content, str):
+                try:
+                    summary = json.loads(message.content).get("summary")
+                except (TypeError, ValueError, AttributeError):
+                    summary = None
+            found[message.name] = str(summary or message.name)
+    return [found[name] for name in sorted(found)]
+
+
+def error_text(message: ToolMessage) -> str:
+    """The ``error`` of a tool result envelope (the content itself when it is not one)."""
+    try:
+        return str(json.loads(str(message.content)).get("error") or message.content)
+    except (TypeError, ValueError, AttributeError):
+        return str(message.content)

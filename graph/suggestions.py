@@ -31,6 +31,8 @@ from typing import Any
 
 from langchain_core.messages import AnyMessage, ToolMessage
 
+from graph.goal_results import error_text
+
 #: ``additional_kwargs`` key of the suggestion a refused result carries.
 SUGGESTION = "suggestion"
 #: ``additional_kwargs`` key of the user's answer to its question.
@@ -62,13 +64,6 @@ class Suggestion:
         return f"{self.tool}({json.dumps(self.args, sort_keys=True, default=str)})"
 
 
-def _error_text(message: ToolMessage) -> str:
-    try:
-        return str(json.loads(str(message.content)).get("error") or message.content)
-    except (TypeError, ValueError, AttributeError):
-        return str(message.content)
-
-
 def suggestion_of(message: AnyMessage) -> Suggestion | None:
     """The suggestion a refused tool result carries; None for any other message."""
     if not isinstance(message, ToolMessage) or message.status != "error":
@@ -82,7 +77,7 @@ def suggestion_of(message: AnyMessage) -> Suggestion | None:
         reason=str(found.get("reason") or ""),
         question=str(found.get("question") or ""),
         allowed_by=tuple(str(p) for p in found.get("allowed_by") or ()),
-        error=_error_text(message),
+        error=error_text(message),
         message=message,
     )
 

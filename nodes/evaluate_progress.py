@@ -55,7 +55,7 @@ from langgraph.types import interrupt
 
 from graph.claimed_effects import announces_action, correct_claims, repeats_result, unbacked_claims
 from graph.context import Context
-from graph.goal_results import goal_results
+from graph.goal_results import error_text, goal_results, result_summaries
 from graph.progress import (
     artifacts,
     call_signature,
@@ -94,29 +94,6 @@ MAX_STALLED_ROUNDS = 3
 LOOK_FIRST_TOOLS = 2
 # failures whose error text, when new in the goal, teaches the model the next fix (not a stall)
 TEACHING_FAILURES = frozenset({"tool_error", "invalid_value"})
-
-
-def _result_summaries(messages: list[AnyMessage], tools: set[str]) -> list[str]:
-    """The pipeline's one-line summary of the last successful result of each tool in ``tools``."""
-    found: dict[str, str] = {}
-    for message in messages:
-        if isinstance(message, ToolMessage) and message.name in tools and message.status != "error":
-            summary = None
-            if isinstance(message.content, str):
-                try:
-                    summary = json.loads(message.content).get("summary")
-                except (TypeError, ValueError, AttributeError):
-                    summary = None
-            found[message.name] = str(summary or message.name)
-    return [found[name] for name in sorted(found)]
-
-
-def _error_text(message: ToolMessage) -> str:
-    """The ``error`` of a tool result envelope (the content itself when it is not one)."""
-    try:
-        return str(json.loads(str(message.content)).get("error") or message.content)
-    except (TypeError, ValueError, AttributeError):
-        return str(message.content)
 
 
 def failure_helpers(reads: list[ToolSpec], failure: str, limit: int = LOOK_FIRST_TOOLS) -> list[str]:
@@ -211,7 +188,7 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     # as a stall nor narrows the offer — a failed query too, whose error names the tables and
     # columns (the round cap still bounds them); a repeated read does (rule 1's counts)
     earlier_errors = {
-        _error_text(m)
+        error_text(m)
         for m in work
         if isinstance(m, ToolMessage) and m.status == "error" and m.tool_call_id not in round_ids
     }
@@ -228,7 +205,7 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
             for c in last_ai.tool_calls
         )
         # a failed read teaches something only with an error not seen before in the goal
-        and all(m.status != "error" or _error_text(m) not in earlier_errors for m in round_results)
+        and all(m.status != "error" or error_text(m) not in earlier_errors for m in round_results)
     )
     # a call that failed in the tool with an error not seen before in this goal taught the
     # model something (the next missing join, say: measured, the 1.5B model fixed one error
@@ -239,7 +216,7 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
         all_failed
         and not answered_early
         and all(m.additional_kwargs.get("error_kind") in TEACHING_FAILURES for m in round_results)
-        and all(_error_text(m) not in earlier_errors for m in round_results)
+        and all(error_text(m) not in earlier_errors for m in round_results)
         and all(seen.get(call_signature(c), 0) == 1 for c in (last_ai.tool_calls if last_ai else []))
     )
     if progressed and not answered_early:
@@ -286,7 +263,7 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
         blocked |= set(registry.names())
         note = (
             "Every step of the task is done: "
-            + "; ".join(_result_summaries(work, required))
+            + "; ".join(result_summaries(work, required))
             + ". Now tell the user in one or two sentences what was done."
         )
     elif answered_early:
@@ -297,7 +274,7 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     elif reading:
         note = f"Progress: steps still to do: {', '.join(missing)}."
     elif look_first:
-        failure = "; ".join(f"{m.name}: {_error_text(m)}" for m in round_results)
+        failure = "; ".join(f"{m.name}: {error_text(m)}" for m in round_results)
         helpers = failure_helpers([s for s in specs if s.name in reads], failure)
         blocked |= set(registry.names()) - set(helpers)
         note = (
@@ -308,7 +285,7 @@ async def evaluate_progress(state: State, runtime: Runtime[Context]) -> dict[str
     elif refused and missing:
         # the refusal says what to send: repeat it last in the prompt, next to the retry
         # (measured: with a look-up in between, Qwen2.5-Coder-1.5B sent the refused value again)
-        failure = "; ".join(f"{m.name}: {_error_text(m)}" for m in round_results)
+        failure = "; ".join(f"{m.name}: {error_text(m)}" for m in round_results)
         blocked |= set(registry.names()) - set(missing)
         note = (
             f"Progress check: the tool refused a value ({failure[:500]}). Call it again now with what the "
@@ -430,7 +407,7 @@ def judge_answer(
         # shows ("at 9 AM" for 21:00, say): the steps' own summaries say what was done —
         # grounded by construction, at no model call (measured: sent back, the 1.5B model
         # answered "I could not establish the figure 9" after all three steps had succeeded)
-        summary = "Done: " + "; ".join(_result_summaries(work, set(required))) + "."
+        summary = "Done: " + "; ".join(result_summaries(work, set(required))) + "."
         return {
             "progress_note": "",
             "must_call_tool": False,
@@ -476,15 +453,22 @@ def judge_answer(
     by_hand = bool(check.figures) and any(
         r.is_data_read and isinstance(r.data, dict) and len(r.data.get("rows") or []) > 1 for r in results
     )
-    if by_hand and readers:
+    # a key for a name, a figure over every date, a "none" no empty read found: only a new read
+    # can mend these, so a call is required (measured: sent back without one, the model repeated
+    # "agent_id 3" word for word)
+    if (by_hand or check.keys or check.undated or check.absences) and readers:
+        how = (
+            "A total, average or count over several rows is computed by the tool, never by hand"
+            if by_hand
+            else "Only a new read can answer it"
+        )
         return {
             "stalled_rounds": stalled,
             "blocked_tools": sorted({s.name for s in specs} - set(readers)),
             "must_call_tool": True,
             "progress_note": (
-                f"Your answer is not supported by the tool results of this request: {problems}. A total, average "
-                f"or count over several rows is computed by the tool, never by hand: call {' or '.join(readers[:3])} "
-                "now so that its result states the figure, then answer with it."
+                f"Your answer is not supported by the tool results of this request: {problems}. {how}: call "
+                f"{' or '.join(readers[:3])} now so that its result states what the answer needs, then answer with it."
             ),
         }
     return {

@@ -383,3 +383,30 @@ def test_a_label_the_tools_own_words_give_is_no_unsupported_name():
 
     answer = "- Query: revenue by country\n- Result: USA, Canada and France"
     assert verify(answer, QUESTION, "question", [result(COUNTRIES)], flagship_specs()).names == []
+
+
+async def test_a_key_for_a_name_requires_a_new_read_before_the_next_answer(scripted, db):
+    """Measured (tickets database): sent back for "agent_id 3" with no call required, the model
+    repeated the same answer word for word and the run ended unanswered. A key for a name, like
+    a figure over every date or an unfounded "none", is mended only by a read: a call is required."""
+    box = FakeToolbox()
+    box.add_spec(QUERY_DATABASE, lambda sql: query_database(sql, database=str(db)))
+    by_key = "SELECT customer_id, COUNT(*) AS n FROM orders GROUP BY customer_id ORDER BY n DESC LIMIT 1"
+    top_id, count = query_database(by_key, database=str(db))["rows"][0]
+    by_name = f"SELECT name FROM customers WHERE customer_id = {top_id}"
+    name = query_database(by_name, database=str(db))["rows"][0][0]
+    ctx = scripted(
+        [
+            tool_call("query_database", {"sql": by_key}, "q1"),
+            AIMessage(f"The customer with the most orders is customer_id {top_id}, with {count} orders."),
+            tool_call("query_database", {"sql": by_name}, "q2"),
+            AIMessage(f"{name} placed the most orders ({count})."),
+        ],
+        box,
+        embeddings="hash",
+    )
+    out = await ask(ctx, "Which customer placed the most orders?")
+    model = scripted.models[ctx.model]
+    note = model.seen[2][-1].content
+    assert model.offers[2] == ["query_database"] and "Only a new read can answer it: call query_database now" in note
+    assert out["stop_reason"] is None and out["messages"][-1].content.startswith(name)
