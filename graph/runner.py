@@ -37,118 +37,38 @@ answer is a new request (``repeat_notice`` says so); ``new_request`` skips the c
 The runner prints nothing itself: what a person sees is the observer's business
 (:class:`TurnObserver`; the CLI's is ``graph.cli.render.ConsoleObserver``). Without an observer
 a turn is silent, asks nobody, and logs warnings and recovery notices (``logging``).
+
+Its parts, each in its own module and re-exported here: the thread lock (``graph.thread_lock``),
+the observer protocol (``graph.turn_observer``) and the delivery marks (``graph.delivery_marks``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import fcntl
-import logging
-import os
-import sqlite3
-import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from base.sqlite_files import open_sqlite
-from graph import deliveries
 from graph.branches import same_request
 from graph.builder import make_graph
 from graph.checkpoints import checkpoints_file, open_checkpointer
 from graph.context import Context
+from graph.delivery_marks import DELIVERIES_FILE, answer_delivered, delivery_state, set_delivery
 from graph.mirror import ThreadMirror
 from graph.progress import current_goal_messages, request_id
 from graph.recovery import RecoveryReport, ensure_readable
 from graph.resources import get_model
+from graph.thread_lock import ThreadBusyError, thread_lock
+from graph.turn_observer import SilentObserver, TurnObserver
 from tools.ledgers import open_ledger
-
-log = logging.getLogger(__name__)
-
-
-class ThreadBusyError(RuntimeError):
-    """Another process is running a turn on the same thread."""
 
 
 class NothingToResumeError(RuntimeError):
     """A resume on a thread that is not waiting for an answer."""
-
-
-class TurnObserver(Protocol):
-    """What a turn tells whoever runs it, while it runs (the CLI prints it)."""
-
-    def on_update(self, node: str, update: dict[str, Any] | None) -> None:
-        """A node finished with this state update (``stream_mode="updates"``)."""
-
-    def on_recovery(self, report: RecoveryReport) -> None:
-        """The thread was rebuilt from its mirror before the turn."""
-
-    # Optional: ``on_event(event: dict)`` — what a node wrote to LangGraph's custom stream
-    # (``stream_mode="custom"``), e.g. ``{"type": "mcp_progress", "server", "tool",
-    # "progress", "total", "message", ...}`` while a long MCP tool runs (tools.mcp.progress).
-    # Optional: ``on_node_start(node: str)`` — a node began (``stream_mode="tasks"``), and
-    # ``on_tokens(node: str, count: int)`` — a model called inside it streamed ``count`` more
-    # chunks (``stream_mode="messages"``; one per generated token for llama.cpp): what a slow
-    # model call shows while it runs.
-
-    def on_warning(self, text: str) -> None:
-        """Something went wrong that does not fail the turn (e.g. the mirror was not written)."""
-
-    async def ask(self, question: str) -> str | None:
-        """The agent asks ``question`` (an ``interrupt()``): the answer, or None when nobody is
-        there to answer (the turn then ends and its summary carries the question)."""
-
-
-class _Silent:
-    """The observer of a turn run without one: logs, asks nobody."""
-
-    def on_update(self, node: str, update: dict[str, Any] | None) -> None:
-        pass
-
-    def on_recovery(self, report: RecoveryReport) -> None:
-        log.warning("%s", report.notice())
-
-    def on_warning(self, text: str) -> None:
-        log.warning("%s", text)
-
-    async def ask(self, question: str) -> str | None:
-        return None
-
-
-def _lock_name(thread_id: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in thread_id)[:100] or "_"
-
-
-@asynccontextmanager
-async def thread_lock(data_dir: Path, thread_id: str) -> AsyncIterator[None]:
-    """Hold ``<data_dir>/locks/<thread>.lock`` (``flock``) for a turn: two processes on one thread
-    would interleave their messages and lose an answer. Raises :class:`ThreadBusyError`."""
-    path = data_dir / "locks" / f"{_lock_name(thread_id)}.lock"
-
-    def acquire() -> int:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise ThreadBusyError(
-                f"thread {thread_id!r} is busy: another hermes process is running a turn on it. "
-                "Wait for it to finish, or use another --thread."
-            ) from None
-        return fd
-
-    fd = await asyncio.to_thread(acquire)
-    try:
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
 
 
 def _thread_config(thread_id: str) -> RunnableConfig:
@@ -182,67 +102,6 @@ async def _mirror_head(agent: Any, mirror: ThreadMirror, thread_id: str, op: str
         )
     except Exception as exc:  # reported; the turn itself succeeded or failed on its own
         observer.on_warning(f"plain-text mirror not written ({type(exc).__name__}: {exc})")
-
-
-#: The record of answers shown to the user, inside a data_dir (see the module docstring).
-DELIVERIES_FILE = "deliveries.db"
-_DELIVERIES_SCHEMA = """
-CREATE TABLE IF NOT EXISTS answers (
-    thread_id  TEXT NOT NULL,
-    goal_id    TEXT NOT NULL,
-    state      TEXT NOT NULL CHECK (state IN ('pending', 'delivered')),
-    finished   REAL NOT NULL,
-    PRIMARY KEY (thread_id, goal_id)
-);
-"""
-
-
-def _deliveries(data_dir: Path) -> sqlite3.Connection:
-    return open_sqlite(data_dir / DELIVERIES_FILE, schema=_DELIVERIES_SCHEMA)
-
-
-def _delivery_state(data_dir: Path, thread_id: str, goal_id: str, postgres_url: str = "") -> str | None:
-    """'pending' (answered, not shown), 'delivered', or None (not tracked). Blocking.
-    ``postgres_url``: the marks are in that database (``graph.deliveries``)."""
-    if postgres_url:
-        return deliveries.delivery_state(postgres_url, thread_id, goal_id)
-    if not (data_dir / DELIVERIES_FILE).exists():
-        return None
-    con = _deliveries(data_dir)
-    try:
-        row = con.execute(
-            "SELECT state FROM answers WHERE thread_id = ? AND goal_id = ?", (thread_id, goal_id)
-        ).fetchone()
-    finally:
-        con.close()
-    return str(row[0]) if row else None
-
-
-def _set_delivery(data_dir: Path, thread_id: str, goal_id: str, state: str, postgres_url: str = "") -> None:
-    """Record ``state`` for the goal (blocking); 'pending' never overwrites 'delivered'.
-    ``postgres_url``: the marks are in that database (``graph.deliveries``)."""
-    if postgres_url:
-        return deliveries.set_delivery(postgres_url, thread_id, goal_id, state)
-    con = _deliveries(data_dir)
-    try:
-        con.execute(
-            "INSERT INTO answers (thread_id, goal_id, state, finished) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (thread_id, goal_id) DO UPDATE SET state = excluded.state, finished = excluded.finished "
-            "WHERE answers.state != 'delivered'",
-            (thread_id, goal_id, state, time.time()),
-        )
-    finally:
-        con.close()
-
-
-def answer_delivered(data_dir: Path | str, thread_id: str, goal_id: str, postgres_url: str | None = None) -> None:
-    """Record that the answer of ``goal_id`` (a summary's ``goal_id``) on ``thread_id`` reached
-    the user (printed, returned): the same text sent again is then a new request. Blocking
-    (a few ms); call it after the answer was written out. No-op for an empty ``goal_id``.
-    ``postgres_url``: the turn's ``Context.postgres_url`` (None: the default Context's)."""
-    if thread_id and goal_id:
-        url = Context().postgres_url if postgres_url is None else postgres_url
-        _set_delivery(Path(data_dir), thread_id, goal_id, "delivered", url)
 
 
 def _same_text(a: str, b: str) -> bool:
@@ -347,7 +206,7 @@ async def execute_turn(
     :class:`NothingToResumeError` if it waits for none. ``op``: what the mirror records
     (turn, resume, fork). ``observer``: who sees the progress and answers questions; with
     ``quiet`` it sees no node updates and is asked nothing."""
-    watcher: TurnObserver = observer or _Silent()
+    watcher: TurnObserver = observer or SilentObserver()
     # a model that cannot be built (no endpoint, an unknown embedded name) fails here, before
     # the turn writes a checkpoint, a mirror line or a memory file (it is cached for call_model)
     await get_model(context)
@@ -383,7 +242,7 @@ async def execute_turn(
         fresh = resume is None and not checkpoint_id and thread_id and not current.next and not current.interrupts
         goal_id = str(current.values.get("goal_id") or "")
         if fresh and goal_id and _same_text(str(current.values.get("goal") or ""), task):
-            state = await asyncio.to_thread(_delivery_state, data_dir, thread_id, goal_id, context.postgres_url)
+            state = await asyncio.to_thread(delivery_state, data_dir, thread_id, goal_id, context.postgres_url)
             if state == "pending" and not new_request:
                 return await _already_done(
                     current, data_dir, thread_id, goal_id, recovery, watcher, postgres_url=context.postgres_url
@@ -455,7 +314,7 @@ async def execute_turn(
     summary["question"] = text if question is not None else None
     if track_delivery and thread_id and summary["goal_id"] and question is None and not snapshot.next:
         # answered; delivered only once the caller has shown it (answer_delivered)
-        await asyncio.to_thread(_set_delivery, data_dir, thread_id, summary["goal_id"], "pending", context.postgres_url)
+        await asyncio.to_thread(set_delivery, data_dir, thread_id, summary["goal_id"], "pending", context.postgres_url)
     return summary
 
 
@@ -511,3 +370,17 @@ async def invoke_turn(task: str, context: Context, thread_id: str, *, message_id
             return await agent.ainvoke(turn_input, _thread_config(thread_id), context=context)
 
     return await asyncio.create_task(turn(), context=contextvars.Context())
+
+
+__all__ = [
+    "DELIVERIES_FILE",
+    "NothingToResumeError",
+    "ThreadBusyError",
+    "TurnObserver",
+    "answer_delivered",
+    "execute_turn",
+    "interrupted_turn",
+    "invoke_turn",
+    "run_turn",
+    "thread_lock",
+]

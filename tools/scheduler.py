@@ -40,6 +40,9 @@ Rules:
   not run, is not retried, and the firing says why. A "task" action runs as a turn on behalf of
   that request (:func:`bound_request`).
 * **Injected clock.** Every function takes ``now``; naive datetimes are local time.
+
+Which periods are due is :mod:`tools.reminder_due`; the claim and the outcome records are
+:mod:`tools.reminder_claims` (both re-exported here); this module fires them.
 """
 
 from __future__ import annotations
@@ -47,68 +50,25 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tools.builtin.reminder_periods import adjustment_for, local_now, month_add, parse_period, period_of, scheduled_at
-from tools.builtin.reminder_store import ScheduleDb, open_schedule, process_owner, schedule_exists
-from tools.builtin.reminders import _COLUMNS, row_to_reminder
+from tools.builtin.reminder_store import process_owner
 from tools.deferred_calls import binding_for, deferred_refusal
 from tools.destinations import Rules
+from tools.reminder_claims import (
+    MAX_ATTEMPTS,
+    STALE_CLAIM_S,
+    mark_fired,
+    record_delivery,
+    record_outcome,
+    request_id_for,
+)
+from tools.reminder_due import THREAD_PREFIX, Due, due_reminders, stored_reminders
 from tools.results import cut_text
-
-log = logging.getLogger(__name__)
-
-#: Attempts per period before a failing action is given up (state ``failed``).
-MAX_ATTEMPTS = 3
-#: A ``claimed`` firing older than this (seconds) is taken over even if its owner looks alive.
-STALE_CLAIM_S = 3600.0
-#: Default thread of a "task" action: ``reminder-<id>``.
-THREAD_PREFIX = "reminder-"
-
-
-def request_id_for(reminder_id: int, period: str) -> str:
-    """``reminder:<id>:<period>``: the firing's request id (tool ledger, run metadata)."""
-    return f"reminder:{reminder_id}:{period}"
-
-
-@dataclass
-class Due:
-    """One firing to do: reminder ``reminder_id`` for ``period`` ("YYYY-MM").
-
-    ``scheduled_for``  ISO-8601 local time of the period's run (day clamped to the month)
-    ``action``         ``{"kind": "notify"}`` | ``{"kind": "task", "task", "thread_id"?}`` |
-                       ``{"kind": "tool", "tool", "args"}``
-    ``thread_id``      for task actions: the action's thread or ``reminder-<id>``
-    ``request_id``     ``reminder:<id>:<period>``
-    ``skipped_periods`` missed periods caught up by this one firing (oldest first)
-    ``adjustment``     None, or how an impossible date was handled (day 31 in November → 30th)
-    ``attempt``        1 for a new period; n for a retry or a takeover of a dead runner's claim
-    """
-
-    reminder_id: int
-    text: str
-    period: str
-    scheduled_for: str
-    action: dict[str, Any]
-    thread_id: str | None
-    request_id: str
-    skipped_periods: list[str] = field(default_factory=list)
-    adjustment: str | None = None
-    attempt: int = 1
-
-    def describe(self) -> str:
-        kind = self.action["kind"]
-        what = {"tool": f"notice + tool {self.action.get('tool')}", "task": f"notice + task on thread {self.thread_id}"}
-        return f"reminder {self.reminder_id} ({self.text[:60]}) for {self.period}: {what.get(kind, 'notice')}"
-
-    def notice(self) -> str:
-        """The notice this firing delivers to the user."""
-        return f"Reminder ({self.period}): {self.text}"
 
 
 @dataclass
@@ -130,269 +90,6 @@ class Firing:
             "will_retry": self.will_retry,
             "result": self.result,
         }
-
-
-def _stale(db: ScheduleDb, claimed_at: str, owner: str, now: dt.datetime) -> bool:
-    if not db.owner_alive(owner):
-        return True
-    try:
-        age = (now - dt.datetime.fromisoformat(claimed_at).astimezone()).total_seconds()
-    except ValueError:
-        return True
-    return age > STALE_CLAIM_S
-
-
-def _latest_period(reminder: dict[str, Any], now: dt.datetime) -> tuple[int, int]:
-    y, m = now.year, now.month
-    if scheduled_at(reminder["day_of_month"], reminder["time"], y, m) > now:
-        y, m = month_add(y, m, -1)
-    return y, m
-
-
-def _first_period(reminder: dict[str, Any]) -> tuple[int, int]:
-    """The first period whose run is after the reminder's creation."""
-    created = dt.datetime.fromisoformat(reminder["created_at"]).astimezone()
-    y, m = created.year, created.month
-    if scheduled_at(reminder["day_of_month"], reminder["time"], y, m) <= created:
-        y, m = month_add(y, m, 1)
-    return y, m
-
-
-def _periods_between(start: tuple[int, int], end: tuple[int, int]) -> list[str]:
-    """Periods from ``start`` (inclusive) to ``end`` (exclusive)."""
-    out: list[str] = []
-    y, m = start
-    while (y, m) < end:
-        out.append(period_of(y, m))
-        y, m = month_add(y, m, 1)
-    return out
-
-
-def _due(reminder: dict[str, Any], y: int, m: int, skipped: list[str], attempt: int = 1) -> Due:
-    action = reminder["action"]
-    thread = (action.get("thread_id") or f"{THREAD_PREFIX}{reminder['id']}") if action["kind"] == "task" else None
-    period = period_of(y, m)
-    return Due(
-        reminder_id=reminder["id"],
-        text=reminder["text"],
-        period=period,
-        scheduled_for=scheduled_at(reminder["day_of_month"], reminder["time"], y, m).isoformat(timespec="minutes"),
-        action=action,
-        thread_id=thread,
-        request_id=request_id_for(reminder["id"], period),
-        skipped_periods=skipped,
-        adjustment=adjustment_for(reminder["day_of_month"], y, m),
-        attempt=attempt,
-    )
-
-
-def stored_reminders(data_dir: Path | str, *, postgres_url: str | None = None) -> list[dict[str, Any]]:
-    """Every stored reminder, oldest first (``[]`` when ``data_dir`` has no reminders file):
-    the rows :func:`due_reminders` works from, for listings (the CLI). ``postgres_url``: see
-    :func:`tools.builtin.reminder_store.schedule_url` (None: ``HERMES_POSTGRES_URL``)."""
-    if not schedule_exists(data_dir, postgres_url):
-        return []
-    with open_schedule(data_dir, postgres_url) as con:
-        rows = con.execute(f"SELECT {', '.join(_COLUMNS)} FROM reminders ORDER BY id").fetchall()
-    return [row_to_reminder(r) for r in rows]
-
-
-def due_reminders(data_dir: Path | str, now: dt.datetime, *, postgres_url: str | None = None) -> list[Due]:
-    """Reminders of the schedule (``data_dir/reminders.db``, or PostgreSQL: ``postgres_url``,
-    None = ``HERMES_POSTGRES_URL``) due at ``now`` (read-only; see module doc): each new period
-    once, plus periods left in ``retry`` or claimed by a dead runner."""
-    now = local_now(now)
-    con = open_schedule(data_dir, postgres_url)
-    try:
-        reminders = [
-            row_to_reminder(r) for r in con.execute(f"SELECT {', '.join(_COLUMNS)} FROM reminders ORDER BY id")
-        ]
-        open_firings = {
-            (r[0], r[1]): r
-            for r in con.execute(
-                "SELECT reminder_id, period, state, owner, claimed_at, attempts, skipped FROM firings "
-                "WHERE state IN ('claimed', 'retry')"
-            )
-        }
-        # whose claims are dead: decided while the connection is open (PostgreSQL asks the server)
-        dead = {k for k, r in open_firings.items() if r[2] == "claimed" and _stale(con, r[4], r[3], now)}
-    finally:
-        con.close()
-    out: list[Due] = []
-    for reminder in reminders:
-        if reminder["recurrence"] != "monthly":
-            continue  # only monthly exists; a future kind is not guessed at
-        if reminder.get("damaged"):
-            log.warning("reminder %s not fired: %s", reminder["id"], reminder["damaged"])
-            continue
-        try:
-            due = _due_of(reminder, open_firings, dead, now)
-        except (ValueError, TypeError, KeyError) as exc:  # one corrupt row must not stop the others
-            log.warning(
-                "reminder %s not fired: its record cannot be read (%s: %s)", reminder["id"], type(exc).__name__, exc
-            )
-            continue
-        if due is not None:
-            out.append(due)
-    return out
-
-
-def _due_of(
-    reminder: dict[str, Any], open_firings: dict[tuple[Any, Any], Any], dead: set[Any], now: dt.datetime
-) -> Due | None:
-    """The firing of ``reminder`` due at ``now``, if any (see :func:`due_reminders`)."""
-    latest = _latest_period(reminder, now)
-    first = _first_period(reminder)
-    last = reminder["last_fired_period"]
-    if latest < first:
-        return None  # its first run is still ahead
-    if last is None or period_of(*latest) > last:
-        start = max(first, month_add(*parse_period(last), 1)) if last else first
-        return _due(reminder, *latest, _periods_between(start, latest))
-    pending = open_firings.get((reminder["id"], last))
-    if pending is None:
-        return None  # this period is done (or given up)
-    _, period, state, _owner, _claimed_at, attempts, skipped = pending
-    if state == "retry" or (reminder["id"], last) in dead:
-        return _due(reminder, *parse_period(period), json.loads(skipped or "[]"), attempt=attempts + 1)
-    return None
-
-
-def mark_fired(
-    data_dir: Path | str,
-    reminder_id: int,
-    period: str,
-    *,
-    now: dt.datetime | None = None,
-    owner: str | None = None,
-    skipped: list[str] | None = None,
-    postgres_url: str | None = None,
-) -> bool:
-    """Claim the firing of ``reminder_id`` for ``period``, atomically; True when this caller
-    won and must fire it now (then :func:`record_outcome`), False when the period is already
-    fired, being fired by a live runner, or older than the reminder's last fired period.
-    Sets ``last_fired_period``, ``last_fired_at`` and ``next_run``. On PostgreSQL the claim is
-    made under ``owner``'s lease (:func:`tools.builtin.reminder_store.hold_lease`), so that it
-    is taken over when this process dies, on any host."""
-    now = local_now(now)
-    owner = owner or process_owner(postgres_url)
-    stamp = now.isoformat(timespec="seconds")
-    rid = request_id_for(reminder_id, period)
-    con = open_schedule(data_dir, postgres_url)
-    try:
-        con.claim_as(owner)  # before the claim can commit
-        con.begin()
-        try:
-            row = con.execute(
-                "SELECT day_of_month, time, last_fired_period FROM reminders WHERE id = ?", (reminder_id,)
-            ).fetchone()
-            if row is None:
-                con.rollback()
-                return False
-            day, time, last = row
-            firing = con.execute(
-                "SELECT state, owner, claimed_at FROM firings WHERE reminder_id = ? AND period = ?",
-                (reminder_id, period),
-            ).fetchone()
-            won = False
-            if firing is None:
-                if last is None or period > last:
-                    con.execute(
-                        "INSERT INTO firings (reminder_id, period, state, owner, request_id, attempts, "
-                        "claimed_at, skipped) VALUES (?, ?, 'claimed', ?, ?, 1, ?, ?)",
-                        (reminder_id, period, owner, rid, stamp, json.dumps(skipped or [])),
-                    )
-                    # an unfinished older period is superseded by this one
-                    con.execute(
-                        "UPDATE firings SET state = 'failed', finished_at = ?, detail = "
-                        "COALESCE(detail, '') || ' (superseded by ' || ? || ')' WHERE reminder_id = ? "
-                        "AND period < ? AND state IN ('claimed', 'retry')",
-                        (stamp, period, reminder_id, period),
-                    )
-                    won = True
-            elif firing[0] == "retry" or (firing[0] == "claimed" and _stale(con, firing[2], firing[1], now)):
-                con.execute(
-                    "UPDATE firings SET state = 'claimed', owner = ?, attempts = attempts + 1, "
-                    "claimed_at = ? WHERE reminder_id = ? AND period = ?",
-                    (owner, stamp, reminder_id, period),
-                )
-                won = True
-            if won:
-                nxt = scheduled_at(day, time, *month_add(*parse_period(period), 1))
-                con.execute(
-                    "UPDATE reminders SET last_fired_period = ?, last_fired_at = ?, next_run = ? WHERE id = ?",
-                    (max(period, last or period), stamp, nxt.isoformat(timespec="minutes"), reminder_id),
-                )
-            con.commit()
-            return won
-        except BaseException:
-            con.rollback()
-            raise
-    finally:
-        con.close()
-
-
-def record_outcome(
-    data_dir: Path | str,
-    reminder_id: int,
-    period: str,
-    *,
-    ok: bool,
-    detail: str = "",
-    now: dt.datetime | None = None,
-    retry: bool = True,
-    postgres_url: str | None = None,
-) -> bool:
-    """Finish a claimed firing: ``done`` when ``ok``; otherwise ``retry`` (due again at the next
-    check) or, after ``MAX_ATTEMPTS`` or when ``retry`` is False (a refusal that a retry would
-    meet again), ``failed``. Returns True when it will be retried."""
-    stamp = local_now(now).isoformat(timespec="seconds")
-    con = open_schedule(data_dir, postgres_url)
-    try:
-        con.begin()
-        try:
-            row = con.execute(
-                "SELECT attempts FROM firings WHERE reminder_id = ? AND period = ?", (reminder_id, period)
-            ).fetchone()
-            again = retry and (not ok) and row is not None and row[0] < MAX_ATTEMPTS
-            state = "done" if ok else ("retry" if again else "failed")
-            con.execute(
-                "UPDATE firings SET state = ?, finished_at = ?, detail = ? WHERE reminder_id = ? AND period = ?",
-                (state, stamp, detail[:2000], reminder_id, period),
-            )
-            con.commit()
-            return again
-        except BaseException:
-            con.rollback()
-            raise
-    finally:
-        con.close()
-
-
-def record_delivery(
-    data_dir: Path | str,
-    due: Due,
-    *,
-    outcome: str,
-    detail: str = "",
-    now: dt.datetime | None = None,
-    postgres_url: str | None = None,
-) -> None:
-    """Record that ``due``'s notice was delivered (:meth:`Due.notice`), with what its action did:
-    ``outcome`` "delivered" (no action), "done", "failed" or "retry". One row per reminder and
-    period: a retry of the period updates it."""
-    stamp = local_now(now).isoformat(timespec="seconds")
-    con = open_schedule(data_dir, postgres_url)
-    try:
-        con.execute(
-            "INSERT INTO deliveries (reminder_id, period, delivered_at, message, action, outcome, detail) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (reminder_id, period) DO UPDATE SET "
-            "delivered_at = excluded.delivered_at, message = excluded.message, action = excluded.action, "
-            "outcome = excluded.outcome, detail = excluded.detail",
-            (due.reminder_id, due.period, stamp, due.notice(), due.action["kind"], outcome, detail[:2000]),
-        )
-    finally:
-        con.close()
 
 
 def bound_request(data_dir: Path | str, due: Due) -> str:
@@ -516,6 +213,7 @@ async def fire_due(
 __all__ = [
     "MAX_ATTEMPTS",
     "STALE_CLAIM_S",
+    "THREAD_PREFIX",
     "Due",
     "Firing",
     "bound_request",
@@ -526,4 +224,5 @@ __all__ = [
     "record_delivery",
     "record_outcome",
     "request_id_for",
+    "stored_reminders",
 ]

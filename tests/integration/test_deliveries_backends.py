@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from graph.runner import _delivery_state, _set_delivery, answer_delivered
+from graph.delivery_marks import answer_delivered, delivery_state, set_delivery
 
 pytestmark = pytest.mark.slow  # a real PostgreSQL, hermes processes
 
@@ -20,13 +20,13 @@ def url(request) -> str:
 
 
 def test_pending_never_overwrites_delivered(tmp_path, url):
-    assert _delivery_state(tmp_path, "t1", "g1", url) is None
-    _set_delivery(tmp_path, "t1", "g1", "pending", url)
-    assert _delivery_state(tmp_path, "t1", "g1", url) == "pending"
+    assert delivery_state(tmp_path, "t1", "g1", url) is None
+    set_delivery(tmp_path, "t1", "g1", "pending", url)
+    assert delivery_state(tmp_path, "t1", "g1", url) == "pending"
     answer_delivered(tmp_path, "t1", "g1", url)
-    _set_delivery(tmp_path, "t1", "g1", "pending", url)  # a late writer on another machine
-    assert _delivery_state(tmp_path, "t1", "g1", url) == "delivered"
-    assert _delivery_state(tmp_path, "t2", "g1", url) is None
+    set_delivery(tmp_path, "t1", "g1", "pending", url)  # a late writer on another machine
+    assert delivery_state(tmp_path, "t1", "g1", url) == "delivered"
+    assert delivery_state(tmp_path, "t2", "g1", url) is None
     assert (tmp_path / "deliveries.db").exists() == (not url)
 
 
