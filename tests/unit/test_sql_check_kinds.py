@@ -471,10 +471,8 @@ def test_sql_just_under_the_limit_is_read_correctly(shop):
 @pytest.mark.parametrize(
     "sql, near",
     [
-        ("SELECT customer_name FROM customers", "name"),  # a prefix the model added
-        ("SELECT order_total FROM orders", "total"),
-        ("SELECT ordr_date FROM orders", "order_date"),  # a typo
-        ("SELECT o.totl FROM orders o", "total"),  # qualified
+        # customer_name, ordr_date, o.totl: mended and run (tests/unit/test_column_repairs.py)
+        ("SELECT order_total FROM orders", "total"),  # "order" is a table too: not mended
         ("SELECT name FROM customer", "customers"),  # a table
         ("SELECT price FROM product", "products"),
     ],
@@ -485,6 +483,18 @@ def test_an_unknown_name_names_the_closest_existing_one(shop, sql, near):
     with pytest.raises(DatabaseError) as err:
         query_database(sql, database=shop)
     assert f"Did you mean {near}" in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize(
+    "sql, mended",
+    [
+        ("SELECT customer_name FROM customers", "customer_name → customers.name"),  # a prefix the model added
+        ("SELECT ordr_date FROM orders", "ordr_date → orders.order_date"),  # a typo
+        ("SELECT o.totl FROM orders o", "o.totl → orders.total"),  # qualified
+    ],
+)
+def test_an_unknown_name_one_column_certainly_means_is_run_with_it(shop, sql, mended):
+    assert query_database(sql, database=shop)["repaired"] == [mended]
 
 
 def test_an_unknown_name_like_nothing_names_no_fix(shop):

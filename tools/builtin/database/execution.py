@@ -19,6 +19,7 @@ from tools.builtin.database.connection import (
 from tools.builtin.database.dates import no_data_note
 from tools.builtin.database.empty_results import unexpected_empty, unmatched_joins, unmatched_values
 from tools.builtin.database.errors import sql_error
+from tools.builtin.database.repairs import MAX_REPAIRS, repair_unknown_column
 from tools.builtin.database.statement import check_select, read_sql_or_none
 from tools.database_setting import DatabaseError
 
@@ -60,7 +61,9 @@ def run_select(
                     f"query stopped after {limit:g} s (time limit): it scans or generates too much. "
                     "Narrow it with WHERE, aggregate with GROUP BY, or add LIMIT"
                 ) from None
-            raise sql_error(exc, con, body) from None
+            error = sql_error(exc, con, body)
+            error.sqlite_error = str(exc)  # type: ignore[attr-defined]  # what repairs.py reads
+            raise error from None
         extra, exact = 0, True
         if len(rows) == max_rows:
             try:
@@ -106,11 +109,21 @@ def execute_query(
     """check_select + run_select on an open connection (``schema=True``), plus ``note`` and
     ``data_range`` when the result holds no data. Shared by query_database and generate_report."""
     body = check_select(sql)
-    con.set_authorizer(read_authorizer)  # the model's SQL never gets the schema pragmas
-    try:
-        result = run_select(con, body, max_rows=max_rows, time_limit_s=time_limit_s)
-    finally:
-        con.set_authorizer(schema_authorizer)
+    repaired: list[str] = []
+    while True:
+        con.set_authorizer(read_authorizer)  # the model's SQL never gets the schema pragmas
+        try:
+            result = run_select(con, body, max_rows=max_rows, time_limit_s=time_limit_s)
+            break
+        except DatabaseError as err:
+            con.set_authorizer(schema_authorizer)
+            mend = len(repaired) < MAX_REPAIRS and repair_unknown_column(con, body, getattr(err, "sqlite_error", ""))
+            if not mend:
+                raise
+            body = check_select(mend[0])  # one column renamed: still the same read-only statement
+            repaired.append(mend[1])
+        finally:
+            con.set_authorizer(schema_authorizer)
     if is_empty_result(result, body):
         result["no_data"] = True
         why = "it returned no rows" if not result["rows"] else "its values are NULL or 0 (no rows matched)"
@@ -140,4 +153,10 @@ def execute_query(
                 "wrong format excluded every row. Check the join columns and the date format with "
                 "describe_database and query again; do not tell the user there is no data for it."
             )
+    if repaired:
+        # the model sees what ran: a mended name it never wrote must not pass unnoticed
+        result["repaired"] = repaired
+        result["sql_run"] = body
+        told = f"Ran with {'; '.join(repaired)}: the query named a column its table does not have. SQL run: {body}"
+        result["note"] = told + (f" {result['note']}" if result.get("note") else "")
     return result

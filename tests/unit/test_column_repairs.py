@@ -1,0 +1,66 @@
+"""A column its table does not have, where one column is certainly meant, is mended and the
+result says so (``tools/builtin/database/repairs.py``; DESIGN §5.5).
+
+Measured (Qwen2.5-Coder-1.5B on Chinook): ``T2.CountryName`` of ``Customer AS T2`` refused with
+"Did you mean Country?", written again three times, and the run stopped without an answer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tools.builtin.database import query_database
+from tools.builtin.database.repairs import MAX_REPAIRS
+from tools.database_setting import DatabaseError
+
+
+@pytest.mark.parametrize(
+    "sql, mended, run",
+    [
+        # a word of the name is the column (CamelCase, snake_case), qualified by an alias
+        (
+            "SELECT c.CustomerName FROM customers c ORDER BY c.customer_id LIMIT 1",
+            "c.CustomerName → customers.name",
+            "c.name",
+        ),
+        (
+            "SELECT COUNT(*) FROM customers WHERE customer_segment = 'smb'",
+            "customer_segment → customers.segment",
+            "segment = 'smb'",
+        ),
+        ("SELECT SUM(o.quantty) FROM order_items o", "o.quantty → order_items.quantity", "SUM(o.quantity)"),  # a letter
+    ],
+)
+def test_the_one_column_meant_is_run_and_the_result_says_so(db: Path, sql, mended, run):
+    r = query_database(sql, database=str(db))
+    assert r["repaired"] == [mended] and run in r["sql_run"]
+    assert r["note"].startswith(f"Ran with {mended}") and r["rows"], r
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT c.region FROM customers c",  # region_id is not certainly "region"
+        "SELECT customer_name FROM customers c JOIN orders o ON o.customer_id = c.customer_id",  # two tables
+        "SELECT c.product_name FROM customers c",  # no column of customers is meant
+        "SELECT x.name FROM (SELECT customer_id FROM customers) x",  # a subquery's columns: not guessed
+    ],
+)
+def test_a_name_not_certainly_one_column_stays_an_error(db: Path, sql):
+    with pytest.raises(DatabaseError, match="unknown column"):
+        query_database(sql, database=str(db))
+
+
+def test_at_most_a_few_columns_are_mended_per_query(db: Path):
+    cols = ["nme", "segmnt", "customer_idd", "segmentt"][: MAX_REPAIRS + 1]
+    with pytest.raises(DatabaseError, match="unknown column"):
+        query_database(f"SELECT {', '.join(cols)} FROM customers", database=str(db))
+    ok = query_database(f"SELECT {', '.join(cols[:MAX_REPAIRS])} FROM customers LIMIT 1", database=str(db))
+    assert len(ok["repaired"]) == MAX_REPAIRS
+
+
+def test_an_empty_result_after_a_mend_keeps_both_notes(db: Path):
+    r = query_database("SELECT COUNT(*) FROM customers WHERE segmnt = 'government'", database=str(db))
+    assert r["note"].startswith("Ran with segmnt → customers.segment") and "No data for this query" in r["note"]
