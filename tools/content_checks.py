@@ -97,8 +97,8 @@ def missing_substance(text: str, share: dict[str, Any]) -> list[str]:
     [number]}``): each missing item, and the figures when fewer than MIN_FIGURES are stated."""
     missing = []
     plain = _plain(text)
-    for item in share.get("must_include") or []:
-        item = str(item)
+    for entry in share.get("must_include") or []:
+        item = str(entry)
         name = Path(item).name if "/" in item else item
         if _plain(item) not in plain and _plain(name) not in plain:
             missing.append(item)

@@ -99,7 +99,5 @@ def database_read_paths(location: str) -> list[str]:
         return []
     out: list[str] = []
     for base in dict.fromkeys([location, os.path.realpath(location)]):
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            if os.path.isfile(base + suffix):
-                out.append(base + suffix)
+        out.extend(base + suffix for suffix in ("", "-wal", "-shm", "-journal") if os.path.isfile(base + suffix))
     return out

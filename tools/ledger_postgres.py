@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import hashlib
 import json
 import logging
@@ -137,10 +138,8 @@ class PostgresThread:
 
     def _drop(self) -> None:
         if self._con is not None:
-            try:
+            with contextlib.suppress(psycopg.Error):
                 self._con.close()
-            except psycopg.Error:
-                pass
             self._con = None
 
     def _run(self, fn: Callable[..., T], *args: Any) -> T:

@@ -10,6 +10,7 @@ them through ``asyncio.to_thread`` from async code.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from collections.abc import Iterable
@@ -82,10 +83,8 @@ def kill_process_tree(pid: int, grace_s: float = KILL_GRACE_S, *, pgid: int | No
 
 def signal_group(pgid: int, sig: int) -> None:
     """Send ``sig`` to process group ``pgid``; a group that is gone (or not ours) is ignored."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 async def astop_group(process: asyncio.subprocess.Process, grace_s: float = KILL_GRACE_S) -> None:
@@ -95,10 +94,8 @@ async def astop_group(process: asyncio.subprocess.Process, grace_s: float = KILL
     group (the child, if it is still there, and any member that outlived the grace)."""
     if process.returncode is None:
         signal_group(process.pid, signal.SIGTERM)
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(process.wait(), grace_s)
-        except TimeoutError:
-            pass
     signal_group(process.pid, signal.SIGKILL)
     await process.wait()
 
@@ -107,7 +104,5 @@ def _signal(procs: Iterable[psutil.Process], pgids: Iterable[int], sig: int) -> 
     for g in pgids:
         signal_group(g, sig)
     for proc in procs:
-        try:
+        with contextlib.suppress(psutil.Error):
             proc.send_signal(sig)
-        except psutil.Error:
-            pass

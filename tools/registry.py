@@ -327,7 +327,7 @@ class ToolRegistry:
                 error=f"{type(exc).__name__}: {exc}",
                 suggestion=exc.details(),
             )
-        except Exception as exc:  # K4: the tool raised
+        except Exception as exc:  # noqa: BLE001 - K4: the tool raised; an error result, never a crash
             return out(status="error", error_kind="tool_error", error=f"{type(exc).__name__}: {exc}")
         return out(status="ok", content=_jsonable(result))
 

@@ -88,8 +88,8 @@ def _pointer(root: dict[str, Any], ref: str) -> Any:
     if not ref.startswith("#/"):
         raise SchemaNormalizationError(f"$ref {ref!r} is not a local reference (#/...)")
     node: Any = root
-    for part in ref[2:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
+    for escaped in ref[2:].split("/"):
+        part = escaped.replace("~1", "/").replace("~0", "~")
         if isinstance(node, dict) and part in node:
             node = node[part]
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):

@@ -143,19 +143,13 @@ class SchemaChange:
     def migration_note(self) -> str | None:
         if not any(k in _NOTE for k in self.kinds):
             return None
-        parts: list[str] = []
-        for old, new in self.renamed:
-            parts.append(f"field '{old}' was renamed to '{new}'")
-        for name in self.added_required:
-            parts.append(f"new required field '{name}' ({_type_of(self.new.get('properties', {}).get(name))})")
-        for name in self.made_required:
-            parts.append(f"field '{name}' is now required")
-        for name in self.removed:
-            parts.append(f"field '{name}' was removed")
-        for name, old_t, new_t in self.type_changed:
-            parts.append(f"field '{name}' is now {new_t} (was {old_t})")
-        for name in self.added_optional:
-            parts.append(f"new optional field '{name}'")
+        props = self.new.get("properties", {})
+        parts = [f"field '{old}' was renamed to '{new}'" for old, new in self.renamed]
+        parts += [f"new required field '{name}' ({_type_of(props.get(name))})" for name in self.added_required]
+        parts += [f"field '{name}' is now required" for name in self.made_required]
+        parts += [f"field '{name}' was removed" for name in self.removed]
+        parts += [f"field '{name}' is now {new_t} (was {old_t})" for name, old_t, new_t in self.type_changed]
+        parts += [f"new optional field '{name}'" for name in self.added_optional]
         return (
             f"Tool '{self.tool}' changed its parameters (version {self.old_version[:8]} → "
             f"{self.new_version[:8]}): " + "; ".join(parts) + ". Earlier calls of "
@@ -192,12 +186,12 @@ def classify(old: dict[str, Any] | None, new: dict[str, Any] | None, *, tool: st
     change.removed = removed
     change.added_required = [a for a in added if a in nreq]
     change.added_optional = [a for a in added if a not in nreq]
-    for name in op:
+    for name, old_prop in op.items():
         if name not in np:
             continue
-        if _type_of(op[name]) != _type_of(np[name]):
-            change.type_changed.append((name, _type_of(op[name]), _type_of(np[name])))
-        elif _strip_docs(op[name]) != _strip_docs(np[name]):
+        if _type_of(old_prop) != _type_of(np[name]):
+            change.type_changed.append((name, _type_of(old_prop), _type_of(np[name])))
+        elif _strip_docs(old_prop) != _strip_docs(np[name]):
             change.constraints_changed.append(name)
         if name in nreq and name not in oreq:
             change.made_required.append(name)
@@ -295,9 +289,7 @@ def stale_arguments(change: SchemaChange, args: Any) -> str | None:
     for old, new in change.renamed:
         if old in args and new not in args:
             problems.append(f"field '{old}' was renamed to '{new}'")
-    for name in change.removed:
-        if name in args:
-            problems.append(f"field '{name}' was removed")
+    problems.extend(f"field '{name}' was removed" for name in change.removed if name in args)
     props = change.new.get("properties") or {}
     for name, old_t, new_t in change.type_changed:
         if name not in args or not isinstance(props.get(name), dict):

@@ -203,7 +203,7 @@ class ToolSpec(BaseModel):
 
 @functools.lru_cache(maxsize=1024)
 def _compile_request(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.I | re.S)
+    return re.compile(pattern, re.IGNORECASE | re.DOTALL)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -263,9 +263,8 @@ def lint(spec: ToolSpec) -> list[str]:
                 problems.append(f"required names not declared in properties: {missing}")
     if spec.timeout_s <= 0:
         problems.append(f"timeout_s must be > 0, got {spec.timeout_s}")
-    if spec.result_schema is not None:
-        if (error := schema_error(spec.result_schema)) is not None:
-            problems.append(f"result_schema is not a valid JSON Schema: {error}")
+    if spec.result_schema is not None and (error := schema_error(spec.result_schema)) is not None:
+        problems.append(f"result_schema is not a valid JSON Schema: {error}")
     for pattern in spec.requested_by:
         try:
             re.compile(pattern)
@@ -273,9 +272,9 @@ def lint(spec: ToolSpec) -> list[str]:
             problems.append(f"requested_by pattern {pattern!r} is not a regular expression: {exc}")
     declared = (params.get("properties") if isinstance(params, dict) else None) or {}
     named = (*(spec.destination_args or ()), *(a for a in (spec.deferred_call_arg, spec.content_arg) if a))
-    for arg in named:
-        if arg not in declared:
-            problems.append(f"metadata names argument {arg!r}, which parameters do not declare")
+    problems.extend(
+        f"metadata names argument {arg!r}, which parameters do not declare" for arg in named if arg not in declared
+    )
     if spec.source != "builtin" and not re.match(r"^mcp:.+", spec.source or ""):
         problems.append(f"source {spec.source!r} must be 'builtin' or 'mcp:<server>'")
     return problems

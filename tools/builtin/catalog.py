@@ -370,8 +370,8 @@ def register_builtin_tools(
         update: dict[str, Any] = {"timeout_s": timeout}
         if database_schema and spec.name in SQL_TOOLS:
             update["description"] = f"{spec.description} Tables of the configured database: {database_schema}."
-        spec = spec.model_copy(update=update)
-        schedule = spec.schedules or spec.reads_schedule
+        tuned = spec.model_copy(update=update)
+        schedule = tuned.schedules or tuned.reads_schedule
         url = postgres_url if schedule else ""
-        registry.register(spec, executor_runner(executor, entrypoint, timeout, spec.network, schedule, url))
+        registry.register(tuned, executor_runner(executor, entrypoint, timeout, tuned.network, schedule, url))
     return [spec.name for spec, _ in BUILTIN_TOOLS]

@@ -50,8 +50,10 @@ LATEST_PERIODS = frozenset({LATEST, "latest month", "latest month with data", "l
 LATEST_REQUESTED = (
     r"\b(latest|newest|most[\s-]+recent|last[\s-]+available|latest[\s-]+available)\b",
     r"\bwhatever\b.{0,40}\b(latest|last|recent)\b",
-    r"最新|最近一个有数据|dernier(e|s)?\s+(mois\s+)?disponible|plus\s+r[ée]cent|m[áa]s\s+reciente|[úu]ltimo\s+disponible"
-    r"|neueste|aktuellste",
+    (
+        r"最新|最近一个有数据|dernier(e|s)?\s+(mois\s+)?disponible|plus\s+r[ée]cent|m[áa]s\s+reciente|[úu]ltimo\s+disponible"
+        r"|neueste|aktuellste"
+    ),
 )
 
 

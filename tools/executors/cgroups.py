@@ -6,6 +6,8 @@ one that called ``setsid``, for the final kill. Created where the machine lets u
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import itertools
 import os
 import signal
@@ -43,17 +45,14 @@ def _pids_cgroup_parent() -> Path | None:
     return None
 
 
-_cgroup_parent: Path | bool | None = False  # False = not probed yet
-
-
+@functools.cache
 def pids_cgroup_parent() -> Path | None:
-    """Cached :func:`_pids_cgroup_parent` (blocking: call from a thread)."""
-    global _cgroup_parent
-    if _cgroup_parent is False:
-        _cgroup_parent = _pids_cgroup_parent()
-        if _cgroup_parent is not None:
-            _sweep_stale_cgroups(_cgroup_parent)
-    return _cgroup_parent  # type: ignore[return-value]
+    """Cached :func:`_pids_cgroup_parent` (blocking: call from a thread); the first call also
+    sweeps the stale cgroups under it."""
+    parent = _pids_cgroup_parent()
+    if parent is not None:
+        _sweep_stale_cgroups(parent)
+    return parent
 
 
 def _sweep_stale_cgroups(parent: Path) -> None:
@@ -84,10 +83,8 @@ class PidsCgroup:
             path.mkdir()
             (path / "pids.max").write_text(str(max_procs))
         except OSError:
-            try:
+            with contextlib.suppress(OSError):
                 path.rmdir()
-            except OSError:
-                pass
             return None
         return cls(path)
 
@@ -135,7 +132,5 @@ class PidsCgroup:
 
 
 def _kill(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

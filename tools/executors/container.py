@@ -85,7 +85,7 @@ def _probe_bwrap(path: str) -> str | None:
         "exit 0",
     ]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"{type(exc).__name__}: {exc}"
     if done.returncode != 0:
@@ -97,7 +97,11 @@ def _probe_engine(path: str, image: str) -> str | None:
     """None when the engine's daemon answers and ``image`` is present locally; else why not."""
     try:
         info = subprocess.run(
-            [path, "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S
+            [path, "info", "--format", "{{.ServerVersion}}"],
+            capture_output=True,
+            text=True,
+            timeout=_PROBE_TIMEOUT_S,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"engine did not answer ({type(exc).__name__}: {exc})"
@@ -105,7 +109,7 @@ def _probe_engine(path: str, image: str) -> str | None:
         return "engine did not answer: " + ((info.stderr or info.stdout).strip().splitlines() or ["?"])[-1][:300]
     try:
         img = subprocess.run(
-            [path, "image", "inspect", image], capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S
+            [path, "image", "inspect", image], capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, check=False
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"image check failed ({exc})"
@@ -273,7 +277,7 @@ class ContainerExecutor(SubprocessExecutor):
         super()._teardown_procs(ctx, pid)
         name = ctx.extra.get("container")
         if name:  # killing the CLI does not stop the container
-            subprocess.run([self.sandbox.path, "rm", "-f", name], capture_output=True, timeout=30)
+            subprocess.run([self.sandbox.path, "rm", "-f", name], capture_output=True, timeout=30, check=False)
 
 
 __all__ = ["ENGINES", "ContainerExecutor", "Sandbox", "SandboxUnavailable", "detect_sandbox"]

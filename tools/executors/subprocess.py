@@ -49,6 +49,7 @@ backend (bubblewrap, often setuid-installed) is the way to confine.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -345,10 +346,8 @@ class SubprocessExecutor:
             # also closes their copies of our pipes, so the readers see EOF.
             await asyncio.to_thread(self._teardown_procs, ctx, proc.pid)
             ctx.extra["reaped"] = True
-            try:
+            with contextlib.suppress(TimeoutError):  # a stray outside the group still holds a pipe
                 await asyncio.wait_for(proc.wait(), self.grace_s * 3)
-            except TimeoutError:  # a stray outside the group still holds a pipe
-                pass
             _, pending = await asyncio.wait(readers, timeout=self.grace_s)
             for task in pending:  # a stray that escaped the group still holds a pipe
                 task.cancel()
@@ -370,7 +369,7 @@ class SubprocessExecutor:
         except (ValueError, IndexError, AttributeError):
             return
         missing = []
-        landlock_net = sandbox.startswith("landlock-v") and int(sandbox[10:].split("+")[0] or 0) >= 4
+        landlock_net = sandbox.startswith("landlock-v") and int(sandbox[10:].split("+", maxsplit=1)[0] or 0) >= 4
         if not ctx.extra["network"] and "netns" not in sandbox and not landlock_net:
             missing.append("network (tools can open sockets)")
         if ctx.extra["hide"] and "mountns" not in sandbox:
@@ -405,10 +404,8 @@ class SubprocessExecutor:
         if not isinstance(reply, dict):
             how = f"exited with code {returncode}"
             if returncode is not None and returncode < 0:
-                try:
+                with contextlib.suppress(ValueError):
                     how = f"was killed by {signal.Signals(-returncode).name} (exited with code {returncode})"
-                except ValueError:
-                    pass
             raise ToolFailed(f"{entrypoint} {how} without a result" + (f"; stderr: {tail}" if tail else ""))
         if not reply.get("ok"):
             raise ToolFailed(

@@ -283,9 +283,8 @@ def _landlock(write_roots: tuple[str, ...], read_roots: tuple[str, ...], network
             except OSError:
                 continue
             try:
-                if not os.path.isdir(path):
-                    rights &= _LL_FILE_RIGHTS
-                rule = PathBeneath(rights & fs, fd)
+                allowed = rights if os.path.isdir(path) else rights & _LL_FILE_RIGHTS
+                rule = PathBeneath(allowed & fs, fd)
                 libc.syscall(add_rule, ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0))
             finally:
                 os.close(fd)

@@ -115,7 +115,7 @@ def ensure(quiet: bool = True) -> Path:
 
 
 def _run(cmd: list[str], quiet: bool) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     if proc.returncode != 0:
         raise RuntimeError(
             f"{' '.join(cmd[:3])} ... failed ({proc.returncode}): {(proc.stderr or proc.stdout)[-2000:]}"

@@ -82,5 +82,5 @@ def emit(sink: ProgressSink | None, event: ProgressEvent) -> None:
         return
     try:
         sink(event)
-    except Exception:  # noqa: BLE001 - progress never fails a call
+    except Exception:  # progress never fails a call
         log.exception("MCP progress sink failed")

@@ -46,7 +46,7 @@ class ServerTools(ServerCore):
         if self.tools_version > 1 and self.on_tools_changed is not None:
             try:
                 self.on_tools_changed(self)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("MCP server %s: re-registering its tools failed", self.name)
 
     # -- notifications -----------------------------------------------------------------------

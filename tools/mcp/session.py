@@ -186,7 +186,7 @@ class MCPSession:
                     self._session, self.state = session, "ready"
                     ready.set_result(self.handshake)
                     await self._stop.wait()
-        except BaseException as exc:  # noqa: BLE001 - recorded and surfaced as transport errors
+        except BaseException as exc:  # recorded and surfaced as transport errors
             self.fatal = exc
             reason = describe(exc)
             if isinstance(exc, TimeoutError) and not ready.done():
@@ -262,7 +262,7 @@ class MCPSession:
                     task = asyncio.get_running_loop().create_task(result)
                     self._background.add(task)
                     task.add_done_callback(self._background.discard)
-            except Exception:  # noqa: BLE001 - a handler bug must not kill the session
+            except Exception:  # a handler bug must not kill the session
                 log.exception("MCP server %s: notification handler failed", self.server)
         await anyio.lowlevel.checkpoint()
 
@@ -366,7 +366,7 @@ class MCPSession:
                     out = on_progress(value, total, message)
                     if asyncio.iscoroutine(out):
                         await out
-                except Exception:  # noqa: BLE001
+                except Exception:
                     log.exception("MCP progress handler failed")
 
         def owner_done(_: Any) -> None:

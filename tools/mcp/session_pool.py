@@ -185,6 +185,7 @@ class SessionPool(ServerCore):
         await self._open()
         self._refill()
         log.info("MCP server %s reconnected (%d)", self.name, self.reconnects)
+        return None
 
     async def aclose(self) -> None:
         """Close every session and kill any leftover process of the server. Idempotent."""

@@ -106,9 +106,12 @@ def _compared_values(tree: Any) -> list[tuple[str, str, str]]:
                 values = [node.expression]
             if col is None:
                 continue
-            for v in values:
-                if isinstance(v, exp.Literal) and v.is_string and v.this and "%" not in v.this and "_" not in v.this:
-                    out.append((aliases.get(col.table.lower(), col.table.lower()), col.name, v.this))
+            table = aliases.get(col.table.lower(), col.table.lower())
+            out.extend(
+                (table, col.name, v.this)
+                for v in values
+                if isinstance(v, exp.Literal) and v.is_string and v.this and "%" not in v.this and "_" not in v.this
+            )
     return out
 
 

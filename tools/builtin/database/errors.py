@@ -4,6 +4,7 @@ the SQL, never only that it failed."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import re
 import sqlite3
@@ -47,10 +48,8 @@ def _plain_sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "")
         hint = schema_hint(con, sql, only_named=what == "column")
         hint = f" Tables and columns here: {hint}." if hint else ""
         if what == "column":
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 hint += join_hint(con, sql, name)
-            except sqlite3.Error:
-                pass
         closest = _closest(con, sql, what, name)
         near = f" Did you mean {' or '.join(quote_back(n) for n in closest)}?" if closest else ""
         return DatabaseError(

@@ -19,22 +19,28 @@ from tools.builtin.database.statement import identifier, names_used, read_sql_or
 # patterns run on the code of the SQL (:class:`SqlScan`: strings are '' there, comments are gone).
 _OTHER_DIALECTS: list[tuple[re.Pattern[str], str, str]] = [
     (
-        re.compile(r"\b(DATE_SUB|DATE_ADD|DATEADD|DATEDIFF|ADDDATE|SUBDATE)\s*\(|\bINTERVAL\s+('|-?\s*[0-9])", re.I),
+        re.compile(
+            r"\b(DATE_SUB|DATE_ADD|DATEADD|DATEDIFF|ADDDATE|SUBDATE)\s*\(|\bINTERVAL\s+('|-?\s*[0-9])", re.IGNORECASE
+        ),
         "date arithmetic (DATE_SUB / DATE_ADD / INTERVAL)",
         "date(col, '-1 month'), date('now', 'start of month', '-1 month')",
     ),
     (
-        re.compile(r"\b(CURDATE|NOW|GETDATE|SYSDATE)\s*\(\s*\)", re.I),
+        re.compile(r"\b(CURDATE|NOW|GETDATE|SYSDATE)\s*\(\s*\)", re.IGNORECASE),
         "the current date (CURDATE() / NOW())",
         "date('now') or datetime('now')",
     ),
     (
-        re.compile(r"\b(YEAR|MONTH|DAY|EXTRACT|DATE_FORMAT|DATE_TRUNC|TO_CHAR)\s*\(", re.I),
+        re.compile(r"\b(YEAR|MONTH|DAY|EXTRACT|DATE_FORMAT|DATE_TRUNC|TO_CHAR)\s*\(", re.IGNORECASE),
         "date parts (YEAR() / MONTH() / EXTRACT / DATE_FORMAT / DATE_TRUNC)",
         "strftime('%Y-%m', col) = 'YYYY-MM' for a month, strftime('%Y', col) for a year",
     ),
-    (re.compile(r"\bSELECT\s+(ALL\s+|DISTINCT\s+)?TOP\s+\(?\s*[0-9]", re.I), "SELECT TOP n", "ORDER BY ... LIMIT n"),
-    (re.compile(r"\bILIKE\b", re.I), "ILIKE", "LIKE (case-insensitive for ASCII in SQLite)"),
+    (
+        re.compile(r"\bSELECT\s+(ALL\s+|DISTINCT\s+)?TOP\s+\(?\s*[0-9]", re.IGNORECASE),
+        "SELECT TOP n",
+        "ORDER BY ... LIMIT n",
+    ),
+    (re.compile(r"\bILIKE\b", re.IGNORECASE), "ILIKE", "LIKE (case-insensitive for ASCII in SQLite)"),
 ]
 
 
@@ -95,7 +101,7 @@ def join_path(con: sqlite3.Connection, sql: str, column: str = "") -> tuple[list
         if target in joined:
             continue
         # breadth-first from everything joined so far to ``target``
-        previous: dict[str, tuple[str, tuple[str, str, str]] | None] = {t: None for t in joined}
+        previous: dict[str, tuple[str, tuple[str, str, str]] | None] = dict.fromkeys(joined)
         queue = collections.deque(joined)
         while queue and target not in previous:
             node = queue.popleft()

@@ -197,11 +197,12 @@ def _grouped_columns(group: exp.Expr) -> Iterator[exp.Column]:
 
     select = group.parent
     for expr in group.expressions:
+        grouped = expr
         if isinstance(expr, exp.Literal) and expr.is_int and isinstance(select, exp.Select):
             position = int(expr.this) - 1
             if 0 <= position < len(select.expressions):
-                expr = select.expressions[position]
-        yield from expr.find_all(exp.Column)
+                grouped = select.expressions[position]
+        yield from grouped.find_all(exp.Column)
 
 
 def undated_columns(con: sqlite3.Connection, sql: str) -> list[str]:
