@@ -268,8 +268,9 @@ class IdempotencyLedger:
         record to replay. Raises :class:`LedgerBusy` while another live owner runs the request."""
         state, value = await self._db.call(self._sql.claim, key, self.owner, fingerprint)
         if state in ("done", "unknown"):
-            self._remember(key, value)
-            return value
+            record: Record = value  # Statements.claim: a done or unknown request's value is its record
+            self._remember(key, record)
+            return record
         if state == "claimed":
             return None
         # "running" elsewhere: wait for it (or take over from a dead owner)
@@ -333,7 +334,7 @@ class IdempotencyLedger:
 # -- SQL, run on the ledger thread ----------------------------------------------------------------
 
 
-def _claim(con: sqlite3.Connection, key: tuple[str, str], owner: str, fingerprint: str | None):
+def _claim(con: sqlite3.Connection, key: tuple[str, str], owner: str, fingerprint: str | None) -> tuple[str, Any]:
     cur = con.execute(
         "INSERT OR IGNORE INTO tool_requests (tool, request_id, state, owner, fingerprint, created) "
         "VALUES (?, ?, 'running', ?, ?, ?)",
@@ -403,8 +404,10 @@ def _state(con: sqlite3.Connection, key: tuple[str, str]) -> str | None:
 
 def _count(con: sqlite3.Connection, tool: str | None) -> int:
     if tool is None:
-        return con.execute("SELECT COUNT(*) FROM tool_requests WHERE state = 'done'").fetchone()[0]
-    return con.execute("SELECT COUNT(*) FROM tool_requests WHERE state = 'done' AND tool = ?", (tool,)).fetchone()[0]
+        return int(con.execute("SELECT COUNT(*) FROM tool_requests WHERE state = 'done'").fetchone()[0])
+    return int(
+        con.execute("SELECT COUNT(*) FROM tool_requests WHERE state = 'done' AND tool = ?", (tool,)).fetchone()[0]
+    )
 
 
 def _prune(con: sqlite3.Connection, older_than_s: float) -> int:

@@ -223,7 +223,7 @@ def _lock_held(con: psycopg.Connection[Any], key: int) -> bool:
     return bool(row and row[0])
 
 
-def _claim(con: psycopg.Connection[Any], key: tuple[str, str], owner: str, fingerprint: str | None):
+def _claim(con: psycopg.Connection[Any], key: tuple[str, str], owner: str, fingerprint: str | None) -> tuple[str, Any]:
     while True:
         cur = con.execute(
             f"INSERT INTO {TABLE} (tool, request_id, state, owner, fingerprint, created) "

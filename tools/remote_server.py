@@ -29,13 +29,16 @@ import hmac
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tools.errors import ToolFailed, ToolTimeout
 from tools.executors.subprocess import SubprocessExecutor
 from tools.idempotency import IdempotencyLedger, LedgerBusy
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
 
 #: The server's ledger file inside its data dir (separate from an agent's own ledger).
 SERVER_LEDGER_FILE = "remote_idempotency.db"
@@ -61,7 +64,7 @@ def build_app(
     token: str | None = None,
     fault_503: int = 0,
     fault_after_run: int = 0,
-):
+) -> Starlette:
     """The Starlette app (importable for in-process use)."""
     from starlette.applications import Starlette
     from starlette.requests import Request

@@ -70,7 +70,7 @@ def normalize_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
         raise SchemaNormalizationError(f"input schema must be an object, got {type(root).__name__}")
     counter = [0]
     has_refs = '"$ref"' in json.dumps(root, default=str)
-    out = _normalize(_inline(root, root, (), counter))
+    out: dict[str, Any] = _normalize(_inline(root, root, (), counter))  # a dict in, a dict out
     if has_refs:  # every reference is inlined now: the definitions are not needed
         out.pop("$defs", None)
         out.pop("definitions", None)

@@ -345,7 +345,7 @@ class SchemaStore:
         self.path = Path(path) if path is not None else None
         self._db = SqliteThread(self.path, _STORE_SCHEMA, "hermes-schemas")
         self.known: dict[str, dict[str, Any]] = {}
-        self._last: concurrent.futures.Future | None = None
+        self._last: concurrent.futures.Future[None] | None = None
 
     @classmethod
     def in_data_dir(cls, data_dir: Path) -> SchemaStore:
@@ -358,7 +358,7 @@ class SchemaStore:
 
     def record_nowait(
         self, tool: str, parameters: dict[str, Any], change: SchemaChange | None = None
-    ) -> concurrent.futures.Future:
+    ) -> concurrent.futures.Future[None]:
         self.known[tool] = copy.deepcopy(parameters)
         self._last = self._db.submit(
             _record,

@@ -43,7 +43,7 @@ from tools.executors import make_executor
 from tools.executors.base import Executor
 from tools.idempotency import IdempotencyLedger
 from tools.ledgers import open_ledger
-from tools.mcp.client import STARTUP_TIMEOUT_S, MCPClient, MCPServer, MCPTool
+from tools.mcp.client import MCPClient, MCPServer
 from tools.mcp.config import (  # noqa: F401
     META_ARTIFACT_FIELD,
     META_DESTINATION_ARGS,
@@ -56,7 +56,9 @@ from tools.mcp.config import (  # noqa: F401
     team_chat_entry,
 )
 from tools.mcp.replicas import Replica, call_replicas, ranked
-from tools.registry import ToolRegistry
+from tools.mcp.server_core import STARTUP_TIMEOUT_S
+from tools.mcp.tool_listing import MCPTool
+from tools.registry import Runner, ToolRegistry
 from tools.schema_versions import SchemaStore
 from tools.selection import ToolHealth
 from tools.spec import HEAVY_TIMEOUT_S, NAME_RE, ToolSpec
@@ -412,7 +414,7 @@ class Toolbox:
         await self.aclose()
 
 
-def _mcp_runner(replicas: list[Replica], spec: ToolSpec):
+def _mcp_runner(replicas: list[Replica], spec: ToolSpec) -> Runner:
     """Runner of one (logical) MCP tool: ``tools/call`` on the best replica with that replica's
     answer timeout and hard limit, failing over when safe (``spec.retry_safe``)."""
     if len(replicas) == 1:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from tools.executors.base import Executor
-from tools.registry import ToolRegistry
+from tools.registry import Runner, ToolRegistry
 from tools.spec import HEAVY_TIMEOUT_S, ORDINARY_TIMEOUT_S, ToolSpec
 
 DESCRIBE_DATABASE = ToolSpec(
@@ -326,7 +326,7 @@ def executor_runner(
     network: bool = False,
     schedule: bool = False,
     postgres_url: str = "",
-):
+) -> Runner:
     """A registry runner that sends the call to ``executor`` (out of process); ``network``: the
     tool's ``ToolSpec.network`` (without it the run has no network); ``schedule``: its
     ``ToolSpec.schedules`` or ``reads_schedule`` (without it the run cannot reach the schedule

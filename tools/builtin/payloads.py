@@ -14,11 +14,11 @@ TEXT_PAGE_CHARS = 2000
 MAX_LIMIT = 50
 
 
-def _largest_list(value: Any) -> tuple[str | None, list | None]:
+def _largest_list(value: Any) -> tuple[str | None, list[Any] | None]:
     if isinstance(value, list):
         return None, value
     if isinstance(value, dict):
-        best: tuple[str | None, list | None] = (None, None)
+        best: tuple[str | None, list[Any] | None] = (None, None)
         for key, item in value.items():
             if isinstance(item, list) and (best[1] is None or len(item) > len(best[1])):
                 best = (key, item)

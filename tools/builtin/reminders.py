@@ -307,7 +307,7 @@ def check_tool_action(action: dict[str, Any], data_dir: Path | str) -> None:
         )
 
 
-def row_to_reminder(row: tuple) -> dict[str, Any]:
+def row_to_reminder(row: tuple[Any, ...]) -> dict[str, Any]:
     """A ``reminders`` row (``_COLUMNS`` order) as the tools return it (``action`` decoded)."""
     out = dict(zip(_COLUMNS, row))
     try:

@@ -6,8 +6,12 @@ asked is kept. Kept lean on imports: the worker starts for every call.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the worker imports this module before every tool run: keep it lean
+    from typing import Any
 
-def apply_limits(limits: dict) -> None:
+
+def apply_limits(limits: dict[str, Any]) -> None:
     try:
         import resource
     except ImportError:  # pragma: no cover - non-POSIX

@@ -52,6 +52,10 @@ import sys
 
 from tools.executors.rlimits import apply_limits
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # kept lean: the worker starts for every call
+    from typing import Any
+
 #: System files a Python tool commonly needs to read (dynamic loader, time zone, name service,
 #: TLS roots). Whole system trees (/usr, /lib...) are readable; /etc is not, apart from these.
 SYSTEM_READ = (
@@ -101,7 +105,7 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def _roots(confine: dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _roots(confine: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(write roots, read roots), real paths of those that exist."""
     # the thread's workspace; the whole working directory only for a call that reaches the
     # schedule (it lives at the top level) or a payload without a workspace
@@ -170,7 +174,7 @@ def _install_audit_hook(
         if not _under(path, allowed_write if write else read_roots):
             refuse(raw, what, write)
 
-    def hook(event: str, args: tuple) -> None:
+    def hook(event: str, args: tuple[Any, ...]) -> None:
         if busy[0]:
             return
         if event != "open" and event not in _WRITE_EVENTS and event not in _READ_EVENTS:
@@ -232,7 +236,7 @@ def landlock_abi() -> int:
         return 0
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    return max(0, libc.syscall(numbers[0], None, ctypes.c_size_t(0), ctypes.c_uint32(1)))
+    return max(0, int(libc.syscall(numbers[0], None, ctypes.c_size_t(0), ctypes.c_uint32(1))))
 
 
 def _landlock(write_roots: tuple[str, ...], read_roots: tuple[str, ...], network: bool) -> int:
@@ -246,7 +250,7 @@ def _landlock(write_roots: tuple[str, ...], read_roots: tuple[str, ...], network
     create, add_rule, restrict = numbers
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    abi = libc.syscall(create, None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # ..._VERSION
+    abi = int(libc.syscall(create, None, ctypes.c_size_t(0), ctypes.c_uint32(1)))  # ..._VERSION
     if abi < 1:
         return 0
     fs = 0
@@ -377,7 +381,7 @@ def _namespaces(
     return [*done, "mountns"] if hide or readonly or threads else done
 
 
-def _confine(confine: dict) -> str:
+def _confine(confine: dict[str, Any]) -> str:
     workdir = _real(confine["workdir"])
     network = bool(confine.get("network", True))
     hide = [_real(p) for p in confine.get("hide") or ()]
@@ -466,7 +470,7 @@ def main() -> int:
     return 0
 
 
-def _suggestion(exc: BaseException) -> dict | None:
+def _suggestion(exc: BaseException) -> dict[str, Any] | None:
     """``tools.errors.InvalidValueError.details()`` of ``exc`` (None for other errors)."""
     details = getattr(exc, "details", None)
     found = details() if callable(details) and _error_kind(exc) == "invalid_value" else None

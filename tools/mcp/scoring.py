@@ -20,6 +20,7 @@ States: "closed" (serving), "open" (parked), "half_open" (a probe is running).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,7 +79,7 @@ class Breaker:
     current_cooldown_s: float = 0.0
     trips: int = 0
     last_error: str | None = None
-    clock: Any = field(default=time.monotonic, repr=False)
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
 
     def success(self) -> None:
         """A call succeeded: closed, counters and backoff reset."""

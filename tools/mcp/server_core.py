@@ -14,15 +14,17 @@ from __future__ import annotations
 import asyncio
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tools.errors import ToolTransportError
 from tools.mcp.config import ServerSettings, server_settings, to_connection
 from tools.mcp.scoring import Breaker, Score
 from tools.mcp.session import Handshake, MCPSession
 from tools.mcp.tool_listing import MCPTool
+
+T = TypeVar("T")
 
 #: Seconds a session gets to start and answer ``initialize`` + ``tools/list``.
 STARTUP_TIMEOUT_S = 15.0
@@ -122,7 +124,7 @@ class ServerCore(ABC):
         """A server notification on one session (:mod:`tools.mcp.server_tools`)."""
 
 
-async def on_loop(server: str, loop: asyncio.AbstractEventLoop, coro: Any) -> Any:
+async def on_loop(server: str, loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` on ``loop`` (another thread's running loop) and await its result here."""
     if loop.is_closed() or not loop.is_running():
         coro.close()

@@ -27,11 +27,11 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 from langchain_mcp_adapters.sessions import create_session
-from mcp import types
+from mcp import ClientSession, types
 from mcp.shared.exceptions import McpError
 from mcp.types import CONNECTION_CLOSED
 
@@ -430,7 +430,7 @@ class MCPSession:
             self.inflight -= 1
             self.last_used = time.monotonic()
 
-    async def _timed_out(self, session: Any, flight: _Flight, tool: str, limit_s: float, hard: bool) -> Any:
+    async def _timed_out(self, session: Any, flight: _Flight, tool: str, limit_s: float, hard: bool) -> NoReturn:
         what = "its hard limit of" if hard else "no answer within"
         notified = await self._send_cancelled(session, flight, f"timed out after {limit_s:g} s")
         if not await self.ping():
@@ -449,7 +449,7 @@ class MCPSession:
 
 
 async def _send_call(
-    session: Any, tool: str, args: dict[str, Any], request_id: str, flight: _Flight, progress: Any
+    session: ClientSession, tool: str, args: dict[str, Any], request_id: str, flight: _Flight, progress: Any
 ) -> types.CallToolResult:
     """Send one ``tools/call`` and return its ``CallToolResult``; records the JSON-RPC id in
     ``flight``. Raises _NotSent when the request could not be handed to the transport."""

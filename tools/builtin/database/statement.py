@@ -16,7 +16,7 @@ from tools.results import cut_text
 if TYPE_CHECKING:
     from sqlglot import exp
     from sqlglot.dialects.dialect import Dialect
-    from sqlglot.tokens import Token
+    from sqlglot.tokenizer_core import Token
 
 #: Characters of a name or SQL fragment quoted back in an error message at most.
 MAX_ECHO_CHARS = 200
