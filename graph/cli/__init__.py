@@ -10,6 +10,7 @@
     hermes reminders list | due | run [--now ISO8601]      hermes serve [--interval 60]
     hermes eval tools|memory|tasks|mcp|sessions [--model M --base-url URL] [--limit N] [--k K]
     hermes dev [--port 2024] [langgraph dev options]   (a taken port is an error, never a move)
+    hermes migrate --to postgres [--data-dir D] [--postgres-url URL]   (graph.migration)
 
 Progress is printed node by node while the graph runs (LangGraph ``stream_mode="updates"``),
 then the answer and a summary: thread id, checkpoint id, tools called, tokens in/out, memory
@@ -62,5 +63,8 @@ from graph.cli import evals  # noqa: F401  (eval SUITE)
 
 # isort: split
 from graph.cli import dev  # noqa: F401  (dev: langgraph dev on exactly its port)
+
+# isort: split
+from graph.cli import migrate  # noqa: F401  (migrate --to postgres)
 
 __all__ = ["app"]

@@ -1,0 +1,297 @@
+"""``hermes migrate --to postgres``: a data directory's threads, episodic memories and
+idempotency ledger copied into the PostgreSQL database of ``HERMES_POSTGRES_URL`` (issue 22,
+deliverable 6). Run it with no ``hermes`` process using the data directory; then set the URL.
+
+* **Threads, with their branch trees.** Every checkpoint of ``<data_dir>/checkpoints.sqlite``
+  (every thread, every namespace), read with the SQLite saver's own ``alist(None)``, is written
+  with the PostgreSQL saver's own ``aput`` under its own id and with its own parent (the config
+  passed to ``aput`` names the parent, as LangGraph does), so each thread keeps its whole tree:
+  every branch, every head, the active head (the newest id) and its history. Its pending writes
+  go first, through ``aput_writes``, task by task with the task's ``task_path`` (read from the
+  SQLite ``writes`` table: the tuple does not carry it, and both savers order writes by it):
+  a checkpoint present in PostgreSQL therefore has its writes there too, even when a copy was
+  interrupted. The regular writes of a task are written in one call and its special writes
+  (error, interrupt, resume ...) in another, so their ``idx`` is the one LangGraph gave them.
+* **Episodic memories** (LanceDB, ``<data_dir>/episodic.lance``): every live event of every
+  user (the store's ``recent`` from the epoch) is added to the PostgreSQL store with its own id,
+  text, time, kind, confidence and metadata; the vectors are made again by the configured
+  embedder (the one the PostgreSQL store then searches with). Retired (expired) events are
+  never recalled and are not copied; the report counts them. With ``HERMES_EPISODIC=weaviate``
+  episodic memory is on the Weaviate server already and is left there.
+* **The idempotency ledger** (``<data_dir>/idempotency.db``): every row, its state, owner,
+  record and times as they are. A ``running`` row (a call in flight when its process died)
+  keeps its owner, who holds no lease in PostgreSQL: the first duplicate states its outcome
+  unknown (a retry-safe call is taken over), as on SQLite.
+
+**Idempotent.** A checkpoint already in PostgreSQL (same thread, namespace and id) is not
+written again; its writes are written only when PostgreSQL holds fewer than the file (the
+rows are inserted ``ON CONFLICT DO NOTHING``); memories are deduplicated by the store (same user
+and text: the stored id; same id: nothing); ledger rows by their key ``(tool, request_id)``
+(``ON CONFLICT DO NOTHING``: a row PostgreSQL already has, possibly newer, is kept).
+
+**Not copied** (:data:`NOT_COPIED`): semantic memory (the knowledge graph) and the memory's
+branch origins, in ``<data_dir>/memory.db``: they have no PostgreSQL store yet and stay in the
+data directory, where processes using it keep reading them; reminders, their firings and the
+delivery marks (``reminders.db``, ``deliveries.db``); the tool schema versions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.base import WRITES_IDX_MAP, CheckpointTuple
+
+from base.sqlite_files import open_sqlite
+from graph.checkpoints import checkpoints_file, open_checkpointer
+from graph.context import Context
+from graph.postgres import HermesPostgresSaver, open_postgres_checkpointer
+
+#: Events added to the PostgreSQL store per call (one embedding batch, one INSERT).
+EPISODIC_BATCH = 128
+#: What stays in the data directory, for the report.
+NOT_COPIED = (
+    "semantic memory (the knowledge graph) and the memory's branch origins in memory.db: "
+    "not on PostgreSQL yet, they stay in the data directory",
+    "reminders, their firings and delivery marks (reminders.db, deliveries.db)",
+    "tool schema versions",
+)
+
+CheckpointKey = tuple[str, str, str]  # thread_id, checkpoint_ns, checkpoint_id
+
+
+@dataclass
+class MigrationReport:
+    """What :func:`migrate_to_postgres` did. ``*_copied``: written now; ``*_present``: already in
+    PostgreSQL (a previous run), left as they were."""
+
+    threads: int = 0
+    checkpoints_copied: int = 0
+    checkpoints_present: int = 0
+    writes_copied: int = 0
+    episodic_copied: int = 0
+    episodic_present: int = 0
+    episodic_expired_left: int = 0
+    episodic_note: str = ""
+    ledger_copied: int = 0
+    ledger_present: int = 0
+    not_copied: list[str] = field(default_factory=lambda: list(NOT_COPIED))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+async def migrate_to_postgres(context: Context, url: str) -> MigrationReport:
+    """Copy ``context.data_dir``'s threads, episodic memories and ledger into the PostgreSQL
+    database ``url`` (module docstring). ``context``: the source's settings (its ``data_dir``,
+    embedder and episodic backend; its ``postgres_url`` is ignored). Raises
+    ``graph.postgres.PostgresUnavailable`` when ``url`` cannot be reached, ``sqlite3.Error``
+    when a file of the data directory cannot be read."""
+    data_dir = Path(context.data_dir)
+    report = MigrationReport()
+    await copy_checkpoints(data_dir, url, report)
+    await copy_episodic(context, url, report)
+    await copy_ledger(data_dir, url, report)
+    return report
+
+
+# --- threads ------------------------------------------------------------------------------
+
+
+async def copy_checkpoints(data_dir: Path, url: str, report: MigrationReport) -> None:
+    """Every checkpoint of ``<data_dir>/checkpoints.sqlite`` and its writes into ``url``."""
+    source = checkpoints_file(data_dir)
+    if not source.exists():
+        return
+    paths = await _task_paths(source)
+    threads: set[str] = set()
+    async with (
+        open_checkpointer(source, postgres="") as src,
+        open_postgres_checkpointer(url) as dst,
+    ):
+        present = await _present(dst)
+        async for item in src.alist(None):
+            key = _key(item)
+            threads.add(key[0])
+            held = present.get(key)
+            if held is not None and held >= len(item.pending_writes or []):
+                report.checkpoints_present += 1
+                continue
+            if item.pending_writes:
+                report.writes_copied += await _put_writes(dst, key, item.pending_writes, paths)
+            if held is None:
+                await dst.aput(
+                    _parent_config(key, item),
+                    item.checkpoint,
+                    item.metadata,
+                    dict(item.checkpoint.get("channel_versions") or {}),
+                )
+                report.checkpoints_copied += 1
+            else:
+                report.checkpoints_present += 1
+    report.threads = len(threads)
+
+
+def _key(item: CheckpointTuple) -> CheckpointKey:
+    c = item.config["configurable"]
+    return str(c["thread_id"]), str(c.get("checkpoint_ns", "")), str(c["checkpoint_id"])
+
+
+def _parent_config(key: CheckpointKey, item: CheckpointTuple) -> Any:
+    """The config ``aput`` stores as the checkpoint's parent: LangGraph passes the parent's
+    config; a root checkpoint has no ``checkpoint_id`` in it."""
+    configurable: dict[str, Any] = {"thread_id": key[0], "checkpoint_ns": key[1]}
+    parent = (item.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+    if parent:
+        configurable["checkpoint_id"] = parent
+    return {"configurable": configurable}
+
+
+async def _put_writes(
+    dst: HermesPostgresSaver,
+    key: CheckpointKey,
+    writes: Iterable[tuple[str, str, Any]],
+    paths: dict[tuple[str, str, str, str], str],
+) -> int:
+    """The checkpoint's pending writes, task by task (regular ones in one call, special ones
+    in another: their ``idx`` as LangGraph gave them). Returns the number of rows now stored
+    that were not before."""
+    config = {"configurable": {"thread_id": key[0], "checkpoint_ns": key[1], "checkpoint_id": key[2]}}
+    before = await _count_writes(dst, key)
+    tasks: dict[str, list[tuple[str, Any]]] = {}
+    for task_id, channel, value in writes:
+        tasks.setdefault(task_id, []).append((channel, value))
+    for task_id, task_writes in tasks.items():
+        path = paths.get((*key, task_id), "")
+        regular = [w for w in task_writes if w[0] not in WRITES_IDX_MAP]
+        special = [w for w in task_writes if w[0] in WRITES_IDX_MAP]
+        for group in (regular, special):
+            if group:
+                await dst.aput_writes(config, group, task_id, path)
+    return await _count_writes(dst, key) - before
+
+
+async def _task_paths(source: Path) -> dict[tuple[str, str, str, str], str]:
+    """``(thread, ns, checkpoint, task) → task_path`` of the SQLite ``writes`` table (empty for
+    a file written before LangGraph stored task paths)."""
+
+    def read() -> dict[tuple[str, str, str, str], str]:
+        con = open_sqlite(source)
+        try:
+            rows = con.execute(
+                "SELECT DISTINCT thread_id, checkpoint_ns, checkpoint_id, task_id, task_path FROM writes"
+            ).fetchall()
+        except sqlite3.OperationalError:  # no writes table, or no task_path column
+            return {}
+        finally:
+            con.close()
+        return {(str(t), str(ns), str(c), str(task)): str(path or "") for t, ns, c, task, path in rows}
+
+    return await asyncio.to_thread(read)
+
+
+async def _present(dst: HermesPostgresSaver) -> dict[CheckpointKey, int]:
+    """Checkpoints PostgreSQL holds, with the number of their writes."""
+    async with dst.conn.connection() as conn:
+        cur = await conn.execute(
+            "SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, "
+            "(SELECT count(*) FROM checkpoint_writes w WHERE w.thread_id = c.thread_id "
+            "AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id) AS n "
+            "FROM checkpoints c"
+        )
+        rows = await cur.fetchall()
+    return {(r["thread_id"], r["checkpoint_ns"], r["checkpoint_id"]): int(r["n"]) for r in rows}
+
+
+async def _count_writes(dst: HermesPostgresSaver, key: CheckpointKey) -> int:
+    async with dst.conn.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) AS n FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s "
+            "AND checkpoint_id = %s",
+            key,
+        )
+        row = await cur.fetchone()
+    return int(row["n"]) if row else 0
+
+
+# --- episodic memory ----------------------------------------------------------------------
+
+
+async def copy_episodic(context: Context, url: str, report: MigrationReport) -> None:
+    """Every live episodic event of the data directory's LanceDB store into the PostgreSQL
+    store (module docstring)."""
+    if context.episodic == "weaviate":
+        report.episodic_note = "HERMES_EPISODIC=weaviate: episodic memory is on the Weaviate server, left there"
+        return
+    from graph.resources import get_memory  # the stores as every command builds them
+
+    if not (Path(context.data_dir) / "episodic.lance").exists():
+        return
+    service = get_memory(context.model_copy(update={"postgres_url": ""}))
+    await service.ready()  # an earlier release's memory.db events are carried into it first
+    src = service.episodic
+    dst = get_memory(context.model_copy(update={"postgres_url": url})).episodic
+    live = await src.count()
+    report.episodic_expired_left = await src.count(include_expired=True) - live
+    before = await dst.count()
+    async for batch in _batches(await src.recent(datetime(1970, 1, 1, tzinfo=UTC), limit=max(live, 1))):
+        await dst.add_many(batch)
+    report.episodic_copied = await dst.count() - before
+    report.episodic_present = live - report.episodic_copied
+
+
+async def _batches(events: list[Any]) -> AsyncIterator[list[Any]]:
+    for start in range(0, len(events), EPISODIC_BATCH):
+        yield events[start : start + EPISODIC_BATCH]
+
+
+# --- idempotency ledger -------------------------------------------------------------------
+
+
+async def copy_ledger(data_dir: Path, url: str, report: MigrationReport) -> None:
+    """Every row of ``<data_dir>/idempotency.db`` into the PostgreSQL ledger's table."""
+    import psycopg
+
+    from tools.idempotency import LEDGER_FILE
+    from tools.ledger_postgres import TABLE, PostgresLedger
+
+    source = data_dir / LEDGER_FILE
+    if not source.exists():
+        return
+
+    def read() -> list[tuple[Any, ...]]:
+        con = open_sqlite(source)
+        try:
+            rows = con.execute(
+                "SELECT tool, request_id, state, owner, fingerprint, record, created, finished FROM tool_requests"
+            ).fetchall()
+        finally:
+            con.close()
+        # times as floats (SQLite may hand back an int): one type per array
+        return [(*r[:6], float(r[6]), None if r[7] is None else float(r[7])) for r in rows]
+
+    rows = await asyncio.to_thread(read)
+    ledger = PostgresLedger(url)  # creates its table (under its own lock) on first use
+    try:
+        await ledger.count()
+    finally:
+        await ledger.aclose()
+    if not rows:
+        return
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as con:
+        cur = await con.execute(
+            f"INSERT INTO {TABLE} (tool, request_id, state, owner, fingerprint, record, created, finished) "
+            "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
+            "%s::float8[], %s::float8[]) ON CONFLICT DO NOTHING",
+            [list(column) for column in zip(*rows)],
+        )
+        report.ledger_copied = max(cur.rowcount, 0)
+    report.ledger_present = len(rows) - report.ledger_copied
+
+
+__all__ = ["EPISODIC_BATCH", "NOT_COPIED", "MigrationReport", "copy_checkpoints", "migrate_to_postgres"]
