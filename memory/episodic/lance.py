@@ -41,7 +41,6 @@ import builtins
 import functools
 import json
 import logging
-import os
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -65,14 +64,13 @@ from memory.episodic.base import (
 from memory.episodic.lance_errors import EmbedderMismatch, EpisodicStoreDamaged, from_lance
 from memory.episodic.lance_table import (
     COLUMNS,
-    EPISODIC_FORMAT,
-    FORMAT_KEY,
     dedupe_key,
+    open_table,
     row_to_event,
     sql_str,
-    table_schema,
     to_us,
 )
+from memory.episodic.lance_table import TABLE as TABLE  # re-exported: callers name the table through this module
 from memory.migrations import MemoryStoreError
 from memory.observations import query_names
 from memory.text import keyword_text, query_terms
@@ -81,7 +79,6 @@ log = logging.getLogger(__name__)
 
 #: Directory of the LanceDB database inside the data directory.
 LANCE_DIRNAME = "episodic.lance"
-TABLE = "episodic"
 
 
 _P = ParamSpec("_P")
@@ -181,65 +178,8 @@ class LanceEpisodicStore:
     async def _open_table(self):
         loop = asyncio.get_running_loop()
         table = self._tables.get(id(loop))
-        if table is not None:
-            return table
-        import lancedb  # noqa: PLC0415 - heavy import, only when memory is used
-        from lancedb.index import FTS  # noqa: PLC0415
-
-        def prepare() -> str:
-            os.makedirs(self.path, exist_ok=True)
-            return os.path.abspath(self.path)  # relative paths would be taken as cloud URIs
-
-        uri = await asyncio.to_thread(prepare)
-        db = await lancedb.connect_async(uri, read_consistency_interval=timedelta(0))
-        try:
-            table = await db.open_table(TABLE)
-        except ValueError:  # not there yet (exist_ok: another process may create it meanwhile)
-            table = await db.create_table(TABLE, schema=table_schema(self.embedder.dim), exist_ok=True)
-        schema = await table.schema()
-        raw = (schema.metadata or {}).get(FORMAT_KEY, b"1")
-        version = int(raw) if raw.isdigit() else EPISODIC_FORMAT + 1  # unreadable: not ours to guess
-        if version > EPISODIC_FORMAT:
-            raise MemoryStoreError(
-                self.path,
-                f"the episodic memory folder {self.path} is in format {raw.decode(errors='replace')}, written by a "
-                f"newer Hermes (this one reads format {EPISODIC_FORMAT}): upgrade Hermes, or move the folder "
-                f"aside (mv {self.path} {self.path}.format{version}) to start an empty episodic memory",
-            )
-        if "vector" not in schema.names:  # a folder of another program, or a damaged schema
-            raise EpisodicStoreDamaged(self.path, ValueError(f"table {TABLE!r} has no vector column"))
-        dim = schema.field("vector").type.list_size
-        if dim != self.embedder.dim:
-            raise EmbedderMismatch(
-                f"episodic memory in {self.path} holds {dim}-dimensional vectors; the embedder "
-                f"{self.embedder.name!r} makes {self.embedder.dim}. Use the embedder it was written "
-                "with, or move that directory aside to start a new memory."
-            )
-        indices = {i.name for i in await table.list_indices()}
-        if "kw_idx" not in indices:
-            try:
-                await table.create_index(
-                    "kw",
-                    config=FTS(
-                        base_tokenizer="whitespace",
-                        lower_case=True,
-                        stem=True,
-                        remove_stop_words=False,
-                        ascii_folding=True,
-                        max_token_length=None,
-                    ),
-                )
-            except Exception as exc:  # noqa: BLE001 - another process created it first
-                if "kw_idx" not in {i.name for i in await table.list_indices()}:
-                    raise
-                log.debug("FTS index created concurrently: %s", exc)
-        for column in ("user_id", "dedupe"):
-            if f"{column}_idx" not in indices:
-                try:
-                    await table.create_index(column, config=_btree())
-                except Exception:  # noqa: BLE001 - concurrent creation; a scalar index is an optimisation
-                    log.debug("scalar index on %s not created", column, exc_info=True)
-        self._tables[id(loop)] = table
+        if table is None:
+            table = self._tables[id(loop)] = await open_table(self.path, self.embedder)
         return table
 
     async def close(self) -> None:
@@ -496,9 +436,3 @@ class LanceEpisodicStore:
         if not include_expired:
             parts.append("expired_us = 0")
         return await table.count_rows(" AND ".join(parts) or None)
-
-
-def _btree():
-    from lancedb.index import BTree  # noqa: PLC0415
-
-    return BTree()
