@@ -52,7 +52,7 @@ _CLOCK = re.compile(
 _LIST_MARKER = re.compile(
     r"(?m)(?:^|[:：])[^\S\n]*(?:[-*•][^\S\n]*)?\(?\d{1,3}[.)、](?=\s|[^\d\s])(?![\d])|#\d{1,3}\b"
     r"|\b(?:step|option|phase|stage|schritt|[ée]tape|paso)[^\S\n]\d{1,2}(?=[^\S\n]?[:.)](?!\d))",
-    re.I,
+    re.IGNORECASE,
 )
 _FIGURE = re.compile(
     r"(?<![A-Za-z0-9_.,'])"
@@ -126,9 +126,9 @@ def _figures(text: str) -> list[Figure]:
     found: list[Figure] = []
 
     def date_parts(m: re.Match[str]) -> str:
-        for part in m.groups():
-            if part and part not in "-/":
-                found.append(Figure(part, ((float(int(part)), 1.0),), part=True))
+        found.extend(
+            Figure(part, ((float(int(part)), 1.0),), part=True) for part in m.groups() if part and part not in "-/"
+        )
         return " "
 
     def clock_parts(m: re.Match[str]) -> str:
@@ -239,7 +239,7 @@ _PERIOD = re.compile(
     r"|\b(?:letzte[nmr]?|vorige[nmr]?|diese[nmr]?|vergangene[nmr]?)\s+(?:Monat|Jahr|Woche|Quartal)\b|\bgestern\b|\bheute\b"
     r"|\b(?:el|la|este|esta)\s+(?:mes|año|semana|trimestre)(?:\s+(?:pasad[oa]|anterior))?\b|\bayer\b|\bhoy\b"
     r"|上个?月|本月|这个月|去年|今年|上周|本周|昨天|今天|(?<!\d)\d{1,2}[^\S\n]*月|先月|今月|昨年|先週|今週|昨日|今日",
-    re.I,
+    re.IGNORECASE,
 )
 
 
@@ -251,7 +251,7 @@ def names_period(text: str) -> bool:
 
 
 # words only an English sentence has: its separators are "," for thousands and "." for decimals
-_ENGLISH = re.compile(r"\b(?:the|is|was|were|are|of|our|we|in|and|total|there|have|has)\b", re.I)
+_ENGLISH = re.compile(r"\b(?:the|is|was|were|are|of|our|we|in|and|total|there|have|has)\b", re.IGNORECASE)
 _AMBIGUOUS = re.compile(r"\d{1,3}([,.])\d{3}")
 
 

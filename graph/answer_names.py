@@ -43,7 +43,7 @@ _COPULA = (
     r"(?:are|is|were|was|include|includes|included|sind|ist|waren|war|sont|est|étaient|était|son|es|eran|era"
     r"|是|为|は|が)"
 )
-_ENUMERATION = re.compile(rf"(?:[:：]|\b{_COPULA}\b|(?<=[是为はが]))\s*(?P<items>[^.!?。！？\n:：]+)", re.I)
+_ENUMERATION = re.compile(rf"(?:[:：]|\b{_COPULA}\b|(?<=[是为はが]))\s*(?P<items>[^.!?。！？\n:：]+)", re.IGNORECASE)
 # items of an enumeration (、 in Chinese and Japanese; "，" joins clauses: see stated_names)
 _SPLIT = re.compile(r"\s*(?:,|、|;)\s*(?:and\s+|und\s+|et\s+|y\s+|e\s+)?|\s+(?:and|und|et|y|e|&)\s+|和|及|と")
 _FINAL_NAME = re.compile(
@@ -56,7 +56,7 @@ _FINAL_NAME = re.compile(
 _EMPHASIS = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)")
 _BLANKS = re.compile(r"\s{2,}|[^\S\n ]")
 # an article before a name is no part of it ("les USA, le Canada et la France")
-_ARTICLE = re.compile(r"^(?:(?:the|les|le|la|der|die|das|el|los|las|il|lo|gli)\s+|l['’]\s*)(?=\S)", re.I)
+_ARTICLE = re.compile(r"^(?:(?:the|les|le|la|der|die|das|el|los|las|il|lo|gli)\s+|l['’]\s*)(?=\S)", re.IGNORECASE)
 _NUMBERING = re.compile(r"^\s*(?:\d{1,3}[.)、]\s*|#\d+\s*)")
 # words that are no name of the data: currency and units a figure carries
 _NOT_NAMES = frozenset(
@@ -132,9 +132,7 @@ def _stated_names(answer: str) -> tuple[str, ...]:
     # every run of blanks as one (a line break if it holds one): a pattern trying ``\s+`` at each
     # position of a long run of blanks takes time quadratic in its length (8,000 blanks: 9 s)
     text = _BLANKS.sub(lambda m: "\n" if "\n" in m[0] else " ", text)
-    found: list[str] = []
-    for quoted in _QUOTED.finditer(text):
-        found.append(_clean(next(g for g in quoted.groups() if g)))
+    found = [_clean(next(g for g in quoted.groups() if g)) for quoted in _QUOTED.finditer(text)]
     lines = _ITEM_LINE.findall(text)
     for line in lines:
         labelled = _LABELLED.match(_EMPHASIS.sub("", line))
@@ -175,12 +173,12 @@ def missing_names(names: Iterable[str], known: str) -> list[str]:
 _WHICH = re.compile(
     r"\b(?:which|who|whom|whose)\b|\bquel(?:le)?s?\b|\bqui\b|\bwelche[rsmn]?\b|\bwer\b|\bcu[aá]l(?:es)?\b"
     r"|\bqui[eé]n(?:es)?\b|哪|谁|誰|どの|どれ",
-    re.I,
+    re.IGNORECASE,
 )
 # ... unless it asks for the key itself
-_ASKS_KEY = re.compile(r"\b(?:ids?|numbers?|codes?|keys?|nos?\.?)\b|#|编号|番号|号码|编码", re.I)
+_ASKS_KEY = re.compile(r"\b(?:ids?|numbers?|codes?|keys?|nos?\.?)\b|#|编号|番号|号码|编码", re.IGNORECASE)
 # a column that holds keys: id, agent_id, AgentId, agentID
-_KEY_COLUMN = re.compile(r"(?:^|_)id$|[a-z]Id$|[a-z]ID$", re.I)
+_KEY_COLUMN = re.compile(r"(?:^|_)id$|[a-z]Id$|[a-z]ID$", re.IGNORECASE)
 
 
 def key_only(answer: str, goal: str, table: tuple[list[str], list[list[object]]] | None) -> list[str]:

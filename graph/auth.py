@@ -226,8 +226,8 @@ def refused_settings(values: Any, server: Mapping[str, Any]) -> list[str]:
     if not isinstance(values, Mapping):
         return []
     refused = []
-    for key, value in values.items():
-        key = str(key)
+    for raw_key, value in values.items():
+        key = str(raw_key)
         if key.startswith("_") and not key.startswith("__"):
             refused.append(f"{key} (an option of the settings loader)")
             continue

@@ -47,6 +47,7 @@ never touch the SQLite file; what carries over and what does not is in ``graph/p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sqlite3
@@ -100,10 +101,8 @@ def retry_locked(conn: aiosqlite.Connection, lock: asyncio.Lock, what: str) -> t
         outcome = state.outcome.exception() if state.outcome else None
         log.warning("checkpoints: %s hit a lock (%s); retry %d", what, outcome, state.attempt_number)
         async with lock:
-            try:
+            with contextlib.suppress(sqlite3.Error):  # nothing open, or the connection is gone: the retry says which
                 await conn.rollback()
-            except sqlite3.Error:  # nothing open, or the connection is gone: the retry says which
-                pass
 
     return tenacity.AsyncRetrying(
         retry=tenacity.retry_if_exception(is_transient_lock),
@@ -241,7 +240,7 @@ class HermesSqliteSaver(AsyncSqliteSaver):
                 again = await super().aget_tuple(head)
                 if again is not None:
                     return check_shape(again)
-            except Exception as exc:  # noqa: BLE001 - still unreadable: rebuild below
+            except Exception as exc:  # still unreadable: rebuild below
                 if not is_data_error(exc):
                     raise
             try:
@@ -266,7 +265,7 @@ class HermesSqliteSaver(AsyncSqliteSaver):
         self,
         config: RunnableConfig | None,
         *,
-        filter: dict[str, Any] | None = None,
+        filter: dict[str, Any] | None = None,  # noqa: A002 - BaseCheckpointSaver.alist's keyword
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:

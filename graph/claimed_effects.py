@@ -31,7 +31,7 @@ _FIRST_PERSON = re.compile(
     # a Chinese sentence that starts with 已/已经 has dropped its subject: the speaker's
     r"\b(?:I|I've|I'd|we|we've|us)\b|我|^\s*已|j'ai|\bnous\s+avons\b|\b(?:he|hemos)\b|\b(?:ich|wir)\b"
     r"|しました|いたしました",
-    re.I,
+    re.IGNORECASE,
 )
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff\u3040-\u30ff]+")
 
@@ -101,7 +101,7 @@ _ANNOUNCES = re.compile(
     r"|\blet\s+me\s+(?!know\b)\w+|\blet's\s+\w+|\bI\s+need\s+to\s+(?:run|query|check|look|read|call|fetch)\b"
     r"|\bje\s+vais\b|\bnous\s+allons\b|\bich\s+werde\b|\bwir\s+werden\b|\blass\s+(?:mich|uns)\b"
     r"|\bvoy\s+a\b|\bvamos\s+a\b|我将|我会|我来|让我|接下来我|確認します|調べます|してみます",
-    re.I,
+    re.IGNORECASE,
 )
 
 

@@ -28,7 +28,7 @@ def run_clock(now: str) -> dt.datetime:
     as UTC). Every node of the graph reads the same ``now`` through it."""
     if not now:
         return dt.datetime.now(dt.UTC)
-    value = dt.datetime.fromisoformat(now.replace("Z", "+00:00"))
+    value = dt.datetime.fromisoformat(now)
     return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 

@@ -66,7 +66,7 @@ class Result:
         empty list or object, an object whose lists are all empty, one row of NULLs or zeros (a
         SUM or COUNT over no rows), or a count of 0 (one row whose one number is 0)."""
         data = self.data
-        if data is None or data == [] or data == {} or data == "":
+        if data is None or data in ([], {}, ""):
             return True
         if isinstance(data, Mapping):
             if data.get("row_count") == 0 or data.get("count") == 0 or data.get("total") == 0:

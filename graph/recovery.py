@@ -223,11 +223,15 @@ async def rebuild_from_mirror(
     filled = [call_id for call_id, _ in closed]
     bad_head = await _head_id(saver, thread_id)
     lost = [
-        "derived state (goal, intent, pending actions, references, context window, progress, "
-        "report path) — re-derived from your next message",
+        (
+            "derived state (goal, intent, pending actions, references, context window, progress, "
+            "report path) — re-derived from your next message"
+        ),
         "metrics (turn, token and per-tool counts) — they restart at zero",
-        "branch history — the recovered head starts a new root, so rollback cannot go before it "
-        "(older readable checkpoints are still listed by `hermes branch show`)",
+        (
+            "branch history — the recovered head starts a new root, so rollback cannot go before it "
+            "(older readable checkpoints are still listed by `hermes branch show`)"
+        ),
     ]
     if mirrored.torn_lines:
         lost.append(f"{mirrored.torn_lines} torn line(s) of the mirror")

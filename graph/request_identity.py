@@ -253,6 +253,6 @@ async def repeated_request_here(execution: Any, message: HumanMessage) -> str | 
         return None
     try:
         return await repeated_request(saver, str(thread_id), str(checkpoint_id), message)
-    except Exception:  # noqa: BLE001 - identity is a safeguard; a turn is never lost to it
+    except Exception:  # identity is a safeguard; a turn is never lost to it
         log.warning("could not read the checkpoints of %r to match a fork's request", thread_id, exc_info=True)
         return None

@@ -95,7 +95,7 @@ async def open_toolbox(context: Context) -> Toolbox:
 
 async def get_toolbox(context: Context) -> Toolbox:
     """The toolbox for ``context`` (:func:`open_toolbox` on first use of its settings)."""
-    global _lock
+    global _lock  # noqa: PLW0603 - made inside the first caller's event loop, not at import
     if _lock is None:
         _lock = asyncio.Lock()
     key = _key(context)
@@ -139,7 +139,7 @@ def get_memory(context: Context) -> MemoryService:
     Settings are passed in here: ``memory/`` reads no environment variable."""
     key = context.resource_key(*MEMORY_SETTINGS)
     if key not in _memories:
-        from memory.embeddings import make_embedder  # noqa: PLC0415
+        from memory.embeddings import make_embedder
 
         embedder = make_embedder(
             context.embeddings,
@@ -149,7 +149,7 @@ def get_memory(context: Context) -> MemoryService:
         )
         store: EpisodicStore
         if context.episodic == "weaviate":
-            from memory.episodic.weaviate import WeaviateEpisodicStore  # noqa: PLC0415
+            from memory.episodic.weaviate import WeaviateEpisodicStore
 
             store = WeaviateEpisodicStore.from_url(
                 context.weaviate_url,
@@ -159,11 +159,11 @@ def get_memory(context: Context) -> MemoryService:
                 ttl_days=context.episodic_ttl_days,
             )
         elif context.postgres_url:  # one database for every worker and host (issue 22)
-            from memory.episodic.postgres import PostgresEpisodicStore  # noqa: PLC0415
+            from memory.episodic.postgres import PostgresEpisodicStore
 
             store = PostgresEpisodicStore(context.postgres_url, embedder, ttl_days=context.episodic_ttl_days)
         else:
-            from memory.episodic.lance import LanceEpisodicStore  # noqa: PLC0415
+            from memory.episodic.lance import LanceEpisodicStore
 
             store = LanceEpisodicStore.in_dir(Path(context.data_dir), embedder, ttl_days=context.episodic_ttl_days)
         _memories[key] = MemoryService(

@@ -53,19 +53,18 @@ _ABSENCE = re.compile(
     r"|没有|不存在|无(?:数据|记录|结果)|为零|为0"
     r"|ありません|存在しません|ゼロ|\baucun(?:e)?\b|\bil\s+n'y\s+a\s+(?:pas|aucun)|\bn'existe\s+pas\b"
     r"|\bno\s+hay\b|\bning[uú]n(?:a)?\b|\bno\s+existe\b|\bkeine?n?\b|\bgibt\s+es\s+nicht\b|\bnicht\s+vorhanden\b",
-    re.I,
+    re.IGNORECASE,
 )
 
 
 def absence_claims(answer: str) -> list[str]:
     """Sentences of ``answer`` that say something does not exist or is zero."""
-    out = []
-    for sentence in split_sentences(answer or ""):
-        if _ABSENCE.search(sentence) or any(
-            any(v == 0 for v, _ in f.readings) and not (f.percent or f.part) for f in figures(sentence)
-        ):
-            out.append(sentence)
-    return out
+    return [
+        sentence
+        for sentence in split_sentences(answer or "")
+        if _ABSENCE.search(sentence)
+        or any(any(v == 0 for v, _ in f.readings) and not (f.percent or f.part) for f in figures(sentence))
+    ]
 
 
 def unsupported_figures(answer: str, goal: str, results: Sequence[Result]) -> list[str]:
@@ -182,8 +181,9 @@ class Check:
             )
         if self.absences and not quote:
             out.append("its claim that there are none rests on no read that found nothing")
-        for claim in self.absences[:2] if quote else []:
-            out.append(f'"{claim[:160]}" rests on no read that found nothing')
+        out.extend(
+            f'"{claim[:160]}" rests on no read that found nothing' for claim in (self.absences[:2] if quote else [])
+        )
         return out
 
 
@@ -209,12 +209,12 @@ def about_data(
 
 
 # a query or code for the user to run: SQL, a fenced block
-_CODE = re.compile(r"```|\bSELECT\b[\s\S]{1,2000}?\bFROM\b|\b(?:MATCH|FIND)\s*\(|\bdb\.\w+\.find\(", re.I)
+_CODE = re.compile(r"```|\bSELECT\b[\s\S]{1,2000}?\bFROM\b|\b(?:MATCH|FIND)\s*\(|\bdb\.\w+\.find\(", re.IGNORECASE)
 # ... which is the answer when the user asked for one
 _ASKS_CODE = re.compile(
     r"\b(?:sql|query|queries|code|script|command|snippet|statement)\b|查询语句|语句|代码|脚本|クエリ|コード"
     r"|\brequête\b|\bAbfrage\b|\bconsulta\b",
-    re.I,
+    re.IGNORECASE,
 )
 
 
@@ -261,7 +261,7 @@ def check_answer(
 
 # a value compared in SQL ('Japan', '%Japan%'); the SQL text itself is no value
 _SQL_LITERAL = re.compile(r"'((?:[^']|'')*)'")
-_SQL_TEXT = re.compile(r"\bselect\b[\s\S]*\bfrom\b", re.I)
+_SQL_TEXT = re.compile(r"\bselect\b[\s\S]*\bfrom\b", re.IGNORECASE)
 
 
 def invented_filters(read: Result, known: str) -> list[str]:

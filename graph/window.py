@@ -199,18 +199,17 @@ def select_window(
         used = count_tokens(head)
     kept_current: list[Group] = []
     for position, group in enumerate(reversed(current[1:])):
-        cost = count_tokens(group)
+        kept, cost = group, count_tokens(group)
         if used + cost > budget:
             # Over budget, a tool round's results are cut, never dropped (issue 23 kind 4: ten
             # parallel results dropped whole made the model re-run every call): each result keeps
             # at least its envelope head (status, summary, handle). The newest round always goes
             # in; an older one only if its cut form fits.
-            fitted = fit_results(group, budget - used)
-            cost = count_tokens(fitted)
-            if fitted is group or (position > 0 and used + cost > budget):
+            kept = fit_results(group, budget - used)
+            cost = count_tokens(kept)
+            if kept is group or (position > 0 and used + cost > budget):
                 break
-            group = fitted
-        kept_current.insert(0, group)
+        kept_current.insert(0, kept)
         used += cost
     chosen: dict[int, list[Group]] = {len(turns) - 1: [head, *kept_current]}
 

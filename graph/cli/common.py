@@ -82,7 +82,7 @@ class LazyCommand(TyperCommand):
     or its own ``--help`` is asked for; the group's ``--help`` shows ``help`` without loading it.
     ``load`` returns the real command (``typer.main.get_command`` of a one-command Typer)."""
 
-    def __init__(self, name: str, load: Callable[[], Any], help: str) -> None:
+    def __init__(self, name: str, load: Callable[[], Any], help: str) -> None:  # noqa: A002 - click's keyword
         super().__init__(name, help=help)
         self._load = load
         self._real: Any = None
@@ -124,7 +124,7 @@ class HermesGroup(TyperGroup):
             raise
         except sqlite3.DatabaseError as exc:
             raise typer.Exit(report_error(exc, damaged_database_message(_data_dir_of(ctx), exc))) from None
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the last resort: any error is one message and an exit code
             if raised(
                 exc, "graph.context:SettingsError"
             ):  # a bad HERMES_* value: its message says which and how to fix it
@@ -290,7 +290,7 @@ async def guarded(
         raise
     except (typer.Exit, typer.Abort):
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the last resort: any error is one message and an exit code
         code, failure = 1, exc
         if raised(exc, "graph.embedded.errors:ModelUnavailableError"):
             code, message = 2, f"model unavailable: {exc}"
@@ -408,7 +408,7 @@ def run_command(coro_factory: Callable[[], Awaitable[Any]], data_dir: Path | Non
             raise
         except (typer.Exit, typer.Abort):
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the last resort: any error is one message and an exit code
             if raised(exc, "graph.branches:BranchError"):
                 return report_error(exc, str(exc).strip("'\""))
             return report_error(exc, unexpected_message(exc))

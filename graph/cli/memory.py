@@ -381,7 +381,7 @@ def memory_consolidate(
     """Run the consolidate graph: extract facts from recent episodes, resolve duplicates and
     conflicts, expire (30/180 days), drain the retry queue, prune ledger and payloads. Prints
     the run's counts."""
-    from graph.consolidate_graph import graph as consolidate  # noqa: PLC0415
+    from graph.consolidate_graph import graph as consolidate
 
     context = memory_context(data_dir, None)
     interval = parse_every(every) if every else 0.0

@@ -98,7 +98,7 @@ def clip(text: str, limit: int) -> str:
 
 def describe_update(node: str, update: dict[str, Any] | None) -> str:
     """One progress line for a node's state update."""
-    from langchain_core.messages import AIMessage, ToolMessage  # noqa: PLC0415 - a turn has loaded them
+    from langchain_core.messages import AIMessage, ToolMessage  # a turn has loaded them
 
     update = update or {}
     if node == "assemble_context":
@@ -315,7 +315,7 @@ def _compact_keep(tree: BranchTree, node: CheckpointNode) -> bool:
 def render_tree(tree: BranchTree, compact: bool = False) -> Tree:
     """A rich Tree of the thread's checkpoints: a linear run of checkpoints stays on one level,
     each fork opens one nested level per branch (oldest branch first)."""
-    from graph.checkpoint_tree import short_id  # noqa: PLC0415 - loaded with the tree
+    from graph.checkpoint_tree import short_id  # loaded with the tree
 
     root = Tree(
         f"thread [bold]{tree.thread_id}[/bold] — {len(tree)} checkpoints, {len(tree.heads)} "
@@ -347,7 +347,7 @@ def render_tree(tree: BranchTree, compact: bool = False) -> Tree:
 
 def print_messages(messages: list[AnyMessage]) -> None:
     """A table of messages: role (and name), a one-line preview."""
-    from graph.checkpoint_tree import preview  # noqa: PLC0415 - loaded with the messages
+    from graph.checkpoint_tree import preview  # loaded with the messages
 
     table = Table(title="last messages", show_lines=False)
     table.add_column("role")
@@ -359,7 +359,7 @@ def print_messages(messages: list[AnyMessage]) -> None:
 
 def print_op(op: BranchOp) -> None:
     """What a rollback or switch did."""
-    from graph.checkpoint_tree import short_id  # noqa: PLC0415 - loaded with the operation
+    from graph.checkpoint_tree import short_id  # loaded with the operation
 
     if op.mechanism == "none":
         console.print(f"{op.op}: {short_id(op.target)} is already the active head; nothing changed")

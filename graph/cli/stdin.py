@@ -27,7 +27,7 @@ async def ainput(prompt: str) -> str:
             if not sys.stdin.isatty():
                 print(line)  # piped input: keep the transcript readable
             loop.call_soon_threadsafe(deliver, line)
-        except BaseException as exc:  # EOFError, KeyboardInterrupt: handed over to the awaiting task
+        except BaseException as exc:  # noqa: BLE001 - EOFError, KeyboardInterrupt: handed over to the awaiting task
             loop.call_soon_threadsafe(fail, exc)
 
     threading.Thread(target=read, daemon=True, name="hermes-input").start()

@@ -215,7 +215,7 @@ def resolve(model: str) -> EmbeddedModel:
 
     Raises :class:`UnknownEmbeddedModel` naming the choices."""
     name = model.strip()
-    if name == EMBEDDED_PREFIX or name == f"{EMBEDDED_PREFIX}:" or name == "default":
+    if name in (EMBEDDED_PREFIX, f"{EMBEDDED_PREFIX}:", "default"):
         name = DEFAULT_MODEL
     elif name.startswith(EMBEDDED_PREFIX + ":"):
         name = name.split(":", 1)[1].strip()

@@ -271,7 +271,7 @@ class EmbeddedLlamaServer:
     def _open_log(self):  # blocking file I/O: called through asyncio.to_thread
         assert self.log_path is not None
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        return open(self.log_path, "ab")  # noqa: SIM115
+        return open(self.log_path, "ab")
 
     async def _wait_ready(self, url: str) -> None:
         async with httpx.AsyncClient(timeout=2.0) as client:
@@ -318,7 +318,7 @@ def embedded_server(data_dir: str | Path = ".hermes") -> EmbeddedLlamaServer:
     first use), serving ``data_dir``'s runs: its log and KV cache follow the data dir of the
     latest caller (:meth:`EmbeddedLlamaServer.use_data_dir`); the model and the serving options
     restart it when they change (:meth:`EmbeddedLlamaServer.start`). Stopped at exit (``atexit``)."""
-    global _EMBEDDED
+    global _EMBEDDED  # noqa: PLW0603 - one llama.cpp process per agent process, stopped at exit
     if _EMBEDDED is None:
         _EMBEDDED = EmbeddedLlamaServer(log_path=Path(data_dir) / LOG_FILE, kv_dir=Path(data_dir) / KV_FOLDER)
     else:
