@@ -61,7 +61,6 @@ synced by the session's next turn (``nodes/assemble_context.py``).
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any, cast
@@ -72,6 +71,7 @@ from langgraph.errors import InvalidUpdateError
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
+from graph.checkpoint_reader import CheckpointReader, ThreadSummary
 from graph.checkpoint_tree import BranchError, BranchTree, short_id, tree_from_history
 from graph.mirror import ThreadMirror
 from graph.request_identity import same_text
@@ -104,20 +104,6 @@ class BranchOp:
     head: str
     config: RunnableConfig
     mechanism: str = "update"
-
-
-@dataclass(frozen=True)
-class ThreadSummary:
-    """One line of ``hermes session list``: ``checkpoints`` (count of rows), ``updated_at``
-    (ISO 8601 of the head, ``None`` when unreadable), the head's ``goal`` and ``stop_reason``,
-    ``error`` when the head cannot be read."""
-
-    thread_id: str
-    checkpoints: int
-    updated_at: str | None
-    goal: str
-    stop_reason: str
-    error: str
 
 
 class Branches:
@@ -159,71 +145,19 @@ class Branches:
             conf["checkpoint_id"] = checkpoint_id
         return {"configurable": conf}
 
-    async def _unreadable_rows(self, thread_id: str) -> dict[str, tuple[str | None, dict[str, Any], str]] | None:
-        """For a SQLite saver whose history cannot be listed: every row's id, parent and
-        metadata (stored apart from the blob), loaded one by one to find the broken ones."""
+    async def _reader(self) -> CheckpointReader:
+        """The saver's :class:`~graph.checkpoint_reader.CheckpointReader`, its tables created
+        first (a new SQLite file has none yet)."""
         saver = self.graph.checkpointer
-        conn = getattr(saver, "conn", None)
-        if conn is None:
-            return None
-        await saver.setup()  # type: ignore[union-attr]
-        async with (
-            saver.lock,  # type: ignore[union-attr]
-            conn.execute(
-                "SELECT checkpoint_id, parent_checkpoint_id, metadata FROM checkpoints "
-                "WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id",
-                (thread_id,),
-            ) as cur,
-        ):
-            rows = await cur.fetchall()
-        out: dict[str, tuple[str | None, dict[str, Any], str]] = {}
-        for cid, parent, meta in rows:
-            try:
-                metadata = json.loads(meta) if meta else {}
-            except ValueError:
-                metadata = {}
-            out[cid] = (parent, metadata, "")
-        return out
+        if getattr(saver, "conn", None) is not None:
+            await saver.setup()  # type: ignore[union-attr]
+        return CheckpointReader(saver)
 
     async def threads(self, limit: int = 50) -> list[ThreadSummary]:
         """The threads of the checkpoint file, most recently updated first (at most ``limit``):
-        one :class:`ThreadSummary` each, read from the rows' ids (checkpoint ids are uuid6,
-        ordered by time) and the head's state. A thread whose head cannot be read is listed
-        with ``error`` set, not dropped. Raises :class:`BranchError` for a saver that is not
-        SQLite (the listing reads its table)."""
-        saver = self.graph.checkpointer
-        conn = getattr(saver, "conn", None)
-        if conn is None:
-            raise BranchError("listing threads needs the SQLite checkpointer (graph.checkpoints)")
-        await saver.setup()  # type: ignore[union-attr]
-        async with (
-            saver.lock,  # type: ignore[union-attr]
-            conn.execute(
-                "SELECT thread_id, COUNT(*), MAX(checkpoint_id) FROM checkpoints WHERE checkpoint_ns = '' "
-                "GROUP BY thread_id ORDER BY MAX(checkpoint_id) DESC LIMIT ?",
-                (max(1, limit),),
-            ) as cur,
-        ):
-            rows = await cur.fetchall()
-        out: list[ThreadSummary] = []
-        for thread_id, count, _last in rows:
-            try:
-                snap = await self.graph.aget_state(self.config(thread_id))
-            except Exception as exc:  # noqa: BLE001 - a damaged thread is listed with its error
-                out.append(ThreadSummary(thread_id, int(count), None, "", "", f"{type(exc).__name__}: {exc}"[:200]))
-                continue
-            values = snap.values or {}
-            out.append(
-                ThreadSummary(
-                    thread_id,
-                    int(count),
-                    snap.created_at,
-                    str(values.get("goal") or ""),
-                    str(values.get("stop_reason") or ""),
-                    "",
-                )
-            )
-        return out
+        :meth:`graph.checkpoint_reader.CheckpointReader.threads`. Raises :class:`BranchError`
+        for a saver that is not SQLite (the listing reads its table)."""
+        return await (await self._reader()).threads(limit)
 
     async def branch_tree(self, thread_id: str) -> BranchTree:
         """The checkpoint tree of ``thread_id`` (empty tree for an unknown thread).
@@ -233,11 +167,13 @@ class Branches:
         try:
             history = [s async for s in self.graph.aget_state_history(self.config(thread_id))]
         except Exception as exc:  # a corrupt checkpoint aborts the whole listing
-            rows = await self._unreadable_rows(thread_id)
+            # every row's id, parent and metadata (stored apart from the blob), then each
+            # checkpoint loaded on its own to find the broken ones (SQLite only)
+            rows = await (await self._reader()).rows(thread_id)
             if rows is None:
                 raise
             history, broken = [], {}
-            for cid, (parent, meta, _) in rows.items():
+            for cid, (parent, meta) in rows.items():
                 try:
                     history.append(await self.graph.aget_state(self.config(thread_id, cid)))
                 except Exception as inner:  # noqa: BLE001 - reported per checkpoint

@@ -348,7 +348,7 @@ def require_db(data_dir: Path) -> Path:
     one (damaged, not SQLite, a directory, no ``checkpoints`` table) — checked read-only first,
     so the read-only commands neither fail with a traceback nor write to a damaged file. With
     ``HERMES_POSTGRES_URL`` the checkpoints are in that database: nothing to check here."""
-    from graph.cli.checkpoint_reader import checkpoints_file, postgres_url  # not the graph's module: no graph
+    from graph.checkpoint_reader import checkpoints_file, postgres_url  # not graph.checkpoints: no graph
 
     path = checkpoints_file(data_dir)
     if postgres_url():
@@ -420,9 +420,9 @@ def run_command(coro_factory: Callable[[], Awaitable[Any]], data_dir: Path | Non
 
 def read_checkpoints(data_dir: Path) -> Any:
     """``async with read_checkpoints(data_dir) as reader:`` the read-only
-    ``graph.cli.checkpoint_reader.CheckpointReader`` of the data directory's checkpoints (the
+    ``graph.checkpoint_reader.CheckpointReader`` of the data directory's checkpoints (the
     SQLite file, or the ``HERMES_POSTGRES_URL`` database): no agent graph is built."""
-    from graph.cli.checkpoint_reader import checkpoints_file, open_reader, postgres_url
+    from graph.checkpoint_reader import checkpoints_file, open_reader, postgres_url
 
     return open_reader(checkpoints_file(data_dir), postgres_url())
 

@@ -40,7 +40,7 @@ from graph.cli.render import (
 
 # The checkpointer, the agent graph and the runner are imported inside each command (`hermes
 # --help` and the other commands do not load them). The read-only commands (session list|show,
-# branch list|show) read the saver alone (graph.cli.checkpoint_reader): no graph is built.
+# branch list|show) read the saver alone (graph.checkpoint_reader): no graph is built.
 
 
 @branch_app.command("list")

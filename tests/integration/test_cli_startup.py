@@ -67,7 +67,7 @@ def test_help_loads_none_of_the_runtime():
     ("args", "allowed"),
     [
         (["reminders", "list"], set()),
-        (["session", "list"], set()),  # the checkpoint saver alone (graph.cli.checkpoint_reader)
+        (["session", "list"], set()),  # the checkpoint saver alone (graph.checkpoint_reader)
         (["branch", "list", "T"], set()),
         (["memory", "list"], LANCEDB),
         # tools list --json: the toolbox as mcp list opens it (below, its names at 80 columns)

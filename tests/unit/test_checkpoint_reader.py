@@ -1,26 +1,36 @@
-"""``graph.cli.checkpoint_reader``: what the read-only commands show without the agent graph
+"""``graph.checkpoint_reader``: what the read-only commands show without the agent graph
 equals what the compiled graph's ``aget_state`` / ``aget_state_history`` says, checkpoint by
 checkpoint (values, next nodes, parent, metadata, time), over a real thread: tool rounds, a
 question (``interrupt``) and its answer, a rollback — on the real SQLite file."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
 
+from graph import checkpoint_reader
 from graph.branches import Branches
 from graph.builder import make_graph
+from graph.checkpoint_reader import open_reader
 from graph.checkpoints import CHECKPOINTS_FILE, checkpoints_file, open_checkpointer
-from graph.cli import checkpoint_reader
-from graph.cli.checkpoint_reader import open_reader
 from graph.runner import execute_turn, run_turn
 from tests.conftest import FakeToolbox, tool_call
 
 
 def test_the_reader_names_the_graphs_checkpoint_file():
     assert checkpoint_reader.CHECKPOINTS_FILE == CHECKPOINTS_FILE
+
+
+def test_one_thread_listing_for_the_commands_and_the_branches():
+    """Review finding D3: ``session list`` (the reader) and ``Branches.threads`` list threads
+    with one code path, so the two cannot drift apart."""
+    from graph import branches
+
+    assert branches.ThreadSummary is checkpoint_reader.ThreadSummary
+    assert "SELECT thread_id, COUNT(*)" not in Path(branches.__file__).read_text()
 
 
 def _asked_toolbox() -> FakeToolbox:
@@ -80,6 +90,7 @@ async def test_every_checkpoint_reads_as_the_graph_reads_it(scripted, data_dir):
         await branches.rollback("T", first_end)  # a second branch in the tree
         history = [s async for s in graph.aget_state_history(Branches.config("T"))]
         expected_tree = await branches.branch_tree("T")
+        listed = await branches.threads()  # the same reader (graph.checkpoint_reader), through the graph's saver
     assert len(history) > 20 and any(s.next for s in history) and any(s.interrupts for s in history)
     async with open_reader(checkpoints_file(data_dir)) as reader:
         read = {}
@@ -116,3 +127,4 @@ async def test_every_checkpoint_reads_as_the_graph_reads_it(scripted, data_dir):
     assert [(t.thread_id, t.goal, t.updated_at) for t in threads] == [
         ("T", history[0].values["goal"], history[0].created_at)
     ]
+    assert listed == threads

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from graph.checkpoint_reader import CheckpointReader
 from graph.cli import app
-from graph.cli.checkpoint_reader import CheckpointReader
 from tools import scheduler  # the reminders commands import what they use from it when they run
 
 runner = CliRunner()

@@ -1,8 +1,9 @@
-"""Read a thread's checkpoints from the checkpoint saver alone, for the read-only commands
-(``session list|show``, ``branch list|show``): no agent graph is built, and nothing of the
-model client, the memory service, LanceDB or the embedder is imported (issue 19, item 1;
-``tests/unit/test_cli_startup.py``). The head-changing commands (rollback, switch, fork) still
-go through the compiled graph (``graph.branches``).
+"""Read a thread's checkpoints from the checkpoint saver alone: the one reader of the stored
+rows, for the read-only commands (``session list|show``, ``branch list|show``) and for
+``graph.branches`` (its thread listing and the rows of a history that cannot be listed). No
+agent graph is built, and nothing of the model client, the memory service, LanceDB or the
+embedder is imported (issue 19, item 1; ``tests/unit/test_cli_startup.py``). The head-changing
+commands (rollback, switch, fork) go through the compiled graph (``graph.branches``).
 
 What the compiled graph's ``aget_state`` adds is derived from the stored checkpoint itself:
 
@@ -173,7 +174,7 @@ class CheckpointReader:
         saved = await self.saver.aget_tuple(_config(thread_id, checkpoint_id))
         return snapshot_of(saved) if saved is not None else None
 
-    async def _rows(self, thread_id: str) -> dict[str, tuple[str | None, dict[str, Any]]] | None:
+    async def rows(self, thread_id: str) -> dict[str, tuple[str | None, dict[str, Any]]] | None:
         """Every checkpoint id of the thread with its parent and metadata, read without
         deserialising the checkpoints (SQLite only; None otherwise)."""
         conn = getattr(self.saver, "conn", None)
@@ -200,7 +201,7 @@ class CheckpointReader:
     async def counts(self, thread_id: str) -> tuple[int, int]:
         """``(checkpoints, branch heads)`` of the thread, from the rows' ids and parents alone
         (nothing deserialised; SQLite), else from :meth:`tree`."""
-        rows = await self._rows(thread_id)
+        rows = await self.rows(thread_id)
         if rows is None:
             tree = await self.tree(thread_id)
             return len(tree), len(tree.heads)
@@ -218,7 +219,7 @@ class CheckpointReader:
             async with aclosing(self.saver.alist(_config(thread_id))) as listing:
                 history = [snapshot_of(t) async for t in listing]
         except Exception as exc:  # a corrupt checkpoint aborts the whole listing
-            rows = await self._rows(thread_id)
+            rows = await self.rows(thread_id)
             if rows is None:
                 raise
             history, broken = [], {}
@@ -239,8 +240,9 @@ class CheckpointReader:
 
     async def threads(self, limit: int = 50) -> list[ThreadSummary]:
         """The threads of the checkpoint file, most recently updated first (at most ``limit``),
-        one :class:`ThreadSummary` each; a thread whose head cannot be read is listed with
-        ``error`` set. Raises ``graph.checkpoint_tree.BranchError`` for a saver that is not
+        one :class:`ThreadSummary` each, read from the rows' ids (checkpoint ids are uuid6,
+        ordered by time) and the head's state; a thread whose head cannot be read is listed with
+        ``error`` set, not dropped. Raises ``graph.checkpoint_tree.BranchError`` for a saver that is not
         SQLite (the listing reads its table)."""
         conn = getattr(self.saver, "conn", None)
         if conn is None or not hasattr(self.saver, "lock"):
