@@ -269,7 +269,7 @@ def refusal(detail: str) -> Auth.exceptions.HTTPException:
     return Auth.exceptions.HTTPException(status_code=403, detail=detail)
 
 
-def _header(headers: dict, name: str) -> str:
+def _header(headers: Mapping[bytes | str, bytes | str], name: str) -> str:
     value = headers.get(name.encode()) or headers.get(name) or b""
     return value.decode("latin-1") if isinstance(value, bytes) else str(value)
 
@@ -282,7 +282,7 @@ auth = Auth()
 
 
 @auth.authenticate
-async def authenticate(headers: dict) -> Auth.types.MinimalUserDict:
+async def authenticate(headers: Mapping[bytes | str, bytes | str]) -> Auth.types.MinimalUserDict:
     """The caller's user id (see the module docstring). Local mode: an anonymous caller."""
     tokens = _tokens()
     if not tokens:
@@ -489,7 +489,7 @@ async def own_crons(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.Filte
 
 
 @auth.on.store()
-async def own_memories(ctx: Auth.types.AuthContext, value: dict) -> None:
+async def own_memories(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> None:
     """Confine the store API to the caller's ``("memories", <user id>, ...)`` namespace."""
     caller = _caller(ctx)
     if caller is None:

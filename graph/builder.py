@@ -77,7 +77,7 @@ graph: CompiledStateGraph[State, Context, InputState, State] = builder.compile(n
 
 
 def make_graph(
-    checkpointer: BaseCheckpointSaver | None = None,
+    checkpointer: BaseCheckpointSaver[str] | None = None,
 ) -> CompiledStateGraph[State, Context, InputState, State]:
     """The agent graph bound to ``checkpointer`` (the CLI passes its SQLite saver; None: no
     persistence). A shallow copy of the module's compiled ``graph`` — same nodes, edges and

@@ -43,7 +43,7 @@ builder.add_edge("consolidate_maintain", END)
 
 
 def make_graph(
-    checkpointer: BaseCheckpointSaver | None = None,
+    checkpointer: BaseCheckpointSaver[str] | None = None,
 ) -> CompiledStateGraph[ConsolidateState, Context, ConsolidateInput, ConsolidateState]:
     """Compile the consolidate graph, optionally with a checkpointer."""
     return builder.compile(checkpointer=checkpointer, name="consolidate")

@@ -13,7 +13,7 @@ The same pairing rule cuts a history into the atomic groups the context window i
 
 from __future__ import annotations
 
-from typing import NamedTuple, TypeGuard
+from typing import Any, NamedTuple, TypeGuard
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 
@@ -83,7 +83,7 @@ def is_closure(message: AnyMessage) -> TypeGuard[ToolMessage]:
     return isinstance(message, ToolMessage) and message.id == f"closed-{message.tool_call_id}"
 
 
-def previous_turn_closures(messages: list[AnyMessage]) -> list[tuple[str, dict, str]]:
+def previous_turn_closures(messages: list[AnyMessage]) -> list[tuple[str, dict[str, Any], str]]:
     """``(tool name, arguments, goal message id)`` of each call of the turn before the current
     one (between the last two human messages) that a fork or rollback left pending and
     :func:`close_unanswered` closed: the ledger may still hold its result from the branch the

@@ -50,7 +50,12 @@ from langchain_core.messages import (
 )
 
 MIRROR_DIR = "mirror"
-_ROLES = {"human": HumanMessage, "ai": AIMessage, "tool": ToolMessage, "system": SystemMessage}
+_ROLES: dict[str, type[HumanMessage | AIMessage | ToolMessage | SystemMessage]] = {
+    "human": HumanMessage,
+    "ai": AIMessage,
+    "tool": ToolMessage,
+    "system": SystemMessage,
+}
 
 
 def mirror_path(data_dir: str | Path, thread_id: str) -> Path:

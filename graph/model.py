@@ -31,7 +31,7 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
 from graph.context import Context
-from graph.embedded.catalog import (  # noqa: F401  (re-exported: the embedded model names)
+from graph.embedded.catalog import (  # re-exported: the embedded model names
     CATALOG,
     DEFAULT_MODEL,
     EmbeddedModel,
@@ -39,13 +39,36 @@ from graph.embedded.catalog import (  # noqa: F401  (re-exported: the embedded m
     is_embedded_name,
     resolve,
 )
-from graph.embedded.errors import ModelIntegrityError, ModelUnavailableError  # noqa: F401  (re-exported)
-from graph.embedded.server import (  # noqa: F401  (re-exported: callers stop the server through graph.model)
+from graph.embedded.errors import ModelIntegrityError, ModelUnavailableError  # re-exported
+from graph.embedded.server import (  # re-exported: callers stop the server through graph.model
     EmbeddedLlamaServer,
     astop_embedded_server,
     embedded_server,
     stop_embedded_server,
 )
+
+__all__ = [
+    "CATALOG",
+    "DEFAULT_MODEL",
+    "EMBEDDED_TIMEOUT_S",
+    "ENDPOINT_TIMEOUT_S",
+    "EmbeddedLlamaServer",
+    "EmbeddedModel",
+    "ModelFactory",
+    "ModelIntegrityError",
+    "ModelUnavailableError",
+    "UnknownEmbeddedModel",
+    "astop_embedded_server",
+    "embedded_model",
+    "embedded_server",
+    "is_embedded",
+    "is_embedded_name",
+    "is_registered",
+    "load_chat_model",
+    "register_model",
+    "resolve",
+    "stop_embedded_server",
+]
 
 ENDPOINT_TIMEOUT_S = 120  # per request to an OpenAI-compatible endpoint
 EMBEDDED_TIMEOUT_S = 900  # per request to the embedded server: a long prompt on 2 loaded cores takes minutes

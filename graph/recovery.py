@@ -192,7 +192,7 @@ async def _head_id(saver: Any, thread_id: str) -> str | None:
 
 
 async def rebuild_from_mirror(
-    saver: BaseCheckpointSaver,
+    saver: BaseCheckpointSaver[str],
     builder: StateGraph[Any, Any, Any, Any],
     mirror: ThreadMirror,
     thread_id: str,

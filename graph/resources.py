@@ -43,7 +43,7 @@ _memories: dict[tuple[Any, ...], MemoryService] = {}
 #: MODEL_SETTINGS key → (the embedded server's base URL or "", the model built for it)
 _models: dict[tuple[Any, ...], tuple[str, BaseChatModel]] = {}
 _lock: asyncio.Lock | None = None
-_background: set[asyncio.Task] = set()
+_background: set[asyncio.Task[Any]] = set()
 
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ TOOLBOX_SETTINGS = (
 )
 
 
-def _key(context: Context) -> tuple:
+def _key(context: Context) -> tuple[Any, ...]:
     # The settings as given, not resolved: Path.resolve() calls os.getcwd, a blocking call
     # that `langgraph dev` refuses inside the event loop (the cwd does not change at run time).
     return context.resource_key(*TOOLBOX_SETTINGS)
@@ -200,13 +200,13 @@ async def get_model(context: Context) -> BaseChatModel:
     return cached[1]
 
 
-def run_in_background(coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task:
+def run_in_background(coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
     """Run ``coro`` off the hot path (e.g. memory writes, DESIGN §4: they never block the
     answer). Exceptions are logged; :func:`drain_background` waits for what is still running."""
     task = asyncio.get_running_loop().create_task(coro, name=name)
     _background.add(task)
 
-    def done(t: asyncio.Task) -> None:
+    def done(t: asyncio.Task[Any]) -> None:
         _background.discard(t)
         if not t.cancelled() and t.exception() is not None:
             log.error("background task %s failed: %r", t.get_name(), t.exception())

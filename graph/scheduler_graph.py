@@ -31,7 +31,7 @@ builder.add_edge("fire_due_reminders", END)
 
 
 def make_graph(
-    checkpointer: BaseCheckpointSaver | None = None,
+    checkpointer: BaseCheckpointSaver[str] | None = None,
 ) -> CompiledStateGraph[ReminderState, Context, ReminderInput, ReminderState]:
     """Compile the reminders graph, optionally with a checkpointer."""
     return builder.compile(checkpointer=checkpointer, name="reminders")

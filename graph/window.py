@@ -152,7 +152,7 @@ def turn_relevance(turn: Turn, query: set[str], intent: str, age: int) -> float:
     """Relevance of an earlier turn to the current goal (DESIGN §1.2: intent match or time-decay
     weight, not recency alone): keyword overlap × (0.5 + 0.5·decay) + intent match × decay ×
     ``INTENT_WEIGHT``, decay = 0.5^(age / ``HALF_LIFE_TURNS``); a small recency term breaks ties."""
-    decay = 0.5 ** (age / HALF_LIFE_TURNS)
+    decay: float = 0.5 ** (age / HALF_LIFE_TURNS)  # a positive base: never complex
     words: set[str] = set().union(*(_message_terms(m) for g in turn for m in g))
     keyword = len(query & words) / (len(query) or 1)
     match = 1.0 if intent and turn_intent(turn) == intent else 0.0

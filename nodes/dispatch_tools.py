@@ -163,7 +163,8 @@ def fill(args: dict[str, Any], missing: list[str], answer: Any) -> dict[str, Any
 def _last_outcome(state: RetryCallState) -> ToolOutcome:
     """Out of retries: keep the last error."""
     assert state.outcome is not None
-    return state.outcome.result()
+    last: ToolOutcome = state.outcome.result()  # tenacity's future of the retried call's result
+    return last
 
 
 async def _call_with_retry(registry: ToolRegistry, name: str, args: Any, request_id: str) -> tuple[ToolOutcome, int]:

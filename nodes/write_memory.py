@@ -33,13 +33,13 @@ import re
 import uuid
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from graph.claimed_effects import unbacked_claims
 from graph.context import NO_THREAD, Context, run_thread_id
 from graph.failures import Recovery, recovery_for
-from graph.goal_results import goal_results
+from graph.goal_results import Result, goal_results
 from graph.history import previous_turn_closures
 from graph.mirror import append_turn
 from graph.progress import artifacts, current_goal_messages, request_id, required_steps
@@ -61,7 +61,7 @@ DONE_SO_FAR = "Done so far: "
 NEVER_RAN = frozenset({"not_offered", "unknown_tool", "invalid_arguments", "invalid_value"})
 
 
-async def _mirror(data_dir: str, thread_id: str, messages: list) -> None:
+async def _mirror(data_dir: str, thread_id: str, messages: list[BaseMessage]) -> None:
     try:
         await append_turn(data_dir, thread_id, messages)
     except OSError:  # the checkpoint is the primary record; a missing mirror only weakens recovery
@@ -153,7 +153,7 @@ def done_steps(results: list[ToolMessage]) -> list[str]:
     ]
 
 
-async def done_before(messages: list, context: Context, thread_id: str) -> list[str]:
+async def done_before(messages: list[AnyMessage], context: Context, thread_id: str) -> list[str]:
     """Side-effect tools of the turn before this one whose calls a fork or rollback left
     pending (``graph.history.previous_turn_closures``: closed as not run on this branch) and
     whose request the idempotency ledger holds as done — the effect exists from the branch the
@@ -179,7 +179,7 @@ async def done_before(messages: list, context: Context, thread_id: str) -> list[
         return []
 
 
-def evidence_refs(work: list, thread_id: str, goal_id: str, results: list) -> tuple[str, ...]:
+def evidence_refs(work: list[AnyMessage], thread_id: str, goal_id: str, results: list[Result]) -> tuple[str, ...]:
     """``tool#call id (request <id>, <handle>)`` of each successful result of the goal: what a
     task memory rests on (``hermes memory list`` shows them)."""
     calls = {c["id"]: c for m in work if isinstance(m, AIMessage) for c in m.tool_calls if c.get("id")}

@@ -20,8 +20,12 @@ from graph.cli.common import DATA_DIR_OPT, app, guarded, report_error, run_sync
 from graph.cli.render import console, err_console, print_table
 
 if TYPE_CHECKING:  # the memory service (LanceDB, the embedder) loads inside the commands that use it
+    from collections.abc import Awaitable, Callable
+
     from graph.context import Context
     from memory.branch_origins import Inactive
+    from memory.episodic.base import EpisodicEvent
+    from memory.semantic_model import Fact
     from memory.service import MemoryService
 
 memory_app = typer.Typer(
@@ -54,7 +58,7 @@ async def opened_memory(context: Context) -> MemoryService:
     return mem
 
 
-def _event_json(event) -> dict[str, Any]:
+def _event_json(event: EpisodicEvent) -> dict[str, Any]:
     from memory.provenance import source_of
 
     # where its words came from: only "user" is the user's own (memory.provenance)
@@ -65,7 +69,7 @@ def _event_json(event) -> dict[str, Any]:
     }
 
 
-def _fact_json(fact) -> dict[str, Any]:
+def _fact_json(fact: Fact) -> dict[str, Any]:
     from memory.provenance import fact_source
 
     return {"ref": f"semantic:{fact.id}", **fact.as_dict(), "source": fact_source(fact.evidence)}
@@ -75,7 +79,7 @@ def _fact_json(fact) -> dict[str, Any]:
 INACTIVE_BRANCH = "inactive branch"
 
 
-def _event_branch(event, inactive: Inactive) -> str:
+def _event_branch(event: EpisodicEvent, inactive: Inactive) -> str:
     """``"inactive"`` for an event written only on branches of its session that are not
     active (a rollback, a switch, a fork left them), else ``"active"``."""
     meta = event.metadata or {}
@@ -83,12 +87,12 @@ def _event_branch(event, inactive: Inactive) -> str:
     return "active" if shown else "inactive"
 
 
-def _fact_branch(fact, inactive: Inactive) -> str:
+def _fact_branch(fact: Fact, inactive: Inactive) -> str:
     thread, _, message = (fact.origin or "").partition("\x00")
     return "active" if inactive.visible((thread, message)) else "inactive"
 
 
-def _why_trusted(event) -> str:
+def _why_trusted(event: EpisodicEvent) -> str:
     """For a task memory: the evidence it was written on (the checks it passed, the tool results
     it rests on: ``tool#call id``, request id, payload handle) and what it superseded, as rich
     markup lines (DESIGN §4.4, §5.5); "" for other kinds."""
@@ -100,7 +104,7 @@ def _why_trusted(event) -> str:
     return "".join(f"\n[dim]{escape(line[:600])}[/dim]" for line in lines)
 
 
-def _run(coro_factory, context: Context, json_out: bool = False) -> None:
+def _run(coro_factory: Callable[[], Awaitable[Any]], context: Context, json_out: bool = False) -> None:
     code = run_sync(guarded(coro_factory, context, json_out=json_out))
     if code:
         raise typer.Exit(code)
@@ -264,7 +268,7 @@ def memory_search(
     _run(go, context, json_out)
 
 
-async def _resolve(mem, user_id: str, ref: str) -> tuple[str, Any]:
+async def _resolve(mem: MemoryService, user_id: str, ref: str) -> tuple[str, Any]:
     """``ref`` (full id, or a unique prefix as printed) → ("episodic" | "semantic", record)."""
     layer, _, ident = ref.partition(":") if ":" in ref else ("", "", ref)
     found: list[tuple[str, Any]] = []

@@ -27,6 +27,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from graph.context import MachineSettings
 from graph.embedded.catalog import EmbeddedModel, Part
@@ -105,7 +106,7 @@ def _stamp_path(target: Path, models: Path) -> Path:
     return models / f"{target.name}.verified.json"
 
 
-def _stamp_of(path: Path) -> dict:
+def _stamp_of(path: Path) -> dict[str, Any]:
     st = path.stat()
     return {"path": str(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
@@ -115,7 +116,7 @@ def _stamp_matches(stamp_file: Path, path: Path, entry: EmbeddedModel) -> bool:
         stamp = json.loads(stamp_file.read_text())
     except (OSError, ValueError):
         return False
-    return stamp == {**_stamp_of(path), "sha256": entry.sha256}
+    return bool(stamp == {**_stamp_of(path), "sha256": entry.sha256})
 
 
 def _write_stamp(stamp_file: Path, path: Path, entry: EmbeddedModel) -> None:

@@ -100,7 +100,7 @@ class JsonToolCallingChat(ChatOpenAI):
     becomes an ``invalid_tool_calls`` entry so the graph can send the error back (case K3).
     """
 
-    def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
+    def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict[str, Any]:
         # ``allowed_tools`` (names; bound with ``.bind(allowed_tools=[...])``): the grammar
         # permits only these, while every bound tool is still rendered in the prompt — so the
         # prompt, and llama.cpp's KV cache of it, stays the same across a goal's calls
@@ -138,7 +138,7 @@ class JsonToolCallingChat(ChatOpenAI):
         }
         return payload
 
-    def _create_chat_result(self, response: Any, generation_info: dict | None = None) -> ChatResult:
+    def _create_chat_result(self, response: Any, generation_info: dict[str, Any] | None = None) -> ChatResult:
         result = super()._create_chat_result(response, generation_info)
         timings = _timings(response)
         for generation in result.generations:
@@ -178,7 +178,7 @@ class JsonToolCallingChat(ChatOpenAI):
             yield last
 
     def _convert_chunk_to_generation_chunk(
-        self, chunk: dict, default_chunk_class: type, base_generation_info: dict | None
+        self, chunk: dict[str, Any], default_chunk_class: type, base_generation_info: dict[str, Any] | None
     ) -> ChatGenerationChunk | None:
         generation = super()._convert_chunk_to_generation_chunk(chunk, default_chunk_class, base_generation_info)
         timings = _timings(chunk)  # llama.cpp sends them with the last streamed chunk
@@ -332,7 +332,7 @@ class _StepStream:
         body = head[opening.end() :]
         end, closed = _safe_json_prefix(body)
         try:
-            decoded = json.loads('"' + body[:end] + '"')
+            decoded: str = json.loads('"' + body[:end] + '"')  # a JSON string literal
         except json.JSONDecodeError:
             return self.sent  # a malformed escape: the final parse decides
         # a reply cut off at the token limit loses its trailing spaces in parse_step

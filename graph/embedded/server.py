@@ -48,6 +48,7 @@ import logging
 import os
 import socket
 import sys
+from io import BufferedWriter
 from pathlib import Path
 
 import httpx
@@ -95,7 +96,8 @@ def kv_cache_name(entry: EmbeddedModel, options: list[str]) -> str:
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]  # (host, port) of an AF_INET socket
+        return port
 
 
 def serve_options(entry: EmbeddedModel, environ: dict[str, str] | None = None) -> list[str]:
@@ -268,7 +270,7 @@ class EmbeddedLlamaServer:
         finally:
             (self.kv_dir / temporary).unlink(missing_ok=True)
 
-    def _open_log(self):  # blocking file I/O: called through asyncio.to_thread
+    def _open_log(self) -> BufferedWriter:  # blocking file I/O: called through asyncio.to_thread
         assert self.log_path is not None
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         return open(self.log_path, "ab")
