@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from langchain_core.messages import AIMessage, AnyMessage
 
 from graph.answer_figures import Known, figures, in_english, names_period, supported
+from graph.answer_filters import unfiltered_values
 from graph.answer_names import key_only, missing_names, stated_names
 from graph.goal_results import Result, known_values, seen, strings_of, table_of
 from graph.progress import required_steps
@@ -132,7 +133,9 @@ class Check:
     """:func:`check_answer`'s verdict: ``grounded`` (a data read exists or none is needed),
     ``figures`` (unsupported ones, as written), ``names`` (names the answer states that no
     result holds, :mod:`graph.answer_names`), ``absences`` (claims of none with no empty read
-    behind them). ``ok`` when nothing is wrong."""
+    behind them), ``keys`` (a key given for a name), ``undated`` (figures over every date for a
+    period), ``unfiltered`` (values the request names that no read restricted to,
+    :mod:`graph.answer_filters`). ``ok`` when nothing is wrong."""
 
     grounded: bool = True
     figures: list[str] = field(default_factory=list)
@@ -140,6 +143,7 @@ class Check:
     names: list[str] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)
     undated: list[str] = field(default_factory=list)
+    unfiltered: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -150,6 +154,7 @@ class Check:
             and not self.names
             and not self.keys
             and not self.undated
+            and not self.unfiltered
         )
 
     def problems(self, quote: bool = True) -> list[str]:
@@ -173,6 +178,12 @@ class Check:
                 f"the figure{'s' if len(self.undated) > 1 else ''} {', '.join(self.undated[:6])} "
                 f"{'come' if len(self.undated) > 1 else 'comes'} from a read over every date (no condition on "
                 "its dates), not the period asked: read again restricted to that period"
+            )
+        if self.unfiltered:
+            out.append(
+                f"the request names {', '.join(self.unfiltered)}, but no read of this request restricted to "
+                f"{'them' if len(self.unfiltered) > 1 else 'it'} (or grouped by {'them' if len(self.unfiltered) > 1 else 'it'}): "
+                "read again with that condition"
             )
         if self.keys:
             out.append(
@@ -252,6 +263,7 @@ def check_answer(
         check.keys = key_only(answer, request or goal, table_of(reads[-1].data))
         if period_asked:
             check.undated = undated_figures(answer, goal, results)
+        check.unfiltered = unfiltered_values(request or goal, [r for r in reads if not r.empty])
     claims = absence_claims(answer)
     known = "\n".join([request or goal, *(t for r in reads if not r.empty for t in strings_of(seen(r), keys=True))])
     if claims and not any(r.empty and not r.unexpected_empty and not invented_filters(r, known) for r in reads):

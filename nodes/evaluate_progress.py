@@ -453,10 +453,11 @@ def judge_answer(
     by_hand = bool(check.figures) and any(
         r.is_data_read and isinstance(r.data, dict) and len(r.data.get("rows") or []) > 1 for r in results
     )
-    # a key for a name, a figure over every date, a "none" no empty read found: only a new read
+    # a key for a name, a figure over every date, a "none" no empty read found, a value the
+    # request names that no read restricted to: only a new read
     # can mend these, so a call is required (measured: sent back without one, the model repeated
     # "agent_id 3" word for word)
-    if (by_hand or check.keys or check.undated or check.absences) and readers:
+    if (by_hand or check.keys or check.undated or check.absences or check.unfiltered) and readers:
         how = (
             "A total, average or count over several rows is computed by the tool, never by hand"
             if by_hand

@@ -64,3 +64,9 @@ def test_at_most_a_few_columns_are_mended_per_query(db: Path):
 def test_an_empty_result_after_a_mend_keeps_both_notes(db: Path):
     r = query_database("SELECT COUNT(*) FROM customers WHERE segmnt = 'government'", database=str(db))
     assert r["note"].startswith("Ran with segmnt → customers.segment") and "No data for this query" in r["note"]
+
+
+def test_a_filler_word_alone_is_no_match(db: Path):
+    # a country's name is not a customer's name: "name" is the filler, "country" the meaning
+    with pytest.raises(DatabaseError, match="unknown column"):
+        query_database("SELECT CountryName FROM customers", database=str(db))

@@ -7,8 +7,9 @@ and the model wrote ``CountryName`` again three times, until the stall cap stopp
 read-only query has no effect to undo, so the tool mends the one name it can mend with
 certainty and tells the model what it ran (``repaired`` in the result, and its ``note``).
 
-The match is strict: a word of the unknown name that is a column of that table
-(``CountryName`` → ``Country``; ``customer_name`` → ``name``), or a column at least 85 %
+The match is strict: a word of the unknown name that is a column of that table, its other
+words only fillers or the table's own name (``CountryName`` → ``Country``; ``customer_name`` of
+``customers`` → ``name``; not ``CountryName`` of ``customers`` → ``name``), or a column at least 85 %
 similar (``Totl`` → ``Total``); two or more candidates, or a name whose table the query does
 not say, are not guessed — the error with its "Did you mean …?" stands.
 """
@@ -27,6 +28,8 @@ from tools.builtin.database.statement import parse_tree, sqlite_dialect
 MAX_REPAIRS = 3
 
 _UNKNOWN_COLUMN = re.compile(r"no such column: (\S+)")
+# words a column name adds without meaning another thing ("CountryName", "region_code")
+_FILLERS = frozenset({"name", "id", "code", "no", "num", "number", "key", "value", "val", "txt", "text"})
 
 
 def _words(name: str) -> list[str]:
@@ -35,7 +38,7 @@ def _words(name: str) -> list[str]:
     return [w.lower() for w in re.split(r"[_\W]+", spaced) if w]
 
 
-def _candidate(name: str, columns: list[str], other_tables: set[str]) -> str | None:
+def _candidate(name: str, columns: list[str], table: str, other_tables: set[str]) -> str | None:
     """The one column of ``columns`` that ``name`` means, or None (module docstring). A name
     with a word naming another table (``product_name`` in ``customers``, with a ``products``
     table) means that table's column: not guessed."""
@@ -47,7 +50,12 @@ def _candidate(name: str, columns: list[str], other_tables: set[str]) -> str | N
         return None
     words = [w for w in all_words if w in lowered]
     if len(set(words)) == 1:
-        return lowered[words[0]]
+        # every other word only repeats the table ("customer_name" of customers) or is a filler
+        # ("CountryName" → Country); "CountryName" of customers is a country, not a customer's name
+        rest = [w for w in all_words if w != words[0]]
+        if all(w in _FILLERS or w == table or f"{w}s" == table or w == table.rstrip("s") for w in rest):
+            return lowered[words[0]]
+        return None
     if words:
         return None  # two of its words are columns: not guessed
     close = difflib.get_close_matches(name.lower(), list(lowered), n=2, cutoff=0.85)
@@ -80,7 +88,7 @@ def repair_unknown_column(con: sqlite3.Connection, sql: str, error: str) -> tupl
             table, columns = used[0], [c[0] for c in table_columns(con, used[0])]
     except sqlite3.Error:
         return None
-    meant = _candidate(bare, columns, {t for t in real if t != table.lower()})
+    meant = _candidate(bare, columns, table.lower(), {t for t in real if t != table.lower()})
     if meant is None:
         return None
     hits: list[Any] = [

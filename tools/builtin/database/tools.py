@@ -13,6 +13,7 @@ from tools.builtin.database.connection import (
     database_file,
     time_limit,
 )
+from tools.builtin.database.categories import categories
 from tools.builtin.database.dates import date_kind, date_range
 from tools.builtin.database.execution import execute_query
 from tools.builtin.database.period_scope import find_undated
@@ -28,7 +29,8 @@ def query_database(sql: str, *, database: str = "") -> dict[str, Any]:
     ``"note"`` (and ``"data_range"``, ``"unexpected_empty"``) when there is no data for it, and
     ``"undated"`` (``["table.column", ...]``) when its tables have date columns and no condition
     restricts one (its figures cover every date: ``period_scope.find_undated``; not set when it
-    groups by one, a row per period). Raises DatabaseError for a missing/invalid database,
+    groups by one, a row per period), and ``"categories"`` (``{"table.column": [values]}``: the
+    few text values of the categorical columns of its tables, :mod:`.categories`). Raises DatabaseError for a missing/invalid database,
     anything but a single SELECT/WITH statement, unknown tables or columns, and queries over the
     time limit.
     """
@@ -40,6 +42,8 @@ def query_database(sql: str, *, database: str = "") -> dict[str, Any]:
             undated = find_undated(con, sql)
             if undated is not None and not undated.grouped:
                 result["undated"] = [column for column, _ in undated.columns]
+            if held := categories(con, path, result.get("sql_run", sql)):
+                result["categories"] = held
     finally:
         con.close()
     result.pop("no_data", None)

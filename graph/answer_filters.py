@@ -1,0 +1,78 @@
+"""A value the request names that no read of the goal restricted to (DESIGN §5.5).
+
+Measured (Qwen2.5-Coder-1.5B, a support-desk database): "How many replies did customers send
+in October 2026?" → a count of every reply of the month → "Customers sent 187 replies", agents'
+replies included (111 were customers'). The figure is in the result: no check of figures sees
+it. A data tool may say which few values the categorical columns of its tables hold
+(``data.categories``: ``{"ticket_replies.author": ["agent", "customer"]}``; the database tools
+do, ``tools/builtin/database/categories.py``). When the request names one of those values
+("customers") and no read of the goal compared with it (a quoted literal or a short argument)
+or returned it in its rows (grouped by it), the answer does not answer the request.
+
+Words are compared case- and accent-blind, a trailing plural "s" ignored ("customers" /
+'customer'); a value of several words needs all of them in the request.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+
+from graph.goal_results import Result, strings_of, table_of
+
+# values too common to be what a request means by them
+_GENERIC = frozenset({"yes", "no", "true", "false", "none", "null", "other", "unknown", "all", "any", "n/a", "na"})
+_SQL_TEXT = re.compile(r"\bselect\b[\s\S]*\bfrom\b", re.I)
+_SQL_LITERAL = re.compile(r"'((?:[^']|'')*)'")
+
+
+def _fold(text: str) -> str:
+    text = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(c for c in text if not unicodedata.combining(c))
+
+
+def _stems(text: str) -> list[str]:
+    words = re.findall(r"[^\W\d_]+", _fold(text))
+    return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words]
+
+
+def _compared(read: Result) -> list[str]:
+    """The values ``read`` compared with: quoted literals of a query's SQL, short string
+    arguments of any other call, and the text cells of its rows (a read grouped by the value)."""
+    out: list[str] = []
+    for text in strings_of(read.args):
+        if _SQL_TEXT.search(text):
+            out += [v.replace("''", "'") for v in _SQL_LITERAL.findall(text)]
+        elif len(text) <= 60:
+            out.append(text)
+    table = table_of(read.data)
+    if table is not None:
+        out += [v for row in table[1] for v in row if isinstance(v, str)]
+    return out
+
+
+def unfiltered_values(request: str, reads: Sequence[Result]) -> list[str]:
+    """``["'customer' (ticket_replies.author)", …]``: values of the reads' ``categories`` that
+    the ``request`` names and that no read in ``reads`` compared with or returned (module
+    docstring); [] when every one was. At most 3."""
+    asked = set(_stems(request))
+    compared = [set(_stems(v)) for r in reads for v in _compared(r)]
+    out: list[str] = []
+    for read in reads:
+        held = read.data.get("categories") if isinstance(read.data, Mapping) else None
+        if not isinstance(held, Mapping):
+            continue
+        for column, values in held.items():
+            for value in values if isinstance(values, list) else []:
+                stems = _stems(str(value))
+                if not stems or len("".join(stems)) < 3 or _fold(str(value)).strip() in _GENERIC:
+                    continue
+                if not set(stems) <= asked:
+                    continue
+                if any(set(stems) <= c for c in compared):
+                    continue
+                item = f"'{value}' ({column})"
+                if item not in out:
+                    out.append(item)
+    return out[:3]
