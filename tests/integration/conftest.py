@@ -13,7 +13,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import httpx
@@ -161,14 +161,10 @@ def langgraph_dev(tmp_path: Path, env: dict[str, str], *, via_hermes: bool = Fal
         yield url, log_path
     finally:
         group: list[psutil.Process] = []
-        try:
+        with suppress(psutil.NoSuchProcess):
             group = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
-        except psutil.NoSuchProcess:
-            pass
-        try:
+        with suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
         _, alive = psutil.wait_procs(group, timeout=10)
         for p in alive:
             p.kill()

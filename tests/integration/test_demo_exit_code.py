@@ -41,7 +41,12 @@ def project(tmp_path: Path, hermes: Path | None = None) -> Path:
 def demo(proj: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")} | env
     return subprocess.run(
-        ["bash", str(proj / "scripts" / "demo.sh"), *args], capture_output=True, text=True, env=full, timeout=600
+        ["bash", str(proj / "scripts" / "demo.sh"), *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=600,
+        check=False,
     )
 
 

@@ -30,16 +30,20 @@ QUERIES = {
         ("Orders", f"SELECT COUNT(*) AS orders FROM orders WHERE strftime('%Y-%m', order_date) = '{LAST}'"),
         (
             "Revenue",
-            "SELECT ROUND(SUM(i.quantity * i.unit_price), 2) AS revenue FROM orders o JOIN order_items i "
-            f"ON i.order_id = o.order_id WHERE strftime('%Y-%m', o.order_date) = '{LAST}'",
+            (
+                "SELECT ROUND(SUM(i.quantity * i.unit_price), 2) AS revenue FROM orders o JOIN order_items i "
+                f"ON i.order_id = o.order_id WHERE strftime('%Y-%m', o.order_date) = '{LAST}'"
+            ),
         ),
     ],
     "tickets": [
         ("Tickets", f"SELECT COUNT(*) AS tickets FROM tickets WHERE strftime('%Y-%m', opened_at) = '{LAST}'"),
         (
             "Rated tickets",
-            "SELECT COUNT(csat) AS rated, ROUND(AVG(csat), 2) AS csat FROM tickets "
-            f"WHERE strftime('%Y-%m', opened_at) = '{LAST}'",
+            (
+                "SELECT COUNT(csat) AS rated, ROUND(AVG(csat), 2) AS csat FROM tickets "
+                f"WHERE strftime('%Y-%m', opened_at) = '{LAST}'"
+            ),
         ),
     ],
     "chinook": [("Revenue", "SELECT ROUND(SUM(Total), 2) AS revenue, COUNT(*) AS invoices FROM Invoice")],

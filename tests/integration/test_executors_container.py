@@ -135,7 +135,7 @@ async def test_timeout_kills_the_sandbox_within_one_second(box):
         await run(ex, "sleep_ignoring_term", {"pid_file": str(data / "pid")}, timeout_s=1.5)
     assert time.monotonic() - start < 2.5
     time.sleep(0.1)
-    left = [p for p in _sandbox_processes(data)]
+    left = list(_sandbox_processes(data))
     kill_leftovers(left)
     assert left == []
 

@@ -71,10 +71,8 @@ def remote_server(data: Path, helpers: Path, *extra: str, env: dict[str, str] | 
         yield url
     finally:
         proc.terminate()
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(5)
-        except subprocess.TimeoutExpired:
-            pass
         kill_process_tree(proc.pid, 1.0, pgid=proc.pid)
         proc.wait(5)
         proc.stdout.close()

@@ -86,7 +86,7 @@ def flagship_replies(model: list[ScriptedChat]) -> Iterator[AIMessage]:
     # reported (issue 18): the post narrated the act; it is refused with the message to send
     yield tool_call("post_message", {"channel": "project", "text": NARRATION}, "p0")
     refusal = json.loads(result_of(model[0], "p0"))["error"]
-    ready = re.search(r"Ready to send as text: ('.*'|\".*\")", refusal, re.S)
+    ready = re.search(r"Ready to send as text: ('.*'|\".*\")", refusal, re.DOTALL)
     assert ready, refusal
     yield tool_call("post_message", {"channel": "project", "text": ast.literal_eval(ready[1])}, "p1")
     yield tool_call("schedule_reminder", {"text": "Send the monthly sales report", "day_of_month": 1}, "s1")

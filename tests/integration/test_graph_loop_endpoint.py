@@ -13,8 +13,7 @@ from tests.conftest import FakeToolbox
 async def run(context, text: str, thread: str = "t1"):
     agent = make_graph(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": thread}}
-    out = await agent.ainvoke({"messages": [HumanMessage(text)]}, config, context=context)
-    return out
+    return await agent.ainvoke({"messages": [HumanMessage(text)]}, config, context=context)
 
 
 async def test_an_unreachable_endpoint_is_a_clear_model_unavailable_error(tmp_path):

@@ -124,7 +124,9 @@ async def test_dead_owner_claim_is_taken_over(tmp_path):
     path = tmp_path / "l.db"
     ledger = IdempotencyLedger(path)
     await ledger.count()  # creates the table
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=False
+    )
     con = sqlite3.connect(path)
     con.execute(
         "INSERT INTO tool_requests (tool, request_id, state, owner, created) VALUES ('t', 'r', 'running', ?, 0)",

@@ -15,6 +15,7 @@ Every test stops the processes it starts (checked with psutil by a command-line 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -114,10 +115,8 @@ def marker() -> str:
     yield m
     leftovers = _procs_with(m)
     for p in leftovers:
-        try:
+        with contextlib.suppress(psutil.Error):
             p.kill()
-        except psutil.Error:
-            pass
     assert not leftovers, f"test left processes behind: {[p.pid for p in leftovers]}"
 
 

@@ -9,6 +9,7 @@ Every test stops what it starts and checks with psutil that no process is left."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -106,10 +107,8 @@ def marker():
     yield m
     leftovers = _procs_with(m)
     for p in leftovers:
-        try:
+        with contextlib.suppress(psutil.Error):
             p.kill()
-        except psutil.Error:
-            pass
     assert not leftovers, f"test left processes behind: {[p.pid for p in leftovers]}"
 
 

@@ -7,6 +7,7 @@ Every test closes its Toolbox and asserts with psutil that no process it started
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import textwrap
@@ -90,10 +91,8 @@ def _procs_with(marker: str) -> list[psutil.Process]:
 
 def _kill(procs: list[psutil.Process]) -> None:
     for p in procs:
-        try:
+        with contextlib.suppress(psutil.Error):
             p.kill()
-        except psutil.Error:
-            pass
 
 
 @pytest.fixture
@@ -273,8 +272,10 @@ async def test_k8_dead_and_silent_servers_fail_bounded_while_team_chat_works(tmp
                 "command": sys.executable,
                 "args": [
                     "-c",
-                    "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-                    "sys.stdin.read(); time.sleep(1000)",
+                    (
+                        "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                        "sys.stdin.read(); time.sleep(1000)"
+                    ),
                     marker,
                 ],
             },

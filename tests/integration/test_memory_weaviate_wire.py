@@ -113,7 +113,7 @@ class StandIn(weaviate_pb2_grpc.WeaviateServicer):
         self.batches: list[batch_pb2.BatchObjectsRequest] = []
         self.deletes: list[batch_delete_pb2.BatchDeleteRequest] = []
 
-    async def BatchObjects(self, request, context):
+    async def BatchObjects(self, request, context):  # noqa: N802 - the gRPC service's method name
         self.batches.append(request)
         errors = []
         for i, obj in enumerate(request.objects):
@@ -124,7 +124,7 @@ class StandIn(weaviate_pb2_grpc.WeaviateServicer):
             self.objects[obj.uuid] = {"props": props, "vector": obj.vector_bytes or b""}
         return batch_pb2.BatchObjectsReply(took=0.001, errors=errors)
 
-    async def BatchDelete(self, request, context):
+    async def BatchDelete(self, request, context):  # noqa: N802 - the gRPC service's method name
         self.deletes.append(request)
         users = [leaf.value_text for leaf in _leaves(request.filters) if leaf.target.property == "user_id"]
         gone = [u for u, o in self.objects.items() if not users or o["props"].get("user_id") in users]
@@ -132,7 +132,7 @@ class StandIn(weaviate_pb2_grpc.WeaviateServicer):
             del self.objects[u]
         return batch_delete_pb2.BatchDeleteReply(took=0.001, matches=len(gone), successful=len(gone))
 
-    async def Search(self, request, context):
+    async def Search(self, request, context):  # noqa: N802 - the gRPC service's method name
         self.searches.append(request)
         leaves = list(_leaves(request.filters))
         ids = [
@@ -171,7 +171,7 @@ class StandIn(weaviate_pb2_grpc.WeaviateServicer):
 
 
 class Health(health_pb2_grpc.HealthServicer):
-    async def Check(self, request, context):
+    async def Check(self, request, context):  # noqa: N802 - the gRPC service's method name
         return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
 
 

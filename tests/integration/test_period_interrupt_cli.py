@@ -88,6 +88,7 @@ def hermes(data: Path, env: dict[str, str], *args: str) -> subprocess.CompletedP
         capture_output=True,
         text=True,
         timeout=PROCESS_S,
+        check=False,
     )
 
 

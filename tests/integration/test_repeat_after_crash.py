@@ -15,6 +15,7 @@ server, SQLite checkpoints and the idempotency ledger, killed with SIGKILL.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -73,6 +74,7 @@ def run(data: Path, thread: str, env: dict[str, str], *more: str) -> subprocess.
         capture_output=True,
         text=True,
         timeout=PROCESS_S,
+        check=False,
     )
 
 
@@ -94,10 +96,8 @@ def run_and_kill(data: Path, thread: str, env: dict[str, str], signal_file: Path
             assert time.monotonic() < deadline, "the kill point was never reached"
             time.sleep(0.1)
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait(timeout=30)
         if proc.stderr is not None:
             proc.stderr.close()
@@ -108,10 +108,8 @@ def kill_started_from(folder: Path) -> None:
     hermes lives in its own session: the group kill does not reach it)."""
     for proc in psutil.process_iter(["cmdline"]):
         if any(str(folder) in part for part in proc.info["cmdline"] or ()):
-            try:
+            with contextlib.suppress(psutil.NoSuchProcess):
                 proc.kill()
-            except psutil.NoSuchProcess:
-                pass
 
 
 def posts(data: Path) -> list[tuple[str, str]]:

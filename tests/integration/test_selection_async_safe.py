@@ -39,6 +39,8 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_the_first_ranking_in_a_fresh_process_blocks_nothing_in_the_event_loop():
-    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["tool_2"]

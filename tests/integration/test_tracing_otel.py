@@ -175,6 +175,7 @@ def run_hermes(
         capture_output=True,
         text=True,
         timeout=PROCESS_S,
+        check=False,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     rows = [json.loads(line) for line in net_log.read_text().splitlines()]

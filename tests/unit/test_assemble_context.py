@@ -61,9 +61,7 @@ def test_orphans_already_in_history_are_left_out():
 @st.composite
 def histories(draw):
     messages = []
-    n = 0
-    for _ in range(draw(st.integers(1, 25))):
-        n += 1
+    for n in range(1, draw(st.integers(1, 25)) + 1):
         kind = draw(st.sampled_from(["human", "answer", "calls", "orphan", "unanswered"]))
         text = draw(st.text(min_size=0, max_size=300))
         if kind == "human":
@@ -77,8 +75,7 @@ def histories(draw):
             ids = [f"c{n}_{i}" for i in range(k)]
             messages.append(AIMessage("", tool_calls=[{"name": "t", "args": {}, "id": i} for i in ids], id=f"a{n}"))
             answered = ids if kind == "calls" else ids[: draw(st.integers(0, k - 1))]
-            for i in answered:
-                messages.append(ToolMessage(text, tool_call_id=i, id=f"r{i}"))
+            messages.extend(ToolMessage(text, tool_call_id=i, id=f"r{i}") for i in answered)
     return messages
 
 

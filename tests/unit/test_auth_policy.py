@@ -31,7 +31,7 @@ def test_every_context_field_is_either_a_user_setting_or_server_controlled_with_
     for name in Context.model_fields:
         reason = server_setting_reason(name)
         assert (reason is None) == (name in USER_SETTINGS | FORCED_SETTINGS), name
-    assert USER_SETTINGS <= set(Context.model_fields) and FORCED_SETTINGS <= set(Context.model_fields)
+    assert set(Context.model_fields) >= USER_SETTINGS and set(Context.model_fields) >= FORCED_SETTINGS
 
 
 def test_no_user_setting_holds_text():

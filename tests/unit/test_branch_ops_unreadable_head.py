@@ -173,7 +173,7 @@ async def test_the_library_refuses_too(tmp_path):
     async with open_checkpointer(data / "checkpoints.sqlite") as saver:
         branches = Branches(make_graph(checkpointer=saver), mirror=ThreadMirror(data))
         tree = await branches.branch_tree("T")
-        first = sorted(tree.nodes)[0]
+        first = min(tree.nodes)
         for call in (
             branches.rollback("T", first),
             branches.switch("T", tree.active),

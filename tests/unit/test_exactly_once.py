@@ -250,7 +250,7 @@ async def test_rerunning_a_crashed_turn_continues_it_and_never_repeats_the_effec
     async def post(args, rid):
         effects.append(args)
         if len(effects) == 1:
-            raise Crash()  # it posted, then the process died before anything was recorded
+            raise Crash  # it posted, then the process died before anything was recorded
         return {"posted": args["text"]}
 
     box.registry.register(POST, post)

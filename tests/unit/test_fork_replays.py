@@ -214,7 +214,7 @@ async def test_a_rerun_after_a_crash_past_the_effect_replays_it_and_says_so(scri
     def write_then_die(path, payload):
         if Path(path).name.startswith("p1-") and not crashed:  # the post's payload (call id p1)
             crashed.append(True)
-            raise Crash()
+            raise Crash
         real_write(path, payload)
 
     monkeypatch.setattr(dispatch, "_write_payload", write_then_die)

@@ -247,7 +247,7 @@ async def test_a_run_stopped_mid_turn_then_the_same_text_sent_again_replays(scri
     def write_then_stop(path, payload):
         if Path(path).name.startswith("p1-") and not cancelled:  # the post's payload (call id p1)
             cancelled.append(True)
-            raise Cancelled()
+            raise Cancelled
         real_write(path, payload)
 
     monkeypatch.setattr(dispatch, "_write_payload", write_then_stop)

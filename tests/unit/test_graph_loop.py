@@ -15,8 +15,7 @@ from tools.results import MAX_RESULT_CHARS
 async def run(context, text: str, thread: str = "t1"):
     agent = make_graph(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": thread}}
-    out = await agent.ainvoke({"messages": [HumanMessage(text)]}, config, context=context)
-    return out
+    return await agent.ainvoke({"messages": [HumanMessage(text)]}, config, context=context)
 
 
 def tool_messages(out) -> list[ToolMessage]:

@@ -31,8 +31,7 @@ def data(tmp_path, monkeypatch):
 
 
 def call(*args: str):
-    result = runner.invoke(app, ["memory", *args])
-    return result
+    return runner.invoke(app, ["memory", *args])
 
 
 def test_list_shows_both_layers_of_one_user_only(data):

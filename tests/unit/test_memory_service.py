@@ -21,15 +21,15 @@ FACT = re.compile(r"^\[semantic · fact · since \d{4}-\d{2}-\d{2} · confidence
 
 
 def turn(**overrides):
-    args = dict(
-        user_id="u",
-        thread_id="t1",
-        goal="Run the monthly sales report for 2026-10.",
-        answer="Report saved to reports/sales-2026-10.md",
-        tools_used=["query_database", "generate_report"],
-        stop_reason=None,
-        failed_then_succeeded=[],
-    )
+    args = {
+        "user_id": "u",
+        "thread_id": "t1",
+        "goal": "Run the monthly sales report for 2026-10.",
+        "answer": "Report saved to reports/sales-2026-10.md",
+        "tools_used": ["query_database", "generate_report"],
+        "stop_reason": None,
+        "failed_then_succeeded": [],
+    }
     args.update(overrides)
     if "evidence" not in args:  # the state of a turn whose tools were the goal's steps, all done
         tools = tuple(args["tools_used"])

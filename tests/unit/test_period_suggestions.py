@@ -95,7 +95,7 @@ def test_the_latest_month_stated_as_a_month_is_titled_as_the_latest_month_with_d
     ],
 )
 def test_the_request_words_that_accept_the_latest_month(request_text, allowed):
-    assert any(re.search(p, request_text, re.I) for p in LATEST_REQUESTED) is allowed
+    assert any(re.search(p, request_text, re.IGNORECASE) for p in LATEST_REQUESTED) is allowed
 
 
 async def test_the_registry_carries_the_fields_to_the_outcome_and_the_envelope():

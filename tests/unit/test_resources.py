@@ -180,22 +180,18 @@ ALLOWED = {
 
 def _environment_reads(path: Path) -> list[int]:
     tree = ast.parse(path.read_text(), filename=str(path))
-    lines = []
-    for node in ast.walk(tree):
+    names = ("environ", "environb", "getenv", "getenvb", "putenv", "unsetenv")
+    return [
+        node.lineno
+        for node in ast.walk(tree)
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
             and node.value.id == "os"
-            and node.attr in ("environ", "environb", "getenv", "getenvb", "putenv", "unsetenv")
-        ):
-            lines.append(node.lineno)
-        elif (
-            isinstance(node, ast.ImportFrom)
-            and node.module == "os"
-            and any(a.name in ("environ", "environb", "getenv", "getenvb", "putenv", "unsetenv") for a in node.names)
-        ):
-            lines.append(node.lineno)
-    return lines
+            and node.attr in names
+        )
+        or (isinstance(node, ast.ImportFrom) and node.module == "os" and any(a.name in names for a in node.names))
+    ]
 
 
 def test_no_environment_read_outside_the_settings_module():

@@ -30,14 +30,22 @@ def sales(db: Path) -> Path:
     "sql",
     [
         # the measured query: a join of an id to a name
-        f"SELECT p.name, SUM(sl.revenue) FROM products p JOIN sales_lines sl ON p.product_id = sl.product "
-        f"WHERE sl.order_date LIKE '{MONTH}-%' GROUP BY p.name",
-        f"SELECT SUM(s.quantity) FROM sales_lines s JOIN products p ON p.product_id = s.product "
-        f"WHERE s.order_date >= '{MONTH}-01' AND s.order_date < '2099-01-01'",
-        f"SELECT COUNT(*) FROM sales_lines s JOIN products p ON p.name = s.customer "
-        f"WHERE strftime('%Y-%m', s.order_date) = '{MONTH}'",
-        f"SELECT COUNT(*) FROM sales_lines s JOIN products p ON p.name = s.customer "
-        f"WHERE strftime('%Y', s.order_date) = '{MONTH[:4]}'",
+        (
+            f"SELECT p.name, SUM(sl.revenue) FROM products p JOIN sales_lines sl ON p.product_id = sl.product "
+            f"WHERE sl.order_date LIKE '{MONTH}-%' GROUP BY p.name"
+        ),
+        (
+            f"SELECT SUM(s.quantity) FROM sales_lines s JOIN products p ON p.product_id = s.product "
+            f"WHERE s.order_date >= '{MONTH}-01' AND s.order_date < '2099-01-01'"
+        ),
+        (
+            f"SELECT COUNT(*) FROM sales_lines s JOIN products p ON p.name = s.customer "
+            f"WHERE strftime('%Y-%m', s.order_date) = '{MONTH}'"
+        ),
+        (
+            f"SELECT COUNT(*) FROM sales_lines s JOIN products p ON p.name = s.customer "
+            f"WHERE strftime('%Y', s.order_date) = '{MONTH[:4]}'"
+        ),
     ],
 )
 def test_a_join_no_pair_of_rows_meets_is_named_with_what_each_side_holds(sales, sql):
@@ -52,8 +60,10 @@ def test_a_join_no_pair_of_rows_meets_is_named_with_what_each_side_holds(sales, 
     [
         f"SELECT SUM(quantity) FROM sales_lines WHERE order_date >= '{MONTH}-01' AND order_date < '{MONTH}-01'",
         f"SELECT SUM(quantity) FROM sales_lines WHERE order_date LIKE '{MONTH}%' AND order_date > '{MONTH}-31'",
-        f"SELECT COUNT(*) FROM orders o JOIN customers c ON c.customer_id = o.customer_id "
-        f"WHERE o.order_date > '{MONTH}-01' AND o.order_date < '{MONTH}'",
+        (
+            f"SELECT COUNT(*) FROM orders o JOIN customers c ON c.customer_id = o.customer_id "
+            f"WHERE o.order_date > '{MONTH}-01' AND o.order_date < '{MONTH}'"
+        ),
     ],
 )
 def test_nothing_found_although_the_period_has_data_is_marked(sales, sql):
