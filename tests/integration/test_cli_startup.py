@@ -36,8 +36,9 @@ def hermes(*args: str, columns: int = 80) -> tuple[subprocess.CompletedProcess[s
         text=True,
         env=env,
         timeout=300,
+        check=False,
     )
-    modules = {m.group(1).strip() for m in re.finditer(r"^import time:.*\|\s*(\S+)\s*$", proc.stderr, re.M)}
+    modules = {m.group(1).strip() for m in re.finditer(r"^import time:.*\|\s*(\S+)\s*$", proc.stderr, re.MULTILINE)}
     return proc, modules
 
 
