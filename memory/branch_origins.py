@@ -29,6 +29,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import aiosqlite
+
 from memory.db import DB_FILENAME, SqliteDb
 
 SCHEMA = """
@@ -150,7 +152,7 @@ class BranchOrigins:
             return Inactive(origins, await self._restated(db) if origins else {})
 
     @staticmethod
-    async def _restated(db) -> dict[str, frozenset[Origin]]:
+    async def _restated(db: aiosqlite.Connection) -> dict[str, frozenset[Origin]]:
         cur = await db.execute("SELECT memory_id, thread_id, message_id FROM memory_restated")
         out: dict[str, set[Origin]] = {}
         for memory_id, thread, message in await cur.fetchall():

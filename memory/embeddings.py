@@ -25,12 +25,15 @@ import math
 import re
 import threading
 from collections.abc import MutableMapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from cachetools import LRUCache
 
 from base.environment import process_environment
 from memory.text import keyword_tokens
+
+if TYPE_CHECKING:  # imported where used: the hashing embedder needs no HTTP client
+    import httpx
 
 Vector = list[float]
 
@@ -172,7 +175,14 @@ class OpenAIEmbedder:
     min_similarity = 0.3
 
     def __init__(
-        self, base_url: str, model: str, *, api_key: str = "", dim: int = 1536, timeout_s: float = 30.0, transport=None
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str = "",
+        dim: int = 1536,
+        timeout_s: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.transport = transport  # an httpx transport (tests)
         self.base_url = base_url.rstrip("/")

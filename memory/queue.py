@@ -107,9 +107,9 @@ class RetryQueue:
         self.max_attempts = max_attempts
 
     @classmethod
-    def in_dir(cls, data_dir: Path, **kwargs) -> RetryQueue:
+    def in_dir(cls, data_dir: Path, *, max_attempts: int = MAX_ATTEMPTS) -> RetryQueue:
         """The queue in ``data_dir/memory.db``."""
-        return cls(Path(data_dir) / DB_FILENAME, **kwargs)
+        return cls(Path(data_dir) / DB_FILENAME, max_attempts=max_attempts)
 
     async def enqueue(self, op: str, payload: dict[str, Any], error: BaseException | str) -> int:
         """Store a failed write (one failed attempt so far); return its entry id.

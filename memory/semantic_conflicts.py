@@ -15,6 +15,8 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from uuid import uuid4
 
+import aiosqlite
+
 from memory.episodic.base import utcnow
 from memory.fact_extraction import FUNCTIONAL_PREDICATES, OPPOSITE_PREDICATES
 from memory.semantic_forgetting import is_forgotten
@@ -92,13 +94,13 @@ class ConflictWrites(SqliteFactStore):
                 raise
         return result
 
-    async def _entity(self, db, user_id: str, name: str, kind: str, now: datetime) -> None:
+    async def _entity(self, db: aiosqlite.Connection, user_id: str, name: str, kind: str, now: datetime) -> None:
         await db.execute(
             "INSERT OR IGNORE INTO semantic_entities (user_id, key, name, type, created_at) VALUES (?, ?, ?, ?, ?)",
             (user_id, entity_key(name), " ".join(name.split()), kind, iso(now)),
         )
 
-    async def _live(self, db, user_id: str, s_key: str, predicate: str) -> list[Fact]:
+    async def _live(self, db: aiosqlite.Connection, user_id: str, s_key: str, predicate: str) -> list[Fact]:
         cur = await db.execute(
             SELECT + " WHERE f.user_id = ? AND f.subject = ? AND f.predicate = ?"
             " AND f.status IN ('confirmed', 'pending')",
@@ -108,21 +110,21 @@ class ConflictWrites(SqliteFactStore):
 
     async def _upsert(
         self,
-        db,
-        user_id,
-        subject,
-        s_key,
-        predicate,
-        obj,
-        o_key,
-        object_is_entity,
-        confidence,
-        evidence,
-        sources,
-        subject_type,
-        object_type,
-        now,
-        origin=None,
+        db: aiosqlite.Connection,
+        user_id: str,
+        subject: str,
+        s_key: str,
+        predicate: str,
+        obj: str,
+        o_key: str,
+        object_is_entity: bool,
+        confidence: float,
+        evidence: str,
+        sources: list[str],
+        subject_type: str,
+        object_type: str,
+        now: datetime,
+        origin: str | None = None,
         inactive: Collection[tuple[str, str]] = (),
     ) -> UpsertResult:
         live = await self._live(db, user_id, s_key, predicate)

@@ -36,7 +36,7 @@ class FactExpiry(SqliteFactStore):
                 " ('confirmed', 'pending') AND updated_at < ? AND COALESCE(last_used_at, '') < ?",
                 (iso(now), iso(now), cutoff, cutoff),
             )
-            return cur.rowcount
+            return int(cur.rowcount)
 
     async def downweight_unused(
         self, now: datetime | None = None, *, idle_days: int = 30, factor: float = 0.9

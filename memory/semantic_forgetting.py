@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+import aiosqlite
+
 from memory.episodic.base import utcnow
 from memory.semantic_model import LIVE, Fact
 from memory.semantic_sqlite import SELECT, SqliteFactStore, iso, row_to_fact
@@ -87,7 +89,7 @@ class Forgetting(SqliteFactStore):
         return old - live
 
 
-async def tombstone(db, fact: Fact, sources: Sequence[str]) -> None:
+async def tombstone(db: aiosqlite.Connection, fact: Fact, sources: Sequence[str]) -> None:
     """Leave (or widen) ``fact``'s tombstone with the episodes ``sources``."""
     cur = await db.execute(
         "SELECT sources FROM semantic_forgotten WHERE user_id = ? AND subject = ? AND predicate = ? AND object = ?",
@@ -102,7 +104,9 @@ async def tombstone(db, fact: Fact, sources: Sequence[str]) -> None:
     )
 
 
-async def is_forgotten(db, user_id: str, s_key: str, predicate: str, o_key: str, sources: Sequence[str]) -> bool:
+async def is_forgotten(
+    db: aiosqlite.Connection, user_id: str, s_key: str, predicate: str, o_key: str, sources: Sequence[str]
+) -> bool:
     """True when the user forgot this fact and ``sources`` holds no episode it was not
     already read from (a re-reading, not a new statement)."""
     cur = await db.execute(

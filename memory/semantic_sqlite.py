@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Self
+
+import aiosqlite
 
 from memory.db import DB_FILENAME, SqliteDb
 from memory.policy import SEMANTIC_TTL_DAYS
@@ -76,8 +79,8 @@ def iso(dt: datetime) -> str:
     return dt.isoformat(timespec="microseconds")
 
 
-def row_to_fact(row) -> Fact:
-    def dt(v):
+def row_to_fact(row: sqlite3.Row) -> Fact:
+    def dt(v: str | None) -> datetime | None:
         return datetime.fromisoformat(v) if v else None
 
     keys = row.keys()
@@ -92,10 +95,10 @@ def row_to_fact(row) -> Fact:
         evidence=row["evidence"],
         sources=json.loads(row["sources"] or "[]"),
         status=row["status"],
-        valid_from=dt(row["valid_from"]),
+        valid_from=datetime.fromisoformat(row["valid_from"]),  # NOT NULL columns
         valid_to=dt(row["valid_to"]),
-        created_at=dt(row["created_at"]),
-        updated_at=dt(row["updated_at"]),
+        created_at=datetime.fromisoformat(row["created_at"]),
+        updated_at=datetime.fromisoformat(row["updated_at"]),
         last_used_at=dt(row["last_used_at"]),
         use_count=row["use_count"],
         conflict_with=row["conflict_with"],
@@ -131,10 +134,10 @@ class SqliteFactStore:
         return _Migrating(self)
 
     @classmethod
-    def in_dir(cls, data_dir: Path, **kwargs) -> Self:
+    def in_dir(cls, data_dir: Path, **kwargs: Any) -> Self:
         return cls(Path(data_dir) / DB_FILENAME, **kwargs)
 
-    async def _get(self, db, fact_id: str) -> Fact | None:
+    async def _get(self, db: aiosqlite.Connection, fact_id: str) -> Fact | None:
         cur = await db.execute(SELECT + " WHERE f.id = ?", (fact_id,))
         row = await cur.fetchone()
         return row_to_fact(row) if row else None
@@ -144,7 +147,7 @@ class SqliteFactStore:
             fact = await self._get(db, fact_id)
         return fact if fact and fact.user_id == user_id else None
 
-    async def _names(self, db, user_id: str, keys: list[str]) -> dict[str, str]:
+    async def _names(self, db: aiosqlite.Connection, user_id: str, keys: list[str]) -> dict[str, str]:
         if not keys:
             return {}
         out: dict[str, str] = {}
@@ -185,7 +188,7 @@ class _Migrating:
         self.store = store
         self.cm = store.db.connect()
 
-    async def __aenter__(self) -> Any:
+    async def __aenter__(self) -> aiosqlite.Connection:
         db = await self.cm.__aenter__()
         if not self.store._migrated:
             cur = await db.execute("PRAGMA table_info(semantic_facts)")
@@ -198,5 +201,5 @@ class _Migrating:
             self.store._migrated = True
         return db
 
-    async def __aexit__(self, *exc: Any) -> Any:
+    async def __aexit__(self, *exc: Any) -> bool | None:
         return await self.cm.__aexit__(*exc)

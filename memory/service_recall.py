@@ -14,6 +14,7 @@ from memory import policy, triggers
 from memory.branch_origins import Inactive
 from memory.episodic.base import ScoredEvent, utcnow
 from memory.retrieval import MemoryBlock, build_block, format_episode
+from memory.semantic import Fact
 from memory.service_core import MemoryCore
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ class MemoryRecall(MemoryCore):
         except Exception:  # noqa: BLE001
             log.exception("working memory unavailable")
 
-        async def semantic() -> tuple[list, list, set[str]]:
+        async def semantic() -> tuple[list[tuple[Fact, Fact]], list[Fact], set[str]]:
             try:
                 retracted = await self.semantic.retracted_sources(user_id)
                 conflicts, facts = await self.semantic.recall(
@@ -116,7 +117,15 @@ class MemoryRecall(MemoryCore):
         )
 
     async def _episodes(
-        self, user_id, query, k, kinds, now, thread_id, visible_origins, inactive: Inactive | None = None
+        self,
+        user_id: str,
+        query: str,
+        k: int,
+        kinds: Sequence[str] | None,
+        now: datetime,
+        thread_id: str | None,
+        visible_origins: set[str] | None,
+        inactive: Inactive | None = None,
     ) -> list[ScoredEvent]:
         inactive = inactive or Inactive()
         hits = await self.episodic.search(user_id, query, k=k * 3 if thread_id or inactive else k, kinds=kinds, now=now)

@@ -7,20 +7,22 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from memory import fact_extraction, observations, task_outcome
 from memory.episodic.base import EpisodicEvent, utcnow
 from memory.held_writes import OP_TURN_PLAN, plan_from_payload, plan_payload
-from memory.semantic import origin_of
+from memory.semantic import UpsertResult, origin_of
 from memory.service_core import MemoryCore
 from memory.turn_events import TurnPlan, build_turn_events
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: Queue operations.
 OP_EPISODIC_ADD = "episodic.add"
@@ -171,7 +173,9 @@ class MemoryWrites(MemoryCore):
         except Exception:  # noqa: BLE001
             return 1
 
-    async def _apply_signals(self, user_id: str, signals, sources, now) -> int:
+    async def _apply_signals(
+        self, user_id: str, signals: list[tuple[str, str]], sources: list[str], now: datetime | None
+    ) -> int:
         try:
             conflicts = await self.semantic.conflicts(user_id)
         except Exception:  # noqa: BLE001
@@ -222,7 +226,7 @@ class MemoryWrites(MemoryCore):
             return "queued"
         return result.outcome
 
-    async def _do_upsert(self, payload: dict[str, Any]):
+    async def _do_upsert(self, payload: dict[str, Any]) -> UpsertResult:
         p = dict(payload)
         now = datetime.fromisoformat(p.pop("now")) if p.get("now") else None
         # read at write time (a replayed write too): a fact of an inactive branch contests nothing
@@ -257,7 +261,7 @@ class MemoryWrites(MemoryCore):
         )
         return (await self.write_plan(plan))["episodes"]
 
-    async def _retrying(self, fn, *args):
+    async def _retrying(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         async for attempt in AsyncRetrying(
             retry=retry_if_exception_type(TRANSIENT_ERRORS),
             stop=stop_after_attempt(3),
