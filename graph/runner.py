@@ -49,6 +49,7 @@ import contextvars
 from pathlib import Path
 from typing import Any, cast
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
@@ -159,7 +160,11 @@ def _summary(values: dict[str, Any], before: dict[str, Any], thread_id: str, che
 
 
 async def run_turn(
-    task: str, context: Context, thread_id: str, quiet: bool = False, callbacks: list | None = None
+    task: str,
+    context: Context,
+    thread_id: str,
+    quiet: bool = False,
+    callbacks: list[BaseCallbackHandler] | None = None,
 ) -> dict[str, Any]:
     """Run one user turn through the checkpointed graph (SQLite file ``<data_dir>/checkpoints.sqlite``).
 
@@ -182,7 +187,7 @@ async def execute_turn(
     thread_id: str,
     *,
     quiet: bool = False,
-    callbacks: list | None = None,
+    callbacks: list[BaseCallbackHandler] | None = None,
     checkpoint_id: str | None = None,
     op: str = "turn",
     resume: Any = None,
