@@ -34,12 +34,20 @@ from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 from graph.request_identity import goal_key
 from tools.spec import ToolSpec
 
+# "I'd like <a kind of thing> ...": a bare plural names a kind ("I'd like invoices in PDF",
+# "I'd like tickets posted to the support channel"), so the clause states a taste; with "to",
+# "you" or a determiner ("I'd like the report for October", "I'd like you to post it") it is a
+# request. Grammar words only: no workload's nouns.
+_TASTE_FOR_A_KIND = (
+    r"\bi(?:'d| would) like (?!(?:to|you|it|them|me|us|the|a|an|this|that|these|those|my|our|your|his|her"
+    r"|their|its|one|some|any|all|each|every|last|next)\b)[a-z]+s\b"
+)
 # A clause with one of these asks for nothing (negation, question, stated preference). These
-# are rules about requests in general (English and Chinese), not about any tool.
+# are rules about requests in general (English and Chinese), not about any tool or workload.
 NOT_A_REQUEST = re.compile(
     r"\b(don'?t|do not|never|no need|without|not)\b|不要|别|不用"
     r"|^\s*(did|have|has|was|were|is|are|can|could|should|would|do|does|why|what|when|how)\b.*\?\s*$"
-    r"|\b(i prefer|i like|i'd like reports|from now on)\b|我喜欢|以后",
+    r"|\b(i prefer|i like|from now on)\b|" + _TASTE_FOR_A_KIND + r"|我喜欢|以后",
     re.IGNORECASE,
 )
 _CLAUSES = re.compile(r"(?<=[.!?;。！？；])\s+|\bbut\b|\bthen\b|，但|但是", re.IGNORECASE)
