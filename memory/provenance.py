@@ -60,14 +60,18 @@ _INSTRUCTION = re.compile(
     "|".join(
         (
             # English
-            r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+|previous\s+|prior\s+|above\s+|earlier\s+)*"
-            r"(?:instructions?|rules|prompts?|guidelines|directions)\b",
+            (
+                r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+|previous\s+|prior\s+|above\s+|earlier\s+)*"
+                r"(?:instructions?|rules|prompts?|guidelines|directions)\b"
+            ),
             r"\b(?:new|updated|system)\s+(?:instructions?|rules|directive)s?\s*:",
             r"^\s*(?:system|assistant|important|note\s+to\s+(?:the\s+)?(?:ai|assistant|model))\s*:",
             r"\b(?:you|the\s+assistant|the\s+ai)\s+(?:must|should|shall|will)\s+(?:always|never|now|from\s+now)\b",
             r"^\s*(?:please\s+)?(?:always|never|do\s+not|don't)\b",
-            r"^\s*(?:please\s+)?(?:send|forward|copy|bcc|cc|email|e-mail|post|share|upload|transfer|pay|delete|drop)\b"
-            r"(?=.*(?:@|https?://|#\w))",
+            (
+                r"^\s*(?:please\s+)?(?:send|forward|copy|bcc|cc|email|e-mail|post|share|upload|transfer|pay|delete|drop)\b"
+                r"(?=.*(?:@|https?://|#\w))"
+            ),
             r"\b(?:bcc|cc|forward|send|copy)\b[^.!?。]{0,60}\b(?:every|all|each)\b",
             r"\bremember\s*(?::|that\b|to\b)",
             # Chinese
@@ -77,16 +81,22 @@ _INSTRUCTION = re.compile(
             # Japanese
             r"(?:以前|前|上記|これまで)の(?:指示|命令|ルール)を(?:すべて)?無視|覚えて(?:おいて|ください)?|今後は|これからは|常に|必ず.{0,20}(?:送|転送|BCC|CC)",
             # Spanish
-            r"\bignora(?:r)?\s+(?:todas\s+)?(?:las\s+)?instrucciones\b|\brecuerda\b|\ba\s+partir\s+de\s+ahora\b|"
-            r"\bde\s+ahora\s+en\s+adelante\b|^\s*siempre\b|\b(?:env[ií]a|reenv[ií]a|copia)\b.{0,60}@",
+            (
+                r"\bignora(?:r)?\s+(?:todas\s+)?(?:las\s+)?instrucciones\b|\brecuerda\b|\ba\s+partir\s+de\s+ahora\b|"
+                r"\bde\s+ahora\s+en\s+adelante\b|^\s*siempre\b|\b(?:env[ií]a|reenv[ií]a|copia)\b.{0,60}@"
+            ),
             # French
-            r"\bignore[rz]?\s+(?:toutes\s+)?(?:les\s+)?(?:instructions|consignes)\b|\b(?:souviens-toi|rappelle-toi|"
-            r"n'oublie\s+pas)\b|\bdésormais\b|\bdorénavant\b|\bà\s+partir\s+de\s+maintenant\b|^\s*toujours\b|"
-            r"\b(?:envoie|transfère|copie)\b.{0,60}@",
+            (
+                r"\bignore[rz]?\s+(?:toutes\s+)?(?:les\s+)?(?:instructions|consignes)\b|\b(?:souviens-toi|rappelle-toi|"
+                r"n'oublie\s+pas)\b|\bdésormais\b|\bdorénavant\b|\bà\s+partir\s+de\s+maintenant\b|^\s*toujours\b|"
+                r"\b(?:envoie|transfère|copie)\b.{0,60}@"
+            ),
             # German
-            r"\bignorier(?:e|en)?\s+(?:alle\s+)?(?:vorherigen\s+|bisherigen\s+)?(?:Anweisungen|Regeln)\b|\bmerk(?:e)?\s+dir\b|"
-            r"\bdenk(?:e)?\s+daran\b|\bab\s+jetzt\b|\bvon\s+nun\s+an\b|\bkünftig\b|^\s*immer\b|"
-            r"\b(?:sende|schicke|leite)\b.{0,60}@",
+            (
+                r"\bignorier(?:e|en)?\s+(?:alle\s+)?(?:vorherigen\s+|bisherigen\s+)?(?:Anweisungen|Regeln)\b|\bmerk(?:e)?\s+dir\b|"
+                r"\bdenk(?:e)?\s+daran\b|\bab\s+jetzt\b|\bvon\s+nun\s+an\b|\bkünftig\b|^\s*immer\b|"
+                r"\b(?:sende|schicke|leite)\b.{0,60}@"
+            ),
         )
     ),
     re.IGNORECASE | re.MULTILINE,

@@ -73,7 +73,7 @@ HELD_BY = "held by "
 
 def this_process() -> str:
     """``<pid>:<start time>`` of this process (a reused pid has another start time)."""
-    import psutil  # noqa: PLC0415
+    import psutil
 
     pid = os.getpid()
     return f"{pid}:{psutil.Process(pid).create_time():.2f}"
@@ -81,7 +81,7 @@ def this_process() -> str:
 
 def process_runs(owner: str) -> bool:
     """Whether the process ``owner`` (:func:`this_process`) still runs."""
-    import psutil  # noqa: PLC0415
+    import psutil
 
     pid, _, started = owner.partition(":")
     try:

@@ -59,7 +59,7 @@ class Fact:
     origin: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items()}
+        out = dict(self.__dict__.items())
         for key in ("valid_from", "valid_to", "created_at", "updated_at", "last_used_at"):
             out[key] = out[key].isoformat() if out[key] else None
         return out

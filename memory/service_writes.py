@@ -80,7 +80,7 @@ class MemoryWrites(MemoryCore):
             plan.signals = [
                 (p, v) for p, v in fact_extraction.behaviour_values(said) if p not in {s for s, _ in stated}
             ]
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("memory: could not plan the writes of thread %r", thread_id)
         return plan
 
@@ -100,7 +100,7 @@ class MemoryWrites(MemoryCore):
         if held is not None:
             try:
                 await self.queue.release(held)
-            except Exception:  # noqa: BLE001 - written; a replay later is a no-op (K11 dedupe)
+            except Exception:  # written; a replay later is a no-op (K11 dedupe)
                 log.warning("memory: held write %s not released", held, exc_info=True)
         if counts["queued"] == 0 and self._queue_may_hold:
             # replay what earlier failures queued (checked once per process, then after each failure)
@@ -114,7 +114,7 @@ class MemoryWrites(MemoryCore):
             return None
         try:
             return await self.queue.hold(OP_TURN_PLAN, plan_payload(plan, now))
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.warning("memory: the turn's write could not be held in the queue", exc_info=True)
             return None
 
@@ -151,7 +151,7 @@ class MemoryWrites(MemoryCore):
             return
         try:
             await self.origins.record(thread_id, message_id)
-        except Exception:  # noqa: BLE001 - the memory itself matters more; it stays visible
+        except Exception:  # the memory itself matters more; it stays visible
             log.warning("memory: origin of thread %r not recorded", thread_id, exc_info=True)
 
     async def _record_restated(self, plan: TurnPlan, ids: Sequence[str | None]) -> None:
@@ -164,7 +164,7 @@ class MemoryWrites(MemoryCore):
         try:
             for memory_id in again:
                 await self.origins.restate(memory_id, thread_id, message_id)
-        except Exception:  # noqa: BLE001 - at worst the record stays hidden with its first branch
+        except Exception:  # at worst the record stays hidden with its first branch
             log.warning("memory: restated records of thread %r not recorded", thread_id, exc_info=True)
 
     async def _pending_count(self) -> int:
@@ -178,7 +178,7 @@ class MemoryWrites(MemoryCore):
     ) -> int:
         try:
             conflicts = await self.semantic.conflicts(user_id)
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("memory: conflicts unreadable")
             return 0
         resolved = 0
@@ -277,7 +277,7 @@ class MemoryWrites(MemoryCore):
         log.warning("memory write failed (%s: %s); queued for retry", type(exc).__name__, exc)
         try:
             await self.queue.enqueue(op, payload, exc)
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("memory: could not queue a failed write; lost: %s", payload)
 
     async def _replay(self, op: str, payload: dict[str, Any]) -> None:
@@ -302,7 +302,7 @@ class MemoryWrites(MemoryCore):
         try:
             for when in sorted(set(touched.values())):
                 await self.semantic.touch([i for i, t in touched.items() if t == when], now=when)
-        except Exception:  # noqa: BLE001 - a use count is not worth an error
+        except Exception:  # a use count is not worth an error
             log.warning("memory: fact use not recorded", exc_info=True)
             return 0
         return len(touched)
@@ -313,6 +313,6 @@ class MemoryWrites(MemoryCore):
             return 0
         try:
             return await self.queue.drain(self._replay)
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("memory: retry queue could not be drained")
             return 0

@@ -95,13 +95,15 @@ class TaskAssessment:
     keep_answer: bool = False
 
 
-_CONTROL_TOKENS = re.compile(r"<\|[\w-]+\|>|</?s>|\[/?INST\]|<think>|\{\s*\"(?:tool_call|response|name)\"\s*:", re.I)
+_CONTROL_TOKENS = re.compile(
+    r"<\|[\w-]+\|>|</?s>|\[/?INST\]|<think>|\{\s*\"(?:tool_call|response|name)\"\s*:", re.IGNORECASE
+)
 _INABILITY = re.compile(
     r"\bI\s+(?:can(?:no|')t|cannot)\s+(?:help|do|access|complete|find|perform|answer|provide)\b"
     r"|\bI(?:'m|\s+am)\s+(?:not\s+able|unable)\s+to\b|\bI\s+(?:do\s+not|don't)\s+(?:have\s+access|know)\b"
     r"|\bas\s+an\s+AI\b|\b(?:sorry|unfortunately|apologi[sz]e)\b"
     r"|无法|不能(?:完成|访问|回答|执行)|抱歉|对不起|不知道|できません|申し訳",
-    re.I,
+    re.IGNORECASE,
 )
 #: An answer that claims a side effect happened ("I posted it", "Report saved to ...", 已发送).
 _EFFECT_VERBS = (
@@ -114,7 +116,7 @@ _CLAIMS_EFFECT = re.compile(
     + r"\b"
     r"|(?:^|[.!?]\s+)(?:the\s+|your\s+)?[^\W\d_]+(?:\s+[^\W\d_]+)?\s+" + _EFFECT_VERBS + r"\b"
     r"|已(?:经)?(?:[将把].{0,16}?)?(?:发送|保存|生成|创建|设置|发布|发到|提交|安排)|(?:发送|保存|生成|创建|发布)(?:了|成功)",
-    re.I,
+    re.IGNORECASE,
 )
 # other languages of the intent rules' neighbours: "j'ai publié", "he enviado", "ich habe ... gesendet",
 # 送信しました (DESIGN §5.5: claimed effects)
@@ -124,13 +126,13 @@ _CLAIMS_EFFECT_OTHER = re.compile(
     r"|\b(?:ich\s+habe|wir\s+haben|wurde|wurden)\b.{0,60}?\b(?:gepostet|gesendet|geschickt|erstellt|geplant|gespeichert|"
     r"geteilt|veröffentlicht|eingerichtet)\b"
     r"|(?:送信|投稿|作成|設定|保存|共有|予約)(?:しました|済み|完了)",
-    re.I,
+    re.IGNORECASE,
 )
 # a negated or future claim claims nothing: "I have not posted", "I will post", 没有发送, 未发送
 _NOT_A_CLAIM = re.compile(
     r"\b(?:not|never|n't|will|going\s+to|shall|can|could|would|should|ne\s+\w+\s+pas|no\s+he|nicht|noch\s+nicht)\b"
     r"|没有|没|未|即将|将会|将要|打算|准备|まだ|していません",
-    re.I,
+    re.IGNORECASE,
 )
 
 
@@ -201,9 +203,7 @@ def answer_defects(answer: str, goal: str = "") -> list[str]:
     words = re.findall(r"[^\W_]+", text.casefold(), re.UNICODE)
     cjk = re.findall(r"[\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af]", text)
     units = words if len(words) >= len(cjk) else cjk
-    if len(units) >= 12 and len(set(units)) / len(units) < 0.35:
-        defects.append("repetition")
-    elif re.search(r"(.{6,}?)\1{3,}", text, re.S):
+    if (len(units) >= 12 and len(set(units)) / len(units) < 0.35) or re.search(r"(.{6,}?)\1{3,}", text, re.DOTALL):
         defects.append("repetition")
     norm_answer, norm_goal = " ".join(words), " ".join(re.findall(r"[^\W_]+", (goal or "").casefold(), re.UNICODE))
     if (

@@ -157,8 +157,10 @@ _WHEN = (
 )
 _CROSS_SESSION_PATTERNS = (
     # "like last time", "as before", "same as usual", "the way you did it before"
-    r"\b(?:like|as|same\s+as|just\s+like|the\s+same\s+way\s+as)\s+(?:last\s+time|before|usual|previously|earlier|"
-    r"(?:we|you)\s+did(?:\s+(?:it|that))?\s+(?:before|last\s+time|earlier))\b",
+    (
+        r"\b(?:like|as|same\s+as|just\s+like|the\s+same\s+way\s+as)\s+(?:last\s+time|before|usual|previously|earlier|"
+        r"(?:we|you)\s+did(?:\s+(?:it|that))?\s+(?:before|last\s+time|earlier))\b"
+    ),
     r"\blast\s+time\b|\bprevious\s+(?:session|conversation|chat)\b|\bwhere\s+we\s+left\s+off\b",
     # "the report from March", "that summary you made yesterday" (from: made then, not about then)
     r"\b(?:the|that|my|your|our)\s+(?:\w+\s+)?"
@@ -177,12 +179,16 @@ _CROSS_SESSION_PATTERNS = (
     # "the previous / earlier / last / old report"
     r"\b(?:the|that|my|your|our)\s+(?:previous|earlier|last|old|original)\s+" + _ARTIFACTS + r"\b",
     # "you/we made it before", "we discussed", "do you remember"
-    r"\b(?:you|we)\s+(?:did|made|wrote|sent|generated|created|discussed|talked\s+about|agreed(?:\s+on)?)\s+"
-    r"(?:it\s+|that\s+|this\s+)?(?:before|earlier|last\s+time|previously)\b",
+    (
+        r"\b(?:you|we)\s+(?:did|made|wrote|sent|generated|created|discussed|talked\s+about|agreed(?:\s+on)?)\s+"
+        r"(?:it\s+|that\s+|this\s+)?(?:before|earlier|last\s+time|previously)\b"
+    ),
     r"\bas\s+we\s+(?:discussed|agreed|said)\b|\bdo\s+you\s+remember\b|\bremember\s+when\b",
     # Chinese: 上次 / 上回 (last time), 像以前一样, 照旧, 老样子, 之前的报告, 上个月的报告 (not 上个月的销售额)
-    r"(?:像|和|跟|同|按)?上次|上回|像以前|和以前一样|跟以前一样|同以前|照旧|老样子|和之前一样|跟之前一样|像之前|按之前|"
-    r"我们(?:之前|以前|上次)(?:讨论|说|聊|谈)|你(?:之前|以前|上次)(?:做|写|发|生成)",
+    (
+        r"(?:像|和|跟|同|按)?上次|上回|像以前|和以前一样|跟以前一样|同以前|照旧|老样子|和之前一样|跟之前一样|像之前|按之前|"
+        r"我们(?:之前|以前|上次)(?:讨论|说|聊|谈)|你(?:之前|以前|上次)(?:做|写|发|生成)"
+    ),
     r"(?:之前|以前|早先)(?:的|做的|写的|发的|生成的)(?:那份|那个)?" + _ZH_ARTIFACTS,
     r"(?:上个月|上周|上星期|去年|昨天|[一二三四五六七八九十]{1,2}月|\d{1,2}月)(?:做的|写的|发的|生成的)(?:那份|那个)?"
     + _ZH_ARTIFACTS,
@@ -192,12 +198,18 @@ _CROSS_SESSION_PATTERNS = (
     # Japanese: 前回 (last time), いつものように (as usual), 先月のレポート (not 先月の売上)
     r"前回|この前の|いつも(?:の|のように|通り)|(?:先月|先週|昨日|去年|\d{1,2}月)の(?:レポート|報告書|資料|まとめ|グラフ|ファイル)",
     # Spanish / French / German: "como la última vez", "comme la dernière fois", "wie letztes Mal"
-    r"\b(?:como|igual\s+que)\s+(?:la\s+última\s+vez|antes|siempre)\b|\bel\s+(?:informe|reporte|resumen)\s+de\s+"
-    r"(?:la\s+última\s+vez|enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|octubre|noviembre|diciembre)\b",
-    r"\bcomme\s+(?:la\s+dernière\s+fois|avant|d'habitude)\b|\ble\s+(?:rapport|résumé)\s+(?:de|du\s+mois\s+de)\s+"
-    r"(?:janvier|février|mars|avril|mai|juin|juillet|août|septembre|octobre|novembre|décembre)\b",
-    r"\bwie\s+(?:letztes\s+mal|beim\s+letzten\s+mal|(?:zu)?vor|immer|üblich)\b|\bder\s+bericht\s+(?:vom|von|aus\s+dem)\s+"
-    r"(?:januar|februar|märz|april|mai|juni|juli|august|september|oktober|november|dezember)\b",
+    (
+        r"\b(?:como|igual\s+que)\s+(?:la\s+última\s+vez|antes|siempre)\b|\bel\s+(?:informe|reporte|resumen)\s+de\s+"
+        r"(?:la\s+última\s+vez|enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|octubre|noviembre|diciembre)\b"
+    ),
+    (
+        r"\bcomme\s+(?:la\s+dernière\s+fois|avant|d'habitude)\b|\ble\s+(?:rapport|résumé)\s+(?:de|du\s+mois\s+de)\s+"
+        r"(?:janvier|février|mars|avril|mai|juin|juillet|août|septembre|octobre|novembre|décembre)\b"
+    ),
+    (
+        r"\bwie\s+(?:letztes\s+mal|beim\s+letzten\s+mal|(?:zu)?vor|immer|üblich)\b|\bder\s+bericht\s+(?:vom|von|aus\s+dem)\s+"
+        r"(?:januar|februar|märz|april|mai|juni|juli|august|september|oktober|november|dezember)\b"
+    ),
 )
 _CROSS_SESSION = re.compile("|".join(f"(?:{p})" for p in _CROSS_SESSION_PATTERNS), re.IGNORECASE)
 

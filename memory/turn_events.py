@@ -89,36 +89,36 @@ def build_turn_events(
             )
         )
     said = goal if goal_from_user else ""  # only the user's own words state preferences and notes
-    for sentence in triggers.detect_preferences(said):
-        events.append(
-            EpisodicEvent(
-                user_id=user_id,
-                kind="preference",
-                text=f"user preference: {sentence}",
-                confidence=policy.PREFERENCE_CONFIDENCE,
-                metadata={**meta, "source": provenance.USER},
-            )
+    events.extend(
+        EpisodicEvent(
+            user_id=user_id,
+            kind="preference",
+            text=f"user preference: {sentence}",
+            confidence=policy.PREFERENCE_CONFIDENCE,
+            metadata={**meta, "source": provenance.USER},
         )
-    for sentence in triggers.detect_notes(said):
-        events.append(
-            EpisodicEvent(
-                user_id=user_id,
-                kind="note",
-                text=f"user note: {sentence}",
-                confidence=policy.NOTE_CONFIDENCE,
-                metadata={**meta, "source": provenance.USER},
-            )
+        for sentence in triggers.detect_preferences(said)
+    )
+    events.extend(
+        EpisodicEvent(
+            user_id=user_id,
+            kind="note",
+            text=f"user note: {sentence}",
+            confidence=policy.NOTE_CONFIDENCE,
+            metadata={**meta, "source": provenance.USER},
         )
-    for tool in dict.fromkeys(failed_then_succeeded or []):
-        events.append(
-            EpisodicEvent(
-                user_id=user_id,
-                kind="tool_recovery",
-                text=f"tool {tool} failed, then succeeded on retry, during task: {_clip(request, GOAL_CHARS)}",
-                confidence=policy.TOOL_RECOVERY_CONFIDENCE,
-                metadata={**meta, "tool": tool, "source": provenance.RUNTIME, **versions},
-            )
+        for sentence in triggers.detect_notes(said)
+    )
+    events.extend(
+        EpisodicEvent(
+            user_id=user_id,
+            kind="tool_recovery",
+            text=f"tool {tool} failed, then succeeded on retry, during task: {_clip(request, GOAL_CHARS)}",
+            confidence=policy.TOOL_RECOVERY_CONFIDENCE,
+            metadata={**meta, "tool": tool, "source": provenance.RUNTIME, **versions},
         )
+        for tool in dict.fromkeys(failed_then_succeeded or [])
+    )
     phrase = triggers.detect_cross_session(said)
     if phrase:
         events.append(

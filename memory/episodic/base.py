@@ -163,7 +163,7 @@ def _minmax(scores: dict[str, float]) -> dict[str, float]:
         return {}
     lo, hi = min(scores.values()), max(scores.values())
     if hi - lo < 1e-12:
-        return {key: 1.0 for key in scores}
+        return dict.fromkeys(scores, 1.0)
     return {key: (value - lo) / (hi - lo) for key, value in scores.items()}
 
 

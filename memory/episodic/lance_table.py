@@ -56,7 +56,7 @@ FORMAT_KEY = b"hermes.episodic_format"
 
 
 def table_schema(dim: int):
-    import pyarrow as pa  # noqa: PLC0415
+    import pyarrow as pa
 
     return pa.schema(
         [
@@ -98,8 +98,8 @@ async def open_table(path: Path, embedder: Embedder) -> Any:
     created on first use; every query sees other processes' commits). Raises
     ``MemoryStoreError`` for a newer format, :class:`EpisodicStoreDamaged` for a table without
     vectors, :class:`EmbedderMismatch` for vectors of another size than ``embedder``'s."""
-    import lancedb  # noqa: PLC0415 - heavy import, only when memory is used
-    from lancedb.index import FTS  # noqa: PLC0415
+    import lancedb  # heavy import, only when memory is used
+    from lancedb.index import FTS
 
     def prepare() -> str:
         os.makedirs(path, exist_ok=True)
@@ -144,7 +144,7 @@ async def open_table(path: Path, embedder: Embedder) -> Any:
                     max_token_length=None,
                 ),
             )
-        except Exception as exc:  # noqa: BLE001 - another process created it first
+        except Exception as exc:  # another process created it first
             if "kw_idx" not in {i.name for i in await table.list_indices()}:
                 raise
             log.debug("FTS index created concurrently: %s", exc)
@@ -152,12 +152,12 @@ async def open_table(path: Path, embedder: Embedder) -> Any:
         if f"{column}_idx" not in indices:
             try:
                 await table.create_index(column, config=_btree())
-            except Exception:  # noqa: BLE001 - concurrent creation; a scalar index is an optimisation
+            except Exception:  # concurrent creation; a scalar index is an optimisation
                 log.debug("scalar index on %s not created", column, exc_info=True)
     return table
 
 
 def _btree():
-    from lancedb.index import BTree  # noqa: PLC0415
+    from lancedb.index import BTree
 
     return BTree()

@@ -228,7 +228,7 @@ class PostgresEpisodicStore:
         for conn in conns:
             try:
                 await conn.close()
-            except Exception:  # noqa: BLE001 - closing a connection of a loop that is gone
+            except Exception:  # closing a connection of a loop that is gone
                 log.debug("episodic store: closing a connection failed", exc_info=True)
 
     # --- writes -----------------------------------------------------------------------------

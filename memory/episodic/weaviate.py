@@ -158,7 +158,7 @@ def properties_to_event(props: Mapping[str, Any]) -> EpisodicEvent:
     Raises ``KeyError``/``ValueError``/``pydantic.ValidationError`` on a malformed object."""
     created = props["created_at"]
     if isinstance(created, str):
-        created = datetime.fromisoformat(created.replace("Z", "+00:00"))
+        created = datetime.fromisoformat(created)
     return EpisodicEvent(
         id=props["event_id"],
         user_id=props["user_id"],
@@ -246,7 +246,7 @@ class WeaviateEpisodicStore:
         self._collection = None
         try:
             await self.client.close()
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.debug("weaviate close failed", exc_info=True)
 
     async def _coll(self):
