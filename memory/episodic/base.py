@@ -1,13 +1,17 @@
 """Episodic memory: the record, the store protocol, and the ranking every backend shares.
 
 Episodic memory holds concrete events ("on 2026-10-01 the user ran the monthly sales report
-with a database query tool"). Two backends implement :class:`EpisodicStore` and pass one
+with a database query tool"). Three backends implement :class:`EpisodicStore` and pass one
 contract suite (``tests/unit/test_memory_contract.py``):
 
 * ``memory.episodic.lance.LanceEpisodicStore`` — embedded default (LanceDB on disk);
+* ``memory.episodic.postgres.PostgresEpisodicStore`` — PostgreSQL + pgvector (``HERMES_POSTGRES_URL``);
 * ``memory.episodic.weaviate.WeaviateEpisodicStore`` — a Weaviate server (v4 client).
 
-Ranking (the same for both, so switching backend does not change what is recalled):
+Their ``search`` is one template method (``memory.episodic.hybrid.HybridSearch``): each backend
+fetches the two halves (Weaviate fuses on its server), the ranking below is done once.
+
+Ranking (the same for all, so switching backend does not change what is recalled):
 
     keyword   BM25 over ``memory.text.keyword_tokens`` (words, CJK unigrams+bigrams, emoji)
     vector    cosine similarity of the embedder's vectors; a hit that matched no keyword must

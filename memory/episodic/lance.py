@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import functools
 import json
 import logging
@@ -47,7 +48,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from memory.embeddings import Embedder, similarity_floor
+from memory.embeddings import Embedder
 from memory.episodic.base import (
     DEFAULT_ALPHA,
     DEFAULT_CANDIDATES,
@@ -55,12 +56,10 @@ from memory.episodic.base import (
     DEFAULT_TTL_DAYS,
     EpisodicEvent,
     ScoredEvent,
-    SearchMode,
-    fuse,
-    fusion_alpha,
     index_text,
     utcnow,
 )
+from memory.episodic.hybrid import Candidates, HybridSearch, SearchQuery, candidates
 from memory.episodic.lance_errors import EmbedderMismatch, EpisodicStoreDamaged, from_lance
 from memory.episodic.lance_table import (
     COLUMNS,
@@ -72,8 +71,7 @@ from memory.episodic.lance_table import (
 )
 from memory.episodic.lance_table import TABLE as TABLE  # re-exported: callers name the table through this module
 from memory.migrations import MemoryStoreError
-from memory.observations import query_names
-from memory.text import keyword_text, query_terms
+from memory.text import keyword_text
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +96,7 @@ def _guarded(
     return wrapper
 
 
-class LanceEpisodicStore:
+class LanceEpisodicStore(HybridSearch):
     """:class:`~memory.episodic.base.EpisodicStore` on LanceDB (see the module docstring).
 
     Args:
@@ -315,79 +313,42 @@ class LanceEpisodicStore:
         return " AND ".join(parts)
 
     @_guarded
-    async def search(
-        self,
-        user_id: str,
-        query: str,
-        k: int = 5,
-        *,
-        kinds: Sequence[str] | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        now: datetime | None = None,
-        mode: SearchMode = "hybrid",
-    ) -> list[ScoredEvent]:
-        terms = query_terms(query)
-        if k <= 0 or (kinds is not None and not kinds) or not terms:
-            return []
-        now = now or utcnow()
+    async def _ranked(self, q: SearchQuery) -> builtins.list[ScoredEvent]:
+        # the whole search, embedding included, under the guard: LanceDB's errors name the folder
+        return await super()._ranked(q)
+
+    async def _keyword_half(self, q: SearchQuery) -> Candidates:
+        from lancedb.query import MatchQuery  # noqa: PLC0415
+
         table = await self._table()
-        where = self._filter(user_id, kinds, since, until, now)
-        limit = max(self.candidates, k)
-
-        async def keyword_half() -> dict[str, tuple[EpisodicEvent, float]]:
-            from lancedb.query import MatchQuery  # noqa: PLC0415
-
-            # MatchQuery is a pydantic model whose defaults mypy does not see (lancedb typing gap)
-            match = MatchQuery(" ".join(terms), "kw")  # type: ignore[call-arg]
-            rows = await (
-                table.query().nearest_to_text(match).where(where).select([*COLUMNS, "_score"]).limit(limit).to_list()
-            )
-            return self._rows(rows, lambda r: float(r["_score"]))
-
-        async def vector_half() -> dict[str, tuple[EpisodicEvent, float]]:
-            [vector] = await self.embedder.embed_queries([query])
-            q = (
-                table.query()
-                .nearest_to(vector)
-                .distance_type("cosine")
-                .nprobes(self.nprobes)
-                .ef(max(self.ef, limit * self.refine_factor))
-                .refine_factor(self.refine_factor)
-                .where(where)
-                .select([*COLUMNS, "_distance"])
-                .limit(limit)
-            )
-            return self._rows(await q.to_list(), lambda r: 1.0 - float(r["_distance"]))
-
-        keyword: dict = {}
-        vector: dict = {}
-        if mode == "keyword":
-            keyword = await keyword_half()
-        elif mode == "vector":
-            vector = await vector_half()
-        else:
-            keyword, vector = await asyncio.gather(keyword_half(), vector_half())
-        return fuse(
-            keyword,
-            vector,
-            alpha=fusion_alpha(query, self.alpha),
-            now=now,
-            half_life_days=self.half_life_days,
-            k=k,
-            min_similarity=similarity_floor(self.embedder, query) if mode == "hybrid" else None,
-            names=query_names(query),
+        where = self._filter(q.user_id, q.kinds, q.since, q.until, q.now)
+        # MatchQuery is a pydantic model whose defaults mypy does not see (lancedb typing gap)
+        match = MatchQuery(" ".join(q.terms), "kw")  # type: ignore[call-arg]
+        rows = (
+            await table.query()
+            .nearest_to_text(match)
+            .where(where)
+            .select([*COLUMNS, "_score"])
+            .limit(q.limit)
+            .to_list()
         )
+        return candidates(rows, row_to_event, lambda r: float(r["_score"]))
 
-    @staticmethod
-    def _rows(rows, score) -> dict[str, tuple[EpisodicEvent, float]]:
-        out: dict[str, tuple[EpisodicEvent, float]] = {}
-        for row in rows:
-            try:
-                out[row["id"]] = (row_to_event(row), score(row))
-            except Exception as exc:  # noqa: BLE001 - one bad row must not break recall
-                log.warning("skipping unreadable episodic row %r: %s", row.get("id"), exc)
-        return out
+    async def _vector_half(self, q: SearchQuery, vector: Sequence[float]) -> Candidates:
+        table = await self._table()
+        where = self._filter(q.user_id, q.kinds, q.since, q.until, q.now)
+        query = (
+            table.query()
+            .nearest_to(vector)
+            .distance_type("cosine")
+            .nprobes(self.nprobes)
+            .ef(max(self.ef, q.limit * self.refine_factor))
+            .refine_factor(self.refine_factor)
+            .where(where)
+            .select([*COLUMNS, "_distance"])
+            .limit(q.limit)
+        )
+        return candidates(await query.to_list(), row_to_event, lambda r: 1.0 - float(r["_distance"]))
 
     @_guarded
     async def get(self, user_id: str, event_id: str) -> EpisodicEvent | None:
@@ -420,14 +381,14 @@ class LanceEpisodicStore:
             where += " AND expired_us = 0"
         rows = await table.query().where(where).select(COLUMNS).to_list()
         rows.sort(key=lambda r: r["created_us"], reverse=True)
-        return [event for event, _ in self._rows(rows[:limit], lambda r: 0.0).values()]
+        return [event for event, _ in candidates(rows[:limit], row_to_event, lambda r: 0.0).values()]
 
     @_guarded
     async def recent(self, since: datetime, limit: int = 1000) -> builtins.list[EpisodicEvent]:
         table = await self._table()
         rows = await table.query().where(f"expired_us = 0 AND created_us >= {to_us(since)}").select(COLUMNS).to_list()
         rows.sort(key=lambda r: r["created_us"], reverse=True)
-        return [event for event, _ in self._rows(rows[:limit], lambda r: 0.0).values()]
+        return [event for event, _ in candidates(rows[:limit], row_to_event, lambda r: 0.0).values()]
 
     @_guarded
     async def count(self, user_id: str | None = None, *, include_expired: bool = False) -> int:

@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import os
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,7 @@ def table_schema(dim: int):
 COLUMNS = ["id", "user_id", "kind", "text", "created_us", "expired_us", "confidence", "evidence", "metadata"]
 
 
-def row_to_event(row: dict[str, Any]) -> EpisodicEvent:
+def row_to_event(row: Mapping[str, Any]) -> EpisodicEvent:
     return EpisodicEvent(
         id=row["id"],
         user_id=row["user_id"],

@@ -40,7 +40,7 @@ import builtins
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -49,7 +49,7 @@ import tenacity
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from memory.embeddings import Embedder, similarity_floor
+from memory.embeddings import Embedder
 from memory.episodic.base import (
     DEFAULT_ALPHA,
     DEFAULT_CANDIDATES,
@@ -57,15 +57,12 @@ from memory.episodic.base import (
     DEFAULT_TTL_DAYS,
     EpisodicEvent,
     ScoredEvent,
-    SearchMode,
-    fuse,
-    fusion_alpha,
     index_text,
     utcnow,
 )
+from memory.episodic.hybrid import Candidates, HybridSearch, SearchQuery, candidates
 from memory.episodic.lance_errors import EmbedderMismatch
-from memory.observations import query_names
-from memory.text import content_hash, keyword_text, query_terms
+from memory.text import content_hash, keyword_text
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +106,7 @@ def _vector_literal(vector: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(v)) for v in vector) + "]"
 
 
-class PostgresEpisodicStore:
+class PostgresEpisodicStore(HybridSearch):
     """:class:`~memory.episodic.base.EpisodicStore` on PostgreSQL + pgvector (module docstring).
 
     Args:
@@ -124,6 +121,9 @@ class PostgresEpisodicStore:
     on first use when the table holds vectors of another size; ``psycopg.Error`` when the
     database cannot be reached (the memory service queues writes and recalls nothing then).
     """
+
+    #: one connection per event loop: the two halves of a search run one after the other
+    concurrent_halves = False
 
     def __init__(
         self,
@@ -344,66 +344,36 @@ class PostgresEpisodicStore:
         return sql.SQL(" AND ").join(parts), params
 
     @_once_more
-    async def search(
-        self,
-        user_id: str,
-        query: str,
-        k: int = 5,
-        *,
-        kinds: Sequence[str] | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        now: datetime | None = None,
-        mode: SearchMode = "hybrid",
-    ) -> list[ScoredEvent]:
-        terms = query_terms(query)
-        if k <= 0 or (kinds is not None and not kinds) or not terms:
-            return []
-        now = now or utcnow()
+    async def _ranked(self, q: SearchQuery) -> builtins.list[ScoredEvent]:
+        # a read: repeated once on a new connection when the session was lost
+        return await super()._ranked(q)
+
+    async def _keyword_half(self, q: SearchQuery) -> Candidates:
         conn = await self._conn()
-        where, params = self._filter(user_id, kinds, since, until, now)
-        limit = max(self.candidates, k)
-
-        async def keyword_half() -> dict[str, tuple[EpisodicEvent, float]]:
-            cur = await conn.execute(
-                sql.SQL(
-                    "SELECT {cols}, ts_rank(kw, q, 1) AS score FROM {t}, hermes_kw_query(%s) AS q "
-                    "WHERE kw @@ q AND {where} ORDER BY score DESC LIMIT %s"
-                ).format(cols=sql.SQL(_COLUMNS), t=self._t, where=where),
-                [" ".join(terms), *params, limit],
-            )
-            return self._rows(await cur.fetchall())
-
-        async def vector_half() -> dict[str, tuple[EpisodicEvent, float]]:
-            [vector] = await self.embedder.embed_queries([query])
-            cur = await conn.execute(
-                sql.SQL(
-                    "SELECT {cols}, 1 - (vector <=> %s::vector) AS score FROM {t} "
-                    "WHERE {where} ORDER BY vector <=> %s::vector LIMIT %s"
-                ).format(cols=sql.SQL(_COLUMNS), t=self._t, where=where),
-                [_vector_literal(vector), *params, _vector_literal(vector), limit],
-            )
-            return self._rows(await cur.fetchall())
-
-        keyword: dict = {}
-        vector: dict = {}
-        if mode in ("keyword", "hybrid"):
-            keyword = await keyword_half()  # one connection: the halves run one after the other
-        if mode in ("vector", "hybrid"):
-            vector = await vector_half()
-        return fuse(
-            keyword,
-            vector,
-            alpha=fusion_alpha(query, self.alpha),
-            now=now,
-            half_life_days=self.half_life_days,
-            k=k,
-            min_similarity=similarity_floor(self.embedder, query) if mode == "hybrid" else None,
-            names=query_names(query),
+        where, params = self._filter(q.user_id, q.kinds, q.since, q.until, q.now)
+        cur = await conn.execute(
+            sql.SQL(
+                "SELECT {cols}, ts_rank(kw, q, 1) AS score FROM {t}, hermes_kw_query(%s) AS q "
+                "WHERE kw @@ q AND {where} ORDER BY score DESC LIMIT %s"
+            ).format(cols=sql.SQL(_COLUMNS), t=self._t, where=where),
+            [" ".join(q.terms), *params, q.limit],
         )
+        return self._rows(await cur.fetchall())
+
+    async def _vector_half(self, q: SearchQuery, vector: Sequence[float]) -> Candidates:
+        conn = await self._conn()
+        where, params = self._filter(q.user_id, q.kinds, q.since, q.until, q.now)
+        cur = await conn.execute(
+            sql.SQL(
+                "SELECT {cols}, 1 - (vector <=> %s::vector) AS score FROM {t} "
+                "WHERE {where} ORDER BY vector <=> %s::vector LIMIT %s"
+            ).format(cols=sql.SQL(_COLUMNS), t=self._t, where=where),
+            [_vector_literal(vector), *params, _vector_literal(vector), q.limit],
+        )
+        return self._rows(await cur.fetchall())
 
     @staticmethod
-    def _event(row: dict[str, Any]) -> EpisodicEvent:
+    def _event(row: Mapping[str, Any]) -> EpisodicEvent:
         return EpisodicEvent(
             id=row["id"],
             user_id=row["user_id"],
@@ -416,14 +386,8 @@ class PostgresEpisodicStore:
         )
 
     @classmethod
-    def _rows(cls, rows) -> dict[str, tuple[EpisodicEvent, float]]:
-        out: dict[str, tuple[EpisodicEvent, float]] = {}
-        for row in rows:
-            try:
-                out[row["id"]] = (cls._event(row), float(row.get("score") or 0.0))
-            except Exception as exc:  # noqa: BLE001 - one bad row must not break recall
-                log.warning("skipping unreadable episodic row %r: %s", row.get("id"), exc)
-        return out
+    def _rows(cls, rows: Iterable[Mapping[str, Any]]) -> Candidates:
+        return candidates(rows, cls._event, lambda row: float(row.get("score") or 0.0))
 
     @_once_more
     async def get(self, user_id: str, event_id: str) -> EpisodicEvent | None:

@@ -58,15 +58,15 @@ from memory.episodic.base import (
     DEFAULT_TTL_DAYS,
     EpisodicEvent,
     ScoredEvent,
-    SearchMode,
     fusion_alpha,
     index_text,
     speaker_weight,
     time_decay,
     utcnow,
 )
+from memory.episodic.hybrid import HybridSearch, SearchQuery
 from memory.observations import query_names
-from memory.text import content_hash, keyword_text, query_terms
+from memory.text import content_hash, keyword_text
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +188,7 @@ def build_filters(
     return f
 
 
-class WeaviateEpisodicStore:
+class WeaviateEpisodicStore(HybridSearch):
     """:class:`~memory.episodic.base.EpisodicStore` on Weaviate (see the module docstring).
 
     Args:
@@ -317,29 +317,15 @@ class WeaviateEpisodicStore:
                 stored.setdefault(uid, event.id)
         return [stored[uid] for uid in uids]
 
-    async def search(
-        self,
-        user_id: str,
-        query: str,
-        k: int = 5,
-        *,
-        kinds: Sequence[str] | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        now: datetime | None = None,
-        mode: SearchMode = "hybrid",
-    ) -> list[ScoredEvent]:
-        """Hybrid / BM25 / vector search × client-side time decay; see ``EpisodicStore.search``."""
-        terms = query_terms(query)
-        if k <= 0 or (kinds is not None and not kinds) or not terms:
-            return []
-        now = now or utcnow()
+    async def _ranked(self, q: SearchQuery) -> builtins.list[ScoredEvent]:
+        """Hybrid / BM25 / vector search fused on the server (``relativeScoreFusion``) ×
+        client-side time decay; see ``EpisodicStore.search``."""
         coll = await self._coll()
-        not_before = now - timedelta(days=self.ttl_days)
-        if since is not None and since > not_before:
-            not_before = since
-        filters = build_filters(user_id, kinds, not_before, until)
-        limit = max(self.candidates, k)
+        not_before = q.now - timedelta(days=self.ttl_days)
+        if q.since is not None and q.since > not_before:
+            not_before = q.since
+        filters = build_filters(q.user_id, q.kinds, not_before, q.until)
+        query, terms, limit, mode = q.text, q.terms, q.limit, q.mode
         embedder = self.embedder
         if embedder is None:
             mode = "keyword"
@@ -369,7 +355,7 @@ class WeaviateEpisodicStore:
                 limit=limit,
                 return_metadata=MetadataQuery(score=True),
             )
-        return rank_objects(result.objects, now, self.half_life_days, k, query_names(query))
+        return rank_objects(result.objects, q.now, self.half_life_days, q.k, query_names(query))
 
     async def get(self, user_id: str, event_id: str) -> EpisodicEvent | None:
         coll = await self._coll()
