@@ -67,7 +67,7 @@ from graph.request_identity import goal_key
 from graph.resources import get_toolbox
 from graph.state import State
 from graph.tracing import tool_span
-from tools.content_checks import content_refusals
+from tools.content_checks import content_refusals, content_suggestions
 from tools.destination_guard import goal_results, guard_calls, user_words
 from tools.mcp.progress import ProgressEvent, ProgressSink, progress_to
 from tools.registry import ToolOutcome, ToolRegistry
@@ -292,7 +292,16 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
             request=user_words(state.messages, state.goal),
         )
     )
+    ready = content_suggestions(
+        calls,
+        thin,
+        spec_of=registry.get,
+        prior=[(n, payload_dir / payload_name(i)) for n, _, i in goal_results(state.messages, goal_id)],
+    )
     thin_results, calls = refusal_results(calls, thin, "content_refused")
+    for thin_result in thin_results:  # the ready content, as the value to send instead (DESIGN §5.6)
+        if suggestion := ready.get(str(thin_result["tool_call_id"])):
+            thin_result["suggestion"] = suggestion
     results += thin_results
     errors = len(results)
     counts: dict[str, int] = {}

@@ -17,7 +17,9 @@ Two rules, checked before a side-effect call runs (:func:`content_refusals`):
   and at least two of the ``figures`` (or all, when fewer; a rounding counts). A tool whose
   content comes back to the user (a reminder's text, no destination) only gets the first rule.
 
-The refusal lists what to include and offers the ready ``text``.
+The refusal lists what to include and offers the ready ``text``; for content shared with others it
+also carries that text as a structured suggestion (:func:`content_suggestions`), so the graph
+has the call made again with it (DESIGN §5.6).
 """
 
 from __future__ import annotations
@@ -156,6 +158,43 @@ def content_refusals(
     return refused
 
 
+def content_suggestions(
+    calls: Iterable[Mapping[str, Any]],
+    refused: Mapping[str, str],
+    *,
+    spec_of: Callable[[str], ToolSpec | None],
+    prior: Iterable[tuple[str, Path]],
+) -> dict[str, dict[str, Any]]:
+    """``{call id: suggestion}`` for the refused calls (``refused``, from
+    :func:`content_refusals`) that share with others a result an earlier step produced: the same
+    arguments with the content replaced by that result's ready ``text``, as the structured
+    suggestion of DESIGN §5.6 (``{"args", "reason", "question", "allowed_by"}``). ``allowed_by``
+    accepts every request: the user asked to share that result, and this is its substance.
+    Measured (Qwen2.5-Coder-1.5B, the tickets flagship): told "Ready to send as text: …" in the
+    error alone, the model sent the same narration three times and the run stopped."""
+    shares = []
+    for name, path in prior:
+        spec = spec_of(name)
+        if spec is not None and spec.share_field and (share := read_share(path, spec.share_field)):
+            shares.append(share)
+    out: dict[str, dict[str, Any]] = {}
+    for call in calls:
+        spec = spec_of(call["name"])
+        args = call.get("args")
+        if str(call["id"]) not in refused or not shares or spec is None or not spec.content_arg:
+            continue
+        if not spec.destination_params() or not isinstance(args, dict):
+            continue
+        ready = shares[-1]["text"]
+        out[str(call["id"])] = {
+            "args": {**args, spec.content_arg: ready},
+            "reason": f"{spec.name}'s {spec.content_arg} must carry the result it shares",
+            "question": f"Send the result itself instead: {ready[:200]!r}?",
+            "allowed_by": [r"\S"],
+        }
+    return out
+
+
 def _refusal(tool: str, arg: str, text: str, lacking: list[tuple[dict[str, Any], list[str]]], to_others: bool) -> str:
     quoted = text.strip()[:80] + ("…" if len(text.strip()) > 80 else "")
     if not to_others:
@@ -180,6 +219,7 @@ __all__ = [
     "META_SHARE_FIELD",
     "MIN_FIGURES",
     "content_refusals",
+    "content_suggestions",
     "missing_substance",
     "narration_only",
     "read_share",
