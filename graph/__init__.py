@@ -12,5 +12,7 @@ Shell — wiring and the application around it:
     builder.py    the only wiring (agent)      scheduler_graph.py  the reminders graph
     checkpoints.py  the SQLite saver           recovery.py  rebuild from the mirror
     branches.py   rollback / fork / switch     runner.py    one turn, outside a server
+    checkpoint_reader.py  checkpoints read without the graph
+    thread_lock.py, turn_observer.py, delivery_marks.py  the runner's parts
     cli/          the ``hermes`` command
 """

@@ -27,9 +27,9 @@ any unique part of a checkpoint id (the 8-character short ids shown by ``branch 
 
 Modules: ``common`` (the Typer app, settings from options, exit codes), ``turns`` (run, resume,
 chat), ``sessions`` (session, branch), ``registry`` (tools), ``reminders`` (reminders, serve),
-``render`` (everything printed), ``stdin`` (reading the terminal), ``checkpoint_reader`` (the
-read-only view of the checkpoints: ``session list|show`` and ``branch list|show`` read the saver
-alone and build no graph). Turns run through ``graph.runner``.
+``render`` (everything printed), ``stdin`` (reading the terminal). ``session list|show`` and
+``branch list|show`` read the checkpoint saver alone (``graph.checkpoint_reader``) and build no
+graph. Turns run through ``graph.runner``.
 
 Start-up: these modules import only typer, rich and the standard library at the top; the graph,
 the runner, the model client, the checkpointer, the toolbox, the memory service (LanceDB, the
