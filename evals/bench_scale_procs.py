@@ -31,7 +31,7 @@ class Postgres:
     def __init__(self) -> None:
         import pgserver
         import psycopg
-        from pgserver._commands import pg_ctl
+        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # made at import time
 
         self.dir = Path(tempfile.mkdtemp(prefix="hermes-bench-pg-"))
         self.server = pgserver.get_server(self.dir, cleanup_mode="stop")

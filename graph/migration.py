@@ -45,7 +45,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, CheckpointTuple
+from psycopg_pool import AsyncConnectionPool
 
 from base.sqlite_files import open_sqlite
 from graph.checkpoints import checkpoints_file, open_checkpointer
@@ -161,7 +163,7 @@ async def _put_writes(
     """The checkpoint's pending writes, task by task (regular ones in one call, special ones
     in another: their ``idx`` as LangGraph gave them). Returns the number of rows now stored
     that were not before."""
-    config = {"configurable": {"thread_id": key[0], "checkpoint_ns": key[1], "checkpoint_id": key[2]}}
+    config: RunnableConfig = {"configurable": {"thread_id": key[0], "checkpoint_ns": key[1], "checkpoint_id": key[2]}}
     before = await _count_writes(dst, key)
     tasks: dict[str, list[tuple[str, Any]]] = {}
     for task_id, channel, value in writes:
@@ -195,9 +197,15 @@ async def _task_paths(source: Path) -> dict[tuple[str, str, str, str], str]:
     return await asyncio.to_thread(read)
 
 
+def _pool(dst: HermesPostgresSaver) -> AsyncConnectionPool[Any]:
+    """The saver's connection pool (``open_postgres_checkpointer`` always gives one)."""
+    assert isinstance(dst.conn, AsyncConnectionPool)
+    return dst.conn
+
+
 async def _present(dst: HermesPostgresSaver) -> dict[CheckpointKey, int]:
     """Checkpoints PostgreSQL holds, with the number of their writes."""
-    async with dst.conn.connection() as conn:
+    async with _pool(dst).connection() as conn:
         cur = await conn.execute(
             "SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, "
             "(SELECT count(*) FROM checkpoint_writes w WHERE w.thread_id = c.thread_id "
@@ -209,7 +217,7 @@ async def _present(dst: HermesPostgresSaver) -> dict[CheckpointKey, int]:
 
 
 async def _count_writes(dst: HermesPostgresSaver, key: CheckpointKey) -> int:
-    async with dst.conn.connection() as conn:
+    async with _pool(dst).connection() as conn:
         cur = await conn.execute(
             "SELECT count(*) AS n FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s "
             "AND checkpoint_id = %s",
