@@ -63,7 +63,7 @@ def import_time(tree: Path, pycache: Path) -> float:
         capture_output=True,
         text=True,
     )
-    match = re.search(r"^import time:\s*\d+ \|\s*(\d+) \| graph\.cli$", proc.stderr, re.M)
+    match = re.search(r"^import time:\s*\d+ \|\s*(\d+) \| graph\.cli$", proc.stderr, re.MULTILINE)
     if match is None:
         raise ValueError("no graph.cli line in the importtime output")
     return int(match.group(1)) / 1e6

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -99,10 +100,8 @@ def _stop_server(proc: subprocess.Popen) -> None:
     from tools.procs import kill_process_tree
 
     proc.terminate()
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(5)
-    except subprocess.TimeoutExpired:
-        pass
     kill_process_tree(proc.pid, 1.0, pgid=proc.pid)
     proc.wait(5)
     if proc.stdout:
@@ -125,7 +124,7 @@ async def bench(calls: int, rounds: int) -> dict[str, Any]:
     data = tmp / "data"
     data.mkdir()
     sys.path.insert(0, str(helpers))
-    import bench_tool  # type: ignore[import-not-found]  # noqa: E402  (the same function, in process)
+    import bench_tool  # type: ignore[import-not-found]  # the same function, in process
 
     sub = make_executor("subprocess", data, extra_paths=(str(helpers),))
     container = None

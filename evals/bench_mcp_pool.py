@@ -255,9 +255,9 @@ async def p10(script: Path, calls: int = 50) -> dict[str, Any]:
 
 def _plot(data: dict[str, Any]) -> None:
     try:
-        import matplotlib
+        import matplotlib as mpl
 
-        matplotlib.use("Agg")
+        mpl.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return

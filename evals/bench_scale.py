@@ -61,9 +61,9 @@ OUT = Path(__file__).parent / "out"
 
 def plot(result: dict[str, Any], path: Path) -> bool:
     try:
-        import matplotlib
+        import matplotlib as mpl
 
-        matplotlib.use("Agg")
+        mpl.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return False

@@ -5,6 +5,7 @@ database, counted per request (exactly once; nothing acknowledged lost)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -251,10 +252,8 @@ def kill_rounds(pg: Postgres, tmp: Path, rounds: int) -> dict[str, Any]:
     finally:
         if b.stdin:
             b.stdin.close()
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             b.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            pass
         stop(b)
     return {
         "rounds": rounds,

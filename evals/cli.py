@@ -142,7 +142,7 @@ def _run(cfg: EvalConfig) -> Report:
         # missing or malformed data, an unwritable --out, an unknown case: one line
         what = f"{type(exc).__name__}: {exc}" if isinstance(exc, KeyError | OSError) else str(exc)
         fail(what, 1, exc)
-    except Exception as exc:  # a bug: one line here too; the traceback with HERMES_DEBUG
+    except Exception as exc:  # noqa: BLE001 - a bug: one line here too; the traceback with HERMES_DEBUG
         fail(f"{type(exc).__name__}: {exc}; rerun with HERMES_DEBUG=1 for a traceback", 1, exc)
 
 

@@ -327,7 +327,7 @@ _NUMBER = re.compile(
     r"(?<![\w.\-/#])(\d{1,3}(?:(?:,|\u00a0|\u202f|'| (?=\d{3}(?!\d)))\d{3})+|\d+)(?:([.,])(\d+))?(?![\w\-/])"
 )
 _NONE = [
-    re.compile(p, re.I)
+    re.compile(p, re.IGNORECASE)
     for p in (
         r"\bno\s+(?!(?:more|less|fewer|longer|later|earlier|other)\b)(?:[\w'-]+\s+){0,3}?[\w'-]*s\b",
         r"\bno\s+(?:data|record|row|result|entry|invoice|order|ticket|customer|sale|activity|revenue|match)\b",
@@ -341,7 +341,7 @@ _NONE = [
 ]
 _NO_DATA = re.compile(
     r"\bno\s+(?:\w+\s+){0,2}?(?:data|information|records?)\b|\bdata\s+(?:is|are)\s+(?:not\s+available|unavailable|missing)",
-    re.I,
+    re.IGNORECASE,
 )
 _UNSURE = re.compile(
     r"\b(?:could|can|did|do|does|was|were|is)\s*(?:not|n[’']t)\s+(?:be\s+)?(?:\w+\s+){0,2}?"
@@ -350,7 +350,7 @@ _UNSURE = re.compile(
     r"|\bcannot\b|\bcan[’']t\b|\bwon[’']t\s+be\s+able\b|\bunable\s+to\b|\bnot\s+able\s+to\b|\bnot\s+sure\b|\buncertain\b|\bunclear\b|\binsufficient\b"
     r"|\bnot\s+(?:provided|available|specified|listed|given|included|stated)\b"
     r"|\bnot\s+enough\s+(?:data|information)\b|\bunverified\b|\bnot\s+verified\b|\bI\s+don[’']t\s+know\b",
-    re.I,
+    re.IGNORECASE,
 )
 
 
@@ -362,7 +362,7 @@ _WORDS = {
     )
     if i >= 2  # "one" is as often a pronoun as a figure
 }
-_WORD_RE = re.compile(r"\b(" + "|".join(_WORDS) + r")\b", re.I)
+_WORD_RE = re.compile(r"\b(" + "|".join(_WORDS) + r")\b", re.IGNORECASE)
 
 
 def numbers(text: str) -> list[tuple[float, int]]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 #: Figures of the report a post must state at least (all, when the report has fewer).
 MIN_FIGURES = 2
-_PERIOD = re.compile(r"^Period: \*\*(.+?)\*\*", re.M)
+_PERIOD = re.compile(r"^Period: \*\*(.+?)\*\*", re.MULTILINE)
 _CELL_NUMBER = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?")
 # a figure in running text: not a part of a date, a time, a version, a path or a name
 _TEXT_NUMBER = re.compile(r"(?<![\w.:/\\-])-?\d+(?:\.\d+)?(?![\w:/\\-]|\.\d)")
@@ -40,8 +40,8 @@ def report_figures(text: str) -> list[float]:
     for line in text.splitlines():
         if not line.startswith("|") or re.fullmatch(r"\|[\s\-:|]+\|?", line.strip()):
             continue
-        for cell in line.strip().strip("|").split("|"):
-            cell = cell.strip()
+        for raw in line.strip().strip("|").split("|"):
+            cell = raw.strip()
             if _CELL_NUMBER.fullmatch(cell):
                 value = float(cell.replace(",", ""))
                 if value not in figures:

@@ -142,9 +142,9 @@ class Report:
         """``with report.figure("accuracy") as (fig, ax): ...`` → ``<out>/<name>.png``, linked
         in ``report.md``. Skipped with a note when matplotlib is not installed (evals extra)."""
         try:
-            import matplotlib
+            import matplotlib as mpl
 
-            matplotlib.use("Agg")
+            mpl.use("Agg")
             import matplotlib.pyplot as plt
         except ImportError:
             self.text(f"(plot `{name}` not drawn: matplotlib is not installed; `pip install .[evals]`)")
@@ -207,9 +207,11 @@ class Report:
                     if cfg.model.startswith("embedded")
                     else ""
                 ),
-                f"- run: {datetime.fromtimestamp(self.started, UTC).isoformat(timespec='seconds')}, "
-                f"{time.time() - self.started:.0f} s; seed {cfg.seed}; k {cfg.k}; limit {cfg.limit}; "
-                f"sample {cfg.sample}",
+                (
+                    f"- run: {datetime.fromtimestamp(self.started, UTC).isoformat(timespec='seconds')}, "
+                    f"{time.time() - self.started:.0f} s; seed {cfg.seed}; k {cfg.k}; limit {cfg.limit}; "
+                    f"sample {cfg.sample}"
+                ),
                 f"- machine: {platform.platform()}, {os.cpu_count()} cores, load average {load}",
                 f"- python {platform.python_version()}; " + "; ".join(versions),
             ]
@@ -343,8 +345,8 @@ def _maybe_upload(report: Report) -> None:
         client.create_examples(
             dataset_id=dataset.id,
             inputs=[{"case": r.get("id", i)} for i, r in enumerate(report.rows)],
-            outputs=[r for r in report.rows],
+            outputs=list(report.rows),
         )
         print(f"LangSmith: dataset {name} uploaded ({len(report.rows)} rows)", file=sys.stderr)
-    except Exception as exc:  # optional upload: say what failed, keep the local report
+    except Exception as exc:  # noqa: BLE001 - optional upload: say what failed, keep the local report
         print(f"LangSmith upload skipped: {type(exc).__name__}: {exc}", file=sys.stderr)

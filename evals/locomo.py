@@ -91,8 +91,8 @@ class RawTurnBM25:
     no embeddings, no dates, no decay."""
 
     def __init__(self, turns: list[tuple[int, datetime, dict]]) -> None:
-        import bm25s  # noqa: PLC0415 - only the eval needs it here
-        from bm25s.stopwords import STOPWORDS_EN  # noqa: PLC0415
+        import bm25s  # only the eval needs it here
+        from bm25s.stopwords import STOPWORDS_EN
 
         self._stop = frozenset(STOPWORDS_EN)
         self.ids = [t["dia_id"] for _, _, t in turns]
@@ -117,7 +117,7 @@ class CachedEmbedder:
     vectors are the same: the model is deterministic). Eval-only; ``HERMES_EMBED_CACHE=DIR``."""
 
     def __init__(self, inner, cache_dir: Path) -> None:
-        import numpy as np  # noqa: PLC0415
+        import numpy as np
 
         self.inner, self.name, self.dim = inner, inner.name, inner.dim
         self.min_similarity = inner.min_similarity
@@ -146,7 +146,7 @@ class CachedEmbedder:
         return await self._get("query", list(texts), self.inner.embed_queries)
 
     def save(self) -> None:
-        import numpy as np  # noqa: PLC0415
+        import numpy as np
 
         if self._dirty:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -260,7 +260,7 @@ def endpoint_answerer(base_url: str, model: str, api_key: str = "", timeout_s: f
     the embedded model on a loaded 2-core machine evaluates a 700-token prompt in a minute)."""
 
     async def answer(question: str, context: str) -> str:  # pragma: no cover - needs an endpoint
-        import httpx  # noqa: PLC0415
+        import httpx
 
         body = {
             "model": model,
@@ -570,9 +570,9 @@ def answer_main(args: argparse.Namespace) -> int:
     the embedded model ``args.model`` — its llama.cpp server started and stopped by the suite —
     or the endpoint ``HERMES_BASE_URL``; the report goes to ``args.out`` or
     ``evals/out/memory/<UTC time>/``. Returns the exit code (2: the model could not be used)."""
-    from evals.harness import EvalConfig, Report, default_out  # noqa: PLC0415
-    from evals.suites import memory as suite  # noqa: PLC0415 - the suite imports this module
-    from graph.embedded.errors import ModelUnavailableError  # noqa: PLC0415
+    from evals.harness import EvalConfig, Report, default_out
+    from evals.suites import memory as suite  # the suite imports this module
+    from graph.embedded.errors import ModelUnavailableError
 
     os.environ["HERMES_LOCOMO_DATA"] = str(args.data)
     base_url = os.environ.get("HERMES_BASE_URL", "")

@@ -146,7 +146,7 @@ async def run_once(
         error = f"timeout after {RUN_TIMEOUT_S} s"
     except ModelUnavailableError:
         raise  # nothing answers: the run cannot go on
-    except Exception as exc:  # the product raised: an error row with its message
+    except Exception as exc:  # noqa: BLE001 - the product raised: an error row with its message
         error = f"{type(exc).__name__}: {exc}"[:300]
     finally:
         await resources.aclose_resources()

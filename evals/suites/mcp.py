@@ -56,7 +56,7 @@ async def scenarios(node: Path, js: Path) -> list[str]:
     """The suite's client scenario names (``conformance list``)."""
     _, out = await _run([str(node), str(js), "list"], 60)
     client = out.split("Client scenarios", 1)[-1]
-    return re.findall(r"^\s+- (\S+)", client, flags=re.M)
+    return re.findall(r"^\s+- (\S+)", client, flags=re.MULTILINE)
 
 
 async def conformance(cfg: EvalConfig, report: Report) -> dict[str, Any]:
@@ -145,7 +145,7 @@ async def benchmarks(cfg: EvalConfig, report: Report) -> dict[str, Any]:
             advance()
     data["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     report.add({"id": "bench/p1", **data["p1"]})
-    report.add({"id": "bench/p2", **{k: v for k, v in data["p2"].items()}})
+    report.add({"id": "bench/p2", **data["p2"]})
     report.add({"id": "bench/p10", **data["p10"]})
     return data
 
@@ -192,10 +192,12 @@ async def run(cfg: EvalConfig, report: Report) -> None:
         [
             [
                 "P1 stdio call, medians",
-                f"pool {p1['pool_ms_median']} ms, raw {p1['raw_session_ms_median']} ms, "
-                f"adapter default {p1['adapter_default_ms_median']} ms ({p1['calls']} calls, adapter "
-                f"{p1['adapter_calls']}): adapter/pool **{p1['adapter_over_pool']}×**, pool/raw "
-                f"**{p1['pool_over_raw']}×**",
+                (
+                    f"pool {p1['pool_ms_median']} ms, raw {p1['raw_session_ms_median']} ms, "
+                    f"adapter default {p1['adapter_default_ms_median']} ms ({p1['calls']} calls, adapter "
+                    f"{p1['adapter_calls']}): adapter/pool **{p1['adapter_over_pool']}×**, pool/raw "
+                    f"**{p1['pool_over_raw']}×**"
+                ),
                 "adapter/pool ≥ 50×; pool/raw ≤ 1.3×",
             ],
             [
@@ -210,9 +212,11 @@ async def run(cfg: EvalConfig, report: Report) -> None:
             ],
             [
                 "P10 blocking tool, pool 2..10 vs one session",
-                f"warm **{p10['throughput_ratio_warm']}×** ({p10['pool_2_10']['warm']['calls_per_s']} vs "
-                f"{p10['one_session']['warm']['calls_per_s']} calls/s, {p10['pool_2_10']['warm']['processes']} "
-                f"processes); cold {p10['throughput_ratio_cold']}× ({p10['calls']} calls)",
+                (
+                    f"warm **{p10['throughput_ratio_warm']}×** ({p10['pool_2_10']['warm']['calls_per_s']} vs "
+                    f"{p10['one_session']['warm']['calls_per_s']} calls/s, {p10['pool_2_10']['warm']['processes']} "
+                    f"processes); cold {p10['throughput_ratio_cold']}× ({p10['calls']} calls)"
+                ),
                 "— (a measurement)",
             ],
         ],

@@ -127,10 +127,10 @@ def workflow_problems(
         problems.append("no report file")
     else:
         text = reports[-1].read_text(errors="replace")
-        period = re.search(r"^Period: \*\*(.+?)\*\*", text, re.M)
+        period = re.search(r"^Period: \*\*(.+?)\*\*", text, re.MULTILINE)
         if ym and (not period or (ym not in period.group(1) and month.lower() not in period.group(1).lower())):
             problems.append(f"report period {period.group(1) if period else 'not stated'!s} (want {ym})")
-        if not re.search(r"^\|.*\d.*\|$", text, re.M):
+        if not re.search(r"^\|.*\d.*\|$", text, re.MULTILINE):
             problems.append("report without a table of figures")
         if stale and "latest month with data" not in text.splitlines()[0]:
             problems.append(f"report of {ym} not titled as the latest month with data: {text.splitlines()[0][:80]!r}")

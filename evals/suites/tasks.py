@@ -152,7 +152,7 @@ async def run_once(task: Task, attempt: int, cfg: EvalConfig, db: Path, month: s
         error = f"timeout after {RUN_TIMEOUT_S} s"
     except ModelUnavailableError:
         raise  # nothing answers: the run cannot go on
-    except Exception as exc:  # the product raised: a failed run, recorded with its message
+    except Exception as exc:  # noqa: BLE001 - the product raised: a failed run, recorded with its message
         error = f"{type(exc).__name__}: {exc}"[:300]
     finally:
         await resources.aclose_resources()  # stops the team-chat server, closes memory

@@ -212,7 +212,7 @@ def registry_for(functions: list[dict[str, Any]]) -> tuple[Any, dict[str, str], 
             )
             registry.register(spec, never_run, strict=False)
             names[name] = fn["name"]
-        except Exception as exc:  # a definition the product refuses: the case shows it
+        except Exception as exc:  # noqa: BLE001 - a definition the product refuses: the case shows it
             refused.append(f"{fn['name']}: {type(exc).__name__}: {exc}")
     return registry, names, refused
 
@@ -358,7 +358,7 @@ def score(case: dict[str, Any], category: str, calls: list[dict[str, Any]]) -> t
 
     try:
         result = ast_checker()(case["function"], calls, case["ground_truth"], Language.PYTHON, category, "hermes")
-    except Exception as exc:  # the checker's own failure on odd output counts as a miss
+    except Exception as exc:  # noqa: BLE001 - the checker's own failure on odd output counts as a miss
         return 0, f"checker error: {type(exc).__name__}: {exc}"
     return (1, "") if result.get("valid") else (0, "; ".join(map(str, result.get("error") or [])))[:300]
 
@@ -385,7 +385,7 @@ async def run(cfg: EvalConfig, report: Report) -> None:
                             row = await run_case(case, cat, context, loop=cat.startswith("parallel"))
                         except ModelUnavailableError:
                             raise  # nothing answers: the run cannot go on (the message says what to do)
-                        except Exception as exc:  # the endpoint refused this reply (e.g. a 500 on a bad call)
+                        except Exception as exc:  # noqa: BLE001 - the endpoint refused this reply (e.g. a 500 on a bad call)
                             row = {
                                 "id": case["id"],
                                 "category": cat,
