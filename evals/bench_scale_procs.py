@@ -4,6 +4,7 @@ killed with it, and the files by which workers say they are ready and are told t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -74,10 +75,8 @@ def spawn(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str
 
 def stop(proc: subprocess.Popen[str]) -> None:
     if proc.poll() is None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait()
 
 

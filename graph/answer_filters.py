@@ -23,7 +23,7 @@ from graph.goal_results import Result, strings_of, table_of
 
 # values too common to be what a request means by them
 _GENERIC = frozenset({"yes", "no", "true", "false", "none", "null", "other", "unknown", "all", "any", "n/a", "na"})
-_SQL_TEXT = re.compile(r"\bselect\b[\s\S]*\bfrom\b", re.I)
+_SQL_TEXT = re.compile(r"\bselect\b[\s\S]*\bfrom\b", re.IGNORECASE)
 _SQL_LITERAL = re.compile(r"'((?:[^']|'')*)'")
 
 

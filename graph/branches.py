@@ -134,7 +134,7 @@ class Branches:
             return
         try:
             await self.origins.sync(thread_id, {str(m.id) for m in messages if getattr(m, "id", None)})
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.warning("memory not synced with the active branch of %r", thread_id, exc_info=True)
 
     @staticmethod

@@ -58,8 +58,10 @@ from graph.postgres import HermesPostgresSaver, open_postgres_checkpointer
 EPISODIC_BATCH = 128
 #: What stays in the data directory, for the report.
 NOT_COPIED = (
-    "semantic memory (the knowledge graph) and the memory's branch origins in memory.db: "
-    "not on PostgreSQL yet, they stay in the data directory",
+    (
+        "semantic memory (the knowledge graph) and the memory's branch origins in memory.db: "
+        "not on PostgreSQL yet, they stay in the data directory"
+    ),
     "reminders, their firings and delivery marks (reminders.db, deliveries.db)",
     "tool schema versions",
 )

@@ -101,7 +101,7 @@ async def _mirror_head(agent: Any, mirror: ThreadMirror, thread_id: str, op: str
             checkpoint_id=snap.config["configurable"].get("checkpoint_id"),
             op=op,
         )
-    except Exception as exc:  # reported; the turn itself succeeded or failed on its own
+    except Exception as exc:  # noqa: BLE001 - reported; the turn itself succeeded or failed on its own
         observer.on_warning(f"plain-text mirror not written ({type(exc).__name__}: {exc})")
 
 

@@ -81,7 +81,7 @@ _NOT_IMPERATIVE_ZH = re.compile(r"^(?:我|你|他|她|它|这|那|谁|什么|哪
 #: A question ("...?", 吗 / 呢 at the end) or a request to be told what was said ("tell me what
 #: she said"): a recall of the conversation, not work.
 _QUESTION = re.compile(
-    r"[?？]\s*$|[吗呢]\s*$|^(?:tell|remind)\s+me\s+(?:what|who|when|where|why|how|which|about)\b", re.I
+    r"[?？]\s*$|[吗呢]\s*$|^(?:tell|remind)\s+me\s+(?:what|who|when|where|why|how|which|about)\b", re.IGNORECASE
 )
 _FIRST_WORD = re.compile(r"[a-z']+", re.IGNORECASE)
 

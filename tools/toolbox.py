@@ -44,7 +44,7 @@ from tools.executors.base import Executor
 from tools.idempotency import IdempotencyLedger
 from tools.ledgers import open_ledger
 from tools.mcp.client import MCPClient, MCPServer
-from tools.mcp.config import (  # noqa: F401
+from tools.mcp.config import (
     META_ARTIFACT_FIELD,
     META_DESTINATION_ARGS,
     META_REQUESTED_BY,

@@ -6,6 +6,8 @@ asked is kept. Kept lean on imports: the worker starts for every call.
 
 from __future__ import annotations
 
+import contextlib  # already loaded by the interpreter's start-up: costs the worker nothing
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the worker imports this module before every tool run: keep it lean
     from typing import Any
@@ -21,10 +23,8 @@ def apply_limits(limits: dict[str, Any]) -> None:
         _soft, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
-        try:
+        with contextlib.suppress(ValueError, OSError):  # e.g. already lower than asked: keep the lower one
             resource.setrlimit(which, (value, value if which != resource.RLIMIT_CPU else value + 1))
-        except (ValueError, OSError):  # e.g. already lower than asked: keep the lower one
-            pass
 
     mem = limits.get("memory_mb")
     if mem:

@@ -50,9 +50,12 @@ def _table_categories(con: sqlite3.Connection, table: str) -> dict[str, list[str
             f"SELECT DISTINCT {col} FROM {tab} WHERE {col} IS NOT NULL LIMIT {MAX_VALUES + 1}"
         ).fetchall()
         held = [v[0] for v in values]
-        if 2 <= len(held) <= MAX_VALUES and rows >= MIN_ROWS_PER_VALUE * len(held):
-            if all(isinstance(v, str) and v.strip() and not v.strip()[:1].isdigit() for v in held):
-                out[f"{table}.{name}"] = sorted(v[:MAX_VALUE_CHARS] for v in held)
+        if (
+            2 <= len(held) <= MAX_VALUES
+            and rows >= MIN_ROWS_PER_VALUE * len(held)
+            and all(isinstance(v, str) and v.strip() and not v.strip()[:1].isdigit() for v in held)
+        ):
+            out[f"{table}.{name}"] = sorted(v[:MAX_VALUE_CHARS] for v in held)
     return out
 
 

@@ -53,7 +53,7 @@ def _candidate(name: str, columns: list[str], table: str, other_tables: set[str]
         # every other word only repeats the table ("customer_name" of customers) or is a filler
         # ("CountryName" → Country); "CountryName" of customers is a country, not a customer's name
         rest = [w for w in all_words if w != words[0]]
-        if all(w in _FILLERS or w == table or f"{w}s" == table or w == table.rstrip("s") for w in rest):
+        if all(w in _FILLERS or table in (w, f"{w}s") or w == table.rstrip("s") for w in rest):
             return lowered[words[0]]
         return None
     if words:

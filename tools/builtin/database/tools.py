@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from tools.builtin.database.categories import categories
 from tools.builtin.database.connection import (
     DESCRIBE_TIME_LIMIT_S,
     Deadline,
@@ -13,7 +14,6 @@ from tools.builtin.database.connection import (
     database_file,
     time_limit,
 )
-from tools.builtin.database.categories import categories
 from tools.builtin.database.dates import date_kind, date_range
 from tools.builtin.database.execution import execute_query
 from tools.builtin.database.period_scope import find_undated
