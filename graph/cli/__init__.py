@@ -27,7 +27,8 @@ any unique part of a checkpoint id (the 8-character short ids shown by ``branch 
 
 Modules: ``common`` (the Typer app, settings from options, exit codes), ``turns`` (run, resume,
 chat), ``sessions`` (session, branch), ``registry`` (tools), ``reminders`` (reminders, serve),
-``render`` (everything printed), ``stdin`` (reading the terminal). ``session list|show`` and
+``render`` (everything printed), ``stdin`` (reading the terminal), ``migrate`` (a data
+directory into PostgreSQL: ``graph.migration``). ``session list|show`` and
 ``branch list|show`` read the checkpoint saver alone (``graph.checkpoint_reader``) and build no
 graph. Turns run through ``graph.runner``.
 
