@@ -67,7 +67,7 @@ from graph.request_identity import goal_key
 from graph.resources import get_toolbox
 from graph.state import State
 from graph.tracing import tool_span
-from tools.content_checks import content_refusals, content_suggestions
+from tools.content_checks import content_refusals, content_suggestions, unspecified_content
 from tools.destination_guard import goal_results, guard_calls, user_words
 from tools.mcp.progress import ProgressEvent, ProgressSink, progress_to
 from tools.registry import ToolOutcome, ToolRegistry
@@ -242,6 +242,8 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
     declined: list[ToolCall] = []
     answers: dict[str, list[str]] = {}  # the user's answers are the user's words (destinations)
     uncertain = earlier_unknown_outcomes(state.messages, goal_id)
+    request_words = user_words(state.messages, state.goal)
+    shared = [n for n, _, _ in goal_results(state.messages, goal_id) if getattr(registry.get(n), "share_field", None)]
     for call in last.tool_calls:
         if call["name"] not in offered:
             continue
@@ -250,6 +252,11 @@ async def dispatch_tools(state: State, runtime: Runtime[Context]) -> dict[str, A
         # (the registry's error names the fields and the new shape), not a question to the user
         ask = context.ask_user_for_missing and registry.stale_call(call["name"], args) is None
         missing = missing_arguments(registry, call["name"], args) if ask else []
+        if ask and not missing and not context.fired_reminder:
+            # content the request gives nothing for is the user's to give, not the model's to
+            # make up (DESIGN §2.9; tools/content_checks.py)
+            unsaid = unspecified_content(registry.get(call["name"]), args, request_words, shares=len(shared))
+            missing = [unsaid] if unsaid else []
         if missing:
             answer = interrupt(ask_for(call["name"], missing, registry))
             answers[str(call["id"])] = [json.dumps(answer, ensure_ascii=False, default=str)]

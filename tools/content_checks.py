@@ -158,6 +158,34 @@ def content_refusals(
     return refused
 
 
+# words of a request that ask for an act without saying what it carries ("Set up a reminder
+# for me.", "Send a message to the team.")
+_NO_CONTENT = frozenset(
+    "a an the to for me my us our you your it this that please can could would will should and or "
+    "set setup up create make add new send sent post put share schedule remind reminder reminders message "
+    "messages note notice team group channel chat everyone someone them all".split()
+)
+
+
+def unspecified_content(spec: ToolSpec | None, args: Any, request: Iterable[str], shares: int = 0) -> str | None:
+    """The content argument of a side-effect call that the request gives nothing for, or None.
+    Nothing is given when the user's words (``request``), less the act and its destination
+    (the tool's own name and description, the call's destination values, words such as "send",
+    "message", "team") hold no word of their own, and no earlier step produced a result to share
+    (``shares``). Measured (Qwen2.5-Coder-1.5B): "Set up a reminder for me." → a reminder of
+    made-up text; "Send a message to the team." → "Hello, everyone! I hope you're doing well."
+    Such content is the user's to give: the caller asks for it (DESIGN §2.9)."""
+    if spec is None or not spec.side_effect or not spec.content_arg or shares or not isinstance(args, dict):
+        return None
+    told = " ".join(
+        [spec.name.replace("_", " "), spec.description, *(str(args.get(p) or "") for p in spec.destination_params())]
+    )
+    own = set(re.findall(r"\w+", told.casefold()))
+    words = [w for text in request for w in re.findall(r"\w+", text.casefold())]
+    said = [w for w in words if w not in _NO_CONTENT and w not in own and not w.isdigit()]
+    return None if said else spec.content_arg
+
+
 def content_suggestions(
     calls: Iterable[Mapping[str, Any]],
     refused: Mapping[str, str],
@@ -223,4 +251,5 @@ __all__ = [
     "missing_substance",
     "narration_only",
     "read_share",
+    "unspecified_content",
 ]
