@@ -182,10 +182,8 @@ class LanceEpisodicStore(HybridSearch):
 
     async def close(self) -> None:
         for table in self._tables.values():
-            try:
+            with contextlib.suppress(Exception):
                 table.close()
-            except Exception:  # noqa: BLE001
-                pass
         self._tables.clear()
 
     # --- writes -----------------------------------------------------------------------------
@@ -249,7 +247,7 @@ class LanceEpisodicStore(HybridSearch):
         try:
             # no vector index build here (minutes at 100k rows): the consolidate graph builds it
             await self.optimize(build_vector_index=False)
-        except Exception:  # noqa: BLE001 - an optimisation; a concurrent optimize may conflict
+        except Exception:  # an optimisation; a concurrent optimize may conflict
             log.warning("episodic store: optimize failed (will retry later)", exc_info=True)
 
     @_guarded
@@ -265,7 +263,7 @@ class LanceEpisodicStore(HybridSearch):
         rows = await table.count_rows()
         indices = {i.name for i in await table.list_indices()}
         if build_vector_index and rows >= self.vector_index_min_rows and "vector_idx" not in indices:
-            from lancedb.index import HnswSq  # noqa: PLC0415
+            from lancedb.index import HnswSq
 
             await table.create_index("vector", config=HnswSq(distance_type="cosine"))
             done["vector_index"] = rows
@@ -318,7 +316,7 @@ class LanceEpisodicStore(HybridSearch):
         return await super()._ranked(q)
 
     async def _keyword_half(self, q: SearchQuery) -> Candidates:
-        from lancedb.query import MatchQuery  # noqa: PLC0415
+        from lancedb.query import MatchQuery
 
         table = await self._table()
         where = self._filter(q.user_id, q.kinds, q.since, q.until, q.now)
