@@ -166,9 +166,19 @@ def get_memory(context: Context) -> MemoryService:
             from memory.episodic.lance import LanceEpisodicStore
 
             store = LanceEpisodicStore.in_dir(Path(context.data_dir), embedder, ttl_days=context.episodic_ttl_days)
+        semantic = None
+        if context.postgres_url:  # the knowledge graph beside the episodic table (issue 22)
+            from memory.semantic_postgres import PostgresSemanticMemory
+
+            semantic = PostgresSemanticMemory(
+                context.postgres_url,
+                ttl_days=context.semantic_ttl_days,
+                min_confidence=context.memory_min_confidence,
+            )
         _memories[key] = MemoryService(
             Path(context.data_dir),
             episodic=store,
+            semantic=semantic,
             working_ttl_seconds=context.working_ttl_s,
             episodic_ttl_days=context.episodic_ttl_days,
             semantic_ttl_days=context.semantic_ttl_days,

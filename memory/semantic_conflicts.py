@@ -15,14 +15,12 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from uuid import uuid4
 
-import aiosqlite
-
 from memory.episodic.base import utcnow
 from memory.fact_extraction import FUNCTIONAL_PREDICATES, OPPOSITE_PREDICATES
 from memory.semantic_forgetting import is_forgotten
 from memory.semantic_model import Fact, FactStatus, UpsertResult, entity_key, object_key
 from memory.semantic_ranking import visible
-from memory.semantic_sqlite import SELECT, SqliteFactStore, iso, row_to_fact
+from memory.semantic_sqlite import SELECT, FactConnection, SqliteFactStore, iso, row_to_fact
 
 
 class ConflictWrites(SqliteFactStore):
@@ -59,7 +57,7 @@ class ConflictWrites(SqliteFactStore):
         s_key = entity_key(subject)
         o_key = object_key(obj, object_is_entity)
         async with self._connect() as db:
-            await db.execute("BEGIN IMMEDIATE")
+            await self._begin(db)
             try:
                 if restated:
                     await db.execute(
@@ -94,13 +92,14 @@ class ConflictWrites(SqliteFactStore):
                 raise
         return result
 
-    async def _entity(self, db: aiosqlite.Connection, user_id: str, name: str, kind: str, now: datetime) -> None:
+    async def _entity(self, db: FactConnection, user_id: str, name: str, kind: str, now: datetime) -> None:
         await db.execute(
-            "INSERT OR IGNORE INTO semantic_entities (user_id, key, name, type, created_at) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO semantic_entities (user_id, key, name, type, created_at) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT DO NOTHING",
             (user_id, entity_key(name), " ".join(name.split()), kind, iso(now)),
         )
 
-    async def _live(self, db: aiosqlite.Connection, user_id: str, s_key: str, predicate: str) -> list[Fact]:
+    async def _live(self, db: FactConnection, user_id: str, s_key: str, predicate: str) -> list[Fact]:
         cur = await db.execute(
             SELECT + " WHERE f.user_id = ? AND f.subject = ? AND f.predicate = ?"
             " AND f.status IN ('confirmed', 'pending')",
@@ -110,7 +109,7 @@ class ConflictWrites(SqliteFactStore):
 
     async def _upsert(
         self,
-        db: aiosqlite.Connection,
+        db: FactConnection,
         user_id: str,
         subject: str,
         s_key: str,
@@ -174,8 +173,9 @@ class ConflictWrites(SqliteFactStore):
                     )
                 await db.execute(
                     "UPDATE semantic_facts SET status = 'confirmed', conflict_with = NULL, sources = ?,"
-                    " confidence = MAX(confidence, ?), updated_at = ?, origin = NULL WHERE id = ?",
-                    (json.dumps(merged), confidence, stamp, fact.id),
+                    " confidence = CASE WHEN confidence > ? THEN confidence ELSE ? END, updated_at = ?, origin = NULL"
+                    " WHERE id = ?",
+                    (json.dumps(merged), confidence, confidence, stamp, fact.id),
                 )
                 return UpsertResult("resolved", await self._get(db, fact.id), [o.id for o in losers])
             # stated again: still valid (the 180-day clock restarts), evidence merged; stated on

@@ -48,7 +48,7 @@ class FactExpiry(SqliteFactStore):
         cutoff = iso(now - timedelta(days=idle_days))
         stamp = iso(now)
         async with self._connect() as db:
-            await db.execute("BEGIN IMMEDIATE")
+            await self._begin(db)
             try:
                 cur = await db.execute(
                     "UPDATE semantic_facts SET confidence = confidence * ?, updated_at = updated_at WHERE status ="

@@ -11,11 +11,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-import aiosqlite
-
 from memory.episodic.base import utcnow
 from memory.semantic_model import LIVE, Fact
-from memory.semantic_sqlite import SELECT, SqliteFactStore, iso, row_to_fact
+from memory.semantic_sqlite import SELECT, FactConnection, SqliteFactStore, iso, row_to_fact
 
 
 class Forgetting(SqliteFactStore):
@@ -26,7 +24,7 @@ class Forgetting(SqliteFactStore):
         the same fact read again from the same episodes is refused, and those episodes are no
         longer recalled. True if it existed."""
         async with self._connect() as db:
-            await db.execute("BEGIN IMMEDIATE")
+            await self._begin(db)
             try:
                 fact = await self._get(db, fact_id)
                 if fact is None or fact.user_id != user_id:
@@ -46,7 +44,7 @@ class Forgetting(SqliteFactStore):
         tombstone). Returns how many facts were forgotten."""
         forgotten = 0
         async with self._connect() as db:
-            await db.execute("BEGIN IMMEDIATE")
+            await self._begin(db)
             try:
                 cur = await db.execute(
                     SELECT + " WHERE f.user_id = ? AND f.sources LIKE ?", (user_id, f'%"{episode_id}"%')
@@ -89,7 +87,7 @@ class Forgetting(SqliteFactStore):
         return old - live
 
 
-async def tombstone(db: aiosqlite.Connection, fact: Fact, sources: Sequence[str]) -> None:
+async def tombstone(db: FactConnection, fact: Fact, sources: Sequence[str]) -> None:
     """Leave (or widen) ``fact``'s tombstone with the episodes ``sources``."""
     cur = await db.execute(
         "SELECT sources FROM semantic_forgotten WHERE user_id = ? AND subject = ? AND predicate = ? AND object = ?",
@@ -98,14 +96,15 @@ async def tombstone(db: aiosqlite.Connection, fact: Fact, sources: Sequence[str]
     row = await cur.fetchone()
     merged = list(dict.fromkeys([*(json.loads(row["sources"]) if row else []), *sources]))
     await db.execute(
-        "INSERT OR REPLACE INTO semantic_forgotten (user_id, subject, predicate, object, sources, forgotten_at)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO semantic_forgotten (user_id, subject, predicate, object, sources, forgotten_at)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, subject, predicate, object)"
+        " DO UPDATE SET sources = excluded.sources, forgotten_at = excluded.forgotten_at",
         (fact.user_id, fact.subject, fact.predicate, fact.object, json.dumps(merged), iso(utcnow())),
     )
 
 
 async def is_forgotten(
-    db: aiosqlite.Connection, user_id: str, s_key: str, predicate: str, o_key: str, sources: Sequence[str]
+    db: FactConnection, user_id: str, s_key: str, predicate: str, o_key: str, sources: Sequence[str]
 ) -> bool:
     """True when the user forgot this fact and ``sources`` holds no episode it was not
     already read from (a re-reading, not a new statement)."""

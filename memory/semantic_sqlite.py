@@ -15,10 +15,11 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 import aiosqlite
 
@@ -108,6 +109,26 @@ def row_to_fact(row: sqlite3.Row) -> Fact:
     )
 
 
+class FactCursor(Protocol):
+    """What a statement returns: rows by column name (``row["status"]``)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    async def fetchone(self) -> Any: ...
+
+    async def fetchall(self) -> Iterable[Any]: ...
+
+
+class FactConnection(Protocol):
+    """The connection the fact store's parts write their SQL for: ``?`` placeholders, SQL that
+    SQLite and PostgreSQL both read (``memory.semantic_postgres`` adapts a psycopg connection)."""
+
+    async def execute(self, sql: str, parameters: Iterable[Any] = ..., /) -> FactCursor: ...
+
+    async def executemany(self, sql: str, parameters: Iterable[Iterable[Any]], /) -> Any: ...
+
+
 #: Facts with their subject's name as written (``subject_name``).
 SELECT = (
     "SELECT f.*, e.name AS subject_name FROM semantic_facts f LEFT JOIN semantic_entities e"
@@ -129,7 +150,7 @@ class SqliteFactStore:
         self.ttl_days = ttl_days
         self.min_confidence = min_confidence
 
-    def _connect(self) -> _Migrating:
+    def _connect(self) -> AbstractAsyncContextManager[FactConnection]:
         """A connection; the first one adds columns that files written before them lack."""
         return _Migrating(self)
 
@@ -137,7 +158,20 @@ class SqliteFactStore:
     def in_dir(cls, data_dir: Path, **kwargs: Any) -> Self:
         return cls(Path(data_dir) / DB_FILENAME, **kwargs)
 
-    async def _get(self, db: aiosqlite.Connection, fact_id: str) -> Fact | None:
+    @property
+    def memory_db_path(self) -> Path | None:
+        """The local ``memory.db`` this store writes (None: the store is a server's)."""
+        return self.db.path
+
+    async def _begin(self, db: FactConnection) -> None:
+        """Start a write transaction that holds the write lock from its first statement: a
+        check and the write it decides are one step for every writer."""
+        await db.execute("BEGIN IMMEDIATE")
+
+    async def close(self) -> None:
+        """Release connections (a SQLite connection lives for one call: nothing to do)."""
+
+    async def _get(self, db: FactConnection, fact_id: str) -> Fact | None:
         cur = await db.execute(SELECT + " WHERE f.id = ?", (fact_id,))
         row = await cur.fetchone()
         return row_to_fact(row) if row else None
@@ -147,7 +181,7 @@ class SqliteFactStore:
             fact = await self._get(db, fact_id)
         return fact if fact and fact.user_id == user_id else None
 
-    async def _names(self, db: aiosqlite.Connection, user_id: str, keys: list[str]) -> dict[str, str]:
+    async def _names(self, db: FactConnection, user_id: str, keys: list[str]) -> dict[str, str]:
         if not keys:
             return {}
         out: dict[str, str] = {}
@@ -165,10 +199,10 @@ class SqliteFactStore:
         """Ids of the users with at least one fact (any status), sorted."""
         async with self._connect() as db:
             cur = await db.execute("SELECT DISTINCT user_id FROM semantic_facts ORDER BY user_id")
-            return [str(r[0]) for r in await cur.fetchall()]
+            return [str(r["user_id"]) for r in await cur.fetchall()]
 
     async def count(self, user_id: str | None = None, *, statuses: Sequence[str] = LIVE) -> int:
-        sql = f"SELECT COUNT(*) FROM semantic_facts WHERE status IN ({', '.join('?' for _ in statuses)})"
+        sql = f"SELECT COUNT(*) AS n FROM semantic_facts WHERE status IN ({', '.join('?' for _ in statuses)})"
         params: list[Any] = list(statuses)
         if user_id is not None:
             sql += " AND user_id = ?"
@@ -177,7 +211,7 @@ class SqliteFactStore:
             cur = await db.execute(sql, params)
             row = await cur.fetchone()
         assert row is not None  # COUNT(*) always returns a row
-        return int(row[0])
+        return int(row["n"])
 
 
 class _Migrating:
@@ -196,7 +230,7 @@ class _Migrating:
             if "origin" not in columns:
                 try:
                     await db.execute("ALTER TABLE semantic_facts ADD COLUMN origin TEXT")
-                except Exception:  # noqa: BLE001 - another process added it first
+                except Exception:  # another process added it first
                     log.debug("origin column added concurrently")
             self.store._migrated = True
         return db

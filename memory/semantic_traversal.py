@@ -77,6 +77,16 @@ class GraphQueries(SqliteFactStore):
             f" AND f.valid_from <= ? AND (f.valid_to IS NULL OR f.valid_to > ?){pred_sql}"
         )
         live_params: list[Any] = [user_id, self.min_confidence, stamp, stamp, *(predicates or [])]
+        sql, params = self._walk(entity_key(start), max_hops, live, live_params)
+        async with self._connect() as db:
+            cur = await db.execute(sql, params)
+            rows = await cur.fetchall()
+            names = await self._names(db, user_id, [r["node"] for r in rows])
+        return {names.get(r["node"], r["node"]): r["hops"] for r in rows if r["hops"] > 0}
+
+    def _walk(self, start: str, max_hops: int, live: str, live_params: list[Any]) -> tuple[str, list[Any]]:
+        """The recursive query of :meth:`reachable` (rows: ``node``, ``hops``) and its
+        parameters; ``live``: the filter of a usable relation ``f``, with ``live_params``."""
         # one recursive step per direction, each an index lookup (semantic_out / semantic_in)
         sql = f"""
         WITH RECURSIVE walk(node, hops) AS (
@@ -90,9 +100,4 @@ class GraphQueries(SqliteFactStore):
         )
         SELECT node, MIN(hops) AS hops FROM walk GROUP BY node
         """
-        params: list[Any] = [entity_key(start), max_hops, *live_params, max_hops, *live_params]
-        async with self._connect() as db:
-            cur = await db.execute(sql, params)
-            rows = await cur.fetchall()
-            names = await self._names(db, user_id, [r["node"] for r in rows])
-        return {names.get(r["node"], r["node"]): r["hops"] for r in rows if r["hops"] > 0}
+        return sql, [start, max_hops, *live_params, max_hops, *live_params]

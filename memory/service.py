@@ -64,10 +64,11 @@ class MemoryService(MemoryRecall, MemoryConsolidation):
     async def aclose(self) -> None:
         await self.flush_touches()
         self.sessions.end_all()
-        try:
-            await self.episodic.close()
-        except Exception:
-            log.debug("episodic store close failed", exc_info=True)
+        for store in (self.episodic, self.semantic):
+            try:
+                await store.close()
+            except Exception:
+                log.debug("memory store close failed", exc_info=True)
 
 
 def since_days(days: float, now: datetime | None = None) -> datetime:

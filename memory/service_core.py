@@ -77,7 +77,8 @@ class MemoryCore:
         to the next call."""
         if self._opened:
             return None
-        report = await migrations.migrate(self.semantic.db.path, self.episodic)
+        # the data directory's memory.db: the semantic store's, or the queue's when the graph is on a server
+        report = await migrations.migrate(self.semantic.memory_db_path or self.queue.db.path, self.episodic)
         self._opened = True
         return report
 
