@@ -230,7 +230,7 @@ class _Migrating:
             if "origin" not in columns:
                 try:
                     await db.execute("ALTER TABLE semantic_facts ADD COLUMN origin TEXT")
-                except Exception:  # another process added it first
+                except Exception:  # noqa: BLE001 - another process added it first
                     log.debug("origin column added concurrently")
             self.store._migrated = True
         return db

@@ -170,7 +170,7 @@ class MemoryWrites(MemoryCore):
     async def _pending_count(self) -> int:
         try:
             return len(await self.queue.pending())
-        except Exception:
+        except Exception:  # noqa: BLE001 - an unreadable queue counts as holding writes: the replay is tried
             return 1
 
     async def _apply_signals(
@@ -209,7 +209,7 @@ class MemoryWrites(MemoryCore):
         observations.annotate(events)  # conversation turns get their observation (rules, no model)
         try:
             ids = await self._retrying(self.episodic.add_many, list(events))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - queued and replayed later (K11): memory never fails the turn
             for event in events:
                 await self._enqueue(OP_EPISODIC_ADD, event.model_dump(mode="json"), exc)
             counts["queued"] += len(events)
@@ -220,7 +220,7 @@ class MemoryWrites(MemoryCore):
     async def _upsert(self, payload: dict[str, Any], counts: dict[str, int]) -> str:
         try:
             result = await self._retrying(self._do_upsert, payload)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - queued and replayed later (K11): memory never fails the turn
             await self._enqueue(OP_SEMANTIC_UPSERT, payload, exc)
             counts["queued"] = counts.get("queued", 0) + 1
             return "queued"

@@ -137,6 +137,6 @@ def candidates(
     for row in rows:
         try:
             out[row["id"]] = (event(row), score(row))
-        except Exception as exc:  # one bad row must not break recall
+        except Exception as exc:  # noqa: BLE001 - one bad row must not break recall
             log.warning("skipping unreadable episodic row %r: %s", row.get("id"), exc)
     return out

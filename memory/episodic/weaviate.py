@@ -387,7 +387,7 @@ class WeaviateEpisodicStore(HybridSearch):
         for obj in result.objects:
             try:
                 out.append(properties_to_event(obj.properties))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - one bad object must not break the listing
                 log.warning("skipping unreadable Weaviate object %s: %s", getattr(obj, "uuid", "?"), exc)
         return out
 
@@ -402,7 +402,7 @@ class WeaviateEpisodicStore(HybridSearch):
         for obj in result.objects:
             try:
                 out.append(properties_to_event(obj.properties))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - one bad object must not break the listing
                 log.warning("skipping unreadable Weaviate object %s: %s", getattr(obj, "uuid", "?"), exc)
         return out
 
@@ -439,7 +439,7 @@ def rank_objects(
     for obj in objects:
         try:
             event = properties_to_event(obj.properties)
-        except Exception as exc:  # one bad object must not break recall
+        except Exception as exc:  # noqa: BLE001 - one bad object must not break recall
             log.warning("skipping unreadable Weaviate object %s: %s", getattr(obj, "uuid", "?"), exc)
             continue
         meta = getattr(obj, "metadata", None)
