@@ -39,6 +39,8 @@ _ITEM_LINE = re.compile(r"(?m)^[^\S\n]*(?:\d{1,3}[.)、]|[-*•])[^\S\n]+(.+?)[^
 _ITEM_END = re.compile(
     r"\s+[-–—]\s|\s*[:：]\s|\s*\(|（|\s+(?:is|are|was|were|has|have|had|ist|sind|est|sont|es|son)\s|\s+(?:with|at|for|mit|avec|con|con un|de)\s+[$€£¥]?\d|\s+[$€£¥]?\d|,\s*[$€£¥]?\d"
 )
+# "United States (USA)": a name and, in brackets, another name for it (no figure inside)
+_ALIAS = re.compile(r"^(?P<name>[^()（）]{1,80}?)\s*[(（](?P<alias>[^()（）\d]{1,40})[)）](?P<rest>.{0,200})$")
 _COPULA = (
     r"(?:are|is|were|was|include|includes|included|sind|ist|waren|war|sont|est|étaient|était|son|es|eran|era"
     r"|是|为|は|が)"
@@ -87,8 +89,15 @@ def _fold(text: str) -> str:
 
 
 def _clean(item: str) -> str:
-    """An item without emphasis, numbering, trailing figures, remarks and end punctuation."""
+    """An item without emphasis, numbering, trailing figures, remarks and end punctuation; a
+    name given with another name for it in brackets keeps both ("United States (USA)"): either
+    one held is enough (:func:`missing_names`)."""
     item = _ARTICLE.sub("", _NUMBERING.sub("", _EMPHASIS.sub("", item)).strip())
+    alias = _ALIAS.match(item)
+    rest = alias["rest"] if alias else ""
+    ends = not rest.strip() or rest.strip()[0] in ".,;!?" or _ITEM_END.match(rest)
+    if alias and ends and re.search(r"[^\W\d_]", alias["alias"]) and not _ITEM_END.search(alias["name"]):
+        return f"{alias['name'].strip()} ({alias['alias'].strip()})"
     cut = _ITEM_END.search(item)
     if cut:
         item = item[: cut.start()]
@@ -152,16 +161,25 @@ def _stated_names(answer: str) -> tuple[str, ...]:
 
 def missing_names(names: Iterable[str], known: str) -> list[str]:
     """The ``names`` that ``known`` does not hold, as a whole or every word of it (module
-    docstring: case-, accent- and punctuation-blind)."""
+    docstring: case-, accent- and punctuation-blind); a name with another in brackets is held
+    when either is."""
     held = f" {_fold(known)} "
     words = set(held.split())
+
+    def is_held(name: str) -> bool:
+        folded = _fold(name)
+        # the words that join a name's parts ("USA and Canada", "Bank of America") need not be held
+        parts = folded.split()
+        return (
+            not folded
+            or f" {folded} " in held
+            or (all(w in words or w in _JOINERS for w in parts) and any(w in words for w in parts))
+        )
+
     out: list[str] = []
     for name in names:
-        folded = _fold(name)
-        if not folded or f" {folded} " in held:
-            continue
-        # the words that join a name's parts ("USA and Canada", "Bank of America") need not be held
-        if all(w in words or w in _JOINERS for w in folded.split()):
+        alias = _ALIAS.match(name)
+        if is_held(name) or (alias and (is_held(alias["name"]) or is_held(alias["alias"]))):
             continue
         out.append(name)
     return out

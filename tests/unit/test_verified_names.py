@@ -19,6 +19,7 @@ from graph import resources
 from graph.answer_names import missing_names, stated_names
 from graph.builder import make_graph
 from graph.goal_results import Result
+from graph.state import InputState
 from graph.verification import UNVERIFIED_ANSWER, check_answer
 from tests.conftest import FakeToolbox, tool_call
 from tools.builtin.catalog import QUERY_DATABASE
@@ -41,7 +42,7 @@ async def ask(ctx, text: str) -> dict[str, Any]:
     """One turn of ``text`` through the real graph (in-memory checkpoints); the background
     memory writes drained."""
     out = await make_graph(InMemorySaver()).ainvoke(
-        {"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": "t"}}, context=ctx
+        InputState(messages=[HumanMessage(text)]), {"configurable": {"thread_id": "t"}}, context=ctx
     )
     await resources.drain_background()
     return out
@@ -410,3 +411,18 @@ async def test_a_key_for_a_name_requires_a_new_read_before_the_next_answer(scrip
     note = model.seen[2][-1].content
     assert model.offers[2] == ["query_database"] and "Only a new read can answer it: call query_database now" in note
     assert out["stop_reason"] is None and out["messages"][-1].content.startswith(name)
+
+
+@pytest.mark.parametrize(
+    "answer, missing",
+    [
+        ("The top countries are: United States (USA), Canada and France.", []),
+        ("The top countries are: USA (United States), Canada and France.", []),
+        ("1. United States (USA) - $523.06\n2. Canada - $303.96", []),
+        ("Die besten Länder sind Vereinigte Staaten (USA) und Kanada.", ["Kanada"]),
+        ("The top countries are: United States (America), Canada and France.", ["United States (America)"]),
+        ("- Germany (DE): 12\n- Canada: 303.96", ["Germany (DE)"]),  # a joiner-like alias holds nothing
+    ],
+)
+def test_a_name_with_another_name_for_it_in_brackets_is_held_when_either_is(answer, missing):
+    assert missing_names(stated_names(answer), "USA 523.06 Canada 303.96 France 195.1") == missing
