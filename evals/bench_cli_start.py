@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).parent / "out" / "cli_start.json"
@@ -101,7 +102,9 @@ def main() -> None:
                 runs[side].append(help_run(tree, pycache))
         imports = {side: import_time(tree, pycache) for side, tree in trees.items()}
         shutil.rmtree(pycache, ignore_errors=True)
-    result = {side: {**summary(r), "import_graph_cli_s": imports[side], "all": r} for side, r in runs.items()}
+    result: dict[str, Any] = {
+        side: {**summary(r), "import_graph_cli_s": imports[side], "all": r} for side, r in runs.items()
+    }
     result["ratio_of_medians"] = result["before"]["median_s"] / result["after"]["median_s"]
     result["before_rev"] = args.before
     OUT.parent.mkdir(parents=True, exist_ok=True)

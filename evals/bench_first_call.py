@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).parent / "out" / "first_call.json"
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--model", default="embedded")
     args = parser.parse_args(argv)
-    rows = []
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="hermes-first-call-") as tmp:
         work = Path(tmp)
         database = work / "sales.db"

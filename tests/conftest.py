@@ -8,7 +8,7 @@ import shutil
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Self, cast
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -23,6 +23,7 @@ from graph.context import Context
 from graph.model import register_model
 from tools.registry import ToolRegistry
 from tools.spec import ToolSpec
+from tools.toolbox import Toolbox
 
 
 class OfferViolation(AssertionError):
@@ -46,14 +47,14 @@ class ScriptedChat(GenericFakeChatModel):
     # go through it too, so it never streams
     disable_streaming: bool = True
 
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChat:
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Self:
         names = [
             t["function"]["name"] if isinstance(t, dict) and "function" in t else getattr(t, "name", str(t))
             for t in tools
         ]
         return self.model_copy(update={"bound": names})
 
-    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[override]
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
         self.seen.append(list(messages))
         self.offers.append(self.bound)
         result = await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
@@ -63,6 +64,23 @@ class ScriptedChat(GenericFakeChatModel):
         if wrong and not self.ignore_offer:
             raise OfferViolation(f"scripted reply calls {wrong} but this model call was offered {sorted(offered)}")
         return result
+
+
+def use_toolbox(context: Context, box: FakeToolbox) -> None:
+    """``resources.set_toolbox`` with a stand-in: it has what the graph reads of a Toolbox
+    (``registry``, ``aclose``)."""
+    resources.set_toolbox(context, cast(Toolbox, box))
+
+
+def recording_post(posts: list[tuple[str, str]]) -> Callable[..., dict[str, int]]:
+    """An in-process ``post_message(channel, text)``: appends ``(channel, text)`` to ``posts``
+    and returns ``{"id": <how many posts so far>}``."""
+
+    def post_message(channel: str = "project", text: str = "") -> dict[str, int]:
+        posts.append((channel, text))
+        return {"id": len(posts)}
+
+    return post_message
 
 
 def tool_call(name: str, args: dict[str, Any] | None = None, call_id: str | None = None) -> AIMessage:
@@ -179,7 +197,7 @@ def scripted(data_dir: Path):
     """``scripted(replies, toolbox)`` → a Context whose model replays ``replies`` in order."""
     counter = itertools.count()
 
-    def make(replies: Iterable[BaseMessage], toolbox: FakeToolbox | None = None, **ctx: Any) -> Context:
+    def make(replies: Iterable[AIMessage | str], toolbox: FakeToolbox | None = None, **ctx: Any) -> Context:
         name = f"scripted-{next(counter)}-{uuid.uuid4().hex[:6]}"
         ignore = ctx.pop("ignore_offer", False)
         model = ScriptedChat(messages=iter(list(replies)), ignore_offer=ignore)
@@ -187,7 +205,7 @@ def scripted(data_dir: Path):
         model.offers = []
         register_model(name, lambda _ctx: model)
         context = Context(model=name, data_dir=str(data_dir), **ctx)
-        resources.set_toolbox(context, toolbox or FakeToolbox())
+        use_toolbox(context, toolbox or FakeToolbox())
         make.models[name] = model  # type: ignore[attr-defined]
         return context
 

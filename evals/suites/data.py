@@ -243,7 +243,8 @@ def rescore(out: Path) -> Path:
         if report_file.is_file()
         else "# Hermes eval: data\n\n- a run stopped before it wrote its report: rows from results.jsonl"
     )
-    cfg = EvalConfig(**{k: v for k, v in old["config"].items() if k in {"suite", "model", "base_url", "limit", "k"}})
+    kept: dict[str, Any] = {k: v for k, v in old["config"].items() if k in {"suite", "model", "base_url", "limit", "k"}}
+    cfg = EvalConfig(**kept)
     report = Report(replace(cfg, out=out))
     for r in rows:
         report.add(r)

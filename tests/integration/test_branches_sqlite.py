@@ -128,7 +128,12 @@ async def run_to_breakpoint_and_resume(agent, scripted, thread: str, resume_with
     config ``resume_with(head_config, thread_config)`` returns, then one more turn the same way."""
     runs: list[int] = []
     box = FakeToolbox()
-    box.add("count_rows", lambda: runs.append(1) or {"rows": 7})
+
+    def count_rows() -> dict[str, int]:
+        runs.append(1)
+        return {"rows": 7}
+
+    box.add("count_rows", count_rows)
     ctx = scripted(
         [tool_call("count_rows", {}, "k1"), AIMessage("7 rows."), AIMessage("Still 7.")], box, user_id=thread
     )  # memory namespaces apart: the prompts must be comparable

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import httpx
 import jsonschema
@@ -19,13 +20,14 @@ from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 
 from graph.context import Context
 from graph.embedded.assembly import locate_parts
+from graph.embedded.chat import JsonToolCallingChat
 from graph.model import CATALOG, ModelUnavailableError, embedded_server, load_chat_model
 from tests.support.processes import own_processes
 
 MODEL = "qwen2.5-coder-0.5b"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # a loaded 2-core machine: minutes
 
-REMINDER = {
+REMINDER: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "schedule_reminder",
@@ -40,7 +42,7 @@ REMINDER = {
         },
     },
 }
-POST = {
+POST: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "post_message",
@@ -75,7 +77,7 @@ async def test_the_real_05b_model_makes_a_grammar_constrained_tool_call(tmp_path
     try:
         model = await load_chat_model(context)
         ours = [p for p in server_processes() if p.pid not in before]  # found while they are our children
-        assert model.model_name == MODEL
+        assert isinstance(model, JsonToolCallingChat) and model.model_name == MODEL
         messages = [
             SystemMessage("You are Hermes, an agent that does the user's tasks with tools."),
             HumanMessage("Remind me on the 1st of every month to send the sales report."),

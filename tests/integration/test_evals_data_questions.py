@@ -45,7 +45,7 @@ class ScriptedStub(OpenAIStub):
         if qid in READS and results:
             message["content"] = "From the data: " + str(results[-1].get("content"))[:1500]
         elif qid in READS and "query_database" in tools:
-            call = {"id": f"call-{len(self.requests)}", "type": "function"}
+            call: dict[str, Any] = {"id": f"call-{len(self.requests)}", "type": "function"}
             call["function"] = {"name": "query_database", "arguments": json.dumps({"sql": READS[qid]})}
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
         elif qid == FALSE_NONE:

@@ -65,7 +65,7 @@ def model(body: dict[str, Any]) -> dict[str, Any]:
     if tool == "describe_database":
         period = "last month" if schema == "chinook" else LAST
         queries = [{"label": label, "sql": sql} for label, sql in QUERIES[schema]]
-        args = {"title": f"{schema.title()} report", "period": period, "queries": queries}
+        args: dict[str, Any] = {"title": f"{schema.title()} report", "period": period, "queries": queries}
         return {"tool_calls": [{"name": "generate_report", "arguments": args}]}
     if tool == "generate_report":
         share = json.loads(content)["data"]["share"]["text"]

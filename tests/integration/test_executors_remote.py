@@ -56,6 +56,7 @@ def remote_server(data: Path, helpers: Path, *extra: str, env: dict[str, str] | 
         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
         start_new_session=True,
     )
+    assert proc.stdout is not None and proc.stderr is not None  # both piped
     try:
         deadline = time.monotonic() + 30
         url = None

@@ -71,7 +71,9 @@ REPORT_QUERIES = [
 
 def result_of(model: ScriptedChat, call_id: str) -> str:
     """The content of the tool result ``call_id`` in the latest prompt the model was sent."""
-    return next(m.content for m in model.seen[-1] if isinstance(m, ToolMessage) and m.tool_call_id == call_id)
+    content = next(m.content for m in model.seen[-1] if isinstance(m, ToolMessage) and m.tool_call_id == call_id)
+    assert isinstance(content, str)
+    return content
 
 
 def flagship_replies(model: list[ScriptedChat]) -> Iterator[AIMessage]:

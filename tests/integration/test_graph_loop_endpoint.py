@@ -4,16 +4,18 @@ to 127.0.0.1:9): a clear model-unavailable error. The graph's logic: tests/unit/
 from __future__ import annotations
 
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph.builder import make_graph
+from graph.state import InputState
 from tests.conftest import FakeToolbox
 
 
 async def run(context, text: str, thread: str = "t1"):
     agent = make_graph(checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": thread}}
-    return await agent.ainvoke({"messages": [HumanMessage(text)]}, config, context=context)
+    config: RunnableConfig = {"configurable": {"thread_id": thread}}
+    return await agent.ainvoke(InputState(messages=[HumanMessage(text)]), config, context=context)
 
 
 async def test_an_unreachable_endpoint_is_a_clear_model_unavailable_error(tmp_path):

@@ -23,6 +23,7 @@ import sys
 import textwrap
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -110,7 +111,7 @@ def _procs_with(marker: str) -> list[psutil.Process]:
 
 
 @pytest.fixture
-def marker() -> str:
+def marker() -> Iterator[str]:
     m = f"hermes-test-{uuid.uuid4().hex}"
     yield m
     leftovers = _procs_with(m)

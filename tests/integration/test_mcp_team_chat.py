@@ -13,6 +13,7 @@ import sys
 import textwrap
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -96,7 +97,7 @@ def _kill(procs: list[psutil.Process]) -> None:
 
 
 @pytest.fixture
-def marker() -> str:
+def marker() -> Iterator[str]:
     """A unique string put on the command line of every process a test starts."""
     m = f"hermes-test-{uuid.uuid4().hex}"
     yield m

@@ -59,7 +59,9 @@ def start(data: Path, name: str) -> subprocess.Popen:
 
 
 def read_acks(proc: subprocess.Popen, want: int, deadline: float) -> tuple[list[str], list[int]]:
-    acked, queued = [], []
+    acked: list[str] = []
+    queued: list[int] = []
+    assert proc.stdout is not None  # piped
     while len(acked) < want and time.monotonic() < deadline:
         line = proc.stdout.readline()
         if not line:

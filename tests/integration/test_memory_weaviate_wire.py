@@ -36,7 +36,7 @@ from weaviate.proto.v1 import (
 )
 
 from memory.embeddings import HashEmbedder
-from memory.episodic.base import EpisodicEvent
+from memory.episodic.base import EpisodicEvent, EventKind
 from memory.episodic.weaviate import WeaviateEpisodicStore, object_uuid
 
 pytestmark = [pytest.mark.timeout(60)]
@@ -201,7 +201,7 @@ async def standin():
         rest.server_close()
 
 
-def ev(text: str, user: str = "u", kind: str = "task", **kw) -> EpisodicEvent:
+def ev(text: str, user: str = "u", kind: EventKind = "task", **kw) -> EpisodicEvent:
     return EpisodicEvent(user_id=user, kind=kind, text=text, confidence=0.9, created_at=NOW, **kw)
 
 

@@ -44,7 +44,15 @@ async def test_eight_sessions_create_the_tables_of_a_new_database_at_once(postgr
             async with open_postgres_checkpointer(url) as saver:
                 cfg = await saver.aput(
                     {"configurable": {"thread_id": f"t{i}", "checkpoint_ns": ""}},
-                    {"v": 4, "id": str(uuid.uuid4()), "ts": "", "channel_values": {}, "channel_versions": {}},
+                    {
+                        "v": 4,
+                        "id": str(uuid.uuid4()),
+                        "ts": "",
+                        "channel_values": {},
+                        "channel_versions": {},
+                        "versions_seen": {},
+                        "updated_channels": None,
+                    },
                     {"source": "input", "step": -1},
                     {},
                 )

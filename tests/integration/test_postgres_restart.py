@@ -108,7 +108,7 @@ def own_postgres() -> Iterator[tuple[Any, str]]:
 def restart(server: Any) -> tuple[int, int]:
     """Stop the server (fast mode: every session is ended) and start it again on the same data
     directory and socket. Returns the postmaster's pid before and after."""
-    from pgserver._commands import pg_ctl
+    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # pgserver sets its command wrappers at import
 
     before = server.get_pid()
     pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)

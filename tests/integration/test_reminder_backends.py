@@ -10,6 +10,8 @@ row damaged through ``sqlite3``) stay in the unit modules."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from tests.unit.test_reminders import (  # noqa: F401 - collected here with the backend fixture
@@ -36,7 +38,7 @@ pytestmark = pytest.mark.slow  # a real PostgreSQL
 
 
 @pytest.fixture(autouse=True)
-def schedule_backend(checkpoint_backend: str, tmp_path) -> str:
+def schedule_backend(checkpoint_backend: str, tmp_path) -> Iterator[str]:
     """Each test once per store; on PostgreSQL nothing may reach ``reminders.db``."""
     yield checkpoint_backend
     if checkpoint_backend == "postgres":

@@ -92,6 +92,7 @@ def run_and_kill(data: Path, thread: str, env: dict[str, str], signal_file: Path
         deadline = time.monotonic() + PROCESS_S
         while not signal_file.exists():
             if proc.poll() is not None:
+                assert proc.stderr is not None  # piped
                 raise AssertionError(f"hermes exited before the kill point: {proc.stderr.read().decode()[-2000:]}")
             assert time.monotonic() < deadline, "the kill point was never reached"
             time.sleep(0.1)

@@ -15,6 +15,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import pytest
@@ -157,8 +158,8 @@ async def _mcp_call(http: httpx.AsyncClient, headers: dict, name: str, arguments
     r = await http.post("/mcp", json=init, headers=headers)
     if r.status_code != 200:
         return str(r.status_code)
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
-    call["params"]["context"] = context
+    params: dict[str, Any] = {"name": name, "arguments": arguments, "context": context}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
     try:
         r = await http.post("/mcp", json=call, headers=headers)
     except httpx.HTTPError:

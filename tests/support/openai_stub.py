@@ -22,7 +22,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 import uvicorn
 from starlette.applications import Starlette
@@ -154,7 +154,7 @@ class OpenAIStub:
 
     # --- lifecycle -----------------------------------------------------------------------
 
-    def start(self, timeout_s: float = 15.0) -> OpenAIStub:
+    def start(self, timeout_s: float = 15.0) -> Self:
         config = uvicorn.Config(
             self.app, host="127.0.0.1", port=self.port, log_level="warning", access_log=False, lifespan="off"
         )
@@ -175,7 +175,7 @@ class OpenAIStub:
             self._thread.join(timeout=10)
         self._server = self._thread = None
 
-    def __enter__(self) -> OpenAIStub:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

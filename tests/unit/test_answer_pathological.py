@@ -200,7 +200,7 @@ def test_the_label_of_a_step_is_no_figure(answer: str) -> None:
 def test_a_result_of_deeply_nested_json_raises_nothing() -> None:
     """A tool result 5,000 arrays deep (a hostile MCP server) made ``json.loads`` raise
     RecursionError out of goal_results (helper-24); it is read as text now."""
-    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
     from graph.goal_results import goal_results
     from graph.verification import verify
@@ -208,7 +208,7 @@ def test_a_result_of_deeply_nested_json_raises_nothing() -> None:
 
     specs = [ToolSpec(name="q", description="Reads rows.", reads="data")]
     text = '{"summary": "ok", "data": ' + "[" * 5_000 + "]" * 5_000 + "}"
-    work = [
+    work: list[AnyMessage] = [
         AIMessage("", tool_calls=[{"name": "q", "args": {}, "id": "c1"}]),
         ToolMessage(content=text, tool_call_id="c1", name="q"),
     ]

@@ -8,14 +8,15 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
+from graph.history import message_groups
 from graph.state import State
-from graph.window import message_groups, select_window
+from graph.window import select_window
 from nodes.assemble_context import build_system_prompt
 
 
 def assert_no_orphans(window) -> None:
     """Every tool message follows its calling AI message; every AI tool call is answered."""
-    open_calls: set[str] = set()
+    open_calls: set[str | None] = set()
     for message in window:
         if isinstance(message, AIMessage) and message.tool_calls:
             assert not open_calls, "AI tool calls left unanswered before the next message"

@@ -14,6 +14,7 @@ from pathlib import Path
 import ormsgpack
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 from typer.testing import CliRunner
 
 from graph import resources
@@ -45,7 +46,7 @@ def seed(data_dir: Path, how: str, mirror: bool = True) -> list[str]:
     async def write() -> tuple[str, list]:
         async with open_checkpointer(data_dir / "checkpoints.sqlite") as saver:
             agent = make_graph(checkpointer=saver)
-            cfg = {"configurable": {"thread_id": "T"}}
+            cfg: RunnableConfig = {"configurable": {"thread_id": "T"}}
             await agent.aupdate_state(
                 cfg, {"messages": [HumanMessage("hello", id="h1"), AIMessage("hi", id="a1")]}, as_node="write_memory"
             )

@@ -13,7 +13,7 @@ from graph.cli import app
 from graph.context import Context
 from graph.model import register_model
 from graph.runner import ThreadBusyError, run_turn, thread_lock
-from tests.conftest import FakeToolbox, ScriptedChat, tool_call
+from tests.conftest import FakeToolbox, ScriptedChat, tool_call, use_toolbox
 
 runner = CliRunner()
 
@@ -21,7 +21,7 @@ runner = CliRunner()
 def scripted_cli(name: str, replies, data_dir, box: FakeToolbox | None = None) -> None:
     model = ScriptedChat(messages=iter(replies))
     register_model(name, lambda _c: model)
-    resources.set_toolbox(Context(model=name, data_dir=str(data_dir)), box or FakeToolbox())
+    use_toolbox(Context(model=name, data_dir=str(data_dir)), box or FakeToolbox())
 
 
 def test_a_question_without_a_terminal_exits_3_and_resume_continues(tmp_path):

@@ -18,14 +18,16 @@ from tools import scheduler  # the reminders commands import what they use from 
 runner = CliRunner()
 
 
-def garbage(path: Path) -> None:
+def garbage(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"\x13\x37" * 3000)
+    return path
 
 
-def checkpoint_file(data: Path) -> None:
+def checkpoint_file(data: Path) -> Path:
     data.mkdir(parents=True, exist_ok=True)
-    con = sqlite3.connect(data / "checkpoints.sqlite")
+    path = data / "checkpoints.sqlite"
+    con = sqlite3.connect(path)
     con.executescript(
         "CREATE TABLE checkpoints (thread_id TEXT, checkpoint_ns TEXT, checkpoint_id TEXT, "
         "parent_checkpoint_id TEXT, type TEXT, checkpoint BLOB, metadata BLOB);"
@@ -33,6 +35,7 @@ def checkpoint_file(data: Path) -> None:
         "channel TEXT, type TEXT, value BLOB);"
     )
     con.close()
+    return path
 
 
 def boom(*_args, **_kwargs):

@@ -7,11 +7,13 @@ run" stays true), and the user confirming the repeat."""
 from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from graph.builder import builder, make_graph
 from graph.progress import request_id
+from graph.state import InputState
 from nodes.assemble_context import NOT_RUN
 from tests.conftest import FakeToolbox, tool_call
 
@@ -36,10 +38,10 @@ async def crashed_turn(scripted, effects, replies, *, dispatched: bool):
     box = counter_box(effects)
     ctx = scripted(replies, box)
     saver = InMemorySaver()
-    config = {"configurable": {"thread_id": "T"}}
+    config: RunnableConfig = {"configurable": {"thread_id": "T"}}
     crashing = builder.compile(checkpointer=saver, interrupt_before=["dispatch_tools"])
     await crashing.ainvoke(
-        {"messages": [HumanMessage("Bump the deployment counter for label alpha")]}, config, context=ctx
+        InputState(messages=[HumanMessage("Bump the deployment counter for label alpha")]), config, context=ctx
     )
     state = (await crashing.aget_state(config)).values
     goal = next(m for m in state["messages"] if isinstance(m, HumanMessage))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -245,7 +246,7 @@ def test_a_single_file_model_is_served_in_place_and_its_hash_checked(tmp_path: P
 
 def test_no_space_for_the_assembly_is_said_before_writing(tmp_path: Path, monkeypatch):
     entry, where = fake_model(tmp_path, PAYLOADS)
-    monkeypatch.setattr(assembly.shutil, "disk_usage", lambda _p: type("U", (), {"free": 10})())
+    monkeypatch.setattr(shutil, "disk_usage", lambda _p: type("U", (), {"free": 10})())
     with pytest.raises(ModelUnavailableError, match="HERMES_MODELS_DIR"):
         ensure_model_file(entry, tmp_path / "models", locator(where))
 

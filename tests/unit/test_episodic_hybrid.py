@@ -25,12 +25,11 @@ def test_every_backend_searches_through_the_shared_template():
 class Halves(HybridSearch):
     """A backend of two fixed halves that records what it was asked."""
 
-    def __init__(self, *, concurrent: bool = True) -> None:
+    def __init__(self) -> None:
         self.embedder = HashEmbedder(16)
         self.alpha = 0.5
         self.half_life_days = 14.0
         self.candidates = 50
-        self.concurrent_halves = concurrent
         self.calls: list[tuple[str, SearchQuery]] = []
         self.dog = EpisodicEvent(user_id="u", kind="note", text="the dog barks", confidence=0.9, created_at=NOW)
         self.cat = EpisodicEvent(user_id="u", kind="note", text="a cat sleeps", confidence=0.9, created_at=NOW)
@@ -43,6 +42,12 @@ class Halves(HybridSearch):
         assert len(vector) == 16  # the query, embedded by the template
         self.calls.append(("vector", q))
         return {self.dog.id: (self.dog, 0.9), self.cat.id: (self.cat, 0.95)}
+
+
+class SequentialHalves(Halves):
+    """The same halves fetched one after the other (a backend on one connection)."""
+
+    concurrent_halves = False
 
 
 async def test_nothing_searchable_asks_no_half():
@@ -65,7 +70,7 @@ async def test_the_halves_get_one_query_and_their_hits_are_fused():
 
 
 async def test_a_mode_asks_only_its_half_and_a_sequential_backend_keeps_the_order():
-    store = Halves(concurrent=False)
+    store = SequentialHalves()
     await store.search("u", "dog", mode="keyword", now=NOW)
     await store.search("u", "dog", mode="vector", now=NOW)
     await store.search("u", "dog", now=NOW)

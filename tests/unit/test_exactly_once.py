@@ -16,7 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graph.builder import make_graph
 from graph.history import unanswered_calls
-from nodes.dispatch_tools import request_id
+from graph.progress import request_id
 from tests.conftest import FakeToolbox, flagship_specs, tool_call
 from tools.errors import ToolTimeout, ToolTransportError
 from tools.idempotency import IdempotencyLedger
@@ -129,7 +129,12 @@ async def test_a_call_in_flight_in_a_dead_process_is_unknown_unless_retry_safe(t
 
 def post_box(effects: list) -> FakeToolbox:
     box = FakeToolbox()
-    box.add_spec(POST, lambda text: effects.append(text) or {"posted": text})
+
+    def post(text: str) -> dict[str, str]:
+        effects.append(text)
+        return {"posted": text}
+
+    box.add_spec(POST, post)
     return box
 
 

@@ -17,6 +17,7 @@ the SQLite ledger file; the model is a scripted fake that can only call the tool
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ pytestmark = pytest.mark.slow  # whole graph runs on SQLite files
 
 GOAL = "Summarise last month's sales into a report, post it to the project group, and remind me every month."
 REPORT = tool_call("generate_report", {"title": "Sales 2025-06", "queries": [{"label": "n", "sql": "SELECT 1"}]}, "r1")
-OUTPUTS = {
+OUTPUTS: dict[str, dict[str, Any]] = {
     "generate_report": {"path": "reports/sales-2025-06.md", "version": 1, "queries": []},
     "post_message": {"ok": True},
     "schedule_reminder": {"id": 1, "next_run": "2025-07-01T09:00"},
@@ -62,8 +63,16 @@ def flagship_box(data_dir: Path, ran: list[str]) -> FakeToolbox:
     """The flagship's tools (their real metadata) run in process, each run recorded in ``ran``,
     on the SQLite ledger file of ``data_dir`` (as the Toolbox opens it)."""
     box = FakeToolbox()
+
+    def recorded(name: str, output: dict[str, Any]) -> Callable[..., dict[str, Any]]:
+        def run(**kw: Any) -> dict[str, Any]:
+            ran.append(name)
+            return output
+
+        return run
+
     for spec in flagship_specs():
-        box.add_spec(spec, lambda _o=OUTPUTS.get(spec.name, {"ok": True}), _n=spec.name, **kw: ran.append(_n) or _o)
+        box.add_spec(spec, recorded(spec.name, OUTPUTS.get(spec.name, {"ok": True})))
     box.registry.ledger = IdempotencyLedger(data_dir / "idempotency.db")
     return box
 

@@ -21,6 +21,7 @@ tools bound to it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,16 @@ def posting(call_id: str) -> list[AIMessage]:
 def toolbox(data_dir: Path, ran: list[str]) -> FakeToolbox:
     """The flagship's tools (real metadata), each run recorded in ``ran``, on the ledger file."""
     box = FakeToolbox()
+
+    def recorded(name: str) -> Callable[..., dict[str, bool]]:
+        def run(**kw: Any) -> dict[str, bool]:
+            ran.append(name)
+            return {"ok": True}
+
+        return run
+
     for spec in flagship_specs():
-        box.add_spec(spec, lambda _n=spec.name, **kw: ran.append(_n) or {"ok": True})
+        box.add_spec(spec, recorded(spec.name))
     box.registry.ledger = IdempotencyLedger(data_dir / "idempotency.db")
     return box
 

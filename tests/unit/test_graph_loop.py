@@ -5,17 +5,19 @@ from __future__ import annotations
 import json
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph.builder import make_graph
+from graph.state import InputState
 from tests.conftest import FakeToolbox, tool_call
 from tools.results import MAX_RESULT_CHARS
 
 
 async def run(context, text: str, thread: str = "t1"):
     agent = make_graph(checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": thread}}
-    return await agent.ainvoke({"messages": [HumanMessage(text)]}, config, context=context)
+    config: RunnableConfig = {"configurable": {"thread_id": thread}}
+    return await agent.ainvoke(InputState(messages=[HumanMessage(text)]), config, context=context)
 
 
 def tool_messages(out) -> list[ToolMessage]:

@@ -33,7 +33,9 @@ MINUTES_PER_DAY = 24 * 60
 def _server_schemas() -> Any:
     """``langgraph_api.config.schemas`` loaded on its own: importing it through its package runs
     the server's settings, which need a server's environment (``REDIS_URI`` ...)."""
-    [package] = importlib.util.find_spec("langgraph_api").submodule_search_locations  # type: ignore[union-attr]
+    found = importlib.util.find_spec("langgraph_api")
+    assert found is not None and found.submodule_search_locations is not None
+    [package] = found.submodule_search_locations
     spec = importlib.util.spec_from_file_location("_langgraph_api_schemas", Path(package) / "config" / "schemas.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -13,8 +13,9 @@ from types import SimpleNamespace
 import pytest
 
 from tools.errors import ToolTransportError
-from tools.mcp.client import MCPClient, MCPServer, MCPTool
+from tools.mcp.client import MCPClient, MCPServer
 from tools.mcp.config import MCPConfigError, ServerSettings, ToolOverride, server_settings
+from tools.mcp.tool_listing import MCPTool
 from tools.registry import ToolRegistry
 from tools.toolbox import Toolbox
 

@@ -11,8 +11,8 @@ import pytest
 from mcp import types
 
 from tools.errors import ToolFailed
-from tools.mcp.client import MCPTool
 from tools.mcp.results import model_content, output_validator, result_to_json
+from tools.mcp.tool_listing import MCPTool
 
 PNG_BYTES = b"\x89PNG\r\n\x1a\n" + b"1" * 64
 
@@ -35,7 +35,7 @@ def test_a_vision_model_gets_the_image_others_the_placeholder(tmp_path: Path):
     content = model_content(text, value, accepts_images=True)
     assert isinstance(content, list) and content[0] == {"type": "text", "text": text}
     image = content[1]
-    assert image["type"] == "image" and image["mime_type"] == "image/png"
+    assert isinstance(image, dict) and image["type"] == "image" and image["mime_type"] == "image/png"
     assert base64.b64decode(image["base64"]) == PNG_BYTES
     # twice the same image (same handle) → one block; too big → placeholder only
     assert len(model_content(text, [value, value], accepts_images=True)) == 2

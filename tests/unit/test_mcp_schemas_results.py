@@ -10,10 +10,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 from mcp import types
+from pydantic import AnyUrl
 
 from tools.errors import ToolFailed
-from tools.mcp.client import tools_from_listing
 from tools.mcp.results import result_to_json
+from tools.mcp.tool_listing import tools_from_listing
 from tools.schema_normalization import RECURSION_DEPTH, SchemaNormalizationError, normalize_schema
 from tools.spec import schema_error
 
@@ -208,15 +209,21 @@ def test_resources_links_and_structured_content(tmp_path: Path):
         content=[
             types.EmbeddedResource(
                 type="resource",
-                resource=types.TextResourceContents(uri="file:///notes.txt", mimeType="text/plain", text="hello"),
+                resource=types.TextResourceContents(
+                    uri=AnyUrl("file:///notes.txt"), mimeType="text/plain", text="hello"
+                ),
             ),
             types.EmbeddedResource(
                 type="resource",
                 resource=types.BlobResourceContents(
-                    uri="file:///a.bin", mimeType="application/octet-stream", blob=base64.b64encode(b"xyz").decode()
+                    uri=AnyUrl("file:///a.bin"),
+                    mimeType="application/octet-stream",
+                    blob=base64.b64encode(b"xyz").decode(),
                 ),
             ),
-            types.ResourceLink(type="resource_link", uri="file:///big.csv", name="big.csv", mimeType="text/csv"),
+            types.ResourceLink(
+                type="resource_link", uri=AnyUrl("file:///big.csv"), name="big.csv", mimeType="text/csv"
+            ),
         ]
     )
     text_res, blob_res, link = result_to_json(result, None, tmp_path)

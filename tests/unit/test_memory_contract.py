@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memory.embeddings import HashEmbedder
-from memory.episodic.base import EpisodicEvent, EpisodicStore
+from memory.episodic.base import EpisodicEvent, EpisodicStore, EventKind
 from memory.episodic.lance import LanceEpisodicStore
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -38,7 +38,7 @@ class TableEmbedder(HashEmbedder):
         return super().embed_one(text)
 
 
-def ev(text: str, user: str = "u", kind: str = "note", days_ago: float = 0.0, **kw) -> EpisodicEvent:
+def ev(text: str, user: str = "u", kind: EventKind = "note", days_ago: float = 0.0, **kw) -> EpisodicEvent:
     return EpisodicEvent(
         user_id=user,
         kind=kind,

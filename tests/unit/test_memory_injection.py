@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 from graph import resources
 from graph.builder import make_graph
+from graph.state import InputState
 from memory import policy, provenance, task_outcome
 from memory.episodic.base import EpisodicEvent
 from memory.service import MemoryService
@@ -155,7 +156,7 @@ CHANNELS = {
 
 async def _turn(ctx, text: str, thread: str) -> None:
     agent = make_graph(checkpointer=InMemorySaver())
-    await agent.ainvoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread}}, context=ctx)
+    await agent.ainvoke(InputState(messages=[HumanMessage(text)]), {"configurable": {"thread_id": thread}}, context=ctx)
     await resources.drain_background()
 
 

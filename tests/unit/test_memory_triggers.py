@@ -22,6 +22,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import resources
 from graph.builder import make_graph
+from graph.state import InputState
 from memory import policy
 from memory.task_outcome import TurnEvidence, answer_defects, assess_task
 from memory.triggers import detect_cross_session
@@ -46,7 +47,9 @@ def box() -> FakeToolbox:
 
 async def run(ctx, text: str, thread: str = "t"):
     agent = make_graph(checkpointer=InMemorySaver())
-    out = await agent.ainvoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread}}, context=ctx)
+    out = await agent.ainvoke(
+        InputState(messages=[HumanMessage(text)]), {"configurable": {"thread_id": thread}}, context=ctx
+    )
     await resources.drain_background()
     return out
 

@@ -14,11 +14,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import resources
 from graph.builder import make_graph
+from graph.state import InputState
 
 
 async def turn(ctx, text: str, thread: str, saver=None):
     agent = make_graph(checkpointer=saver or InMemorySaver())
-    out = await agent.ainvoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread}}, context=ctx)
+    out = await agent.ainvoke(
+        InputState(messages=[HumanMessage(text)]), {"configurable": {"thread_id": thread}}, context=ctx
+    )
     await resources.drain_background()
     return out
 

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from mcp import types
 
 from graph.builder import make_graph
+from graph.state import InputState
 from tests.conftest import FakeToolbox, tool_call
 from tools.mcp.results import result_to_json
 
@@ -33,14 +35,14 @@ async def test_a_chart_from_a_tool_is_shown_to_an_image_model_only(scripted, tmp
         [tool_call("draw_chart", {}, "c1"), AIMessage("Here is the chart.")], box, model_accepts_images=accepts
     )
     agent = make_graph(InMemorySaver())
-    config = {"configurable": {"thread_id": f"img-{accepts}"}}
-    await agent.ainvoke({"messages": [HumanMessage("draw the chart")]}, config, context=ctx)
+    config: RunnableConfig = {"configurable": {"thread_id": f"img-{accepts}"}}
+    await agent.ainvoke(InputState(messages=[HumanMessage("draw the chart")]), config, context=ctx)
     prompt = scripted.models[ctx.model].seen[-1]
     tool_message = next(m for m in prompt if isinstance(m, ToolMessage))
     if accepts:
         assert isinstance(tool_message.content, list)
         image = tool_message.content[1]
-        assert image["type"] == "image" and base64.b64decode(image["base64"]) == PNG
+        assert isinstance(image, dict) and image["type"] == "image" and base64.b64decode(image["base64"]) == PNG
     else:
         assert isinstance(tool_message.content, str) and '"handle"' in tool_message.content
     state = (await agent.aget_state(config)).values

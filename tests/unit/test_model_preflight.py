@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
 from typer.testing import CliRunner
 
 from graph.cli import app
@@ -31,7 +32,7 @@ async def test_an_existing_thread_keeps_its_head_when_the_model_is_unusable(scri
 
     ctx = scripted([AIMessage("hi there")])
     await execute_turn("hello", ctx, "t1")
-    config = {"configurable": {"thread_id": "t1"}}
+    config: RunnableConfig = {"configurable": {"thread_id": "t1"}}
 
     async def head_and_count() -> tuple[str, int]:
         async with open_checkpointer(checkpoints_file(data_dir)) as saver:

@@ -111,7 +111,7 @@ def _shape(message: AIMessage) -> dict[str, Any]:
         "invalid_tool_calls": [{k: v for k, v in c.items() if k != "id"} for c in message.invalid_tool_calls],
         "timings": message.response_metadata.get("timings"),
         "finish_reason": message.response_metadata.get("finish_reason"),
-        "tokens": (message.usage_metadata or {}).get("total_tokens"),
+        "tokens": message.usage_metadata["total_tokens"] if message.usage_metadata else None,
     }
 
 

@@ -6,11 +6,12 @@ and builtin tools' places are kept. No processes: fake servers with the real Sco
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from nodes.call_model import offered_tools
+from tools.mcp.client import MCPServer
 from tools.mcp.replicas import Replica
 from tools.mcp.scoring import Breaker, Score
 from tools.registry import ToolRegistry
@@ -56,7 +57,10 @@ def toolbox(tmp_path: Path, servers: dict[str, list[FakeServer]]) -> Toolbox:
         where = "builtin" if source == "builtin" else f"mcp:{source}"
         registry.register(ToolSpec(name=name, description=description, parameters=P, source=where), _run, strict=False)
     tb = Toolbox(tmp_path, registry, executor=None, mcp=None)  # type: ignore[arg-type]
-    tb.mcp_replicas = {tool: [Replica(s, tool, 10.0, 30.0) for s in srvs] for tool, srvs in servers.items()}  # type: ignore[misc]
+    # a stand-in server: it has what ranking reads (name, score, breaker)
+    tb.mcp_replicas = {
+        tool: [Replica(cast(MCPServer, s), tool, 10.0, 30.0) for s in srvs] for tool, srvs in servers.items()
+    }
     return tb
 
 

@@ -15,7 +15,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph.builder import make_graph
-from tests.conftest import POST_MESSAGE, FakeToolbox, flagship_specs, tool_call
+from graph.state import InputState
+from tests.conftest import POST_MESSAGE, FakeToolbox, flagship_specs, recording_post, tool_call
 from tools.builtin.demo_db import generate_sales_db
 from tools.builtin.report import generate_report
 
@@ -32,13 +33,13 @@ NARRATION = "I have posted the sales report to the project group."
 
 async def test_a_refused_narration_is_retried_with_the_reports_ready_text(scripted, tmp_path: Path, generated_db):
     db = generated_db(generate_sales_db, tmp_path / "user" / "sales.db", months=3, end_month="2025-06")
-    out, posts = tmp_path / "out", []
+    out, posts = tmp_path / "out", list[tuple[str, str]]()
     box = FakeToolbox()
     spec = next(s for s in flagship_specs() if s.name == "generate_report")
     box.add_spec(spec, lambda **kw: generate_report(**kw, database=str(db), data_dir=out))
     # content_arg as the bundled team-chat server declares it (tools/mcp/servers/team_chat.py)
     chat = POST_MESSAGE.model_copy(update={"content_arg": "text"})
-    box.add_spec(chat, lambda channel="project", text="": posts.append((channel, text)) or {"id": len(posts)})
+    box.add_spec(chat, recording_post(posts))
     ready = generate_report("Sales report", QUERIES, period="2025-06", database=str(db), data_dir=tmp_path / "probe")
     text = ready["share"]["text"].replace(str(tmp_path / "probe"), str(out))
     ctx = scripted(
@@ -52,7 +53,7 @@ async def test_a_refused_narration_is_retried_with_the_reports_ready_text(script
         embeddings="hash",
     )
     result = await make_graph(InMemorySaver()).ainvoke(
-        {"messages": [HumanMessage(TASK)]}, {"configurable": {"thread_id": "ready"}}, context=ctx
+        InputState(messages=[HumanMessage(TASK)]), {"configurable": {"thread_id": "ready"}}, context=ctx
     )
     model = scripted.models[ctx.model]
     refused = next(m for m in result["messages"] if getattr(m, "tool_call_id", None) == "p1")

@@ -19,7 +19,7 @@ from graph import resources
 from graph.cli import app
 from graph.context import Context
 from graph.model import register_model
-from tests.conftest import FakeToolbox, ScriptedChat
+from tests.conftest import FakeToolbox, ScriptedChat, use_toolbox
 from tools.builtin.reminders import list_reminders, schedule_reminder
 from tools.idempotency import IdempotencyLedger
 from tools.registry import ToolRegistry
@@ -38,8 +38,8 @@ runner = CliRunner()
 T = dt.datetime  # naive = local time, as the CLI's --now
 
 
-def at(*args: int) -> dt.datetime:
-    return T(*args)
+def at(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> dt.datetime:
+    return T(year, month, day, hour, minute)
 
 
 @pytest.fixture(autouse=True)
@@ -313,7 +313,7 @@ def scripted_cli(name: str, replies, data_dir, box: FakeToolbox | None = None) -
     model = ScriptedChat(messages=iter(replies))
     model.seen = []
     register_model(name, lambda _c: model)
-    resources.set_toolbox(Context(model=name, data_dir=str(data_dir)), box or FakeToolbox())
+    use_toolbox(Context(model=name, data_dir=str(data_dir)), box or FakeToolbox())
     return model
 
 

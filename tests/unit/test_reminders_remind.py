@@ -18,11 +18,10 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from typer.testing import CliRunner
 
-from graph import resources
 from graph.cli import app
 from graph.context import Context
 from graph.model import register_model
-from tests.conftest import POST_MESSAGE, FakeToolbox, ScriptedChat, tool_call
+from tests.conftest import POST_MESSAGE, FakeToolbox, ScriptedChat, recording_post, tool_call, use_toolbox
 from tools.builtin.catalog import GENERATE_REPORT, LIST_REMINDERS, SCHEDULE_REMINDER
 from tools.builtin.reminder_store import open_schedule
 from tools.builtin.reminders import list_reminders, schedule_reminder
@@ -40,7 +39,7 @@ def box_for(data_dir: Path, posts: list) -> FakeToolbox:
     stand-in and the team-chat ``post_message`` copy (recording into ``posts``)."""
     box = FakeToolbox()
     box.add_spec(GENERATE_REPORT, lambda **a: {"path": "reports/sales.md", "version": 1, "queries": []})
-    box.add_spec(POST_MESSAGE, lambda channel="project", text="": posts.append((channel, text)) or {"id": len(posts)})
+    box.add_spec(POST_MESSAGE, recording_post(posts))
     box.add_spec(SCHEDULE_REMINDER, lambda **a: schedule_reminder(**a, data_dir=data_dir))
     box.add_spec(LIST_REMINDERS, lambda: list_reminders(data_dir=data_dir))
     return box
@@ -51,7 +50,7 @@ def agent_turn(data_dir: Path, posts: list, request: str, replies: list) -> dict
     name = f"create-{uuid.uuid4().hex[:6]}"
     model = ScriptedChat(messages=iter(replies))
     register_model(name, lambda _c: model)
-    resources.set_toolbox(Context(model=name, data_dir=str(data_dir)), box_for(data_dir, posts))
+    use_toolbox(Context(model=name, data_dir=str(data_dir)), box_for(data_dir, posts))
     out = runner.invoke(
         app, ["run", request, "--model", name, "--data-dir", str(data_dir), "--thread", "create", "--json"]
     )
@@ -91,7 +90,7 @@ class FiredModel(ScriptedChat):
 
 
 def fire(data_dir: Path, when: str, model_name: str, box: FakeToolbox, *extra: str):
-    resources.set_toolbox(Context(model=model_name, data_dir=str(data_dir)), box)  # closed by each command
+    use_toolbox(Context(model=model_name, data_dir=str(data_dir)), box)  # closed by each command
     return runner.invoke(
         app, ["reminders", "run", "--now", when, "--model", model_name, "--data-dir", str(data_dir), *extra]
     )

@@ -4,9 +4,10 @@ earlier calls, migration note), persistence of versions, and the registry hook."
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
 from tools.idempotency import IdempotencyLedger
 from tools.registry import ToolRegistry
@@ -25,7 +26,7 @@ BASE = {
 
 
 def changed(**edits) -> dict:
-    s = copy.deepcopy(BASE)
+    s: dict[str, Any] = copy.deepcopy(BASE)
     for key, value in edits.items():
         if key == "drop":
             for name in value:
@@ -42,7 +43,7 @@ def changed(**edits) -> dict:
 
 
 def history(*calls: tuple[str, dict, str]) -> list:
-    msgs = [HumanMessage("orders please", id="h1")]
+    msgs: list[AnyMessage] = [HumanMessage("orders please", id="h1")]
     for i, (tool, args, mid) in enumerate(calls):
         msgs.append(
             AIMessage("", id=mid, tool_calls=[{"name": tool, "args": args, "id": f"c{i}", "type": "tool_call"}])

@@ -14,7 +14,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph.builder import make_graph
-from tests.conftest import POST_MESSAGE, FakeToolbox, tool_call
+from graph.state import InputState
+from tests.conftest import POST_MESSAGE, FakeToolbox, recording_post, tool_call
 from tools.destinations import Rules, destination_refusal
 from tools.name_matching import named_in
 from tools.sensitive_data import sensitive_in_content, sensitive_values
@@ -32,7 +33,7 @@ def chat_box(posts: list) -> FakeToolbox:
     """The team-chat ``post_message`` (in-process copy: its channel is a destination by the
     name rule, as for an MCP tool without metadata) and a read-only query tool."""
     box = FakeToolbox()
-    box.add_spec(POST_MESSAGE, lambda channel="project", text="": posts.append((channel, text)) or {"id": len(posts)})
+    box.add_spec(POST_MESSAGE, recording_post(posts))
     box.add(
         "query_database",
         lambda sql: CUSTOMERS,
@@ -44,7 +45,7 @@ def chat_box(posts: list) -> FakeToolbox:
 async def run(ctx, request: str, thread: str = "t") -> dict:
     agent = make_graph(checkpointer=InMemorySaver())
     return await agent.ainvoke(
-        {"messages": [HumanMessage(request)]}, {"configurable": {"thread_id": thread}}, context=ctx
+        InputState(messages=[HumanMessage(request)]), {"configurable": {"thread_id": thread}}, context=ctx
     )
 
 

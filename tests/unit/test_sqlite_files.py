@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from base import sqlite_files
 from base.sqlite_files import BUSY_TIMEOUT_S, MEMORY, is_locked, open_aiosqlite, open_sqlite
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,7 +65,7 @@ def test_other_errors_are_not_retried_and_the_connection_is_closed(tmp_path: Pat
         opened.append(real_connect(*args, **kwargs))
         return opened[-1]
 
-    monkeypatch.setattr(sqlite_files.sqlite3, "connect", connect)
+    monkeypatch.setattr(sqlite3, "connect", connect)  # the module sqlite_files opens with
 
     def setup(con: sqlite3.Connection) -> None:
         attempts.append(1)
@@ -90,8 +89,10 @@ def test_is_locked():
 async def test_the_async_opener_does_the_same(tmp_path: Path):
     conn = await open_aiosqlite(tmp_path / "sub" / "a.db", schema="CREATE TABLE IF NOT EXISTS t (x);")
     try:
-        assert (await (await conn.execute("PRAGMA journal_mode")).fetchone())[0] == "wal"
-        assert (await (await conn.execute("PRAGMA busy_timeout")).fetchone())[0] == int(BUSY_TIMEOUT_S * 1000)
+        mode = await (await conn.execute("PRAGMA journal_mode")).fetchone()
+        assert mode is not None and mode[0] == "wal"
+        timeout = await (await conn.execute("PRAGMA busy_timeout")).fetchone()
+        assert timeout is not None and timeout[0] == int(BUSY_TIMEOUT_S * 1000)
         await conn.execute("INSERT INTO t VALUES (1)")
     finally:
         await conn.close()

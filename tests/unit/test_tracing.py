@@ -11,12 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers.base import AsyncBaseTracer
 from langchain_core.tracers.schemas import Run
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import resources
 from graph.builder import make_graph
+from graph.state import InputState
 from tests.conftest import FakeToolbox
 from tools.builtin.catalog import DESCRIBE_DATABASE, QUERY_DATABASE
 from tools.builtin.database import describe_database, query_database
@@ -62,9 +64,9 @@ async def traced_run(scripted, db) -> tuple[MemoryTracer, list[str], dict[str, A
     ctx = scripted([two_reads(), AIMessage("There are 60 customers.")], box, embeddings="hash")
     tracer = MemoryTracer()
     executed: list[str] = []
-    config = {"configurable": {"thread_id": "t"}, "callbacks": [tracer]}
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}, "callbacks": [tracer]}
     async for update in make_graph(InMemorySaver()).astream(
-        {"messages": [HumanMessage("How many customers are there?")]}, config, context=ctx, stream_mode="updates"
+        InputState(messages=[HumanMessage("How many customers are there?")]), config, context=ctx, stream_mode="updates"
     ):
         executed += [name for name in update if name in NODES]
     await resources.drain_background()
@@ -115,7 +117,7 @@ async def test_a_failed_tool_call_is_an_error_span(scripted, db):
     ctx = scripted([bad, *[AIMessage("I could not read that.")] * 5], box, embeddings="hash")
     tracer = MemoryTracer()
     await make_graph(InMemorySaver()).ainvoke(
-        {"messages": [HumanMessage("How many customers are there?")]},
+        InputState(messages=[HumanMessage("How many customers are there?")]),
         {"configurable": {"thread_id": "t"}, "callbacks": [tracer]},
         context=ctx,
     )

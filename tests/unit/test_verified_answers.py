@@ -20,6 +20,7 @@ from graph import resources
 from graph.builder import make_graph
 from graph.claimed_effects import unbacked_claims
 from graph.goal_results import Result
+from graph.state import InputState
 from graph.verification import (
     UNVERIFIED_ANSWER,
     absence_claims,
@@ -47,7 +48,7 @@ def data_box(db: Path, *extra: ToolSpec) -> FakeToolbox:
 
 async def run(ctx, text: str, thread: str = "t") -> dict[str, Any]:
     out = await make_graph(InMemorySaver()).ainvoke(
-        {"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread}}, context=ctx
+        InputState(messages=[HumanMessage(text)]), {"configurable": {"thread_id": thread}}, context=ctx
     )
     await resources.drain_background()
     return out
@@ -497,8 +498,8 @@ async def test_a_new_verified_answer_to_the_same_question_supersedes_the_old(scr
 def _mcp_specs(**override_tools: dict) -> dict[str, ToolSpec]:
     from types import SimpleNamespace
 
-    from tools.mcp.client import MCPTool
     from tools.mcp.config import server_settings
+    from tools.mcp.tool_listing import MCPTool
     from tools.registry import ToolRegistry
     from tools.toolbox import Toolbox
 

@@ -49,7 +49,7 @@ def assert_every_result_kept_with_its_head(window, expected_ids: set[str]) -> No
     kept = tool_messages(window)
     assert {m.tool_call_id for m in kept} == expected_ids, "a tool result was dropped"
     for m in kept:
-        assert m.content.startswith('{"status": "ok", "summary": "lookup: ')
+        assert isinstance(m.content, str) and m.content.startswith('{"status": "ok", "summary": "lookup: ')
         assert f'"handle": "payloads/t/{m.tool_call_id}.json"' in m.content, m.content[:300]
 
 
