@@ -144,6 +144,7 @@ class Check:
     keys: list[str] = field(default_factory=list)
     undated: list[str] = field(default_factory=list)
     unfiltered: list[str] = field(default_factory=list)
+    misread: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -168,6 +169,8 @@ class Check:
                 f"the figure{'s' if len(self.figures) > 1 else ''} {', '.join(self.figures[:6])} "
                 f"{'are' if len(self.figures) > 1 else 'is'} in no tool result of this request"
             )
+        for written, value in list(self.misread.items())[:3] if quote else []:
+            out.append(f"{written} has the digits of {value}, which a result states: write {value} as it is")
         if self.names:
             listed = ", ".join(f"“{n[:60]}”" for n in self.names[:6])
             out.append(
@@ -258,6 +261,7 @@ def check_answer(
     if not results and not needs_data:
         return check
     check.figures = unsupported_figures(answer, goal, results)
+    check.misread = misread_figures(check.figures, reads)
     if reads:
         check.names = unsupported_names(answer, f"{goal}\n{described}", results)
         check.keys = key_only(answer, request or goal, table_of(reads[-1].data))
@@ -274,6 +278,24 @@ def check_answer(
 # a value compared in SQL ('Japan', '%Japan%'); the SQL text itself is no value
 _SQL_LITERAL = re.compile(r"'((?:[^']|'')*)'")
 _SQL_TEXT = re.compile(r"\bselect\b[\s\S]*\bfrom\b", re.IGNORECASE)
+
+
+def _digits(text: str) -> str:
+    return re.sub(r"\D", "", text).strip("0")
+
+
+def misread_figures(written: Sequence[str], reads: Sequence[Result]) -> dict[str, str]:
+    """``{figure as written: the result value with the same digits}`` for unsupported figures
+    that misplace a result's decimal point or separators ("38,620" after ``SUM(Total) = 38.62``:
+    measured, written three times over by the 1.5B model). Told which value it misread, the
+    model can write it as it is."""
+    values = [str(v) for r in reads for v in known_values(r, []) if isinstance(v, (int, float))]
+    out: dict[str, str] = {}
+    for text in written:
+        key = _digits(text)
+        if len(key) >= 2 and (same := next((v for v in values if _digits(v) == key), None)):
+            out[text] = same
+    return out
 
 
 def invented_filters(read: Result, known: str) -> list[str]:

@@ -676,3 +676,21 @@ def test_the_honest_answer_quotes_a_one_row_result_by_its_values():
         "{}",
     )
     assert '"rows": [[1], [2]]' in what_the_data_shows([many])
+
+
+@pytest.mark.parametrize(
+    "answer, misread",
+    [("The total revenue in December 2011 was $38,620.", "38,620"), ("Revenue: 3862 dollars.", "3862")],
+)
+def test_a_figure_with_a_results_digits_is_named_as_that_value(answer, misread):
+    # measured: SUM(Total) = 38.62 answered "$38,620" three times; told only that 38,620 is in no
+    # result, the model wrote it again
+    import json as _json
+
+    data = {"columns": ["SUM(Total)"], "rows": [[38.62]], "row_count": 1}
+    text = _json.dumps({"status": "ok", "summary": "query_database: one row: SUM(Total) = 38.62", "data": data})
+    read = Result("query_database", "q", "data", False, data, "", None, text)
+    check = check_answer(answer, "What was our total revenue in December 2011?", [read], needs_data=True)
+    assert check.misread == {misread: "38.62"}
+    assert f"{misread} has the digits of 38.62, which a result states: write 38.62 as it is" in check.problems()
+    assert "38.62" not in "; ".join(check.problems(quote=False))  # the user's stop reason stays short
