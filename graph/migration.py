@@ -1,5 +1,5 @@
-"""``hermes migrate --to postgres``: a data directory's threads, episodic memories and
-idempotency ledger copied into the PostgreSQL database of ``HERMES_POSTGRES_URL`` (issue 22,
+"""``hermes migrate --to postgres``: a data directory's threads, episodic memories,
+idempotency ledger and reminders copied into the PostgreSQL database of ``HERMES_POSTGRES_URL`` (issue 22,
 deliverable 6). Run it with no ``hermes`` process using the data directory; then set the URL.
 
 * **Threads, with their branch trees.** Every checkpoint of ``<data_dir>/checkpoints.sqlite``
@@ -22,17 +22,20 @@ deliverable 6). Run it with no ``hermes`` process using the data directory; then
   record and times as they are. A ``running`` row (a call in flight when its process died)
   keeps its owner, who holds no lease in PostgreSQL: the first duplicate states its outcome
   unknown (a retry-safe call is taken over), as on SQLite.
+* **Reminders** (``<data_dir>/reminders.db``): every reminder under its own id, with its
+  firings (per-period claims) and delivered notices (:func:`copy_reminders` says why the id).
 
 **Idempotent.** A checkpoint already in PostgreSQL (same thread, namespace and id) is not
 written again; its writes are written only when PostgreSQL holds fewer than the file (the
 rows are inserted ``ON CONFLICT DO NOTHING``); memories are deduplicated by the store (same user
 and text: the stored id; same id: nothing); ledger rows by their key ``(tool, request_id)``
-(``ON CONFLICT DO NOTHING``: a row PostgreSQL already has, possibly newer, is kept).
+(``ON CONFLICT DO NOTHING``: a row PostgreSQL already has, possibly newer, is kept); reminders
+by their id and content.
 
 **Not copied** (:data:`NOT_COPIED`): semantic memory (the knowledge graph) and the memory's
 branch origins, in ``<data_dir>/memory.db``: they have no PostgreSQL store yet and stay in the
-data directory, where processes using it keep reading them; reminders, their firings and the
-delivery marks (``reminders.db``, ``deliveries.db``); the tool schema versions.
+data directory, where processes using it keep reading them; the marks of answers shown
+(``deliveries.db``); the tool schema versions.
 """
 
 from __future__ import annotations
@@ -84,6 +87,11 @@ class MigrationReport:
     episodic_note: str = ""
     ledger_copied: int = 0
     ledger_present: int = 0
+    reminders_copied: int = 0
+    reminders_present: int = 0
+    reminders_conflicting: list[int] = field(default_factory=list)
+    firings_copied: int = 0
+    deliveries_copied: int = 0
     not_copied: list[str] = field(default_factory=lambda: list(NOT_COPIED))
 
     def as_dict(self) -> dict[str, Any]:
@@ -101,6 +109,7 @@ async def migrate_to_postgres(context: Context, url: str) -> MigrationReport:
     await copy_checkpoints(data_dir, url, report)
     await copy_episodic(context, url, report)
     await copy_ledger(data_dir, url, report)
+    await asyncio.to_thread(copy_reminders, data_dir, url, report)
     return report
 
 
@@ -304,4 +313,102 @@ async def copy_ledger(data_dir: Path, url: str, report: MigrationReport) -> None
     report.ledger_present = len(rows) - report.ledger_copied
 
 
-__all__ = ["EPISODIC_BATCH", "NOT_COPIED", "MigrationReport", "copy_checkpoints", "migrate_to_postgres"]
+# --- reminders ----------------------------------------------------------------------------
+
+_REMINDER_COLUMNS = (
+    "id, text, day_of_month, time, recurrence, created_at, next_run, action, last_fired_period, last_fired_at"
+)
+_FIRING_COLUMNS = "reminder_id, period, state, owner, request_id, attempts, claimed_at, finished_at, detail, skipped"
+_DELIVERY_COLUMNS = "reminder_id, period, delivered_at, message, action, outcome, detail"
+
+
+def copy_reminders(data_dir: Path, url: str, report: MigrationReport) -> None:
+    """Every reminder of ``<data_dir>/reminders.db`` with its firings (the per-period claims) and
+    delivered notices into the schedule's PostgreSQL tables, **under its own id** where it can:
+    a firing's request id is ``reminder:<id>:<period>`` (``tools.reminder_claims.request_id_for``),
+    so a period in flight (``claimed``, ``retry``) when the directory moved keeps the ledger
+    record that stops its action running twice. A reminder PostgreSQL holds with the same text,
+    day, time, recurrence and creation time is a previous run's copy (left as it is; its firings
+    and notices completed). A reminder whose id holds another reminder there (another data
+    directory's) gets a new id when none of its periods is in flight (its fired periods stay
+    fired under the new id); else it is not copied and its id is reported
+    (``reminders_conflicting``). One write transaction under the schedule's write lock; the id
+    sequence is moved past the largest id, never back."""
+    from tools.builtin.reminder_store import DB_FILE, PG_SCHEMA, open_schedule
+
+    if not (data_dir / DB_FILE).exists():
+        return
+    src = open_schedule(data_dir, "")
+    try:
+        reminders = src.execute(f"SELECT {_REMINDER_COLUMNS} FROM reminders ORDER BY id").fetchall()
+        firings = src.execute(f"SELECT {_FIRING_COLUMNS} FROM firings").fetchall()
+        deliveries = src.execute(f"SELECT {_DELIVERY_COLUMNS} FROM deliveries").fetchall()
+    finally:
+        src.close()
+    dst = open_schedule(data_dir, url)
+    try:
+        dst.begin()
+        try:
+            ids: dict[int, int] = {}  # id in the file -> id in PostgreSQL
+            moved = []
+            in_flight = {int(f[0]) for f in firings if f[2] in ("claimed", "retry")}
+            for row in reminders:
+                same = dst.execute(
+                    "SELECT id FROM reminders WHERE text = ? AND day_of_month = ? AND time = ? AND recurrence = ? "
+                    "AND created_at = ? ORDER BY id = ? DESC LIMIT 1",
+                    (*row[1:6], row[0]),
+                ).fetchone()
+                if same is not None:  # a previous run's copy
+                    ids[int(row[0])] = int(same[0])
+                    report.reminders_present += 1
+                elif dst.execute("SELECT 1 FROM reminders WHERE id = ?", (row[0],)).fetchone() is None:
+                    dst.execute(f"INSERT INTO reminders ({_REMINDER_COLUMNS}) VALUES ({', '.join('?' * 10)})", row)
+                    ids[int(row[0])] = int(row[0])
+                    report.reminders_copied += 1
+                elif int(row[0]) in in_flight:  # its request ids must stay: not under another id
+                    report.reminders_conflicting.append(int(row[0]))
+                else:
+                    moved.append(row)
+            # past every id now held, never back (a deleted reminder's id is not given again:
+            # its request ids may be in the ledger)
+            [seq] = dst.execute("SELECT pg_get_serial_sequence(?, 'id')", (f"{PG_SCHEMA}.reminders",)).fetchone()
+            dst.execute(
+                f"SELECT setval('{seq}', m) FROM (SELECT max(id) AS m FROM reminders) AS r "
+                f"WHERE m >= (SELECT last_value FROM {seq})"
+            )
+            for row in moved:  # its id holds another reminder there; nothing of it is in flight
+                [new_id] = dst.execute(
+                    f"INSERT INTO reminders ({_REMINDER_COLUMNS.removeprefix('id, ')}) VALUES ({', '.join('?' * 9)}) "
+                    "RETURNING id",
+                    row[1:],
+                ).fetchone()
+                ids[int(row[0])] = int(new_id)
+                report.reminders_copied += 1
+            for table, columns, rows, counter in (
+                ("firings", _FIRING_COLUMNS, firings, "firings_copied"),
+                ("deliveries", _DELIVERY_COLUMNS, deliveries, "deliveries_copied"),
+            ):
+                marks = ", ".join("?" * len(columns.split(", ")))
+                for row in rows:
+                    if int(row[0]) in ids:
+                        cur = dst.execute(
+                            f"INSERT INTO {table} ({columns}) VALUES ({marks}) ON CONFLICT DO NOTHING",
+                            (ids[int(row[0])], *row[1:]),
+                        )
+                        setattr(report, counter, getattr(report, counter) + max(cur.rowcount, 0))
+            dst.commit()
+        except BaseException:
+            dst.rollback()
+            raise
+    finally:
+        dst.close()
+
+
+__all__ = [
+    "EPISODIC_BATCH",
+    "NOT_COPIED",
+    "MigrationReport",
+    "copy_checkpoints",
+    "copy_reminders",
+    "migrate_to_postgres",
+]

@@ -1,7 +1,7 @@
 """``hermes migrate --to postgres [--data-dir D] [--postgres-url URL] [--json]``: copy a data
-directory's threads (with their branch trees), episodic memories and idempotency ledger into
-PostgreSQL (``graph.migration``, which says what is copied, how, and what stays). Idempotent: a
-second run copies nothing twice. Exit 0 with the counts; 1 with one line when the database
+directory's threads (with their branch trees), episodic memories, idempotency ledger and
+reminders into PostgreSQL (``graph.migration``, which says what is copied, how, and what
+stays). Idempotent: a second run copies nothing twice. Exit 0 with the counts; 1 with one line when the database
 cannot be reached or a file cannot be read."""
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ def migrate(
     postgres_url: str = URL_OPT,
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Copy the data directory's threads (every branch), episodic memories and idempotency
-    ledger into PostgreSQL; run with no other hermes process on the data directory, then set
-    HERMES_POSTGRES_URL. Running it again copies nothing twice."""
+    """Copy the data directory's threads (every branch), episodic memories, idempotency ledger
+    and reminders into PostgreSQL; run with no other hermes process on the data directory,
+    then set HERMES_POSTGRES_URL. Running it again copies nothing twice."""
     if to.strip().lower() not in ("postgres", "postgresql"):
         raise typer.Exit(report_error(None, f"--to {to!r}: the only target is postgres", json_out=json_out))
     context = context_or_exit(None, None, data_dir, None)
@@ -90,6 +90,13 @@ def _print(report: dict[str, Any], data_dir: str) -> None:
     console.print(f"  episodic     {episodic}", highlight=False)
     console.print(
         f"  ledger       {report['ledger_copied']} copied, {report['ledger_present']} already there",
+        highlight=False,
+    )
+    conflicting = report["reminders_conflicting"]
+    console.print(
+        f"  reminders    {report['reminders_copied']} copied, {report['reminders_present']} already there; "
+        f"{report['firings_copied']} firings, {report['deliveries_copied']} notices copied"
+        + (f"; NOT copied (the id holds another reminder there): {conflicting}" if conflicting else ""),
         highlight=False,
     )
     for item in report["not_copied"]:

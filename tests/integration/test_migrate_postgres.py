@@ -1,12 +1,14 @@
 """``hermes migrate --to postgres`` (graph/migration.py) on a real PostgreSQL (pgserver, the
 package's ``postgres_server``): a data directory with a thread of three branches (rollback,
 switch, fork: the CLI's own commands), a thread stopped at an ``interrupt()``, episodic memories
-of two users (one of them expired) and ledger records is copied; every thread's history and
+of two users (one of them expired), ledger records and reminders (one fired, one period in flight)
+is copied; every thread's history and
 branch tree is read before (SQLite) and after (PostgreSQL) and compared, checkpoint by
 checkpoint (id, parent, values, metadata, pending writes with their ``task_path`` and ``idx``)
 and through the commands (``branch list``, ``branch show``, ``session show``). The migrated
 threads go on on PostgreSQL (a turn on the active branch, a resume of the interrupt); the ledger
-replays its records there; a second migration copies nothing."""
+replays its records there, the reminder's in-flight period is taken over under its request id;
+a second migration copies nothing."""
 
 from __future__ import annotations
 
@@ -32,8 +34,12 @@ from graph.checkpoints import checkpoints_file, open_checkpointer
 from graph.cli import app
 from memory.episodic.base import EpisodicEvent
 from tests.conftest import FakeToolbox, tool_call
+from tools.builtin.reminders import list_reminders, schedule_reminder
 from tools.idempotency import IdempotencyLedger
 from tools.ledger_postgres import PostgresLedger
+from tools.reminder_claims import mark_fired, record_delivery, record_outcome, request_id_for
+from tools.reminder_due import due_reminders
+from tools.reminder_history import delivery_history, firing_history
 
 pytestmark = pytest.mark.slow  # PostgreSQL starts for the session; several CLI turns
 
@@ -170,6 +176,22 @@ def test_migrate_copies_every_thread_with_its_branch_tree_memories_and_ledger(
         await ledger.aclose()
 
     asyncio.run(build_rest())
+    # reminders: one fired for October (its notice delivered), its November period in flight
+    # (claimed by a process that is gone once the directory moves), one never fired
+    first = schedule_reminder("Send the monthly report", 5, "09:00", data_dir=data_dir, postgres_url="")["id"]
+    schedule_reminder("Pay the rent", 1, "08:00", data_dir=data_dir, postgres_url="")
+    assert mark_fired(data_dir, first, "2026-10", postgres_url="")
+    assert not record_outcome(data_dir, first, "2026-10", ok=True, postgres_url="")  # done: no retry
+    [due] = [
+        d for d in due_reminders(data_dir, datetime(2026, 12, 6, 9, 30), postgres_url="") if d.reminder_id == first
+    ]
+    record_delivery(data_dir, due, outcome="delivered", postgres_url="")
+    assert mark_fired(data_dir, first, "2026-11", postgres_url="")
+    schedule_before = (
+        list_reminders(data_dir=data_dir, postgres_url=""),
+        firing_history(data_dir, postgres_url=""),
+        delivery_history(data_dir, postgres_url=""),
+    )
     before = asyncio.run(checkpoints(data_dir, ""))
     threads = {key[0] for key in before}
     assert threads == {"S", "K"} and len(before) > 20
@@ -216,6 +238,13 @@ def test_migrate_copies_every_thread_with_its_branch_tree_memories_and_ledger(
     assert out["episodic_copied"] == n_events and out["episodic_expired_left"] == 1
     assert out["ledger_copied"] == 4 and out["ledger_present"] == 0
     assert any("semantic memory" in line for line in out["not_copied"])
+    assert (out["reminders_copied"], out["firings_copied"], out["deliveries_copied"]) == (2, 2, 1)
+    schedule_after = (
+        list_reminders(data_dir=data_dir, postgres_url=postgres_url),
+        firing_history(data_dir, postgres_url=postgres_url),
+        delivery_history(data_dir, postgres_url=postgres_url),
+    )
+    assert schedule_after == schedule_before
 
     # --- every checkpoint the same: id, parent, values, metadata, pending writes (task_path, idx)
     after = asyncio.run(checkpoints(data_dir, postgres_url))
@@ -250,6 +279,8 @@ def test_migrate_copies_every_thread_with_its_branch_tree_memories_and_ledger(
     )
     assert again["checkpoints_present"] == len(before) and again["episodic_present"] == n_events
     assert again["ledger_present"] == 4
+    assert (again["reminders_copied"], again["reminders_present"], again["firings_copied"]) == (0, 2, 0)
+    assert again["reminders_conflicting"] == []
     assert postgres_counts(postgres_url) == counts
 
     # --- the threads go on on PostgreSQL: a turn on the active branch, the interrupt resumed
@@ -271,10 +302,58 @@ def test_migrate_copies_every_thread_with_its_branch_tree_memories_and_ledger(
             await ledger.aclose()
 
     asyncio.run(resume_and_replay())
+    # the November claim's owner holds no lease on PostgreSQL: taken over under the same request
+    # id (the ledger record of its effect, if any, is found); October stays fired; a new
+    # reminder gets an id past the copied ones
+    assert not mark_fired(data_dir, first, "2026-10", postgres_url=postgres_url)
+    assert mark_fired(data_dir, first, "2026-11", postgres_url=postgres_url)
+    november = [f for f in firing_history(data_dir, first, postgres_url=postgres_url) if f["period"] == "2026-11"]
+    assert november[0]["attempts"] == 2 and november[0]["request_id"] == request_id_for(first, "2026-11")
+    new = schedule_reminder("Water the plants", 3, "07:00", data_dir=data_dir, postgres_url=postgres_url)
+    assert new["id"] > max(r["id"] for r in schedule_before[0]["reminders"])
 
 
 async def _record(i: int) -> dict[str, Any]:
     return {"ok": True, "message_id": i}
+
+
+def test_reminders_of_a_second_directory_keep_their_ids_where_they_can(data_dir, postgres_url, monkeypatch):
+    """The database already holds another directory's reminders 1 and 2. This directory's
+    reminder 1 has a period in flight: under another id its take-over would use another request
+    id (the ledger would not know its action ran), so it is not copied and is reported. Its
+    reminder 2 (only fired periods) gets a new id with its firing; its reminder 3 keeps its id.
+    A second run finds both copies by their content."""
+    from graph.migration import MigrationReport, copy_reminders
+
+    monkeypatch.delenv("HERMES_POSTGRES_URL", raising=False)
+    other = data_dir.parent / "other"
+    for text in ("Water the plants", "Call the bank"):
+        schedule_reminder(text, 2, "07:00", data_dir=other, postgres_url=postgres_url)
+    mine = [
+        schedule_reminder(text, 5, "09:00", data_dir=data_dir, postgres_url="")["id"]
+        for text in ("Send the monthly report", "Pay the rent", "Back up the laptop")
+    ]
+    assert mine == [1, 2, 3]
+    for rid in (1, 2):
+        assert mark_fired(data_dir, rid, "2026-10", postgres_url="")
+        record_outcome(data_dir, rid, "2026-10", ok=True, postgres_url="")
+    assert mark_fired(data_dir, 1, "2026-11", postgres_url="")  # in flight
+
+    report = MigrationReport()
+    copy_reminders(data_dir, postgres_url, report)
+    assert (report.reminders_copied, report.reminders_present, report.reminders_conflicting) == (2, 0, [1])
+    stored = {r["text"]: r["id"] for r in list_reminders(data_dir=other, postgres_url=postgres_url)["reminders"]}
+    assert stored == {"Water the plants": 1, "Call the bank": 2, "Back up the laptop": 3, "Pay the rent": 4}
+    [fired] = firing_history(data_dir, 4, postgres_url=postgres_url)
+    assert (fired["period"], fired["state"]) == ("2026-10", "done")
+    assert not mark_fired(data_dir, 4, "2026-10", postgres_url=postgres_url)  # fired stays fired
+
+    again = MigrationReport()
+    copy_reminders(data_dir, postgres_url, again)
+    assert (again.reminders_copied, again.reminders_present, again.firings_copied) == (0, 2, 0)
+    assert again.reminders_conflicting == [1]
+    new = schedule_reminder("Renew the domain", 9, "10:00", data_dir=other, postgres_url=postgres_url)
+    assert new["id"] == 5
 
 
 def test_migrate_without_a_url_or_to_another_target_says_so(data_dir, monkeypatch):
