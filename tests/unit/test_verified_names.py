@@ -20,7 +20,6 @@ from graph.answer_names import missing_names, stated_names
 from graph.builder import make_graph
 from graph.goal_results import Result
 from graph.state import InputState
-from graph.state import InputState
 from graph.verification import UNVERIFIED_ANSWER, check_answer
 from tests.conftest import FakeToolbox, tool_call
 from tools.builtin.catalog import QUERY_DATABASE
