@@ -146,6 +146,8 @@ class PostgresSemanticMemory(SemanticMemory):
             open=False,
             kwargs={"autocommit": True, "row_factory": dict_row},
             configure=configure,
+            # a connection the server dropped (restarted, terminated) is replaced before use
+            check=AsyncConnectionPool.check_connection,
             name="hermes-semantic",
         )
         await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)

@@ -101,3 +101,28 @@ async def test_the_memory_service_recalls_and_forgets_facts_on_postgres(tmp_path
     finally:
         await mem.aclose()
         await other.aclose()
+
+
+async def test_a_lost_session_costs_no_recall_and_no_write(postgres_url):
+    """The server dropped the store's sessions (a restart, an administrator's terminate): the
+    next read and write get a live connection and succeed; what was stored is still there."""
+    import psycopg
+
+    store = PostgresSemanticMemory(postgres_url)
+    try:
+        await attr(store, "user", "prefers_format", "pdf")
+
+        async def drop_sessions() -> None:
+            async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as admin:
+                await admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+
+        await drop_sessions()
+        assert [f.object for f in await store.facts("u")] == ["pdf"]
+        await drop_sessions()
+        assert (await attr(store, "user", "prefers_language", "English")).outcome == "added"
+        assert await store.count("u") == 2
+    finally:
+        await store.close()
