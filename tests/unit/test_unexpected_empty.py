@@ -29,23 +29,9 @@ def sales(db: Path) -> Path:
 @pytest.mark.parametrize(
     "sql",
     [
-        # the measured query: a join of an id to a name
-        (
-            f"SELECT p.name, SUM(sl.revenue) FROM products p JOIN sales_lines sl ON p.product_id = sl.product "
-            f"WHERE sl.order_date LIKE '{MONTH}-%' GROUP BY p.name"
-        ),
-        (
-            f"SELECT SUM(s.quantity) FROM sales_lines s JOIN products p ON p.product_id = s.product "
-            f"WHERE s.order_date >= '{MONTH}-01' AND s.order_date < '2099-01-01'"
-        ),
-        (
-            f"SELECT COUNT(*) FROM sales_lines s JOIN products p ON p.name = s.customer "
-            f"WHERE strftime('%Y-%m', s.order_date) = '{MONTH}'"
-        ),
-        (
-            f"SELECT COUNT(*) FROM sales_lines s JOIN products p ON p.name = s.customer "
-            f"WHERE strftime('%Y', s.order_date) = '{MONTH[:4]}'"
-        ),
+        # no column of the other table holds either side's values: nothing certain to join on
+        "SELECT COUNT(*) FROM customers c JOIN products p ON p.name = c.name WHERE c.segment = 'smb'",
+        ("SELECT COUNT(*) FROM customers c JOIN products p ON p.category = c.segment WHERE c.customer_id > 0"),
     ],
 )
 def test_a_join_no_pair_of_rows_meets_is_named_with_what_each_side_holds(sales, sql):
@@ -70,6 +56,36 @@ def test_nothing_found_although_the_period_has_data_is_marked(sales, sql):
     r = query_database(sql, database=str(sales))
     assert r["unexpected_empty"].endswith("the period the query names"), r
     assert "do not tell the user there is no data" in r["note"]
+
+
+@pytest.mark.parametrize(
+    "sql, ran",
+    [
+        # the measured query: a product's id joined to the view's product name
+        (
+            (
+                f"SELECT p.name, SUM(sl.revenue) AS r FROM products p JOIN sales_lines sl ON p.product_id = sl.product "
+                f"WHERE sl.order_date LIKE '{MONTH}-%' GROUP BY p.name ORDER BY r DESC"
+            ),
+            "p.name = sl.product",
+        ),
+        (
+            (
+                f"SELECT p.name, SUM(sl.revenue) AS r FROM sales_lines sl JOIN products p ON sl.customer = p.name "
+                f"WHERE strftime('%Y-%m', sl.order_date) = '{MONTH}' GROUP BY p.name ORDER BY r DESC"
+            ),
+            "sl.product = p.name",
+        ),
+    ],
+)
+def test_a_join_whose_other_column_is_certain_runs_with_it_and_says_so(sales, sql, ran):
+    truth = query_database(
+        f"SELECT product, SUM(revenue) AS r FROM sales_lines WHERE order_date LIKE '{MONTH}-%' GROUP BY product ORDER BY r DESC",
+        database=str(sales),
+    )["rows"]
+    r = query_database(sql, database=str(sales))
+    assert r["rows"] == truth and "unexpected_empty" not in r
+    assert r["repaired"][0].endswith(f"→ {ran}") and ran in r["sql_run"] and r["note"].startswith("Ran with the join")
 
 
 @pytest.mark.parametrize(

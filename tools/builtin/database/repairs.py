@@ -22,7 +22,7 @@ import sqlite3
 from typing import Any
 
 from tools.builtin.database.schema import list_tables, table_columns
-from tools.builtin.database.statement import parse_tree, sqlite_dialect
+from tools.builtin.database.statement import parse_tree, quote_name, sqlite_dialect
 
 #: Columns of one query mended at most (each mend reruns the query once).
 MAX_REPAIRS = 3
@@ -100,3 +100,64 @@ def repair_unknown_column(con: sqlite3.Connection, sql: str, error: str) -> tupl
         col.set("this", exp.to_identifier(meant))
     told = f"{qualifier + '.' if qualifier else ''}{bare}"
     return tree.sql(dialect=sqlite_dialect()), f"{told} → {table}.{meant}"
+
+
+def _texts(rows: list[tuple[Any, ...]]) -> list[str]:
+    return [r[0] for r in rows if isinstance(r[0], str) and r[0].strip() and not r[0].strip()[:1].isdigit()]
+
+
+def repair_join(con: sqlite3.Connection, sql: str) -> tuple[str, str] | None:
+    """``(sql with one join column replaced, what was replaced)`` when a join condition of ``sql``
+    meets no pair of rows and the text values one side holds are all held by exactly one column
+    of the other side's table (``p.product_id = sl.product``, where ``sl.product`` holds product
+    names and ``products.name`` holds them: ``p.name = sl.product``), or None. Text values only:
+    numbers shared by chance (ids, quantities) are no evidence. ``con`` must allow reading the
+    tables and the schema pragmas. Never raises."""
+    from sqlglot import exp
+
+    tree = parse_tree(sql)
+    if tree is None:
+        return None
+    try:
+        real = {t.lower(): t for t in list_tables(con)}
+        aliases = {t.alias_or_name.lower(): t.name.lower() for t in tree.find_all(exp.Table)}
+        for join in tree.find_all(exp.Join):
+            on = join.args.get("on")
+            for eq in on.find_all(exp.EQ) if on is not None else []:
+                sides = [eq.this, eq.expression]
+                if not all(isinstance(c, exp.Column) and c.table for c in sides):
+                    continue
+                named = [aliases.get(c.table.lower(), c.table.lower()) for c in sides]
+                if not all(n in real for n in named) or named[0] == named[1]:
+                    continue
+                tables = [real[n] for n in named]
+                left, right = (f"{quote_name(t)}.{quote_name(c.name)}" for t, c in zip(tables, sides))
+                tl, tr = (quote_name(t) for t in tables)
+                if con.execute(f"SELECT 1 FROM {tl} JOIN {tr} ON {left} = {right} LIMIT 1").fetchone():
+                    continue
+                found: list[tuple[int, str]] = []
+                for fixed in (0, 1):
+                    other = 1 - fixed
+                    col, tab = quote_name(sides[fixed].name), quote_name(tables[fixed])
+                    sample = _texts(
+                        con.execute(f"SELECT DISTINCT {col} FROM {tab} WHERE {col} IS NOT NULL LIMIT 3").fetchall()
+                    )
+                    if len(sample) < 2:
+                        continue
+                    marks = ", ".join("?" * len(sample))
+                    for name, *_ in table_columns(con, tables[other]):
+                        qn, qt = quote_name(name), quote_name(tables[other])
+                        n = con.execute(
+                            f"SELECT COUNT(DISTINCT {qn}) FROM {qt} WHERE {qn} IN ({marks})", sample
+                        ).fetchone()[0]
+                        if n == len(sample):
+                            found.append((other, name))
+                if len(found) != 1:
+                    continue
+                which, name = found[0]
+                was = eq.sql()
+                sides[which].set("this", exp.to_identifier(name))
+                return tree.sql(dialect=sqlite_dialect()), f"the join {was} (no row met it) → {eq.sql()}"
+    except sqlite3.Error:
+        return None
+    return None
