@@ -46,7 +46,7 @@ from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from memory.embeddings import Embedder
 from memory.episodic.base import (
@@ -73,6 +73,9 @@ from memory.episodic.lance_table import TABLE as TABLE  # re-exported: callers n
 from memory.migrations import MemoryStoreError
 from memory.text import keyword_text
 
+if TYPE_CHECKING:  # LanceDB loads where memory is used
+    from lancedb import AsyncTable
+
 log = logging.getLogger(__name__)
 
 #: Directory of the LanceDB database inside the data directory.
@@ -89,7 +92,7 @@ def _guarded(
     """A store operation whose LanceDB errors become :class:`EpisodicStoreDamaged`."""
 
     @functools.wraps(method)
-    async def wrapper(self: LanceEpisodicStore, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+    async def wrapper(self: LanceEpisodicStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         with self._guard():
             return await method(self, *args, **kwargs)
 
@@ -145,12 +148,12 @@ class LanceEpisodicStore(HybridSearch):
         self.optimize_every = optimize_every
         self.vector_index_min_rows = vector_index_min_rows
         self.vector_on_index_text = vector_on_index_text
-        self._tables: dict[int, Any] = {}  # per event loop: LanceDB handles are loop-bound
+        self._tables: dict[int, AsyncTable] = {}  # per event loop: LanceDB handles are loop-bound
         self._commits = 0
         self._open_lock: asyncio.Lock | None = None
 
     @classmethod
-    def in_dir(cls, data_dir: Path, embedder: Embedder, **kwargs) -> LanceEpisodicStore:
+    def in_dir(cls, data_dir: Path, embedder: Embedder, **kwargs: Any) -> LanceEpisodicStore:
         return cls(Path(data_dir) / LANCE_DIRNAME, embedder, **kwargs)
 
     @contextmanager
@@ -169,11 +172,11 @@ class LanceEpisodicStore(HybridSearch):
 
     # --- connection -------------------------------------------------------------------------
 
-    async def _table(self):
+    async def _table(self) -> AsyncTable:
         with self._guard():
             return await self._open_table()
 
-    async def _open_table(self):
+    async def _open_table(self) -> AsyncTable:
         loop = asyncio.get_running_loop()
         table = self._tables.get(id(loop))
         if table is None:
@@ -183,7 +186,7 @@ class LanceEpisodicStore(HybridSearch):
     async def close(self) -> None:
         for table in self._tables.values():
             with contextlib.suppress(Exception):
-                table.close()
+                table.close()  # type: ignore[no-untyped-call]  # lancedb's AsyncTable.close is unannotated
         self._tables.clear()
 
     # --- writes -----------------------------------------------------------------------------
@@ -191,7 +194,7 @@ class LanceEpisodicStore(HybridSearch):
     async def add(self, event: EpisodicEvent) -> str:
         return (await self.add_many([event]))[0]
 
-    async def _ids_for(self, table, keys: Sequence[str]) -> dict[str, str]:
+    async def _ids_for(self, table: AsyncTable, keys: Sequence[str]) -> dict[str, str]:
         if not keys:
             return {}
         where = f"dedupe IN ({', '.join(sql_str(k) for k in keys)})"
@@ -297,7 +300,15 @@ class LanceEpisodicStore(HybridSearch):
 
     # --- reads ------------------------------------------------------------------------------
 
-    def _filter(self, user_id: str, kinds, since, until, now: datetime, live: bool = True) -> str:
+    def _filter(
+        self,
+        user_id: str,
+        kinds: Sequence[str] | None,
+        since: datetime | None,
+        until: datetime | None,
+        now: datetime,
+        live: bool = True,
+    ) -> str:
         parts = [f"user_id = {sql_str(user_id)}"]
         if live:
             parts.append("expired_us = 0")

@@ -15,13 +15,18 @@ import os
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory.embeddings import Embedder
 from memory.episodic.base import EpisodicEvent
 from memory.episodic.lance_errors import EmbedderMismatch, EpisodicStoreDamaged
 from memory.migrations import MemoryStoreError
 from memory.text import content_hash
+
+if TYPE_CHECKING:  # heavy imports, done where memory is used
+    import pyarrow as pa
+    from lancedb import AsyncTable
+    from lancedb.index import BTree
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +61,7 @@ EPISODIC_FORMAT = 1
 FORMAT_KEY = b"hermes.episodic_format"
 
 
-def table_schema(dim: int):
+def table_schema(dim: int) -> pa.Schema:
     import pyarrow as pa
 
     return pa.schema(
@@ -94,7 +99,7 @@ def row_to_event(row: Mapping[str, Any]) -> EpisodicEvent:
     )
 
 
-async def open_table(path: Path, embedder: Embedder) -> Any:
+async def open_table(path: Path, embedder: Embedder) -> AsyncTable:
     """The ``episodic`` table of the LanceDB database in ``path`` (directory created, table
     created on first use; every query sees other processes' commits). Raises
     ``MemoryStoreError`` for a newer format, :class:`EpisodicStoreDamaged` for a table without
@@ -158,7 +163,7 @@ async def open_table(path: Path, embedder: Embedder) -> Any:
     return table
 
 
-def _btree():
+def _btree() -> BTree:
     from lancedb.index import BTree
 
     return BTree()

@@ -236,7 +236,9 @@ class PostgresEpisodicStore(HybridSearch):
     async def add(self, event: EpisodicEvent) -> str:
         return (await self.add_many([event]))[0]
 
-    async def _ids_for(self, conn, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    async def _ids_for(
+        self, conn: psycopg.AsyncConnection[dict[str, Any]], keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], str]:
         if not keys:
             return {}
         cur = await conn.execute(
@@ -325,7 +327,13 @@ class PostgresEpisodicStore(HybridSearch):
     # --- reads ------------------------------------------------------------------------------
 
     def _filter(
-        self, user_id: str, kinds, since, until, now: datetime, live: bool = True
+        self,
+        user_id: str,
+        kinds: Sequence[str] | None,
+        since: datetime | None,
+        until: datetime | None,
+        now: datetime,
+        live: bool = True,
     ) -> tuple[sql.Composable, list[Any]]:
         parts: list[sql.Composable] = [sql.SQL("user_id = %s")]
         params: list[Any] = [user_id]

@@ -39,7 +39,7 @@ import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import weaviate
@@ -67,6 +67,10 @@ from memory.episodic.base import (
 from memory.episodic.hybrid import HybridSearch, SearchQuery
 from memory.observations import query_names
 from memory.text import content_hash, keyword_text
+
+if TYPE_CHECKING:
+    from weaviate.collections import CollectionAsync
+    from weaviate.collections.classes.filters import _Filters  # what Filter's operators return
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +180,7 @@ def build_filters(
     kinds: Sequence[str] | None = None,
     not_before: datetime | None = None,
     not_after: datetime | None = None,
-):
+) -> _Filters:
     """``user_id == user_id`` AND (``kind`` in ``kinds``) AND ``created_at`` within the range."""
     f = Filter.by_property("user_id").equal(user_id)
     if kinds:
@@ -221,11 +225,11 @@ class WeaviateEpisodicStore(HybridSearch):
         self.half_life_days = half_life_days
         self.ttl_days = ttl_days
         self.candidates = candidates
-        self._collection = None
+        self._collection: CollectionAsync[dict[str, Any], None] | None = None
 
     @classmethod
     def from_url(
-        cls, url: str = DEFAULT_URL, *, grpc_port: int = DEFAULT_GRPC_PORT, api_key: str | None = None, **kwargs
+        cls, url: str = DEFAULT_URL, *, grpc_port: int = DEFAULT_GRPC_PORT, api_key: str | None = None, **kwargs: Any
     ) -> WeaviateEpisodicStore:
         """A store whose client targets ``url`` (not connected until first use)."""
         p = parse_weaviate_url(url, grpc_port)
@@ -249,7 +253,7 @@ class WeaviateEpisodicStore(HybridSearch):
         except Exception:
             log.debug("weaviate close failed", exc_info=True)
 
-    async def _coll(self):
+    async def _coll(self) -> CollectionAsync[dict[str, Any], None]:
         if self._collection is None:
             if not self.client.is_connected():
                 await self.client.connect()
@@ -270,7 +274,7 @@ class WeaviateEpisodicStore(HybridSearch):
     async def add(self, event: EpisodicEvent) -> str:
         return (await self.add_many([event]))[0]
 
-    async def _stored_ids(self, coll, uuids: Sequence[str]) -> dict[str, str]:
+    async def _stored_ids(self, coll: CollectionAsync[dict[str, Any], None], uuids: Sequence[str]) -> dict[str, str]:
         if not uuids:
             return {}
         result = await coll.query.fetch_objects(
@@ -339,6 +343,7 @@ class WeaviateEpisodicStore(HybridSearch):
                 return_metadata=MetadataQuery(score=True),
             )
         elif mode == "vector":
+            assert vector is not None  # the vector mode has an embedder (else it is keyword)
             result = await coll.query.near_vector(
                 near_vector=vector, filters=filters, limit=limit, return_metadata=MetadataQuery(distance=True)
             )
