@@ -16,13 +16,22 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from tools.builtin.reminder_periods import local_now, month_add, parse_period, scheduled_at
 from tools.builtin.reminder_store import ScheduleDb, open_schedule, process_owner
 
-if TYPE_CHECKING:
-    from tools.reminder_due import Due
+
+class Firing(Protocol):
+    """What :func:`record_delivery` reads of a firing (``tools.reminder_due.Due``; a protocol,
+    so that this module does not import the one that imports it)."""
+
+    reminder_id: int
+    period: str
+    action: dict[str, Any]
+
+    def notice(self) -> str: ...
+
 
 #: Attempts per period before a failing action is given up (state ``failed``).
 MAX_ATTEMPTS = 3
@@ -161,7 +170,7 @@ def record_outcome(
 
 def record_delivery(
     data_dir: Path | str,
-    due: Due,
+    due: Firing,
     *,
     outcome: str,
     detail: str = "",
