@@ -156,7 +156,7 @@ class ScheduleDb:
 
     kind = ""
 
-    def execute(self, sql: str, params: tuple | list = ()) -> Any:
+    def execute(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> Any:
         raise NotImplementedError
 
     def begin(self) -> None:
@@ -197,7 +197,7 @@ class SqliteSchedule(ScheduleDb):
     def __init__(self, data_dir: Path | str) -> None:
         self.con = open_reminders_db(data_dir)
 
-    def execute(self, sql: str, params: tuple | list = ()) -> Any:
+    def execute(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> Any:
         return self.con.execute(sql, params)
 
     def begin(self) -> None:
@@ -254,7 +254,7 @@ class PostgresSchedule(ScheduleDb):
             self.con.close()
             raise
 
-    def execute(self, sql: str, params: tuple | list = ()) -> Any:
+    def execute(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> Any:
         return self.con.execute(sql.replace("%", "%%").replace("?", "%s"), params)
 
     def begin(self) -> None:

@@ -199,11 +199,11 @@ def unmatched_joins(con: sqlite3.Connection, sql: str) -> str | None:
                     if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
                         continue
                     sides = []
-                    for c in (left, right):
-                        table = real.get(aliases.get(c.table.lower(), c.table).lower())
+                    for column in (left, right):
+                        table = real.get(aliases.get(column.table.lower(), column.table).lower())
                         if table is None:
                             break
-                        sides.append((table, c.name))
+                        sides.append((table, column.name))
                     if len(sides) != 2 or sides[0][0] == sides[1][0]:
                         continue
                     (ta, ca), (tb, cb) = sides
