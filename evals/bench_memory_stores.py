@@ -168,7 +168,7 @@ async def measure(store: LanceEpisodicStore, emb: Precomputed, data, queries: in
                 qb = table.query().nearest_to(q.tolist()).distance_type("cosine").select(["id", "_distance"]).limit(10)
                 if where_fn is not None:
                     qb = qb.where(where_fn(i))
-                if nprobes:
+                if nprobes and ef is not None:  # the store's settings arm sets both
                     qb = qb.nprobes(nprobes).ef(ef).refine_factor(store.refine_factor)
                 t0 = time.perf_counter()
                 rows = await qb.to_list()
