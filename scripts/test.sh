@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up .venv (scripts/setup.sh), checks lint, types and the import rules of docs/DESIGN.md §7
-# on graph/ nodes/ tools/ memory/ base/ and `langgraph validate` on langgraph.json (ruff check and format also on evals/ and tests/; mypy, lint-imports: configured in pyproject.toml;
+# on graph/ nodes/ tools/ memory/ base/ and `langgraph validate` on langgraph.json (ruff check and format also on evals/ and tests/;
+# mypy: strict on graph/ nodes/ tools/ memory/ base/, evals/ and tests/ checked, not strict; mypy, lint-imports: configured in pyproject.toml;
 # each stops the run on a finding), then runs the whole test suite, slow tests included (real
 # embedded model, real MCP stdio servers, real `langgraph dev`) in one pytest process. Arguments
 # go to pytest. (`pytest tests/unit -n 2` runs the unit tier on two pytest-xdist workers; measured
