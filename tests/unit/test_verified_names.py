@@ -316,10 +316,9 @@ async def test_an_answer_repeating_the_tools_note_is_sent_to_act_on_it(scripted,
 
     box = FakeToolbox()
     box.add_spec(QUERY_DATABASE, lambda sql: query_database(sql, database=str(db)))
-    bad = (
-        "SELECT p.name, SUM(sl.revenue) FROM products p JOIN sales_lines sl ON p.product_id = sl.product "
-        f"WHERE sl.order_date LIKE '{DEMO_END_MONTH}-%' GROUP BY p.name"
-    )
+    # (the measured join now runs mended, tools/builtin/database/repairs.py: a misspelt value
+    # leaves the same kind of note)
+    bad = f"SELECT SUM(revenue) FROM sales_lines WHERE category = 'Softwear' AND order_date LIKE '{DEMO_END_MONTH}-%'"
     good = f"SELECT ROUND(SUM(revenue), 2) FROM sales_lines WHERE order_date LIKE '{DEMO_END_MONTH}-%'"
     note = query_database(bad, database=str(db))["note"]
     total = query_database(good, database=str(db))["rows"][0][0]
