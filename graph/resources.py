@@ -166,8 +166,9 @@ def get_memory(context: Context) -> MemoryService:
             from memory.episodic.lance import LanceEpisodicStore
 
             store = LanceEpisodicStore.in_dir(Path(context.data_dir), embedder, ttl_days=context.episodic_ttl_days)
-        semantic = None
-        if context.postgres_url:  # the knowledge graph beside the episodic table (issue 22)
+        semantic = origins = None
+        if context.postgres_url:  # the knowledge graph and branch origins beside the episodic table (issue 22)
+            from memory.branch_origins import BranchOrigins
             from memory.semantic_postgres import PostgresSemanticMemory
 
             semantic = PostgresSemanticMemory(
@@ -175,10 +176,12 @@ def get_memory(context: Context) -> MemoryService:
                 ttl_days=context.semantic_ttl_days,
                 min_confidence=context.memory_min_confidence,
             )
+            origins = BranchOrigins.on_postgres(context.postgres_url)
         _memories[key] = MemoryService(
             Path(context.data_dir),
             episodic=store,
             semantic=semantic,
+            origins=origins,
             working_ttl_seconds=context.working_ttl_s,
             episodic_ttl_days=context.episodic_ttl_days,
             semantic_ttl_days=context.semantic_ttl_days,

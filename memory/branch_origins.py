@@ -18,6 +18,9 @@ The episodic store keeps one record per text (K11), so a memory said again on an
 returns the first record: :meth:`BranchOrigins.restate` notes the second origin, and a record
 stays visible while any of its origins is on its session's active branch.
 
+With ``HERMES_POSTGRES_URL`` the tables are on PostgreSQL (:meth:`BranchOrigins.on_postgres`,
+``memory.postgres_db``): a branch moved on one host hides its memories on every host.
+
 Why only recorded origins, not every message of a session: a sync then compares a handful of
 rows (the session's turns that wrote memory) with the active ids, and in the common linear case
 (each turn extends the branch) every recorded origin is still active, so nothing is written.
@@ -26,12 +29,13 @@ rows (the session's turns that wrote memory) with the active ids, and in the com
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import aiosqlite
+from typing import Protocol
 
 from memory.db import DB_FILENAME, SqliteDb
+from memory.sql import SqlConnection
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_origins (
@@ -95,24 +99,45 @@ class Inactive:
         return False
 
 
-class BranchOrigins:
-    """The origin table in a SQLite file (``path``; normally ``<data_dir>/memory.db``).
-    Every method raises ``sqlite3.Error`` on an unusable file (callers on the answer's path
-    catch it: memory never blocks an answer)."""
+class _Tables(Protocol):
+    """Where the tables are: a SQLite file (``memory.db.SqliteDb``) or a PostgreSQL database
+    (``memory.postgres_db.PostgresDb``)."""
 
-    def __init__(self, path: Path) -> None:
-        self.db = SqliteDb(Path(path), SCHEMA)
+    def connect(self) -> AbstractAsyncContextManager[SqlConnection]: ...
+
+
+class BranchOrigins:
+    """The origin table in a SQLite file (``where``; normally ``<data_dir>/memory.db``), or on
+    PostgreSQL (:meth:`on_postgres`). Every method raises ``sqlite3.Error`` / ``psycopg.Error``
+    on an unusable store (callers on the answer's path catch it: memory never blocks an answer)."""
+
+    def __init__(self, where: str | Path | _Tables) -> None:
+        self.db: _Tables = SqliteDb(Path(where), SCHEMA) if isinstance(where, (str, Path)) else where
 
     @classmethod
     def in_dir(cls, data_dir: str | Path) -> BranchOrigins:
         return cls(Path(data_dir) / DB_FILENAME)
+
+    @classmethod
+    def on_postgres(cls, url: str) -> BranchOrigins:
+        """The tables on the PostgreSQL at ``url`` (``HERMES_POSTGRES_URL``; the same DDL)."""
+        from memory.postgres_db import PostgresDb  # psycopg only when PostgreSQL is used
+
+        return cls(PostgresDb(url, SCHEMA))
+
+    async def close(self) -> None:
+        """Release connections (a SQLite connection lives for one call: nothing to do)."""
+        close = getattr(self.db, "close", None)
+        if close is not None:
+            await close()
 
     async def record(self, thread_id: str, message_id: str) -> None:
         """Note that memories were written from message ``message_id`` of ``thread_id``
         (active: it is the turn that just ran). Idempotent."""
         async with self.db.connect() as db:
             await db.execute(
-                "INSERT OR IGNORE INTO memory_origins (thread_id, message_id) VALUES (?, ?)", (thread_id, message_id)
+                "INSERT INTO memory_origins (thread_id, message_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (thread_id, message_id),
             )
 
     async def restate(self, memory_id: str, thread_id: str, message_id: str) -> None:
@@ -120,7 +145,7 @@ class BranchOrigins:
         ``thread_id`` (the store returned the stored record). Idempotent."""
         async with self.db.connect() as db:
             await db.execute(
-                "INSERT OR IGNORE INTO memory_restated (memory_id, thread_id, message_id) VALUES (?, ?, ?)",
+                "INSERT INTO memory_restated (memory_id, thread_id, message_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                 (memory_id, thread_id, message_id),
             )
 
@@ -134,7 +159,7 @@ class BranchOrigins:
                 "SELECT thread_id, message_id, inactive FROM memory_origins WHERE thread_id = ? OR inactive = 1",
                 (thread_id,),
             )
-            rows = [(str(t), str(m), bool(i)) for t, m, i in await cur.fetchall()]
+            rows = [(str(r["thread_id"]), str(r["message_id"]), bool(r["inactive"])) for r in await cur.fetchall()]
             flips = [(int(m not in active), t, m) for t, m, i in rows if t == thread_id and (m not in active) != i]
             if flips:
                 await db.executemany(
@@ -148,13 +173,13 @@ class BranchOrigins:
         """Every session's origins that are not on their session's active branch."""
         async with self.db.connect() as db:
             cur = await db.execute("SELECT thread_id, message_id FROM memory_origins WHERE inactive = 1")
-            origins = frozenset((str(t), str(m)) for t, m in await cur.fetchall())
+            origins = frozenset((str(r["thread_id"]), str(r["message_id"])) for r in await cur.fetchall())
             return Inactive(origins, await self._restated(db) if origins else {})
 
     @staticmethod
-    async def _restated(db: aiosqlite.Connection) -> dict[str, frozenset[Origin]]:
+    async def _restated(db: SqlConnection) -> dict[str, frozenset[Origin]]:
         cur = await db.execute("SELECT memory_id, thread_id, message_id FROM memory_restated")
         out: dict[str, set[Origin]] = {}
-        for memory_id, thread, message in await cur.fetchall():
-            out.setdefault(str(memory_id), set()).add((str(thread), str(message)))
+        for r in await cur.fetchall():
+            out.setdefault(str(r["memory_id"]), set()).add((str(r["thread_id"]), str(r["message_id"])))
         return {k: frozenset(v) for k, v in out.items()}

@@ -20,7 +20,8 @@ from memory.fact_extraction import FUNCTIONAL_PREDICATES, OPPOSITE_PREDICATES
 from memory.semantic_forgetting import is_forgotten
 from memory.semantic_model import Fact, FactStatus, UpsertResult, entity_key, object_key
 from memory.semantic_ranking import visible
-from memory.semantic_sqlite import SELECT, FactConnection, SqliteFactStore, iso, row_to_fact
+from memory.semantic_sqlite import SELECT, SqliteFactStore, iso, row_to_fact
+from memory.sql import SqlConnection
 
 
 class ConflictWrites(SqliteFactStore):
@@ -92,14 +93,14 @@ class ConflictWrites(SqliteFactStore):
                 raise
         return result
 
-    async def _entity(self, db: FactConnection, user_id: str, name: str, kind: str, now: datetime) -> None:
+    async def _entity(self, db: SqlConnection, user_id: str, name: str, kind: str, now: datetime) -> None:
         await db.execute(
             "INSERT INTO semantic_entities (user_id, key, name, type, created_at) VALUES (?, ?, ?, ?, ?)"
             " ON CONFLICT DO NOTHING",
             (user_id, entity_key(name), " ".join(name.split()), kind, iso(now)),
         )
 
-    async def _live(self, db: FactConnection, user_id: str, s_key: str, predicate: str) -> list[Fact]:
+    async def _live(self, db: SqlConnection, user_id: str, s_key: str, predicate: str) -> list[Fact]:
         cur = await db.execute(
             SELECT + " WHERE f.user_id = ? AND f.subject = ? AND f.predicate = ?"
             " AND f.status IN ('confirmed', 'pending')",
@@ -109,7 +110,7 @@ class ConflictWrites(SqliteFactStore):
 
     async def _upsert(
         self,
-        db: FactConnection,
+        db: SqlConnection,
         user_id: str,
         subject: str,
         s_key: str,

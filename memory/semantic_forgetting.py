@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 from memory.episodic.base import utcnow
 from memory.semantic_model import LIVE, Fact
-from memory.semantic_sqlite import SELECT, FactConnection, SqliteFactStore, iso, row_to_fact
+from memory.semantic_sqlite import SELECT, SqliteFactStore, iso, row_to_fact
+from memory.sql import SqlConnection
 
 
 class Forgetting(SqliteFactStore):
@@ -87,7 +88,7 @@ class Forgetting(SqliteFactStore):
         return old - live
 
 
-async def tombstone(db: FactConnection, fact: Fact, sources: Sequence[str]) -> None:
+async def tombstone(db: SqlConnection, fact: Fact, sources: Sequence[str]) -> None:
     """Leave (or widen) ``fact``'s tombstone with the episodes ``sources``."""
     cur = await db.execute(
         "SELECT sources FROM semantic_forgotten WHERE user_id = ? AND subject = ? AND predicate = ? AND object = ?",
@@ -104,7 +105,7 @@ async def tombstone(db: FactConnection, fact: Fact, sources: Sequence[str]) -> N
 
 
 async def is_forgotten(
-    db: FactConnection, user_id: str, s_key: str, predicate: str, o_key: str, sources: Sequence[str]
+    db: SqlConnection, user_id: str, s_key: str, predicate: str, o_key: str, sources: Sequence[str]
 ) -> bool:
     """True when the user forgot this fact and ``sources`` holds no episode it was not
     already read from (a re-reading, not a new statement)."""

@@ -15,17 +15,18 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, Self
+from typing import Any, Self
 
 import aiosqlite
 
 from memory.db import DB_FILENAME, SqliteDb
 from memory.policy import SEMANTIC_TTL_DAYS
 from memory.semantic_model import LIVE, Fact
+from memory.sql import SqlConnection
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS semantic_entities (
@@ -109,26 +110,6 @@ def row_to_fact(row: sqlite3.Row) -> Fact:
     )
 
 
-class FactCursor(Protocol):
-    """What a statement returns: rows by column name (``row["status"]``)."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    async def fetchone(self) -> Any: ...
-
-    async def fetchall(self) -> Iterable[Any]: ...
-
-
-class FactConnection(Protocol):
-    """The connection the fact store's parts write their SQL for: ``?`` placeholders, SQL that
-    SQLite and PostgreSQL both read (``memory.semantic_postgres`` adapts a psycopg connection)."""
-
-    async def execute(self, sql: str, parameters: Iterable[Any] = ..., /) -> FactCursor: ...
-
-    async def executemany(self, sql: str, parameters: Iterable[Iterable[Any]], /) -> Any: ...
-
-
 #: Facts with their subject's name as written (``subject_name``).
 SELECT = (
     "SELECT f.*, e.name AS subject_name FROM semantic_facts f LEFT JOIN semantic_entities e"
@@ -150,7 +131,7 @@ class SqliteFactStore:
         self.ttl_days = ttl_days
         self.min_confidence = min_confidence
 
-    def _connect(self) -> AbstractAsyncContextManager[FactConnection]:
+    def _connect(self) -> AbstractAsyncContextManager[SqlConnection]:
         """A connection; the first one adds columns that files written before them lack."""
         return _Migrating(self)
 
@@ -163,7 +144,7 @@ class SqliteFactStore:
         """The local ``memory.db`` this store writes (None: the store is a server's)."""
         return self.db.path
 
-    async def _begin(self, db: FactConnection) -> None:
+    async def _begin(self, db: SqlConnection) -> None:
         """Start a write transaction that holds the write lock from its first statement: a
         check and the write it decides are one step for every writer."""
         await db.execute("BEGIN IMMEDIATE")
@@ -171,7 +152,7 @@ class SqliteFactStore:
     async def close(self) -> None:
         """Release connections (a SQLite connection lives for one call: nothing to do)."""
 
-    async def _get(self, db: FactConnection, fact_id: str) -> Fact | None:
+    async def _get(self, db: SqlConnection, fact_id: str) -> Fact | None:
         cur = await db.execute(SELECT + " WHERE f.id = ?", (fact_id,))
         row = await cur.fetchone()
         return row_to_fact(row) if row else None
@@ -181,7 +162,7 @@ class SqliteFactStore:
             fact = await self._get(db, fact_id)
         return fact if fact and fact.user_id == user_id else None
 
-    async def _names(self, db: FactConnection, user_id: str, keys: list[str]) -> dict[str, str]:
+    async def _names(self, db: SqlConnection, user_id: str, keys: list[str]) -> dict[str, str]:
         if not keys:
             return {}
         out: dict[str, str] = {}

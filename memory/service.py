@@ -64,7 +64,7 @@ class MemoryService(MemoryRecall, MemoryConsolidation):
     async def aclose(self) -> None:
         await self.flush_touches()
         self.sessions.end_all()
-        for store in (self.episodic, self.semantic):
+        for store in (self.episodic, self.semantic, self.origins):
             try:
                 await store.close()
             except Exception:

@@ -126,3 +126,36 @@ async def test_a_lost_session_costs_no_recall_and_no_write(postgres_url):
         assert await store.count("u") == 2
     finally:
         await store.close()
+
+
+async def test_a_branch_moved_on_one_host_hides_its_memories_on_another(tmp_path, postgres_url):
+    """Branch origins on PostgreSQL: a fact stated by a turn that one worker then rolls back
+    (its session's active branch no longer holds that message) is no longer recalled by a
+    worker with another data directory; switched back, it is recalled again."""
+    from memory.branch_origins import BranchOrigins
+    from tests.unit.test_memory_service import turn
+
+    def service(name: str):
+        return make(
+            tmp_path / name,
+            semantic=PostgresSemanticMemory(postgres_url),
+            origins=BranchOrigins.on_postgres(postgres_url),
+        )
+
+    writer, reader = service("a"), service("b")
+    try:
+        plan = writer.plan_turn(**turn(goal="I always prefer reports in PDF format.", origin_message_id="m2"))
+        await writer.write_plan(plan, now=NOW)
+
+        async def recalled() -> bool:
+            block = await reader.recall_for_turn("u", "t9", "make the sales report", k=5, now=NOW)
+            return any("pdf" in line.lower() and line.startswith("[semantic") for line in block.lines)
+
+        assert await recalled()
+        await writer.sync_branch("t1", {"m1"})  # rolled back to before m2
+        assert not await recalled()
+        await writer.sync_branch("t1", {"m1", "m2"})  # switched back
+        assert await recalled()
+    finally:
+        await writer.aclose()
+        await reader.aclose()

@@ -40,11 +40,13 @@ def test_weaviate_named_explicitly_wins_over_the_postgres_url(tmp_path):
 
 
 def test_the_postgres_url_puts_the_knowledge_graph_in_postgres_too(tmp_path):
+    from memory.postgres_db import PostgresDb
     from memory.semantic_postgres import PostgresSemanticMemory
 
     context = Context(data_dir=str(tmp_path), embeddings="hash", postgres_url=URL, semantic_ttl_days=90)
     semantic = resources.get_memory(context).semantic
     assert isinstance(semantic, PostgresSemanticMemory) and semantic.url == URL and semantic.ttl_days == 90
+    assert isinstance(resources.get_memory(context).origins.db, PostgresDb)  # branch origins too
     assert not (tmp_path / "memory.db").exists()  # nothing opened yet
 
 
