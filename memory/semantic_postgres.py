@@ -21,15 +21,19 @@ from pathlib import Path
 from typing import Any
 
 from memory.policy import MIN_CONFIDENCE, SEMANTIC_TTL_DAYS
-from memory.postgres_db import PostgresDb
+from memory.postgres_db import SCHEMA_LOCK_KEY, SCHEMA_NAME, PostgresDb
 from memory.semantic import SemanticMemory
 from memory.sql import SqlConnection
+
+__all__ = ["SCHEMA_LOCK_KEY", "SCHEMA_NAME", "TABLES", "WRITE_LOCK_KEY", "PostgresSemanticMemory"]
 
 #: Key of the transaction advisory lock every write transaction holds ("HERMESSW").
 WRITE_LOCK_KEY = 0x4845524D45535357
 
-TABLES = """
-CREATE TABLE IF NOT EXISTS semantic_entities (
+#: The tables, schema-qualified (so ``hermes migrate`` can create them on a plain connection).
+TABLES = f"""
+CREATE SCHEMA IF NOT EXISTS {SCHEMA_NAME};
+CREATE TABLE IF NOT EXISTS {SCHEMA_NAME}.semantic_entities (
     user_id    text COLLATE "C" NOT NULL,
     key        text COLLATE "C" NOT NULL,
     name       text NOT NULL,
@@ -37,7 +41,7 @@ CREATE TABLE IF NOT EXISTS semantic_entities (
     created_at text COLLATE "C" NOT NULL,
     PRIMARY KEY (user_id, key)
 );
-CREATE TABLE IF NOT EXISTS semantic_facts (
+CREATE TABLE IF NOT EXISTS {SCHEMA_NAME}.semantic_facts (
     id               text PRIMARY KEY,
     user_id          text COLLATE "C" NOT NULL,
     subject          text COLLATE "C" NOT NULL,
@@ -59,7 +63,7 @@ CREATE TABLE IF NOT EXISTS semantic_facts (
     superseded_by    text,
     origin           text
 );
-CREATE TABLE IF NOT EXISTS semantic_forgotten (
+CREATE TABLE IF NOT EXISTS {SCHEMA_NAME}.semantic_forgotten (
     user_id      text COLLATE "C" NOT NULL,
     subject      text COLLATE "C" NOT NULL,
     predicate    text COLLATE "C" NOT NULL,
@@ -68,8 +72,8 @@ CREATE TABLE IF NOT EXISTS semantic_forgotten (
     forgotten_at text COLLATE "C" NOT NULL,
     PRIMARY KEY (user_id, subject, predicate, object)
 );
-CREATE INDEX IF NOT EXISTS semantic_out ON semantic_facts (user_id, subject, predicate, status);
-CREATE INDEX IF NOT EXISTS semantic_in ON semantic_facts (user_id, object, predicate, status);
+CREATE INDEX IF NOT EXISTS semantic_out ON {SCHEMA_NAME}.semantic_facts (user_id, subject, predicate, status);
+CREATE INDEX IF NOT EXISTS semantic_in ON {SCHEMA_NAME}.semantic_facts (user_id, object, predicate, status);
 """
 
 
