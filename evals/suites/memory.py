@@ -256,7 +256,8 @@ def _report_answers(report: Report, result: dict, model_note: str, sampled: bool
         "question. Token F1 with the original LoCoMo scorer's normalisation (`evals.locomo.f1`). Arms: "
         "**memory block** — Hermes's 10 retrieved lines as the prompt shows them; **last-turns window** — the "
         "conversation's most recent turns (LoCoMo asks its questions after the whole conversation) as "
-        "`[date] speaker: text` lines, whole turns taken from the end while their tokens stay ≤ the block's "
+        "`[date] speaker: text` lines, whole turns taken from the end while their tokens stay ≤ the block's, then "
+        "the next older turn cut (`…`) to the tokens left "
         "(both counted with `memory.retrieval.approx_tokens` per line — langchain-core's "
         "`count_tokens_approximately`, ~4 characters a token — the counting Hermes uses for its block)"
         + ("; **full context** — the whole conversation" if full else "")
