@@ -1,6 +1,6 @@
-"""``hermes migrate --to postgres``: a data directory's threads, episodic memories,
-idempotency ledger and reminders copied into the PostgreSQL database of ``HERMES_POSTGRES_URL`` (issue 22,
-deliverable 6). Run it with no ``hermes`` process using the data directory; then set the URL.
+"""``hermes migrate --to postgres``: a data directory's threads, episodic and semantic
+memories, idempotency ledger and reminders copied into the PostgreSQL database of
+``HERMES_POSTGRES_URL`` (issue 22, deliverable 6). Run it with no ``hermes`` process using the data directory; then set the URL.
 
 * **Threads, with their branch trees.** Every checkpoint of ``<data_dir>/checkpoints.sqlite``
   (every thread, every namespace), read with the SQLite saver's own ``alist(None)``, is written
@@ -22,6 +22,8 @@ deliverable 6). Run it with no ``hermes`` process using the data directory; then
   record and times as they are. A ``running`` row (a call in flight when its process died)
   keeps its owner, who holds no lease in PostgreSQL: the first duplicate states its outcome
   unknown (a retry-safe call is taken over), as on SQLite.
+* **Semantic memory** (the knowledge graph in ``<data_dir>/memory.db``): its tables row for row
+  into ``memory.semantic_postgres``'s (:func:`copy_semantic`).
 * **Reminders** (``<data_dir>/reminders.db``): every reminder under its own id, with its
   firings (per-period claims) and delivered notices (:func:`copy_reminders` says why the id).
 
@@ -29,13 +31,12 @@ deliverable 6). Run it with no ``hermes`` process using the data directory; then
 written again; its writes are written only when PostgreSQL holds fewer than the file (the
 rows are inserted ``ON CONFLICT DO NOTHING``); memories are deduplicated by the store (same user
 and text: the stored id; same id: nothing); ledger rows by their key ``(tool, request_id)``
-(``ON CONFLICT DO NOTHING``: a row PostgreSQL already has, possibly newer, is kept); reminders
-by their id and content.
+(``ON CONFLICT DO NOTHING``: a row PostgreSQL already has, possibly newer, is kept), the
+knowledge graph's rows by their keys the same way; reminders by their id and content.
 
-**Not copied** (:data:`NOT_COPIED`): semantic memory (the knowledge graph) and the memory's
-branch origins, in ``<data_dir>/memory.db``: they have no PostgreSQL store yet and stay in the
-data directory, where processes using it keep reading them; the marks of answers shown
-(``deliveries.db``); the tool schema versions.
+**Not copied** (:data:`NOT_COPIED`): the memory's branch origins and retry queue (the rest of
+``<data_dir>/memory.db``: no PostgreSQL store yet, they stay in the data directory); the marks of
+answers shown (``deliveries.db``); the tool schema versions.
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ class MigrationReport:
     episodic_note: str = ""
     ledger_copied: int = 0
     ledger_present: int = 0
+    semantic_copied: dict[str, int] = field(default_factory=dict)
     reminders_copied: int = 0
     reminders_present: int = 0
     reminders_conflicting: list[int] = field(default_factory=list)
@@ -109,6 +111,7 @@ async def migrate_to_postgres(context: Context, url: str) -> MigrationReport:
     await copy_checkpoints(data_dir, url, report)
     await copy_episodic(context, url, report)
     await copy_ledger(data_dir, url, report)
+    await asyncio.to_thread(copy_semantic, data_dir, url, report)
     await asyncio.to_thread(copy_reminders, data_dir, url, report)
     return report
 
@@ -404,11 +407,65 @@ def copy_reminders(data_dir: Path, url: str, report: MigrationReport) -> None:
         dst.close()
 
 
+# --- semantic memory ----------------------------------------------------------------------
+
+#: The knowledge graph's tables (the same columns in ``memory.db`` and in PostgreSQL).
+SEMANTIC_TABLES = ("semantic_entities", "semantic_facts", "semantic_forgotten")
+
+
+def copy_semantic(data_dir: Path, url: str, report: MigrationReport) -> None:
+    """The knowledge graph of ``<data_dir>/memory.db`` (entities, facts with their status,
+    conflicts, supersession and origins, the tombstones of what the user asked to forget) into
+    ``memory.semantic_postgres``'s tables, row for row (``ON CONFLICT DO NOTHING`` on their
+    keys: an entity or tombstone PostgreSQL holds is kept). ``report.semantic_copied``: rows
+    added per table. Facts of the same user from two directories are not reconciled with each
+    other (both stay as they were stated)."""
+    import psycopg
+
+    from memory.semantic_postgres import SCHEMA_LOCK_KEY, SCHEMA_NAME, TABLES
+
+    source = data_dir / "memory.db"
+    if not source.exists():
+        return
+    con = open_sqlite(source)
+    try:
+        present = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        rows: dict[str, tuple[list[str], list[Any]]] = {}
+        for table in SEMANTIC_TABLES:
+            if table in present:
+                cur = con.execute(f"SELECT * FROM {table}")
+                rows[table] = ([d[0] for d in cur.description], cur.fetchall())
+    finally:
+        con.close()
+    with psycopg.connect(url, autocommit=True) as pg:
+        with pg.transaction():  # the tables, as the store creates them
+            pg.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK_KEY,))
+            pg.execute(TABLES)
+        with pg.transaction():
+            for table, (columns, values) in rows.items():
+                target = f"{SCHEMA_NAME}.{table}"
+                before = _count(pg, target)
+                if values:
+                    with pg.cursor() as cur:
+                        cur.executemany(
+                            f"INSERT INTO {target} ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))}) "
+                            "ON CONFLICT DO NOTHING",
+                            values,
+                        )
+                report.semantic_copied[table] = _count(pg, target) - before
+
+
+def _count(pg: Any, table: str) -> int:
+    row = pg.execute(f"SELECT count(*) FROM {table}").fetchone()
+    return int(row[0]) if row else 0
+
+
 __all__ = [
     "EPISODIC_BATCH",
     "NOT_COPIED",
     "MigrationReport",
     "copy_checkpoints",
     "copy_reminders",
+    "copy_semantic",
     "migrate_to_postgres",
 ]

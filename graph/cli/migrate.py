@@ -1,6 +1,6 @@
 """``hermes migrate --to postgres [--data-dir D] [--postgres-url URL] [--json]``: copy a data
-directory's threads (with their branch trees), episodic memories, idempotency ledger and
-reminders into PostgreSQL (``graph.migration``, which says what is copied, how, and what
+directory's threads (with their branch trees), episodic and semantic memories, idempotency
+ledger and reminders into PostgreSQL (``graph.migration``, which says what is copied, how, and what
 stays). Idempotent: a second run copies nothing twice. Exit 0 with the counts; 1 with one line when the database
 cannot be reached or a file cannot be read."""
 
@@ -29,8 +29,8 @@ def migrate(
     postgres_url: str = URL_OPT,
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Copy the data directory's threads (every branch), episodic memories, idempotency ledger
-    and reminders into PostgreSQL; run with no other hermes process on the data directory,
+    """Copy the data directory's threads (every branch), episodic and semantic memories,
+    idempotency ledger and reminders into PostgreSQL; run with no other hermes process on the data directory,
     then set HERMES_POSTGRES_URL. Running it again copies nothing twice."""
     if to.strip().lower() not in ("postgres", "postgresql"):
         raise typer.Exit(report_error(None, f"--to {to!r}: the only target is postgres", json_out=json_out))
@@ -92,6 +92,8 @@ def _print(report: dict[str, Any], data_dir: str) -> None:
         f"  ledger       {report['ledger_copied']} copied, {report['ledger_present']} already there",
         highlight=False,
     )
+    semantic = ", ".join(f"{n} {t.removeprefix('semantic_')}" for t, n in report["semantic_copied"].items())
+    console.print(f"  semantic     {semantic or 'nothing to copy'} copied", highlight=False)
     conflicting = report["reminders_conflicting"]
     console.print(
         f"  reminders    {report['reminders_copied']} copied, {report['reminders_present']} already there; "

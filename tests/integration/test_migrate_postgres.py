@@ -166,6 +166,16 @@ def test_migrate_copies_every_thread_with_its_branch_tree_memories_and_ledger(
             ]
         )
         assert await memory.episodic.expire(older_than_days=365) == 1
+        for obj, is_entity in (("CSV", False), ("Acme", True)):
+            done = await memory.semantic.upsert(
+                "alice",
+                "Alice",
+                "prefers" if not is_entity else "works_at",
+                obj,
+                object_is_entity=is_entity,
+                confidence=0.9,
+            )
+            assert done.fact is not None, done
         await resources.aclose_resources()
         ledger = IdempotencyLedger.in_data_dir(data_dir)
         for i in range(3):
@@ -204,11 +214,13 @@ def test_migrate_copies_every_thread_with_its_branch_tree_memories_and_ledger(
     }
     assert len(json.loads(views["list"])["heads"]) == 3
 
-    async def memories(url: str) -> dict[str, list[tuple]]:
-        store = resources.get_memory(ctx.model_copy(update={"postgres_url": url})).episodic
+    async def memories(url: str) -> dict[str, list[Any]]:
+        service = resources.get_memory(ctx.model_copy(update={"postgres_url": url}))
+        store = service.episodic
         try:
             users = {e.user_id for e in await store.recent(datetime(1970, 1, 1, tzinfo=UTC), limit=1000)}
-            return {
+            facts = {f"facts:{u}": await service.semantic.facts(u, limit=1000) for u in users}
+            return facts | {
                 u: sorted(
                     (
                         e.id,
@@ -227,17 +239,17 @@ def test_migrate_copies_every_thread_with_its_branch_tree_memories_and_ledger(
             await resources.aclose_resources()
 
     memories_before = asyncio.run(memories(""))
-    assert {"alice", "bob"} <= set(memories_before)
+    assert {"alice", "bob"} <= set(memories_before) and len(memories_before["facts:alice"]) == 2
 
     # --- the migration
     out = json.loads(hermes("migrate", "--to", "postgres", *dd, "--postgres-url", postgres_url, "--json"))
     n_writes = sum(len(item["writes"]) for item in before.values())
-    n_events = sum(len(v) for v in memories_before.values())
+    n_events = sum(len(v) for k, v in memories_before.items() if not k.startswith("facts:"))
     assert out["threads"] == 2 and out["checkpoints_copied"] == len(before) and out["checkpoints_present"] == 0
     assert out["writes_copied"] == n_writes
     assert out["episodic_copied"] == n_events and out["episodic_expired_left"] == 1
     assert out["ledger_copied"] == 4 and out["ledger_present"] == 0
-    assert any("semantic memory" in line for line in out["not_copied"])
+    assert out["semantic_copied"]["semantic_facts"] == 2 and out["semantic_copied"]["semantic_entities"] == 2
     assert (out["reminders_copied"], out["firings_copied"], out["deliveries_copied"]) == (2, 2, 1)
     schedule_after = (
         list_reminders(data_dir=data_dir, postgres_url=postgres_url),
@@ -280,7 +292,7 @@ def test_migrate_copies_every_thread_with_its_branch_tree_memories_and_ledger(
     assert again["checkpoints_present"] == len(before) and again["episodic_present"] == n_events
     assert again["ledger_present"] == 4
     assert (again["reminders_copied"], again["reminders_present"], again["firings_copied"]) == (0, 2, 0)
-    assert again["reminders_conflicting"] == []
+    assert again["reminders_conflicting"] == [] and set(again["semantic_copied"].values()) == {0}
     assert postgres_counts(postgres_url) == counts
 
     # --- the threads go on on PostgreSQL: a turn on the active branch, the interrupt resumed
