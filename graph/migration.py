@@ -446,8 +446,8 @@ def copy_semantic(data_dir: Path, url: str, report: MigrationReport) -> None:
                 target = f"{SCHEMA_NAME}.{table}"
                 before = _count(pg, target)
                 if values:
-                    with pg.cursor() as cur:
-                        cur.executemany(
+                    with pg.cursor() as pg_cur:
+                        pg_cur.executemany(
                             f"INSERT INTO {target} ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))}) "
                             "ON CONFLICT DO NOTHING",
                             values,
