@@ -13,6 +13,7 @@ a second migration copies nothing."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import operator
 import re
@@ -179,7 +180,7 @@ def test_migrate_copies_every_thread_with_its_branch_tree_memories_and_ledger(
         await resources.aclose_resources()
         ledger = IdempotencyLedger.in_data_dir(data_dir)
         for i in range(3):
-            await ledger.run_once("post_message", f"r{i}", lambda i=i: _record(i))
+            await ledger.run_once("post_message", f"r{i}", functools.partial(_record, i))
         await ledger.run_once(
             "post_message", "lost", lambda: _record(9), keep=lambda r: False, uncertain=lambda r: True
         )
@@ -307,7 +308,12 @@ def test_migrate_copies_every_thread_with_its_branch_tree_memories_and_ledger(
         ledger = PostgresLedger(postgres_url)
         try:
             ran: list[int] = []
-            record, replayed = await ledger.run_once("post_message", "r1", lambda: ran.append(1) or _record(1))
+
+            async def effect() -> dict[str, Any]:
+                ran.append(1)
+                return await _record(1)
+
+            record, replayed = await ledger.run_once("post_message", "r1", effect)
             assert replayed and ran == [] and record == await _record(1)
             assert await ledger.state("post_message", "lost") == "unknown"
         finally:
