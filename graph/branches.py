@@ -156,7 +156,7 @@ class Branches:
     async def threads(self, limit: int = 50) -> list[ThreadSummary]:
         """The threads of the checkpoint file, most recently updated first (at most ``limit``):
         :meth:`graph.checkpoint_reader.CheckpointReader.threads`. Raises :class:`BranchError`
-        for a saver that is not SQLite (the listing reads its table)."""
+        for a saver that is neither the SQLite nor the PostgreSQL one (the listing reads its table)."""
         return await (await self._reader()).threads(limit)
 
     async def branch_tree(self, thread_id: str) -> BranchTree:
@@ -168,7 +168,7 @@ class Branches:
             history = [s async for s in self.graph.aget_state_history(self.config(thread_id))]
         except Exception as exc:  # a corrupt checkpoint aborts the whole listing
             # every row's id, parent and metadata (stored apart from the blob), then each
-            # checkpoint loaded on its own to find the broken ones (SQLite only)
+            # checkpoint loaded on its own to find the broken ones (SQLite or PostgreSQL)
             rows = await (await self._reader()).rows(thread_id)
             if rows is None:
                 raise

@@ -21,7 +21,12 @@ What the compiled graph's ``aget_state`` adds is derived from the stored checkpo
 
 Only read: an SQLite file through a connection that issues nothing but SELECTs (the saver's
 ``setup`` — which would write — is skipped: ``require_db`` checked the tables first); with ``HERMES_POSTGRES_URL``,
-that database (``graph.postgres``). Unreadable checkpoints are reported, never rebuilt.
+that database (``graph.postgres``; its ``setup`` creates the tables of a new database, as every
+process on it does). The thread listing and a thread's rows (ids, parents, metadata) are one
+SELECT on the saver's ``checkpoints`` table on either store — the SQLite saver's, or
+langgraph-checkpoint-postgres's, whose ``metadata`` is ``jsonb`` — since neither saver's
+public API lists threads and ``alist`` deserialises every checkpoint. Unreadable checkpoints
+are reported, never rebuilt.
 """
 
 from __future__ import annotations
@@ -174,33 +179,58 @@ class CheckpointReader:
         saved = await self.saver.aget_tuple(_config(thread_id, checkpoint_id))
         return snapshot_of(saved) if saved is not None else None
 
+    async def _select(self, sqlite_sql: str, postgres_sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """The rows of one read-only SELECT on the saver's own connection: ``sqlite_sql`` (``?``
+        parameters) under the SQLite saver's lock, ``postgres_sql`` (``%s`` parameters) on a
+        connection of the PostgreSQL saver's pool (or its one connection, under its lock).
+        Raises ``graph.checkpoint_tree.BranchError`` for any other saver."""
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        saver = self.saver
+        if isinstance(saver, AsyncSqliteSaver):
+            async with saver.lock, saver.conn.execute(sqlite_sql, params) as cur:
+                return [tuple(r) for r in await cur.fetchall()]
+        if _is_postgres_saver(saver):
+            from psycopg.rows import tuple_row
+
+            async with _postgres_connection(saver) as conn, conn.cursor(row_factory=tuple_row) as cur:
+                await cur.execute(postgres_sql, params)
+                return list(await cur.fetchall())
+        from graph.checkpoint_tree import BranchError
+
+        raise BranchError(
+            f"reading the checkpoint table needs the SQLite or PostgreSQL checkpointer, not {type(saver).__name__}"
+        )
+
     async def rows(self, thread_id: str) -> dict[str, tuple[str | None, dict[str, Any]]] | None:
         """Every checkpoint id of the thread with its parent and metadata, read without
-        deserialising the checkpoints (SQLite only; None otherwise)."""
-        conn = getattr(self.saver, "conn", None)
-        if conn is None or not hasattr(conn, "execute") or not hasattr(self.saver, "lock"):
-            return None
-        async with (
-            self.saver.lock,
-            conn.execute(
+        deserialising the checkpoints (the SQLite or PostgreSQL saver; None for another)."""
+        from graph.checkpoint_tree import BranchError
+
+        try:
+            rows = await self._select(
                 "SELECT checkpoint_id, parent_checkpoint_id, metadata FROM checkpoints "
                 "WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id",
+                "SELECT checkpoint_id, parent_checkpoint_id, metadata FROM checkpoints "
+                "WHERE thread_id = %s AND checkpoint_ns = '' ORDER BY checkpoint_id",
                 (thread_id,),
-            ) as cur,
-        ):
-            rows = await cur.fetchall()
+            )
+        except BranchError:
+            return None
         out: dict[str, tuple[str | None, dict[str, Any]]] = {}
-        for cid, parent, meta in rows:
-            try:
-                metadata = json.loads(meta) if meta else {}
-            except ValueError:
-                metadata = {}
+        for cid, parent, stored in rows:
+            metadata = stored  # PostgreSQL: jsonb, already a dict
+            if isinstance(stored, (str, bytes)):  # SQLite: JSON text
+                try:
+                    metadata = json.loads(stored) if stored else {}
+                except ValueError:
+                    metadata = {}
             out[cid] = (parent, metadata if isinstance(metadata, dict) else {})
         return out
 
     async def counts(self, thread_id: str) -> tuple[int, int]:
         """``(checkpoints, branch heads)`` of the thread, from the rows' ids and parents alone
-        (nothing deserialised; SQLite), else from :meth:`tree`."""
+        (nothing deserialised; SQLite or PostgreSQL), else from :meth:`tree`."""
         rows = await self.rows(thread_id)
         if rows is None:
             tree = await self.tree(thread_id)
@@ -242,22 +272,15 @@ class CheckpointReader:
         """The threads of the checkpoint file, most recently updated first (at most ``limit``),
         one :class:`ThreadSummary` each, read from the rows' ids (checkpoint ids are uuid6,
         ordered by time) and the head's state; a thread whose head cannot be read is listed with
-        ``error`` set, not dropped. Raises ``graph.checkpoint_tree.BranchError`` for a saver that is not
-        SQLite (the listing reads its table)."""
-        conn = getattr(self.saver, "conn", None)
-        if conn is None or not hasattr(self.saver, "lock"):
-            from graph.checkpoint_tree import BranchError
-
-            raise BranchError("listing threads needs the SQLite checkpointer (graph.checkpoints)")
-        async with (
-            self.saver.lock,
-            conn.execute(
-                "SELECT thread_id, COUNT(*), MAX(checkpoint_id) FROM checkpoints WHERE checkpoint_ns = '' "
-                "GROUP BY thread_id ORDER BY MAX(checkpoint_id) DESC LIMIT ?",
-                (max(1, limit),),
-            ) as cur,
-        ):
-            rows = await cur.fetchall()
+        ``error`` set, not dropped. Raises ``graph.checkpoint_tree.BranchError`` for a saver that is
+        neither the SQLite nor the PostgreSQL one (the listing reads its table)."""
+        rows = await self._select(
+            "SELECT thread_id, COUNT(*), MAX(checkpoint_id) FROM checkpoints WHERE checkpoint_ns = '' "
+            "GROUP BY thread_id ORDER BY MAX(checkpoint_id) DESC LIMIT ?",
+            "SELECT thread_id, COUNT(*), MAX(checkpoint_id) FROM checkpoints WHERE checkpoint_ns = '' "
+            "GROUP BY thread_id ORDER BY MAX(checkpoint_id) DESC LIMIT %s",
+            (max(1, limit),),
+        )
         out: list[ThreadSummary] = []
         for thread_id, count, _last in rows:
             try:
@@ -277,6 +300,29 @@ class CheckpointReader:
                 )
             )
         return out
+
+
+def _is_postgres_saver(saver: Any) -> bool:
+    """Whether ``saver`` is langgraph-checkpoint-postgres's async saver (imported only when the
+    module is loaded already: a SQLite run never loads psycopg)."""
+    import sys
+
+    module = sys.modules.get("langgraph.checkpoint.postgres.aio")
+    return module is not None and isinstance(saver, module.AsyncPostgresSaver)
+
+
+@asynccontextmanager
+async def _postgres_connection(saver: Any) -> AsyncIterator[Any]:
+    """A connection of the PostgreSQL saver: one lent by its pool, or its single connection
+    held under its lock (as the saver's own statements hold it)."""
+    from psycopg_pool import AsyncConnectionPool
+
+    if isinstance(saver.conn, AsyncConnectionPool):
+        async with saver.conn.connection() as conn:
+            yield conn
+    else:
+        async with saver.lock:
+            yield saver.conn
 
 
 @asynccontextmanager

@@ -343,16 +343,20 @@ def run_sync(main: Coroutine[Any, Any, int], thread_id: str = "") -> int:
         return 130
 
 
-def require_db(data_dir: Path) -> Path:
-    """The checkpoint file of ``data_dir``, or exit 1 when there is none or it cannot be read as
-    one (damaged, not SQLite, a directory, no ``checkpoints`` table) — checked read-only first,
-    so the read-only commands neither fail with a traceback nor write to a damaged file. With
-    ``HERMES_POSTGRES_URL`` the checkpoints are in that database: nothing to check here."""
+def require_db(data_dir: Path) -> str:
+    """Where the checkpoints are, for messages: the checkpoint file of ``data_dir``, or exit 1
+    when there is none or it cannot be read as one (damaged, not SQLite, a directory, no
+    ``checkpoints`` table) — checked read-only first, so the read-only commands neither fail
+    with a traceback nor write to a damaged file. With ``HERMES_POSTGRES_URL`` the checkpoints
+    are in that database ("the PostgreSQL database <URL without its password>"): nothing to
+    check here (a new database gets its tables when the saver opens it)."""
+    from base.postgres_urls import redacted
     from graph.checkpoint_reader import checkpoints_file, postgres_url  # not graph.checkpoints: no graph
 
     path = checkpoints_file(data_dir)
-    if postgres_url():
-        return path
+    url = postgres_url()
+    if url:
+        return f"the PostgreSQL database {redacted(url)} (HERMES_POSTGRES_URL)"
     if not path.exists():
         raise typer.Exit(report_error(None, f"no checkpoints at {path} (wrong --data-dir, or no run yet)"))
     problem = checkpoint_file_problem(path)
@@ -366,7 +370,7 @@ def require_db(data_dir: Path) -> Path:
                 f"from its plain-text mirror in {data_dir / 'mirror'}.",
             )
         )
-    return path
+    return str(path)
 
 
 def checkpoint_file_problem(path: Path) -> str:
