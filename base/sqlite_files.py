@@ -10,9 +10,20 @@ timeout — and then the last error is raised.
 
 :func:`open_sqlite` (``sqlite3``, blocking) and :func:`open_aiosqlite` (``aiosqlite``: the
 connection runs in its own thread) do the same. Callers: the tool ledger and the schema store
-(``tools/sqlite_thread.py``), reminders (``tools/builtin/reminder_store.py``), deferred-call
-bindings (``tools/deferred_calls.py``), memory (``memory/db.py``, ``memory/migrations.py``),
-checkpoints (``graph/checkpoints.py``) and the runner's deliveries (``graph/runner.py``).
+(``tools/sqlite_thread.py``), reminders (``tools/builtin/reminder_store.py``; read-only, the
+registered tools in ``tools/builtin/reminders.py``), deferred-call bindings
+(``tools/deferred_calls.py``), memory (``memory/db.py``, ``memory/migrations.py``), checkpoints
+(``graph/checkpoints.py``; read-only, the damaged-file checks in ``graph/cli/common.py``), the
+runner's deliveries (``graph/runner.py``), the team-chat server's messages
+(``tools/mcp/servers/team_chat.py``) and the demo databases (``tools/builtin/demo_db.py``, built
+in a temporary file without WAL). ``read_only=True`` opens an existing file with SQLite's
+``mode=ro`` URI: nothing is created, switched or written.
+
+The one file opened elsewhere is the user's own database (``tools/builtin/database/connection.py``):
+it is not a Hermes file shared between Hermes processes but the user's data, opened read-only
+behind an authorizer, ``PRAGMA query_only``, a statement deadline and — for a WAL file whose
+``-shm`` cannot be created — ``immutable=1``; it must never be switched to WAL, given a schema or
+retried the way a shared file is (DESIGN §7.1).
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import aiosqlite
 import tenacity
@@ -75,6 +87,18 @@ def _file(path: str | Path) -> Path | None:
     return file
 
 
+def _target(path: str | Path, read_only: bool, schema: str, has_setup: bool) -> tuple[str | Path, Path | None]:
+    """What ``sqlite3.connect`` opens and the file it is (None for :data:`MEMORY`). Read-only:
+    the ``file:...?mode=ro`` URI of an existing file (its directory not created); ValueError
+    for :data:`MEMORY`, a ``schema`` or a ``setup``, which would write."""
+    if not read_only:
+        file = _file(path)
+        return (file if file is not None else MEMORY), file
+    if str(path) == MEMORY or schema or has_setup:
+        raise ValueError("a read-only connection takes a file and no schema or setup")
+    return f"file:{quote(str(path))}?mode=ro", None  # no WAL switch on a read-only file
+
+
 def open_sqlite(
     path: str | Path,
     *,
@@ -85,6 +109,7 @@ def open_sqlite(
     synchronous: str | None = None,
     busy_timeout_s: float = BUSY_TIMEOUT_S,
     check_same_thread: bool = True,
+    read_only: bool = False,
 ) -> sqlite3.Connection:
     """A ``sqlite3`` connection to ``path`` (its directory created; :data:`MEMORY` for a private
     in-memory database, never WAL) with the busy timeout, the WAL journal (``wal``), the
@@ -95,14 +120,17 @@ def open_sqlite(
     ``autocommit``: ``isolation_level=None`` (callers open transactions with ``BEGIN
     IMMEDIATE``); False keeps ``sqlite3``'s implicit (deferred) transactions. ``synchronous``: a
     ``PRAGMA synchronous`` value ("NORMAL") or None for SQLite's default.
-    Raises ``sqlite3.Error`` (the connection closed) when the file cannot be opened or stays
-    locked past ``busy_timeout_s`` seconds."""
-    file = _file(path)
+    ``read_only``: an existing file opened with the ``mode=ro`` URI — no directory created, no
+    WAL switch; ValueError with :data:`MEMORY`, a ``schema`` or a ``setup``.
+    Raises ``sqlite3.Error`` (the connection closed) when the file cannot be opened (read-only:
+    also when it does not exist) or stays locked past ``busy_timeout_s`` seconds."""
+    target, file = _target(path, read_only, schema, setup is not None)
     con = sqlite3.connect(
-        file if file is not None else MEMORY,
+        target,
         timeout=busy_timeout_s,
         isolation_level=None if autocommit else "DEFERRED",
         check_same_thread=check_same_thread,
+        uri=read_only,
     )
 
     try:
@@ -128,15 +156,17 @@ async def open_aiosqlite(
     wal: bool = True,
     synchronous: str | None = None,
     busy_timeout_s: float = BUSY_TIMEOUT_S,
+    read_only: bool = False,
 ) -> aiosqlite.Connection:
     """:func:`open_sqlite` for ``aiosqlite`` (no ``setup``): a started connection — the caller
     closes it with ``await conn.close()``. Same arguments and errors; the directory is created
     in a worker thread (nothing blocks the event loop)."""
-    file = await asyncio.to_thread(_file, path)
+    target, file = await asyncio.to_thread(_target, path, read_only, schema, False)
     conn = await aiosqlite.connect(
-        str(file) if file is not None else MEMORY,
+        str(target),
         timeout=busy_timeout_s,
         isolation_level=None if autocommit else "DEFERRED",
+        uri=read_only,
     )
     try:
         async for attempt in tenacity.AsyncRetrying(**_attempts(busy_timeout_s)):

@@ -223,7 +223,9 @@ def resolve_data_dir(data_dir: str | None) -> Path:
 
 def damaged_files(data_dir: Path) -> list[Path]:
     """The SQLite files of ``data_dir`` (checkpoints, ledger, reminders, chat, memory) that
-    cannot be read: a wrong header or a failed ``PRAGMA quick_check``."""
+    cannot be read: a wrong header or a failed ``PRAGMA quick_check`` (opened read-only)."""
+    from base.sqlite_files import open_sqlite  # lazy: only a failed command looks for damage
+
     found: list[Path] = []
     for path in sorted([*data_dir.glob("*.db"), *data_dir.glob("*.sqlite"), *data_dir.glob("*/*.db")]):
         try:
@@ -231,7 +233,7 @@ def damaged_files(data_dir: Path) -> list[Path]:
                 if f.read(16) != b"SQLite format 3\x00":
                     found.append(path)
                     continue
-            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            con = open_sqlite(path, read_only=True)
             try:
                 if con.execute("PRAGMA quick_check").fetchone()[0] != "ok":
                     found.append(path)
@@ -375,10 +377,12 @@ def require_db(data_dir: Path) -> str:
 
 def checkpoint_file_problem(path: Path) -> str:
     """Why ``path`` is not a readable checkpoint file ("" when it is), opened read-only."""
+    from base.sqlite_files import open_sqlite  # lazy: not every command reads the checkpoints
+
     if path.is_dir():
         return f"{path} is a directory"
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        con = open_sqlite(path, read_only=True)
         try:
             if con.execute("PRAGMA quick_check").fetchone()[0] != "ok":
                 return f"{path} fails its integrity check"

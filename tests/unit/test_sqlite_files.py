@@ -1,8 +1,10 @@
 """base/sqlite_files.py: the one opener of shared SQLite files (WAL, busy timeout, opening
-retried while the file is locked), and that every store opens its file through it."""
+retried while the file is locked; read-only on request), and that every module opens its SQLite
+files through it."""
 
 from __future__ import annotations
 
+import ast
 import re
 import sqlite3
 from pathlib import Path
@@ -98,26 +100,92 @@ async def test_the_async_opener_does_the_same(tmp_path: Path):
         await conn.close()
 
 
-def test_no_store_opens_a_sqlite_file_by_hand():
-    """Every read-write open of a shared SQLite file in graph/, nodes/, tools/ and memory/ goes
-    through base/sqlite_files.py. Read-only opens (``mode=ro``) and the files Hermes does not
-    share (the user's database, the demo database being built, a stand-alone test server's chat)
-    are exempt."""
-    not_shared = {
-        "tools/builtin/database/connection.py",  # the user's database, behind a read-only authorizer
-        "tools/builtin/demo_db.py",  # builds the demo database in a temporary file, then renames it
-        "tools/mcp/servers/team_chat.py",  # a stand-alone MCP server's own file
-    }
-    by_hand = re.compile(r"(?:sqlite3|aiosqlite)\.connect\(|execute\(.*PRAGMA (?:journal_mode|busy_timeout)=")
+#: The one module outside base/sqlite_files.py that may open an SQLite file itself, and why.
+NOT_SHARED = {
+    # The user's own database, not a file Hermes shares between its processes: opened read-only
+    # behind an authorizer, query_only, a statement deadline and, for a WAL file whose -shm
+    # cannot be created, immutable=1 — never switched to WAL, given a schema or retried.
+    "tools/builtin/database/connection.py",
+}
+_PRAGMA_BY_HAND = re.compile(r"execute\(.*PRAGMA (?:journal_mode|busy_timeout)=")
+
+
+def sqlite_opens(source: str) -> list[int]:
+    """The lines of ``source`` that open an SQLite database without the opener: a call of
+    ``connect`` from ``sqlite3`` or ``aiosqlite`` (``sqlite3.connect``, an alias of the module,
+    ``from sqlite3 import connect``), or a hand-written WAL / busy-timeout pragma."""
+    tree = ast.parse(source)
+    modules, functions = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {a.asname or a.name for a in node.names if a.name in ("sqlite3", "aiosqlite")}
+        elif isinstance(node, ast.ImportFrom) and node.module in ("sqlite3", "aiosqlite"):
+            functions |= {a.asname or a.name for a in node.names if a.name == "connect"}
+    found = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "connect"
+            and isinstance(func.value, ast.Name)
+            and func.value.id in modules
+        ) or (isinstance(func, ast.Name) and func.id in functions):
+            found.add(node.lineno)
+    found |= {n for n, line in enumerate(source.splitlines(), 1) if _PRAGMA_BY_HAND.search(line)}
+    return sorted(found)
+
+
+def test_the_open_finder_sees_every_spelling():
+    source = (
+        "import sqlite3\nimport aiosqlite as aio\nfrom sqlite3 import connect as c\n"
+        "sqlite3.connect('a')\naio.connect('b')\nc('c')\ncon.execute('PRAGMA journal_mode=WAL')\n"
+        "open_sqlite('d')\nother.connect('e')\n"
+    )
+    assert sqlite_opens(source) == [4, 5, 6, 7]
+
+
+def test_no_module_opens_a_sqlite_file_by_hand():
+    """Every open of an SQLite file in graph/, nodes/, tools/, memory/ and base/ — read-write
+    or read-only — goes through base/sqlite_files.py; the one exception is :data:`NOT_SHARED`."""
     found = []
-    for package in ("graph", "nodes", "tools", "memory"):
+    for package in ("graph", "nodes", "tools", "memory", "base"):
         for file in sorted((ROOT / package).rglob("*.py")):
             rel = file.relative_to(ROOT).as_posix()
-            if rel in not_shared:
+            if rel in NOT_SHARED or rel == "base/sqlite_files.py":
                 continue
-            lines = file.read_text(encoding="utf-8").splitlines()
-            read_only = any("mode=ro" in line for line in lines)
-            for n, line in enumerate(lines, 1):
-                if by_hand.search(line) and not ("mode=ro" in line or (read_only and "busy_timeout" in line)):
-                    found.append(f"{rel}:{n}: {line.strip()}")
+            source = file.read_text(encoding="utf-8")
+            found += [f"{rel}:{n}: {source.splitlines()[n - 1].strip()}" for n in sqlite_opens(source)]
     assert found == []
+
+
+def test_read_only_opens_an_existing_file_and_writes_nothing(tmp_path: Path):
+    path = tmp_path / "a dir?#%" / "x.db"  # characters a file: URI must escape
+    con = open_sqlite(path, schema="CREATE TABLE IF NOT EXISTS t (x); INSERT INTO t VALUES (1);")
+    con.close()
+    ro = open_sqlite(path, read_only=True)
+    try:
+        assert ro.execute("SELECT x FROM t").fetchall() == [(1,)]
+        assert ro.execute("PRAGMA busy_timeout").fetchone()[0] == int(BUSY_TIMEOUT_S * 1000)
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            ro.execute("INSERT INTO t VALUES (2)")
+    finally:
+        ro.close()
+    missing = tmp_path / "no" / "such.db"
+    with pytest.raises(sqlite3.OperationalError):
+        open_sqlite(missing, read_only=True)
+    assert not missing.parent.exists()  # nothing created
+    for wrong in ({"path": MEMORY}, {"path": path, "schema": "CREATE TABLE u (x);"}):
+        with pytest.raises(ValueError, match="read-only"):
+            open_sqlite(read_only=True, **wrong)
+
+
+async def test_the_async_opener_opens_read_only_too(tmp_path: Path):
+    open_sqlite(tmp_path / "x.db", schema="CREATE TABLE IF NOT EXISTS t (x);").close()
+    conn = await open_aiosqlite(tmp_path / "x.db", read_only=True)
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            await conn.execute("INSERT INTO t VALUES (1)")
+    finally:
+        await conn.close()

@@ -39,6 +39,8 @@ import re
 import sqlite3
 from pathlib import Path
 
+from base.sqlite_files import open_sqlite
+
 SCHEMA_SQL = """
 CREATE TABLE regions (region_id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
 CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, name TEXT NOT NULL,
@@ -118,6 +120,14 @@ def month_add(month: str, delta: int) -> str:
     return f"{idx // 12:04d}-{idx % 12 + 1:02d}"
 
 
+def _build(tmp: Path) -> sqlite3.Connection:
+    """A connection to the new file ``tmp`` that a generator fills and then renames over its
+    path: the shared opener without WAL (the result is the user's database, opened read-only by
+    the data tools; a rollback journal leaves no ``-wal``/``-shm`` beside it) and with
+    ``sqlite3``'s implicit transactions (one ``commit`` at the end)."""
+    return open_sqlite(tmp, wal=False, autocommit=False)
+
+
 def generate_sales_db(path: Path | str, months: int = 6, end_month: str | None = None, seed: int = 7) -> Path:
     """Create (overwrite) a deterministic sales DB at ``path``; return the path.
 
@@ -135,7 +145,7 @@ def generate_sales_db(path: Path | str, months: int = 6, end_month: str | None =
     tmp = path.with_name(path.name + ".tmp")
     tmp.unlink(missing_ok=True)
     rng = random.Random(seed)
-    con = sqlite3.connect(tmp)
+    con = _build(tmp)
     try:
         con.executescript(SCHEMA_SQL)
         con.executemany("INSERT INTO regions VALUES (?, ?)", list(enumerate(REGIONS, 1)))
@@ -215,7 +225,7 @@ def generate_invoices_db(path: Path | str, years: int = 3, end_month: str | None
     rng = random.Random(seed)
     months = years * 12
     start = month_add(end_month, -(months - 1))
-    con = sqlite3.connect(tmp)
+    con = _build(tmp)
     try:
         con.executescript(INVOICES_SCHEMA_SQL)
         clients = []

@@ -66,6 +66,7 @@ from typing import Any
 import jsonschema
 import referencing.exceptions
 
+from base.sqlite_files import open_sqlite
 from tools.builtin.reminder_periods import adjustment_for, local_now, month_add, scheduled_at
 from tools.builtin.reminder_store import open_schedule
 from tools.schema_versions import SCHEMA_FILE
@@ -244,7 +245,7 @@ def registered_tools(data_dir: Path | str) -> dict[str, dict[str, Any]] | None:
     if not path.is_file():
         return None
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+        con = open_sqlite(path, read_only=True)
         try:
             rows = con.execute("SELECT tool, parameters FROM tool_schemas").fetchall()
         finally:

@@ -28,6 +28,8 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from base.sqlite_files import open_sqlite
+
 CHANNEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.#-]{0,63}$")
 MAX_TEXT = 20_000
 
@@ -48,12 +50,17 @@ def settings() -> TeamChatSettings:
     return TeamChatSettings()
 
 
+#: The messages table (module docstring).
+SCHEMA = """CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY AUTOINCREMENT,
+    channel TEXT NOT NULL, text TEXT NOT NULL, created_at TEXT NOT NULL);"""
+
+
 def _db(path: str | None = None) -> sqlite3.Connection:
-    """Open the messages database at ``path`` (default :attr:`TeamChatSettings.db`), creating its table."""
-    con = sqlite3.connect(path or settings().db)
-    con.execute("""CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY AUTOINCREMENT,
-        channel TEXT NOT NULL, text TEXT NOT NULL, created_at TEXT NOT NULL)""")
-    return con
+    """Open the messages database at ``path`` (default :attr:`TeamChatSettings.db`), creating its
+    table — through the shared opener (WAL, busy timeout): every Hermes process on a data
+    directory starts its own server on the same file. Implicit transactions (``with con:``
+    commits). Raises ``sqlite3.Error`` when the file cannot be opened."""
+    return open_sqlite(path or settings().db, schema=SCHEMA, autocommit=False)
 
 
 # The schema says what the checks below enforce, so clients (and grammar-constrained models)
