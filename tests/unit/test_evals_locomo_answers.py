@@ -10,7 +10,9 @@ from collections import Counter
 
 import pytest
 
-from evals.locomo import ANSWER_CATEGORIES, answer_sample, last_turns_window, run
+from evals.locomo.answers import ANSWER_CATEGORIES, answer_sample
+from evals.locomo.baselines import last_turns_window
+from evals.locomo.run import run
 from memory.retrieval import approx_tokens
 
 LINES = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from evals.locomo import RawTurnBM25
+from evals.locomo.baselines import RawTurnBM25
 
 WHEN = datetime(2023, 5, 8, tzinfo=UTC)
 
