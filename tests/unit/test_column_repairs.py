@@ -31,6 +31,9 @@ from tools.database_setting import DatabaseError
             "segment = 'smb'",
         ),
         ("SELECT SUM(o.quantty) FROM order_items o", "o.quantty → order_items.quantity", "SUM(o.quantity)"),  # a letter
+        # the name with a qualifier added: the one column of that table that is it (Chinook's
+        # Invoice.BillingCountry for "Country"; measured: written three times after "Did you mean")
+        ("SELECT COUNT(*) FROM orders WHERE date >= '2026-01-01'", "date → orders.order_date", "order_date >="),
     ],
 )
 def test_the_one_column_meant_is_run_and_the_result_says_so(db: Path, sql, mended, run):
@@ -45,6 +48,8 @@ def test_the_one_column_meant_is_run_and_the_result_says_so(db: Path, sql, mende
         "SELECT c.region FROM customers c",  # region_id is not certainly "region"
         "SELECT customer_name FROM customers c JOIN orders o ON o.customer_id = c.customer_id",  # two tables
         "SELECT c.product_name FROM customers c",  # no column of customers is meant
+        "SELECT customer FROM orders",  # customer_id adds only a filler: the key, not the customer
+        "SELECT name FROM order_items",  # two qualified names or another table's name: not guessed
         "SELECT x.name FROM (SELECT customer_id FROM customers) x",  # a subquery's columns: not guessed
     ],
 )

@@ -10,7 +10,9 @@ certainty and tells the model what it ran (``repaired`` in the result, and its `
 The match is strict: a word of the unknown name that is a column of that table, its other
 words only fillers or the table's own name (``CountryName`` → ``Country``; ``customer_name`` of
 ``customers`` → ``name``; not ``CountryName`` of ``customers`` → ``name``), or a column at least 85 %
-similar (``Totl`` → ``Total``); two or more candidates, or a name whose table the query does
+similar (``Totl`` → ``Total``), or the one column that is the name with a qualifier added
+(``Country`` of Chinook's ``Invoice`` → ``BillingCountry``: measured, the model wrote ``Country``
+three times after "Did you mean BillingCountry?"); two or more candidates, or a name whose table the query does
 not say, are not guessed — the error with its "Did you mean …?" stands.
 """
 
@@ -59,7 +61,27 @@ def _candidate(name: str, columns: list[str], table: str, other_tables: set[str]
     if words:
         return None  # two of its words are columns: not guessed
     close = difflib.get_close_matches(name.lower(), list(lowered), n=2, cutoff=0.85)
-    return lowered[close[0]] if len(close) == 1 else None
+    if close:
+        return lowered[close[0]] if len(close) == 1 else None
+    return _qualified_column(all_words, columns, other_tables)
+
+
+def _qualified_column(words: list[str], columns: list[str], other_tables: set[str]) -> str | None:
+    """The one column whose name is ``words`` with a qualifier added (``Country`` of Chinook's
+    ``Invoice`` → ``BillingCountry``; ``date`` → ``order_date``), or None. The added words must
+    neither be fillers (``region`` → ``region_id`` is a key, not the region) nor name another
+    table (``name`` → ``product_name`` is another thing's name)."""
+    wanted = set(words)
+    found = []
+    for column in columns:
+        column_words = _words(column)
+        extra = [w for w in column_words if w not in wanted]
+        if not wanted <= set(column_words) or not extra:
+            continue
+        if any(w in _FILLERS or w in other_tables or f"{w}s" in other_tables for w in extra):
+            continue
+        found.append(column)
+    return found[0] if len(found) == 1 else None
 
 
 def repair_unknown_column(con: sqlite3.Connection, sql: str, error: str) -> tuple[str, str] | None:
