@@ -14,7 +14,8 @@
   the burst) and warm (a second burst).
 
 Run: ``.venv/bin/python -m evals.bench_mcp_pool [p1|p2|p10|all] [--n N]``. Writes
-``evals/out/bench_mcp_pool.json`` and, with matplotlib, ``evals/reports/mcp_pool.png``. The
+``evals/out/bench_mcp_pool.json`` and, with matplotlib, ``evals/out/mcp_pool.png`` (ignored by git;
+the plot evals/README.md cites is a copy in ``evals/reports/``). The
 servers are FastMCP scripts written to a temp dir; every process is stopped at the end.
 """
 
@@ -37,7 +38,7 @@ from tools.mcp.client import MCPServer
 from tools.mcp.replicas import Replica, call_replicas
 
 OUT = Path(__file__).parent / "out" / "bench_mcp_pool.json"
-PLOT = Path(__file__).parent / "reports" / "mcp_pool.png"
+PLOT = Path(__file__).parent / "out" / "mcp_pool.png"
 
 SERVER = textwrap.dedent('''
     import asyncio, os, random, sys, time

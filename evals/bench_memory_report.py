@@ -1,4 +1,5 @@
-"""Plot the memory figures (``evals/reports/memory.png``) from the benchmarks' JSON outputs.
+"""Plot the memory figures (``evals/out/memory.png``, ignored by git; the plot evals/README.md cites
+is a copy in ``evals/reports/``) from the benchmarks' JSON outputs.
 
     .venv/bin/python -m evals.bench_memory_report    # after bench_memory_stores and locomo
 
@@ -58,9 +59,9 @@ def main() -> None:
     b.set_title("LoCoMo (5 conversations, 999 questions): gold evidence among retrieved memories", fontsize=9)
     b.legend(fontsize=7)
     fig.tight_layout()
-    Path("evals/reports").mkdir(parents=True, exist_ok=True)
-    fig.savefig("evals/reports/memory.png", dpi=110)
-    print("evals/reports/memory.png")
+    OUT.mkdir(parents=True, exist_ok=True)
+    fig.savefig(OUT / "memory.png", dpi=110)
+    print(OUT / "memory.png")
 
 
 if __name__ == "__main__":
