@@ -1,7 +1,8 @@
 """The import rules of docs/DESIGN.md §7.2 that import-linter's contracts do not state: no
-import cycle between files, and every module of ``graph/`` placed in a layer of the layers
-contract (so a new module cannot slip past the rules). The contracts themselves run as
-``lint-imports`` in scripts/test.sh; here they are also checked in-process."""
+import cycle between files, every module of ``graph/`` placed in a layer of the layers
+contract (so a new module cannot slip past the rules), and no module over :data:`MAX_LINES`
+lines. The contracts themselves run as ``lint-imports`` in scripts/test.sh; here they are also
+checked in-process."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("graph", "nodes", "tools", "memory", "base")
+#: docs/DESIGN.md §7.2 rule 6: a module longer than this holds more than one concern.
+MAX_LINES = 500
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +95,18 @@ def test_the_import_contracts_are_kept():
 
     configure()  # what the lint-imports command does first
     assert lint_imports(config_filename=str(ROOT / "pyproject.toml"), cache_dir=None, no_logo=True)
+
+
+def test_no_module_is_over_max_lines():
+    """Product code and the evals (their generated outputs aside): split a longer module by
+    concern, with names that say what each part holds."""
+    files = [f for package in (*PACKAGES, "evals") for f in sorted((ROOT / package).rglob("*.py"))]
+    assert len(files) > 100  # the scan works
+    long = {}
+    for file in files:
+        rel = file.relative_to(ROOT).as_posix()
+        if not rel.startswith(("evals/out/", "evals/reports/")):
+            lines = len(file.read_text(encoding="utf-8").splitlines())
+            if lines > MAX_LINES:
+                long[rel] = lines
+    assert long == {}, f"over {MAX_LINES} lines (split by concern): {long}"
