@@ -4,7 +4,10 @@ Every request carries the whole tool list, and a small model picks poorly among 
 tools (measured on the probe set, ``evals/probe_tool_calls.py``). Ranking is BM25 (``bm25s``,
 Lucene's variant: ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``, ``k1`` 1.2, ``b`` 0.75) over each
 tool's name (weighted ×3: names are the strongest signal) and description, with a crude stem
-(first 5 letters) so "reminders"/"remind" and "report"/"reports" meet. Pure, no I/O.
+(first 5 letters) so "reminders"/"remind" and "report"/"reports" meet. Pure, no I/O. The index
+of a tool list is built once and kept (:data:`INDEX_CACHE_SIZE` lists, least recently used
+dropped): a turn ranks the same tools several times (each model call, the verifier), and
+building costs ~10× scoring (bench_overhead, issue 19).
 
 Health (seed §5.3, "the model sees candidates in score order where it chooses between them"):
 with a ``health`` look-up (``ToolRegistry.health``: the Toolbox's MCP servers' scores and circuit
@@ -25,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import bm25s
+from cachetools import LRUCache
 from tqdm import tqdm
 
 from tools.spec import ToolSpec
@@ -41,6 +45,11 @@ NAME_WEIGHT = 3
 K1, B = 1.2, 0.75
 #: Relevance scores within this fraction of the best score of their run are a near-tie.
 NEAR_TIE = 0.2
+#: BM25 indexes kept, one per distinct tool list (names and descriptions).
+INDEX_CACHE_SIZE = 32
+
+_indexes: LRUCache[tuple[tuple[str, str], ...], bm25s.BM25] = LRUCache(INDEX_CACHE_SIZE)
+_indexes_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,21 @@ def _terms(text: str) -> list[str]:
     return [w[:5] for w in _WORD.findall(text.lower().replace("_", " ")) if len(w) > 2 or not w.isascii()]
 
 
+def _index(specs: Sequence[ToolSpec]) -> bm25s.BM25:
+    """The BM25 index of ``specs``' names and descriptions (cached by that text: a spec
+    whose description changes, e.g. a health note, gets a fresh index). Scoring only reads
+    it, so one index serves every caller."""
+    key = tuple((s.name, s.description) for s in specs)
+    with _indexes_lock:
+        index = _indexes.get(key)
+    if index is None:
+        index = bm25s.BM25(method="lucene", k1=K1, b=B, dtype="float64")
+        index.index([_terms(name) * NAME_WEIGHT + _terms(text) for name, text in key], show_progress=False)
+        with _indexes_lock:
+            _indexes[key] = index
+    return index
+
+
 def rank_tools(specs: Sequence[ToolSpec], query: str, health: HealthOf | None = None) -> list[tuple[float, ToolSpec]]:
     """``(score, spec)`` for every spec, best first; ties keep the input order. A score is the
     BM25 sum over the query's distinct terms (0 when none occurs in the tool). With ``health``,
@@ -76,9 +100,7 @@ def rank_tools(specs: Sequence[ToolSpec], query: str, health: HealthOf | None = 
     query_terms = sorted(set(_terms(query)))
     scores = [0.0] * len(specs)
     if query_terms:
-        index = bm25s.BM25(method="lucene", k1=K1, b=B, dtype="float64")
-        index.index([_terms(s.name) * NAME_WEIGHT + _terms(s.description) for s in specs], show_progress=False)
-        scores = index.get_scores(query_terms).tolist()
+        scores = _index(specs).get_scores(query_terms).tolist()
     order = sorted(range(len(specs)), key=lambda i: -scores[i])  # stable: ties keep the input order
     ranked = [(float(scores[i]), specs[i]) for i in order]
     return ranked if health is None else by_health(ranked, health)
