@@ -150,7 +150,7 @@ class LanceEpisodicStore(HybridSearch):
         self.vector_on_index_text = vector_on_index_text
         self._tables: dict[int, AsyncTable] = {}  # per event loop: LanceDB handles are loop-bound
         self._commits = 0
-        self._open_lock: asyncio.Lock | None = None
+        self._open_locks: dict[int, asyncio.Lock] = {}  # per event loop, like the handles
 
     @classmethod
     def in_dir(cls, data_dir: Path, embedder: Embedder, **kwargs: Any) -> LanceEpisodicStore:
@@ -180,7 +180,13 @@ class LanceEpisodicStore(HybridSearch):
         loop = asyncio.get_running_loop()
         table = self._tables.get(id(loop))
         if table is None:
-            table = self._tables[id(loop)] = await open_table(self.path, self.embedder)
+            # one opener per loop: a recall's two halves ask at once on first use, and two
+            # concurrent openings of a new folder raced creating its indexes (LanceDB: "CreateIndex
+            # transaction is incompatible with concurrent transaction"), failing that recall
+            async with self._open_locks.setdefault(id(loop), asyncio.Lock()):
+                table = self._tables.get(id(loop))
+                if table is None:
+                    table = self._tables[id(loop)] = await open_table(self.path, self.embedder)
         return table
 
     async def close(self) -> None:
@@ -188,6 +194,7 @@ class LanceEpisodicStore(HybridSearch):
             with contextlib.suppress(Exception):
                 table.close()  # type: ignore[no-untyped-call]  # lancedb's AsyncTable.close is unannotated
         self._tables.clear()
+        self._open_locks.clear()
 
     # --- writes -----------------------------------------------------------------------------
 
