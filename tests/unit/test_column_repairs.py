@@ -75,3 +75,21 @@ def test_a_filler_word_alone_is_no_match(db: Path):
     # a country's name is not a customer's name: "name" is the filler, "country" the meaning
     with pytest.raises(DatabaseError, match="unknown column"):
         query_database("SELECT CountryName FROM customers", database=str(db))
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT SUM(amount) FROM payments",  # amount_cents: a unit, a hundred times the figure
+        "SELECT SUM(fee) FROM payments",  # net_fee_eur: two words added, another figure
+    ],
+)
+def test_a_column_that_adds_a_unit_or_two_words_is_not_guessed(tmp_path: Path, sql):
+    import sqlite3
+
+    path = tmp_path / "pay.db"
+    with sqlite3.connect(path) as con:
+        con.execute("CREATE TABLE payments (id INTEGER PRIMARY KEY, amount_cents INTEGER, net_fee_eur REAL)")
+        con.execute("INSERT INTO payments VALUES (1, 1250, 0.5)")
+    with pytest.raises(DatabaseError, match="unknown column"):
+        query_database(sql, database=str(path))

@@ -31,6 +31,11 @@ MAX_REPAIRS = 3
 
 _UNKNOWN_COLUMN = re.compile(r"no such column: (\S+)")
 # words a column name adds without meaning another thing ("CountryName", "region_code")
+# words a column name adds to say its unit: the figure is not the one the bare name means
+_UNITS = frozenset(
+    {"cents", "cent", "pct", "percent", "ms", "sec", "secs", "seconds", "minutes", "mins", "hours", "days"}
+    | {"kb", "mb", "gb", "bytes", "usd", "eur", "gbp", "kg", "km", "pence", "units", "thousands"}
+)
 _FILLERS = frozenset({"name", "id", "code", "no", "num", "number", "key", "value", "val", "txt", "text"})
 
 
@@ -67,18 +72,20 @@ def _candidate(name: str, columns: list[str], table: str, other_tables: set[str]
 
 
 def _qualified_column(words: list[str], columns: list[str], other_tables: set[str]) -> str | None:
-    """The one column whose name is ``words`` with a qualifier added (``Country`` of Chinook's
+    """The one column whose name is ``words`` with one qualifier word added (``Country`` of Chinook's
     ``Invoice`` → ``BillingCountry``; ``date`` → ``order_date``), or None. The added words must
-    neither be fillers (``region`` → ``region_id`` is a key, not the region) nor name another
-    table (``name`` → ``product_name`` is another thing's name)."""
+    word must be neither a filler (``region`` → ``region_id`` is a key, not the region), a unit
+    (``amount`` → ``amount_cents`` is a hundred times the figure asked for) nor another table's
+    name (``name`` → ``product_name`` is another thing's name)."""
     wanted = set(words)
     found = []
     for column in columns:
         column_words = _words(column)
         extra = [w for w in column_words if w not in wanted]
-        if not wanted <= set(column_words) or not extra:
-            continue
-        if any(w in _FILLERS or w in other_tables or f"{w}s" in other_tables for w in extra):
+        if not wanted <= set(column_words) or len(extra) != 1:
+            continue  # one qualifier: "net_amount_cents" for "amount" is another figure
+        w = extra[0]
+        if w in _FILLERS or w in _UNITS or w in other_tables or f"{w}s" in other_tables:
             continue
         found.append(column)
     return found[0] if len(found) == 1 else None
