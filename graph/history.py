@@ -168,3 +168,24 @@ def without_failed_arguments(
         else:
             out.append(message)
     return out
+
+
+def without_sent_back_answers(prompt: list[AnyMessage], goal: list[AnyMessage]) -> list[AnyMessage]:
+    """A copy of ``prompt`` without the model's answers of the current goal (``goal``: its
+    messages, from the human message on) — AI messages without tool calls, not Hermes's own
+    notices. At a model call inside a goal every such answer was sent back by
+    ``evaluate_progress`` (an accepted answer ends the goal), and the progress note says what
+    was wrong with it. The input is not modified.
+
+    For a model's prompt only, never for the stored history: a small model at temperature 0
+    shown its own refused answer writes it again after the read it was sent to make (measured,
+    Qwen2.5-Coder-1.5B on Chinook: "$5,678" answered before any read, then twice more after a
+    read whose one row said ``SUM(Total) = 38.62``; evals/README.md "Data questions")."""
+    refused = {
+        m.id
+        for m in goal
+        if isinstance(m, AIMessage) and not (m.tool_calls or m.invalid_tool_calls) and m.name != "hermes" and m.id
+    }
+    if not refused:
+        return list(prompt)
+    return [m for m in prompt if not (isinstance(m, AIMessage) and m.id in refused)]

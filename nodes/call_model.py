@@ -8,7 +8,10 @@ offered (a mid-task narration — "I will now post …" — costs no model call:
 
 For the bundled embedded models the prompt shows calls that failed in the tool with ``{}``
 as their arguments (``graph.history.without_failed_arguments``; catalog flag
-``omit_failed_arguments``): they copy their own failed call otherwise.
+``omit_failed_arguments``): they copy their own failed call otherwise; nor the answers of this
+goal that ``evaluate_progress`` sent back (``graph.history.without_sent_back_answers``; flag
+``omit_sent_back_answers``): they write the refused answer again after the read they were
+sent to make.
 
 With ``context.model_accepts_images`` (a hosted model that takes images), tool results holding
 saved images (MCP image content) carry them as image blocks in this call's prompt only
@@ -41,9 +44,15 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.runtime import Runtime
 
 from graph.context import Context
-from graph.history import without_failed_arguments
+from graph.history import without_failed_arguments, without_sent_back_answers
 from graph.model import ModelUnavailableError, embedded_model, is_embedded
-from graph.progress import later_side_effects, missing_steps, required_steps, unrequested_side_effects
+from graph.progress import (
+    current_goal_messages,
+    later_side_effects,
+    missing_steps,
+    required_steps,
+    unrequested_side_effects,
+)
 from graph.resources import get_model, get_toolbox
 from graph.state import State
 from tools.mcp.results import model_content
@@ -200,6 +209,9 @@ async def call_model(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if is_embedded(context) and embedded_model(context).omit_failed_arguments:
         # the stored history keeps the arguments; only this model's prompt loses them
         prompt = without_failed_arguments(prompt)
+    if is_embedded(context) and embedded_model(context).omit_sent_back_answers:
+        # nor the answers evaluate_progress sent back (the progress note says what was wrong)
+        prompt = without_sent_back_answers(prompt, current_goal_messages(state.messages))
     if context.model_accepts_images and not is_embedded(context):
         # images reach the model here, from their saved files, so the state (and every
         # checkpoint) keeps only the placeholders and handles

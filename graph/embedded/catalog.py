@@ -56,6 +56,9 @@ class EmbeddedModel:
     # prompts show a call that failed in the tool with {} as its arguments (graph.history.
     # without_failed_arguments): at temperature 0 these models copy their own failed call
     omit_failed_arguments: bool = True
+    # prompts leave out the goal's answers that were sent back (graph.history.
+    # without_sent_back_answers): these models write a refused answer again after the read
+    omit_sent_back_answers: bool = True
     licence: str = ""  # what is known about the licence, and from where
     gguf: dict[str, str] = field(default_factory=dict)  # GGUF metadata worth recording
 

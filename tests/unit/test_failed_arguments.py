@@ -54,3 +54,20 @@ def test_only_one_of_two_calls_in_a_message_failed():
     ]
     calls = without_failed_arguments(history)[0].tool_calls
     assert calls[0]["args"] == {} and calls[1]["args"] == {"y": 2}
+
+
+def test_answers_sent_back_in_this_goal_are_left_out_of_the_prompt_only():
+    from graph.history import without_sent_back_answers
+
+    earlier = [HumanMessage("revenue in 2011?", id="h0"), AIMessage("It was 1,000.", id="a0")]
+    goal = [
+        HumanMessage("What was our total revenue in December 2011?", id="h1"),
+        AIMessage("The total revenue in December 2011 is $5,678.", id="a1"),  # no read: sent back
+        AIMessage("", tool_calls=[{"name": "query_database", "args": {"sql": "SELECT 1"}, "id": "c1"}], id="a2"),
+        ToolMessage('{"status": "ok", "summary": "one row: SUM(Total) = 38.62"}', tool_call_id="c1", id="t1"),
+        AIMessage("Corrected: nothing was posted.", name="hermes", id="a3"),  # Hermes's own notice
+    ]
+    history = [*earlier, *goal]
+    prompt = without_sent_back_answers(history, goal)
+    assert [m.id for m in prompt] == ["h0", "a0", "h1", "a2", "t1", "a3"]  # earlier goals' answers stay
+    assert [m.id for m in history] == ["h0", "a0", "h1", "a1", "a2", "t1", "a3"]  # stored history untouched
