@@ -23,7 +23,9 @@ memories, idempotency ledger and reminders copied into the PostgreSQL database o
   keeps its owner, who holds no lease in PostgreSQL: the first duplicate states its outcome
   unknown (a retry-safe call is taken over), as on SQLite.
 * **Semantic memory** (the knowledge graph in ``<data_dir>/memory.db``): its tables row for row
-  into ``memory.semantic_postgres``'s (:func:`copy_semantic`).
+  into ``memory.semantic_postgres``'s (:func:`copy_semantic`), and with them the memory's
+  **branch origins** (``memory.branch_origins``, same file: which memories belong to a branch
+  that is not active), so a memory hidden by a rollback before the move stays hidden after it.
 * **Reminders** (``<data_dir>/reminders.db``): every reminder under its own id, with its
   firings (per-period claims) and delivered notices (:func:`copy_reminders` says why the id).
 
@@ -34,9 +36,11 @@ and text: the stored id; same id: nothing); ledger rows by their key ``(tool, re
 (``ON CONFLICT DO NOTHING``: a row PostgreSQL already has, possibly newer, is kept), the
 knowledge graph's rows by their keys the same way; reminders by their id and content.
 
-**Not copied** (:data:`NOT_COPIED`): the memory's branch origins and retry queue (the rest of
-``<data_dir>/memory.db``: no PostgreSQL store yet, they stay in the data directory); the marks of
-answers shown (``deliveries.db``); the tool schema versions.
+**Not copied** (:data:`NOT_COPIED`): the memory's write retry queue (the rest of
+``<data_dir>/memory.db``: writes that failed or were in flight on this machine; it stays in the
+data directory, whose next process replays them into the database's stores); the marks of
+answers shown (``deliveries.db``: an answer of a turn that ended before the move is not shown
+again); the tool schema versions (``tool_schemas.db``: each data directory keeps its own).
 """
 
 from __future__ import annotations
@@ -62,12 +66,9 @@ from graph.postgres import HermesPostgresSaver, open_postgres_checkpointer
 EPISODIC_BATCH = 128
 #: What stays in the data directory, for the report.
 NOT_COPIED = (
-    (
-        "semantic memory (the knowledge graph) and the memory's branch origins in memory.db: "
-        "not on PostgreSQL yet, they stay in the data directory"
-    ),
-    "reminders, their firings and delivery marks (reminders.db, deliveries.db)",
-    "tool schema versions",
+    "the memory's write retry queue (memory.db): replayed from this data directory by its next hermes process",
+    "the marks of answers shown (deliveries.db)",
+    "tool schema versions (tool_schemas.db)",
 )
 
 CheckpointKey = tuple[str, str, str]  # thread_id, checkpoint_ns, checkpoint_id
@@ -89,6 +90,7 @@ class MigrationReport:
     ledger_copied: int = 0
     ledger_present: int = 0
     semantic_copied: dict[str, int] = field(default_factory=dict)
+    origins_copied: dict[str, int] = field(default_factory=dict)
     reminders_copied: int = 0
     reminders_present: int = 0
     reminders_conflicting: list[int] = field(default_factory=list)
@@ -411,17 +413,21 @@ def copy_reminders(data_dir: Path, url: str, report: MigrationReport) -> None:
 
 #: The knowledge graph's tables (the same columns in ``memory.db`` and in PostgreSQL).
 SEMANTIC_TABLES = ("semantic_entities", "semantic_facts", "semantic_forgotten")
+#: The branch origins' tables (``memory.branch_origins.SCHEMA``), in the same schema.
+ORIGIN_TABLES = ("memory_origins", "memory_restated")
 
 
 def copy_semantic(data_dir: Path, url: str, report: MigrationReport) -> None:
     """The knowledge graph of ``<data_dir>/memory.db`` (entities, facts with their status,
     conflicts, supersession and origins, the tombstones of what the user asked to forget) into
     ``memory.semantic_postgres``'s tables, row for row (``ON CONFLICT DO NOTHING`` on their
-    keys: an entity or tombstone PostgreSQL holds is kept). ``report.semantic_copied``: rows
-    added per table. Facts of the same user from two directories are not reconciled with each
-    other (both stay as they were stated)."""
+    keys: an entity or tombstone PostgreSQL holds is kept), and the branch origins into
+    ``memory.branch_origins``'s the same way. ``report.semantic_copied`` /
+    ``report.origins_copied``: rows added per table. Facts of the same user from two directories
+    are not reconciled with each other (both stay as they were stated)."""
     import psycopg
 
+    from memory.branch_origins import SCHEMA as ORIGINS_DDL
     from memory.semantic_postgres import SCHEMA_LOCK_KEY, SCHEMA_NAME, TABLES
 
     source = data_dir / "memory.db"
@@ -431,7 +437,7 @@ def copy_semantic(data_dir: Path, url: str, report: MigrationReport) -> None:
     try:
         present = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         rows: dict[str, tuple[list[str], list[Any]]] = {}
-        for table in SEMANTIC_TABLES:
+        for table in (*SEMANTIC_TABLES, *ORIGIN_TABLES):
             if table in present:
                 cur = con.execute(f"SELECT * FROM {table}")
                 rows[table] = ([d[0] for d in cur.description], cur.fetchall())
@@ -441,6 +447,8 @@ def copy_semantic(data_dir: Path, url: str, report: MigrationReport) -> None:
         with pg.transaction():  # the tables, as the store creates them
             pg.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK_KEY,))
             pg.execute(TABLES)
+            pg.execute(f"SET LOCAL search_path TO {SCHEMA_NAME}")  # the origins' DDL is unqualified
+            pg.execute(ORIGINS_DDL)
         with pg.transaction():
             for table, (columns, values) in rows.items():
                 target = f"{SCHEMA_NAME}.{table}"
@@ -452,7 +460,8 @@ def copy_semantic(data_dir: Path, url: str, report: MigrationReport) -> None:
                             "ON CONFLICT DO NOTHING",
                             values,
                         )
-                report.semantic_copied[table] = _count(pg, target) - before
+                copied = report.origins_copied if table in ORIGIN_TABLES else report.semantic_copied
+                copied[table] = _count(pg, target) - before
 
 
 def _count(pg: Any, table: str) -> int:

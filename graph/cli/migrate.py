@@ -1,6 +1,6 @@
 """``hermes migrate --to postgres [--data-dir D] [--postgres-url URL] [--json]``: copy a data
-directory's threads (with their branch trees), episodic and semantic memories, idempotency
-ledger and reminders into PostgreSQL (``graph.migration``, which says what is copied, how, and what
+directory's threads (with their branch trees), episodic and semantic memories (with the
+memory's branch origins), idempotency ledger and reminders into PostgreSQL (``graph.migration``, which says what is copied, how, and what
 stays). Idempotent: a second run copies nothing twice. Exit 0 with the counts; 1 with one line when the database
 cannot be reached or a file cannot be read."""
 
@@ -93,7 +93,9 @@ def _print(report: dict[str, Any], data_dir: str) -> None:
         highlight=False,
     )
     semantic = ", ".join(f"{n} {t.removeprefix('semantic_')}" for t, n in report["semantic_copied"].items())
-    console.print(f"  semantic     {semantic or 'nothing to copy'} copied", highlight=False)
+    console.print(f"  semantic     {semantic + ' copied' if semantic else 'nothing to copy'}", highlight=False)
+    origins = ", ".join(f"{n} {t.removeprefix('memory_')}" for t, n in report["origins_copied"].items())
+    console.print(f"  origins      {origins + ' copied' if origins else 'nothing to copy'}", highlight=False)
     conflicting = report["reminders_conflicting"]
     console.print(
         f"  reminders    {report['reminders_copied']} copied, {report['reminders_present']} already there; "

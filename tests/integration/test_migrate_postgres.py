@@ -7,12 +7,14 @@ branch tree is read before (SQLite) and after (PostgreSQL) and compared, checkpo
 checkpoint (id, parent, values, metadata, pending writes with their ``task_path`` and ``idx``)
 and through the commands (``branch list``, ``branch show``, ``session show``). The migrated
 threads go on on PostgreSQL (a turn on the active branch, a resume of the interrupt); the ledger
-replays its records there, the reminder's in-flight period is taken over under its request id;
-a second migration copies nothing."""
+replays its records there, the reminder's in-flight period is taken over under its request id,
+a memory hidden by a rollback stays hidden (the branch origins); a second migration copies
+nothing."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import operator
@@ -33,6 +35,7 @@ from typing_extensions import TypedDict
 from graph import resources
 from graph.checkpoints import checkpoints_file, open_checkpointer
 from graph.cli import app
+from memory.branch_origins import BranchOrigins
 from memory.episodic.base import EpisodicEvent
 from tests.conftest import FakeToolbox, tool_call
 from tools.builtin.reminders import list_reminders, schedule_reminder
@@ -177,6 +180,13 @@ def test_migrate_copies_every_thread_with_its_branch_tree_memories_and_ledger(
                 confidence=0.9,
             )
             assert done.fact is not None, done
+        # the memory's branch origins: a turn's memories on S's active branch, another's hidden
+        # (its turn rolled back), one record restated from a second turn
+        origins = BranchOrigins.in_dir(data_dir)
+        for message in ("m-kept", "m-rolled-back"):
+            await origins.record("S", message)
+        await origins.restate("mem-1", "S", "m-kept")
+        assert (await origins.sync("S", {"m-kept"})).origins == {("S", "m-rolled-back")}
         await resources.aclose_resources()
         ledger = IdempotencyLedger.in_data_dir(data_dir)
         for i in range(3):
@@ -188,9 +198,11 @@ def test_migrate_copies_every_thread_with_its_branch_tree_memories_and_ledger(
 
     asyncio.run(build_rest())
     # reminders: one fired for October (its notice delivered), its November period in flight
-    # (claimed by a process that is gone once the directory moves), one never fired
-    first = schedule_reminder("Send the monthly report", 5, "09:00", data_dir=data_dir, postgres_url="")["id"]
-    schedule_reminder("Pay the rent", 1, "08:00", data_dir=data_dir, postgres_url="")
+    # (claimed by a process that is gone once the directory moves), one never fired; made in
+    # September (``now``), so that October is their first period whatever day the test runs
+    made = datetime(2026, 9, 20, 12, 0)
+    first = schedule_reminder("Send the monthly report", 5, "09:00", data_dir=data_dir, now=made, postgres_url="")["id"]
+    schedule_reminder("Pay the rent", 1, "08:00", data_dir=data_dir, now=made, postgres_url="")
     assert mark_fired(data_dir, first, "2026-10", postgres_url="")
     assert not record_outcome(data_dir, first, "2026-10", ok=True, postgres_url="")  # done: no retry
     [due] = [
@@ -251,6 +263,18 @@ def test_migrate_copies_every_thread_with_its_branch_tree_memories_and_ledger(
     assert out["episodic_copied"] == n_events and out["episodic_expired_left"] == 1
     assert out["ledger_copied"] == 4 and out["ledger_present"] == 0
     assert out["semantic_copied"]["semantic_facts"] == 2 and out["semantic_copied"]["semantic_entities"] == 2
+    with contextlib.closing(sqlite3.connect(data_dir / "memory.db")) as con:
+        origin_rows = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in out["origins_copied"]}
+    assert out["origins_copied"] == origin_rows and origin_rows["memory_origins"] >= 2
+
+    async def hidden(origins: BranchOrigins) -> Any:
+        try:
+            return await origins.inactive()
+        finally:
+            await origins.close()
+
+    moved = asyncio.run(hidden(BranchOrigins.on_postgres(postgres_url)))
+    assert moved == asyncio.run(hidden(BranchOrigins.in_dir(data_dir))) and ("S", "m-rolled-back") in moved
     assert (out["reminders_copied"], out["firings_copied"], out["deliveries_copied"]) == (2, 2, 1)
     schedule_after = (
         list_reminders(data_dir=data_dir, postgres_url=postgres_url),
@@ -294,6 +318,7 @@ def test_migrate_copies_every_thread_with_its_branch_tree_memories_and_ledger(
     assert again["ledger_present"] == 4
     assert (again["reminders_copied"], again["reminders_present"], again["firings_copied"]) == (0, 2, 0)
     assert again["reminders_conflicting"] == [] and set(again["semantic_copied"].values()) == {0}
+    assert set(again["origins_copied"].values()) == {0}
     assert postgres_counts(postgres_url) == counts
 
     # --- the threads go on on PostgreSQL: a turn on the active branch, the interrupt resumed
