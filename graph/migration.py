@@ -38,7 +38,7 @@ knowledge graph's rows by their keys the same way; reminders by their id and con
 
 **Not copied** (:data:`NOT_COPIED`): the memory's write retry queue (the rest of
 ``<data_dir>/memory.db``: writes that failed or were in flight on this machine; it stays in the
-data directory, whose next process replays them into the database's stores); the marks of
+data directory, whose next turn that writes memory replays them into the database's stores); the marks of
 answers shown (``deliveries.db``: an answer of a turn that ended before the move is not shown
 again); the tool schema versions (``tool_schemas.db``: each data directory keeps its own).
 """
@@ -66,7 +66,7 @@ from graph.postgres import HermesPostgresSaver, open_postgres_checkpointer
 EPISODIC_BATCH = 128
 #: What stays in the data directory, for the report.
 NOT_COPIED = (
-    "the memory's write retry queue (memory.db): replayed from this data directory by its next hermes process",
+    "the memory's write retry queue (memory.db): replayed from this data directory by its next turn that writes memory",
     "the marks of answers shown (deliveries.db)",
     "tool schema versions (tool_schemas.db)",
 )

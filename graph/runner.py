@@ -9,7 +9,8 @@ earlier checkpoint); the ``reminders`` graph, invoked in-process, runs its task 
 
 0. build the chat model (``graph.resources.get_model``): a model that cannot be used raises
    ``ModelUnavailableError`` before anything is written;
-1. hold the thread's lock (:func:`thread_lock`: one turn per thread at a time, across processes);
+1. hold the thread's lock (:func:`thread_lock`: one turn per thread at a time, across processes
+   — on every host with ``HERMES_POSTGRES_URL``);
 2. open ``<data_dir>/checkpoints.sqlite`` (``graph.checkpoints.open_checkpointer``) and bind
    the agent graph to it;
 3. rebuild the thread from its plain-text mirror if its head cannot be read
@@ -222,7 +223,7 @@ async def execute_turn(
     question: Any = None
     text: str | None = None
     async with (
-        thread_lock(data_dir, thread_id),
+        thread_lock(data_dir, thread_id, context.postgres_url),
         open_checkpointer(checkpoints_file(data_dir), postgres=context.postgres_url) as saver,
     ):
         agent = make_graph(checkpointer=saver)
