@@ -6,6 +6,12 @@ no connection outlives the event loop that opened it. The schema is created lazi
 ``SqliteDb`` instance, with ``CREATE ... IF NOT EXISTS`` (safe when several instances share a file).
 The tool ledger (``tools/idempotency.py``) keeps one sqlite3 connection on a thread of its own
 instead: synchronous callers queue writes on it (its docstring says why).
+
+Every connection runs ``synchronous=NORMAL`` (WAL), as the checkpoints and the ledger do: a
+committed write survives a crash of the process (what the held memory write needs, DESIGN §4.8),
+the last commits may be lost on a power cut. SQLite's default (FULL) synced the WAL on every
+commit: ~2 ms each on a quiet disk, three or more commits per turn (hold, branch origin,
+release), and far more behind another process's disk traffic (bench_overhead, issue 19).
 """
 
 from __future__ import annotations
@@ -39,7 +45,9 @@ class SqliteDb:
         """An autocommit connection (``isolation_level=None``; use ``BEGIN IMMEDIATE`` for
         transactions) with ``Row`` rows. Raises ``sqlite3.Error`` on an unusable file."""
         # the WAL switch and the schema once per instance (opening retried while locked)
-        db = await open_aiosqlite(self.path, schema="" if self._ready else self._schema, wal=not self._ready)
+        db = await open_aiosqlite(
+            self.path, schema="" if self._ready else self._schema, wal=not self._ready, synchronous="NORMAL"
+        )
         self._ready = True
         try:
             db.row_factory = aiosqlite.Row
