@@ -16,6 +16,8 @@ the CLI binds it to the SQLite saver with ``make_graph``.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
 from langchain_core.messages import AIMessage
@@ -55,6 +57,19 @@ def route_progress(state: State) -> Literal["assemble_context", "write_memory"]:
     return "assemble_context" if state.progress_note else "write_memory"
 
 
+def in_event_loop(route: Callable[[State], str]) -> Callable[[State], Awaitable[str]]:
+    """``route`` as a coroutine function with its name and ``Literal`` return type (LangGraph
+    reads the edge's destinations from it). LangGraph runs a plain function given as a
+    conditional edge in a worker thread, one thread hop per routing decision — four in a turn
+    with one tool round — although a router only reads the state (bench_overhead, issue 19)."""
+
+    @functools.wraps(route)
+    async def routed(state: State) -> str:
+        return route(state)
+
+    return routed
+
+
 builder = StateGraph(State, input_schema=InputState, context_schema=Context)
 builder.add_node(assemble_context)
 builder.add_node(call_model)
@@ -64,10 +79,10 @@ builder.add_node(evaluate_progress)
 builder.add_node(write_memory)
 builder.add_edge(START, "assemble_context")
 builder.add_edge("assemble_context", "call_model")
-builder.add_conditional_edges("call_model", route_model_output)
+builder.add_conditional_edges("call_model", in_event_loop(route_model_output))
 builder.add_edge("dispatch_tools", "compress_results")
 builder.add_edge("compress_results", "evaluate_progress")
-builder.add_conditional_edges("evaluate_progress", route_progress)
+builder.add_conditional_edges("evaluate_progress", in_event_loop(route_progress))
 builder.add_edge("write_memory", END)
 
 
