@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from datetime import datetime
 
 from memory import policy, triggers
@@ -59,6 +59,55 @@ class MemoryRecall(MemoryCore):
         now = now or utcnow()
         if not await self._usable():
             return build_block(working=[], conflicts=[], facts=[], episodes=[], budget_tokens=self.memory_tokens)
+        try:
+            reference = triggers.detect_cross_session(goal)
+            kinds = None if reference else policy.kinds_for_task(goal)
+        except Exception:
+            log.exception("memory: the request's kinds not matched; every kind searched")
+            reference, kinds = None, None
+        limit = k or self.recall_k
+        # with a session, the episodic search (its query embedding is the slow part) needs nothing
+        # of the branch sync below: it runs beside it, its hits are filtered afterwards
+        early = asyncio.ensure_future(self._search(user_id, goal, limit * 3, kinds, now)) if thread_id else None
+        try:
+            return await self._recall_block(
+                user_id,
+                thread_id,
+                goal,
+                limit,
+                reference,
+                kinds,
+                early,
+                visible_origins,
+                sync_branch,
+                now,
+                tool_versions,
+            )
+        finally:
+            if early is not None and not early.done():
+                early.cancel()  # the recall failed or was cancelled before it used the hits
+            elif early is not None and not early.cancelled():
+                early.exception()  # read: an error the episodic part logged is not reported again
+
+    async def _search(
+        self, user_id: str, query: str, k: int, kinds: Sequence[str] | None, now: datetime
+    ) -> list[ScoredEvent]:
+        return await self.episodic.search(user_id, query, k=k, kinds=kinds, now=now)
+
+    async def _recall_block(
+        self,
+        user_id: str,
+        thread_id: str,
+        goal: str,
+        limit: int,
+        reference: str | None,
+        kinds: Sequence[str] | None,
+        early: asyncio.Future[list[ScoredEvent]] | None,
+        visible_origins: set[str] | None,
+        sync_branch: bool,
+        now: datetime,
+        tool_versions: Mapping[str, str] | None,
+    ) -> MemoryBlock:
         inactive = await self._inactive(thread_id if sync_branch else "", visible_origins)
         working: list[str] = []
         try:
@@ -75,7 +124,7 @@ class MemoryRecall(MemoryCore):
                 conflicts, facts = await self.semantic.recall(
                     user_id,
                     goal,
-                    k or self.recall_k,
+                    limit,
                     now=now,
                     thread_id=thread_id or None,
                     visible_origins=visible_origins,
@@ -90,15 +139,11 @@ class MemoryRecall(MemoryCore):
 
         async def episodic() -> list[ScoredEvent]:
             try:
-                reference = triggers.detect_cross_session(goal)
-                kinds = None if reference else policy.kinds_for_task(goal)
                 hits = await self._episodes(
-                    user_id, goal, k or self.recall_k, kinds, now, thread_id, visible_origins, inactive
+                    user_id, goal, limit, kinds, now, thread_id, visible_origins, inactive, early
                 )
-                if reference and len(hits) < (k or self.recall_k):
-                    hits += await self._latest_tasks(
-                        user_id, (k or self.recall_k) - len(hits), hits, now, thread_id, inactive
-                    )
+                if reference and len(hits) < limit:
+                    hits += await self._latest_tasks(user_id, limit - len(hits), hits, now, thread_id, inactive)
                 return hits
             except Exception:
                 log.exception("episodic recall failed for user %r", user_id)
@@ -126,9 +171,15 @@ class MemoryRecall(MemoryCore):
         thread_id: str | None,
         visible_origins: set[str] | None,
         inactive: Inactive | None = None,
+        early: Awaitable[list[ScoredEvent]] | None = None,
     ) -> list[ScoredEvent]:
+        """The ``k`` best visible hits; ``early``: the search already started (``k * 3`` hits,
+        as asked here for a session)."""
         inactive = inactive or Inactive()
-        hits = await self.episodic.search(user_id, query, k=k * 3 if thread_id or inactive else k, kinds=kinds, now=now)
+        if early is not None:
+            hits = await early
+        else:
+            hits = await self._search(user_id, query, k * 3 if thread_id or inactive else k, kinds, now)
 
         def visible(hit: ScoredEvent) -> bool:
             # only memories written on their session's active branch; this session's own are
