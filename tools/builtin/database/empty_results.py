@@ -78,6 +78,20 @@ def unexpected_empty(sql: str, ranges: list[dict[str, Any]]) -> str | None:
     columns = {str(r["column"]).rsplit(".", 1)[-1].strip('"').lower() for r in dated}
     if not dated or not _only_dates_filtered(tree, columns):
         return None
+    return period_with_data(sql, dated)
+
+
+def period_with_data(sql: str, ranges: list[dict[str, Any]]) -> str | None:
+    """``"<table.column> has data in <period>, the period the query names"`` when a month or
+    year the WHERE clauses of ``sql`` name lies within one of ``ranges`` (as for
+    :func:`unexpected_empty`), whatever else the query compares; else None. For an empty result
+    with other conditions too: the period is not why it is empty (measured: an invented
+    ``region = 'North America'`` filter got "Use a period with data" for a month with sales, and
+    the model answered that there was no data for the period). Never raises."""
+    tree = parse_tree(sql)
+    if tree is None:
+        return None
+    dated = [r for r in ranges if r.get("min") and r.get("max")]
     for period in _periods(tree):
         for r in dated:
             lo, hi = str(r["min"])[: len(period)], str(r["max"])[: len(period)]
@@ -226,3 +240,22 @@ def unmatched_joins(con: sqlite3.Connection, sql: str) -> str | None:
     except sqlite3.Error:
         return None
     return None
+
+
+def other_conditions(sql: str, ranges: list[dict[str, Any]]) -> list[str]:
+    """The comparisons in the WHERE clauses of ``sql`` that name no date column of ``ranges``
+    (``["region = 'North America'"]``), as SQL text, at most 5. Never raises."""
+    from sqlglot import exp
+
+    tree = parse_tree(sql)
+    if tree is None:
+        return []
+    dates = {str(r["column"]).rsplit(".", 1)[-1].strip('"').lower() for r in ranges}
+    kinds = (exp.EQ, exp.NEQ, exp.In, exp.Like, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Is)
+    out: list[str] = []
+    for where in tree.find_all(exp.Where):
+        for node in where.find_all(*kinds):
+            names = {c.name.lower() for c in node.find_all(exp.Column)}
+            if names and not names & dates and (text := node.sql()) not in out:
+                out.append(text)
+    return out[:5]

@@ -17,7 +17,13 @@ from tools.builtin.database.connection import (
     time_limit,
 )
 from tools.builtin.database.dates import no_data_note
-from tools.builtin.database.empty_results import unexpected_empty, unmatched_joins, unmatched_values
+from tools.builtin.database.empty_results import (
+    other_conditions,
+    period_with_data,
+    unexpected_empty,
+    unmatched_joins,
+    unmatched_values,
+)
 from tools.builtin.database.errors import sql_error
 from tools.builtin.database.repairs import MAX_REPAIRS, repair_join, repair_unknown_column
 from tools.builtin.database.statement import check_select, read_sql_or_none
@@ -165,6 +171,15 @@ def execute_query(
                 f"No rows, although {despite}: a join on the wrong columns or a date compared in the "
                 "wrong format excluded every row. Check the join columns and the date format with "
                 "describe_database and query again; do not tell the user there is no data for it."
+            )
+        elif in_period := period_with_data(body, ranges):
+            # other conditions emptied it, which may be the answer (no customer in Japan) or a
+            # filter the request never named: say which, not "use a period with data"
+            others = ", ".join(other_conditions(body, ranges)) or "the rest of the WHERE clause"
+            result["note"] = (
+                f"No rows, although {in_period}: the query's other conditions ({others}) match no row in it. "
+                "If the user asked for those conditions, the answer is that there are none; if not, "
+                "query again without them. Never invent figures."
             )
     if repaired:
         # the model sees what ran: a mended name it never wrote must not pass unnoticed
