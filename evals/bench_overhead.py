@@ -11,7 +11,9 @@ it waits for what ``graph.runner`` waits for (the turn's plain-text mirror appen
 writes, whose passage embedding the product no longer waits for (held durably in the memory
 queue first), are drained at the end of the arm **inside** the timed loop, so their whole cost
 still counts per turn (``ms_per_turn``); ``answer_ms_per_turn`` is the time to the answer
-alone (what a user waits for). Arms,
+alone (what a user waits for); ``cpu_ms_per_turn`` is the CPU the arm used per turn, this process's
+threads and the executor's reaped worker processes together (the figure least moved by the
+other processes' load). Arms,
 interleaved in rounds (order alternating) so machine noise hits them alike; figures are
 medians over rounds of ms per turn:
 
@@ -42,6 +44,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -239,17 +242,23 @@ ARMS: dict[str, Callable[[Bench, str], Any]] = {
 }
 
 
-async def time_arm(bench: Bench, arm: str, round_no: int, turns: int) -> tuple[float, float]:
+def _cpu_s() -> float:
+    """CPU seconds so far of this process (all threads) and its reaped child processes."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+async def time_arm(bench: Bench, arm: str, round_no: int, turns: int) -> tuple[float, float, float]:
     """Seconds per turn of ``arm``: (everything, its deferred writes drained at the end
-    included; to the answer alone)."""
+    included; to the answer alone; CPU of everything)."""
     async with ARMS[arm](bench, f"{arm}-{round_no}") as turn:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _cpu_s()
         for i in range(turns):
             await turn(request(i))
         answered = time.perf_counter()
         if turn.finish is not None:
             await turn.finish()
-        return (time.perf_counter() - start) / turns, (answered - start) / turns
+        return (time.perf_counter() - start) / turns, (answered - start) / turns, (_cpu_s() - cpu) / turns
 
 
 async def node_breakdown(bench: Bench, turns: int) -> dict[str, float]:
@@ -307,15 +316,17 @@ async def main(turns: int, rounds: int) -> dict[str, Any]:
     bench = Bench(tmp)
     samples: dict[str, list[float]] = {a: [] for a in ARMS}
     answered: dict[str, list[float]] = {a: [] for a in ARMS}
+    cpu: dict[str, list[float]] = {a: [] for a in ARMS}
     loads: list[float] = []
     try:
         for r in range(rounds):
             order = list(ARMS) if r % 2 == 0 else list(ARMS)[::-1]
             loads.append(os.getloadavg()[0])
             for arm in order:
-                whole, answer = await time_arm(bench, arm, r, turns)
+                whole, answer, used = await time_arm(bench, arm, r, turns)
                 samples[arm].append(whole)
                 answered[arm].append(answer)
+                cpu[arm].append(used)
             print(
                 f"round {r + 1}/{rounds} (load {loads[-1]:.1f}): "
                 + ", ".join(f"{a} {1000 * samples[a][-1]:.1f}" for a in ARMS),
@@ -339,6 +350,10 @@ async def main(turns: int, rounds: int) -> dict[str, Any]:
         "ms_per_turn": ms,
         "ms_per_turn_range": spread,
         "answer_ms_per_turn": {a: round(1000 * statistics.median(v), 2) for a, v in answered.items()},
+        "cpu_ms_per_turn": {a: round(1000 * statistics.median(v), 2) for a, v in cpu.items()},
+        "cpu_ratio_hermes_vs_prebuilt_subprocess": round(
+            statistics.median(cpu["hermes"]) / statistics.median(cpu["prebuilt_subprocess"]), 2
+        ),
         "load_per_round": [round(x, 2) for x in loads],
         "paired_ratio_per_round": [round(x, 2) for x in paired],
         "paired_ratio_min_median_max": [
