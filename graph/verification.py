@@ -332,9 +332,24 @@ def _loosely_held(word: str, held: set[str]) -> bool:
     )
 
 
+# SQLite's time strings and modifiers ('now', 'start of month', '-1 month', 'weekday 0'): a
+# period relative to today, no value of the data (measured: strftime('%Y-%m', 'now') made the
+# "none" of "How many orders have come in this month?" rest on an invented filter 'now')
+_SQLITE_TIME = re.compile(
+    r"(?:now|localtime|utc|unixepoch|auto|subsec|julianday|start of (?:day|month|year)|weekday \d"
+    r"|[+-]?\s*\d+(?:\.\d+)?\s+(?:day|hour|minute|second|month|year)s?)",
+    re.IGNORECASE,
+)
+
+
 def _is_period_text(value: str) -> bool:
-    """A strftime format or a date written with month words ('%Y-%m', 'Oct 2026'): no value."""
-    return value.startswith("%") or (bool(figures(value)) and names_period(value))
+    """A strftime format, a SQLite time string or modifier, or a date written with month words
+    ('%Y-%m', 'now', 'start of month', 'Oct 2026'): no value."""
+    return (
+        value.startswith("%")
+        or bool(_SQLITE_TIME.fullmatch(value.strip()))
+        or (bool(figures(value)) and names_period(value))
+    )
 
 
 def grounding_readers(goal: str, work: Sequence[AnyMessage], specs: Sequence[ToolSpec]) -> list[str]:

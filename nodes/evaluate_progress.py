@@ -53,7 +53,14 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from graph.claimed_effects import announces_action, correct_claims, repeats_result, unbacked_claims
+from graph.claimed_effects import (
+    announces_action,
+    correct_claims,
+    echoed_note,
+    none_found_answer,
+    repeats_result,
+    unbacked_claims,
+)
 from graph.context import Context
 from graph.goal_results import error_text, goal_results, result_summaries
 from graph.progress import (
@@ -391,6 +398,13 @@ def judge_answer(
     def verdict(text: str, upto: int) -> Check:
         return verify(text, state.goal, state.intent, goal_results(work[:upto], specs), specs, work[:upto])
 
+    # a question whose answer repeats the note of a read that found nothing: that is the answer
+    # ("there is none"), told in the user's terms (not the note's advice), if it passes the checks
+    empty = [r.note for r in results if r.is_data_read and r.empty and not r.unexpected_empty and r.note]
+    steps = required_steps(state.goal, specs)
+    if not steps and (note := echoed_note(said, empty)) and verdict(told := none_found_answer(note), len(work)).ok:
+        found = AIMessage(told, name="hermes", id=f"none-found-{answer.id or len(work)}")
+        return {"progress_note": "", "must_call_tool": False, "stalled_rounds": 0, "messages": [found]}
     check = verdict(said, len(work))
     if check.ok:
         update: dict[str, Any] = {"progress_note": "", "must_call_tool": False, "stalled_rounds": 0}

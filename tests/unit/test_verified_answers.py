@@ -694,3 +694,38 @@ def test_a_figure_with_a_results_digits_is_named_as_that_value(answer, misread):
     assert check.misread == {misread: "38.62"}
     assert f"{misread} has the digits of 38.62, which a result states: write 38.62 as it is" in check.problems()
     assert "38.62" not in "; ".join(check.problems(quote=False))  # the user's stop reason stays short
+
+
+async def test_a_question_answered_with_the_note_of_a_read_that_found_nothing_gets_none(scripted, db):
+    # measured: COUNT(*) = 0 for "this month" on data ending earlier, its note repeated as the
+    # answer, sent back, the same query three times, stopped — with the answer in hand
+    sql = "SELECT COUNT(*) FROM orders WHERE strftime('%Y-%m', order_date) = strftime('%Y-%m', 'now')"
+    note = query_database(sql, database=str(db))["note"]
+    ctx = scripted([tool_call("query_database", {"sql": sql}, "q1"), AIMessage(note)], data_box(db), embeddings="hash")
+    out = await run(ctx, "How many orders have come in this month?")
+    told = out["messages"][-1].content
+    assert out["stop_reason"] is None and told.startswith("There is none: no rows match what was asked"), told
+    assert "has data from" in told and "never invent" not in told.lower()  # the facts, not the advice
+    assert len(scripted.models[ctx.model].seen) == 2  # no send-back round
+
+
+def test_the_note_of_a_read_with_a_filter_nobody_asked_for_is_no_answer_of_none(db):
+    import json
+
+    from graph.claimed_effects import none_found_answer
+    from graph.goal_results import goal_results
+    from graph.verification import verify
+
+    sql = "SELECT COUNT(*) FROM orders o JOIN customers c ON c.customer_id = o.customer_id WHERE c.segment = 'Atlantis'"
+    read = query_database(sql, database=str(db))
+    work = [
+        HumanMessage("How many orders have come in this month?"),
+        tool_call("query_database", {"sql": sql}, "q1"),
+        ToolMessage(json.dumps({"status": "ok", "summary": "one row", "data": read}), tool_call_id="q1", name="query_database"),
+    ]
+    specs = [DESCRIBE_DATABASE, QUERY_DATABASE]
+    results = goal_results(work, specs)
+    assert (
+        results[0].empty
+        and not verify(none_found_answer(read["note"]), str(work[0].content), "", results, specs, work).ok
+    )
