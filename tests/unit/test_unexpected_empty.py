@@ -18,6 +18,7 @@ from graph.goal_results import Result
 from graph.verification import check_answer
 from tests.conftest import DEMO_END_MONTH as MONTH
 from tools.builtin.database import query_database
+from tools.database_setting import DatabaseError
 
 
 @pytest.fixture
@@ -229,3 +230,17 @@ def test_nothing_found_in_a_period_with_data_names_the_other_conditions_not_the_
     assert r["note"] and "unexpected_empty" not in r  # "none in that segment" may be the answer
     assert f"has data in {MONTH}" in r["note"] and "c.segment = 'Atlantis'" in r["note"], r["note"]
     assert "Use a period with data" not in r["note"]
+
+
+@pytest.mark.parametrize(
+    "when",
+    ["'now() - interval 1 month'", "'last month'", "'2025-06-01', '-1 mnth'"],
+)
+def test_a_comparison_with_a_time_string_sqlite_cannot_read_is_an_error_not_none(sales, when):
+    # measured (Chinook): strftime('%Y-%m', 'now() - interval 1 month') is NULL, COUNT(*) = 0
+    # three times, and "no invoices last month" rested on a comparison with NULL
+    sql = f"SELECT COUNT(*) FROM orders WHERE strftime('%Y-%m', order_date) = strftime('%Y-%m', {when})"
+    with pytest.raises(DatabaseError, match=r"is NULL: SQLite does not read that time string.*date\('now'"):
+        query_database(sql, database=str(sales))
+    ok = "SELECT COUNT(*) FROM orders WHERE strftime('%Y-%m', order_date) = strftime('%Y-%m', 'now', '-1 month')"
+    assert query_database(ok, database=str(sales))["rows"] == [[0]]  # a readable one: an answer

@@ -25,6 +25,7 @@ from tools.builtin.database.empty_results import (
     unmatched_values,
 )
 from tools.builtin.database.errors import sql_error
+from tools.builtin.database.hints import null_time_strings
 from tools.builtin.database.repairs import MAX_REPAIRS, repair_join, repair_unknown_column
 from tools.builtin.database.statement import check_select, read_sql_or_none
 from tools.database_setting import DatabaseError
@@ -143,6 +144,9 @@ def execute_query(
         if again is not None and not is_empty_result(again, joined_by[0]):
             result, body = again, check_select(joined_by[0])
             repaired.append(joined_by[1])
+    if is_empty_result(result, body) and (null := null_time_strings(con, body)):
+        # a comparison with NULL found nothing: no evidence of none, and the model's fix is SQL
+        raise DatabaseError(f"The query found nothing because {null}")
     if is_empty_result(result, body):
         result["no_data"] = True
         why = "it returned no rows" if not result["rows"] else "its values are NULL or 0 (no rows matched)"
