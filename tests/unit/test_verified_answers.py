@@ -721,7 +721,9 @@ def test_the_note_of_a_read_with_a_filter_nobody_asked_for_is_no_answer_of_none(
     work = [
         HumanMessage("How many orders have come in this month?"),
         tool_call("query_database", {"sql": sql}, "q1"),
-        ToolMessage(json.dumps({"status": "ok", "summary": "one row", "data": read}), tool_call_id="q1", name="query_database"),
+        ToolMessage(
+            json.dumps({"status": "ok", "summary": "one row", "data": read}), tool_call_id="q1", name="query_database"
+        ),
     ]
     specs = [DESCRIBE_DATABASE, QUERY_DATABASE]
     results = goal_results(work, specs)
