@@ -22,6 +22,12 @@ SQLite saver adds where it applies to a database server:
   writes (row locks wait; each statement commits on its own, ``autocommit``). A connection
   broken by a restarted server is replaced: the pool checks each connection before lending it
   (``AsyncConnectionPool.check_connection``).
+* **A server that stays down fails the turn once, not once per write.** A statement that gets
+  no connection within :data:`CONNECTION_WAIT_S` raises :class:`PostgresUnavailable`, and for
+  :data:`DOWN_FOR_S` seconds after that every other wait for a connection of the pool fails at
+  once: the saver runs its statements one at a time (its lock), so the checkpoint writes a turn
+  has queued would each wait the full time, one after the other (measured: a ``hermes run``
+  whose server was stopped mid-turn exited 304 s later, with psycopg's ``PoolTimeout``).
 
 A URL the server does not answer is :class:`PostgresUnavailable`, which names the setting and
 the URL without its password.
@@ -56,6 +62,12 @@ SETUP_WAIT_S = 120.0
 #: Connections of one process's pool (the server runs a run's tasks concurrently; the CLI
 #: needs one). Each ``hermes`` process and each server worker has its own pool.
 POOL_MAX_SIZE = 8
+#: Seconds a statement waits for a connection of the pool (psycopg's default) before
+#: :class:`PostgresUnavailable`.
+CONNECTION_WAIT_S = 30.0
+#: Seconds after such a timeout during which the pool's other waits fail at once (the server is
+#: down; a restart that takes less than :data:`CONNECTION_WAIT_S` never starts this).
+DOWN_FOR_S = 30.0
 
 
 class _SetupBusy(TimeoutError):
@@ -65,6 +77,23 @@ class _SetupBusy(TimeoutError):
 class PostgresUnavailable(ConnectionError):
     """The PostgreSQL server of ``HERMES_POSTGRES_URL`` could not be reached in time (the
     message names the URL without its password and the cause)."""
+
+
+class _FailFastPool(AsyncConnectionPool[Any]):
+    """A pool whose waits for a connection fail at once for :data:`DOWN_FOR_S` seconds after
+    one timed out (see the module docstring)."""
+
+    down_until = 0.0
+
+    async def getconn(self, timeout: float | None = None) -> Any:  # noqa: ASYNC109 - psycopg_pool's signature
+        loop = asyncio.get_running_loop()
+        if loop.time() < self.down_until:
+            raise PoolTimeout("another wait for a connection timed out just before: the server is down")
+        try:
+            return await super().getconn(timeout)
+        except PoolTimeout:
+            self.down_until = loop.time() + DOWN_FOR_S
+            raise
 
 
 class HermesPostgresSaver(AsyncPostgresSaver):
@@ -105,6 +134,26 @@ class HermesPostgresSaver(AsyncPostgresSaver):
             finally:
                 await holder.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
 
+    @asynccontextmanager
+    async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[Any]:
+        """The stock saver's cursor; a wait for a connection that timed out is
+        :class:`PostgresUnavailable`, naming the setting and the server."""
+        entered = False
+        try:
+            async with super()._cursor(pipeline=pipeline) as cur:
+                entered = True
+                yield cur
+        except PoolTimeout as exc:
+            if entered:
+                raise
+            info = getattr(self.conn, "conninfo", None)
+            where = redacted(info) if isinstance(info, str) else "its server"
+            raise PostgresUnavailable(
+                f"the checkpoints cannot be written or read: PostgreSQL at {where} (HERMES_POSTGRES_URL) gave "
+                f"no connection within {CONNECTION_WAIT_S:g} s ({exc}). Check that the server runs; what was "
+                "written before is kept, and the thread goes on from its last checkpoint."
+            ) from exc
+
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete the thread's checkpoints, blobs and writes; with a mirror, its mirror file is
         renamed to ``<file>.deleted``."""
@@ -142,10 +191,11 @@ async def open_pool(url: str, *, max_size: int = POOL_MAX_SIZE) -> AsyncIterator
     needs (autocommit, dict rows, no server-side prepared statements: safe behind PgBouncer),
     opened and checked; closed at the end. Raises :class:`PostgresUnavailable` when no
     connection is made within :data:`CONNECT_TIMEOUT_S`."""
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+    pool: AsyncConnectionPool[Any] = _FailFastPool(
         url,
         min_size=1,
         max_size=max_size,
+        timeout=CONNECTION_WAIT_S,
         open=False,
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
         check=AsyncConnectionPool.check_connection,
@@ -181,7 +231,9 @@ async def open_postgres_checkpointer(
 
 
 __all__ = [
+    "CONNECTION_WAIT_S",
     "CONNECT_TIMEOUT_S",
+    "DOWN_FOR_S",
     "POOL_MAX_SIZE",
     "SETUP_LOCK_KEY",
     "SETUP_WAIT_S",

@@ -9,7 +9,9 @@
   ledger's leases (``tools.ledger_postgres``): a process that dies (kill -9 included) ends its
   session and the server frees the lock at once; a host lost without closing its sockets is
   found by the session's TCP keepalives (about 25 s). Needs a direct connection or a pooler in
-  session mode, as the ledger does.
+  session mode, as the ledger does. A restart of the server ends the session, and so the lock:
+  the turn in progress goes on without it (its checkpoints reconnect), and another turn on the
+  thread started meanwhile is not refused.
 
 Neither covers the LangGraph server's own runs, which its runtime serialises per thread.
 """

@@ -7,7 +7,8 @@ pauses mid-call while the test stops the PostgreSQL server and starts it again (
 goes on: the checkpoint pool replaces its broken connections and the ledger reconnects to record
 the outcome. Nothing acknowledged is lost (the checkpoints written before the restart are read
 after it, the first turn's answer is in the thread) and the effect ran once (the ledger's record
-is ``done``: recorded after the restart).
+is ``done``: recorded after the restart). A server stopped for good mid-turn stops the run
+with one message naming the setting, the effect run once and nothing acknowledged lost.
 
 The test starts its own PostgreSQL (pgserver), not the package's shared ``postgres_server``:
 stopping that one would break the other tests' connections.
@@ -233,3 +234,38 @@ def test_postgres_restarted_mid_turn_the_run_resumes_and_loses_nothing(tmp_path,
     assert HELLO in messages and ANSWER in messages, messages
     assert ledger_states(url) == ["done"]  # recorded after the restart (the ledger reconnected)
     assert (tmp_path / "effects.txt").read_text().splitlines() == ["sales-team Order count: 42"]  # posted once
+
+
+def test_postgres_down_for_good_mid_turn_stops_the_run_with_one_clear_message(tmp_path, own_postgres):
+    """The server stopped while the side effect is in flight and not started again: the run
+    stops (exit 1) with one message naming ``HERMES_POSTGRES_URL`` — not psycopg's bare
+    ``PoolTimeout`` after each queued checkpoint write waited its own 30 s in turn (measured:
+    304 s). Once the server is back, nothing acknowledged is lost and the effect ran once."""
+    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # set at import
+
+    server, url = own_postgres
+    config, mcp_server = mcp_config(tmp_path)
+    with ScriptedOpenAI(reply) as stub:
+        env = hermes_env(
+            stub,
+            HERMES_MCP_CONFIG=str(config),
+            HERMES_TOOL_TIMEOUTS=json.dumps({"announce": 300}),
+            HERMES_POSTGRES_URL=url,
+        )
+        try:
+            acknowledged = first_turn(tmp_path, env, url)
+            code, out, err = run_turn_with_fault(
+                tmp_path,
+                env,
+                lambda: pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user),
+            )
+        finally:
+            kill_started_from(mcp_server)
+            server.ensure_postgres_running()
+    assert code == 1, (out[-2000:], err[-3000:])
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert "HERMES_POSTGRES_URL" in summary["error"] and "PostgreSQL at" in summary["error"], summary
+    assert "Traceback" not in out + err
+    assert acknowledged <= checkpoint_ids(url)
+    assert HELLO in thread_messages(url)
+    assert (tmp_path / "effects.txt").read_text().splitlines() == ["sales-team Order count: 42"]
