@@ -207,16 +207,22 @@ def ledger_states(url: str) -> list[str]:
         return [r[0] for r in con.execute("SELECT state FROM hermes_tool_requests WHERE tool = 'announce'")]
 
 
+def turn_env(stub: ScriptedOpenAI, config: Path, url: str) -> dict[str, str]:
+    """The turn's environment: the scripted model, the announce server (its call may wait out
+    the fault: 300 s timeout) and the PostgreSQL at ``url``."""
+    return hermes_env(
+        stub,
+        HERMES_MCP_CONFIG=str(config),
+        HERMES_TOOL_TIMEOUTS=json.dumps({"announce": 300}),
+        HERMES_POSTGRES_URL=url,
+    )
+
+
 def test_postgres_restarted_mid_turn_the_run_resumes_and_loses_nothing(tmp_path, own_postgres):
     server, url = own_postgres
     config, mcp_server = mcp_config(tmp_path)
     with ScriptedOpenAI(reply) as stub:
-        env = hermes_env(
-            stub,
-            HERMES_MCP_CONFIG=str(config),
-            HERMES_TOOL_TIMEOUTS=json.dumps({"announce": 300}),
-            HERMES_POSTGRES_URL=url,
-        )
+        env = turn_env(stub, config, url)
         pids: list[tuple[int, int]] = []
         try:
             acknowledged = first_turn(tmp_path, env, url)
@@ -246,12 +252,7 @@ def test_postgres_down_for_good_mid_turn_stops_the_run_with_one_clear_message(tm
     server, url = own_postgres
     config, mcp_server = mcp_config(tmp_path)
     with ScriptedOpenAI(reply) as stub:
-        env = hermes_env(
-            stub,
-            HERMES_MCP_CONFIG=str(config),
-            HERMES_TOOL_TIMEOUTS=json.dumps({"announce": 300}),
-            HERMES_POSTGRES_URL=url,
-        )
+        env = turn_env(stub, config, url)
         try:
             acknowledged = first_turn(tmp_path, env, url)
             code, out, err = run_turn_with_fault(
