@@ -128,3 +128,15 @@ def test_a_resolved_relative_period_still_needs_the_date_condition(fresh_books, 
 def test_a_relative_period_naming_no_unit_is_still_refused(fresh_books, tmp_path, period):
     with pytest.raises(DatabaseError, match="relative to today"):
         generate_report("Sales", UNDATED, period=period, database=fresh_books, data_dir=tmp_path)
+
+
+def test_a_title_naming_a_relative_period_makes_it_the_reports_period(fresh_books, tmp_path):
+    # measured (tickets flagship): "Support tickets report last month" written with no period,
+    # and the post about it named none
+    last = month_before(TODAY)
+    dated = [{**q, "sql": q["sql"] + f" WHERE strftime('%Y-%m', issued_on) = '{last}'"} for q in UNDATED]
+    out = generate_report("Invoices report last month", dated, database=fresh_books, data_dir=tmp_path)
+    assert out["period"] == last and out["title"] == f"Invoices report last month — {last}"
+    with pytest.raises(DatabaseError, match=rf"not the report's period '{last}'"):  # and is checked
+        generate_report("Invoices report last month", UNDATED, database=fresh_books, data_dir=tmp_path / "x")
+    assert generate_report("Invoices report", UNDATED, database=fresh_books, data_dir=tmp_path)["period"] == ""

@@ -28,7 +28,14 @@ from tools.builtin.database.periods import (
     period_resolution,
 )
 from tools.builtin.database.statement import quote_back, strip_bom
-from tools.builtin.report_period import PERIOD_FORMS, PeriodError, RelativePeriodError, check_period, not_one_line
+from tools.builtin.report_period import (
+    PERIOD_FORMS,
+    PeriodError,
+    RelativePeriodError,
+    check_period,
+    not_one_line,
+    relative_phrase,
+)
 from tools.builtin.report_share import share
 from tools.database_setting import DatabaseError
 
@@ -267,6 +274,8 @@ def generate_report(
     same code as query_database) on the configured database and write the Markdown report
     ``workspace/reports/<slug of title>.md`` (``-v2``, ``-v3`` … when that exists; ``workspace``
     is the run's thread folder the executor injects, ``data_dir`` when called without one).
+    Without a ``period``, a period relative to today that the title names ("… last month") is
+    the period.
 
     Returns ``{"path", "version", "title", "period", "queries": [{"label", "sql", "columns",
     "rows" (<= REPORT_ROWS), "row_count"}]}`` (plus ``note`` on a query without data). Raises
@@ -284,6 +293,11 @@ def generate_report(
         raise DatabaseError(f"title must be 1-{MAX_TITLE_CHARS} characters")
     _one_line("title", title)
     today = dt.date.today()
+    if not (period.strip() if isinstance(period, str) else period) and (phrase := relative_phrase(title)):
+        # a title naming a relative period ("Support tickets report last month") is the report's
+        # period: resolved and checked like a stated one (measured: such a report was written
+        # with no period, and its post named none)
+        period = phrase
     latest = isinstance(period, str) and period.strip().lower() in LATEST_PERIODS
     relative: RelativePeriodError | None = None
     try:

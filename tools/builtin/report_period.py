@@ -244,6 +244,12 @@ def _relative_part(period: str) -> str:
     return ""
 
 
+def relative_phrase(text: str) -> str:
+    """The first phrase of ``text`` naming a period relative to today ("last month", 上个月,
+    "le mois dernier"), "" when none: as :func:`check_period` reads a period."""
+    return _relative_part(text)
+
+
 def _non_ascii_digits(text: str) -> str:
     """``text`` with every decimal digit other than ASCII 0-9 (２, 𝟚, ٢ ...) written as one,
     or "" when it holds none."""
