@@ -41,6 +41,9 @@ def posts(data_dir: Path, text: str | None = None) -> list[tuple[str, str]]:
     if not db.exists():
         return []
     with sqlite3.connect(db) as con:
+        # the server creates the file before its table: between the two there is no post yet
+        if not con.execute("SELECT 1 FROM sqlite_master WHERE name = 'messages'").fetchone():
+            return []
         rows = con.execute("SELECT channel, text FROM messages ORDER BY id").fetchall()
     return [r for r in rows if text is None or r[1] == text]
 

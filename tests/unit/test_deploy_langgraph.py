@@ -33,12 +33,15 @@ def test_langgraph_json_builds_the_server_image_of_the_locked_langgraph_api():
     first = dockerfile.strip().splitlines()[0]
     assert first == f"FROM langchain/langgraph-api:{version('langgraph-api')}-py3.11", first
     env = dict(re.findall(r"^ENV (\w+)='(.*)'$", dockerfile, re.MULTILINE))
-    assert json.loads(env["LANGGRAPH_CHECKPOINTER"])["path"] == "/deps/main/graph/checkpoints.py:server_checkpointer"
-    assert json.loads(env["LANGGRAPH_AUTH"])["path"] == "/deps/main/graph/auth.py:auth"
+    assert (
+        json.loads(env["LANGGRAPH_CHECKPOINTER"])["path"]
+        == f"/deps/{ROOT.name}/graph/checkpoints.py:server_checkpointer"
+    )
+    assert json.loads(env["LANGGRAPH_AUTH"])["path"] == f"/deps/{ROOT.name}/graph/auth.py:auth"
     assert set(json.loads(env["LANGSERVE_GRAPHS"])) == {"agent", "reminders", "consolidate"}
     # the store's paths stay relative: they resolve against the image's working directory
     assert json.loads(env["LANGGRAPH_STORE"])["path"].startswith("./graph/memory_store.py")
-    assert dockerfile.rstrip().endswith("WORKDIR /deps/main")
+    assert dockerfile.rstrip().endswith(f"WORKDIR /deps/{ROOT.name}")
 
 
 def test_the_compose_file_puts_server_and_workers_on_one_postgres_and_redis():
