@@ -401,8 +401,8 @@ def judge_answer(
     # a question whose answer repeats the note of a read that found nothing: that is the answer
     # ("there is none"), told in the user's terms (not the note's advice), if it passes the checks
     empty = [r.note for r in results if r.is_data_read and r.empty and not r.unexpected_empty and r.note]
-    steps = required_steps(state.goal, specs)
-    if not steps and (note := echoed_note(said, empty)) and verdict(told := none_found_answer(note), len(work)).ok:
+    required = required_steps(state.goal, specs)
+    if not required and (note := echoed_note(said, empty)) and verdict(told := none_found_answer(note), len(work)).ok:
         found = AIMessage(told, name="hermes", id=f"none-found-{answer.id or len(work)}")
         return {"progress_note": "", "must_call_tool": False, "stalled_rounds": 0, "messages": [found]}
     check = verdict(said, len(work))
@@ -415,7 +415,6 @@ def judge_answer(
             fixed = correct_claims(said, unbacked, list(dict.fromkeys(effects)))
             update["messages"] = [AIMessage(fixed, name="hermes", id=f"corrected-{answer.id or len(work)}")]
         return update
-    required = required_steps(state.goal, specs)
     if required and check.grounded:
         # every step of the task is done and only the closing sentence states what no result
         # shows ("at 9 AM" for 21:00, say): the steps' own summaries say what was done —

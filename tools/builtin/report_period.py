@@ -235,19 +235,13 @@ class RelativePeriodError(PeriodError):
         self.period, self.named = period, named
 
 
-def _relative_part(period: str) -> str:
-    """The first part of ``period`` relative to today ("" when none): 'last month' is, 'last
-    quarter of 2026' is not."""
+def relative_phrase(period: str) -> str:
+    """The first part of ``period`` (or of any text: a report's title) relative to today ("" when
+    none): 'last month', 上个月 and 'le mois dernier' are, 'last quarter of 2026' is not."""
     for m in _RELATIVE_PERIOD_RE.finditer(period):
         if not _FIXED_AFTER_RE.match(period, m.end()):
             return m[0]
     return ""
-
-
-def relative_phrase(text: str) -> str:
-    """The first phrase of ``text`` naming a period relative to today ("last month", 上个月,
-    "le mois dernier"), "" when none: as :func:`check_period` reads a period."""
-    return _relative_part(text)
 
 
 def _non_ascii_digits(text: str) -> str:
@@ -349,7 +343,7 @@ def check_period(period: Any, *, today: dt.date | None = None) -> tuple[str, str
         _iso_part(period, m[0])
     if ".." in period:
         raise _bad_period(period, "a range is FROM..TO with ISO ends (YYYY-MM or YYYY-MM-DD)")
-    if not parts and (relative := _relative_part(period)):
+    if not parts and (relative := relative_phrase(period)):
         today = today or dt.date.today()
         raise RelativePeriodError(
             f"period {period[:60]!r} is relative to today ({today.isoformat()}); a saved report names the "

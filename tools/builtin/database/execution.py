@@ -144,10 +144,10 @@ def execute_query(
         if again is not None and not is_empty_result(again, joined_by[0]):
             result, body = again, check_select(joined_by[0])
             repaired.append(joined_by[1])
-    if is_empty_result(result, body) and (null := null_time_strings(con, body)):
-        # a comparison with NULL found nothing: no evidence of none, and the model's fix is SQL
-        raise DatabaseError(f"The query found nothing because {null}")
     if is_empty_result(result, body):
+        if null := null_time_strings(con, body):
+            # a comparison with NULL found nothing: no evidence of none, and the model's fix is SQL
+            raise DatabaseError(f"The query found nothing because {null}")
         result["no_data"] = True
         why = "it returned no rows" if not result["rows"] else "its values are NULL or 0 (no rows matched)"
         result["note"], ranges = no_data_note(con, body, why)

@@ -30,12 +30,12 @@ from tools.builtin.database.statement import parse_tree, quote_name, sqlite_dial
 MAX_REPAIRS = 3
 
 _UNKNOWN_COLUMN = re.compile(r"no such column: (\S+)")
-# words a column name adds without meaning another thing ("CountryName", "region_code")
 # words a column name adds to say its unit: the figure is not the one the bare name means
 _UNITS = frozenset(
     {"cents", "cent", "pct", "percent", "ms", "sec", "secs", "seconds", "minutes", "mins", "hours", "days"}
     | {"kb", "mb", "gb", "bytes", "usd", "eur", "gbp", "kg", "km", "pence", "units", "thousands"}
 )
+# words a column name adds without meaning another thing ("CountryName", "region_code")
 _FILLERS = frozenset({"name", "id", "code", "no", "num", "number", "key", "value", "val", "txt", "text"})
 
 
@@ -73,8 +73,8 @@ def _candidate(name: str, columns: list[str], table: str, other_tables: set[str]
 
 def _qualified_column(words: list[str], columns: list[str], other_tables: set[str]) -> str | None:
     """The one column whose name is ``words`` with one qualifier word added (``Country`` of Chinook's
-    ``Invoice`` → ``BillingCountry``; ``date`` → ``order_date``), or None. The added words must
-    word must be neither a filler (``region`` → ``region_id`` is a key, not the region), a unit
+    ``Invoice`` → ``BillingCountry``; ``date`` → ``order_date``), or None. The added word must be
+    neither a filler (``region`` → ``region_id`` is a key, not the region), a unit
     (``amount`` → ``amount_cents`` is a hundred times the figure asked for) nor another table's
     name (``name`` → ``product_name`` is another thing's name)."""
     wanted = set(words)
