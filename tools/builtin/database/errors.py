@@ -9,6 +9,7 @@ import difflib
 import re
 import sqlite3
 
+from tools.builtin.database.figures import figure_hint, numeric_columns, summed_column
 from tools.builtin.database.hints import dialect_hint, join_hint, join_path, join_sentence, unjoined_table
 from tools.builtin.database.schema import schema_hint
 from tools.builtin.database.statement import identifier, quote_back
@@ -47,10 +48,13 @@ def _plain_sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "")
             )
         hint = schema_hint(con, sql, only_named=what == "column")
         hint = f" Tables and columns here: {hint}." if hint else ""
+        summed = what == "column" and summed_column(sql, name)
         if what == "column":
             with contextlib.suppress(sqlite3.Error):
                 hint += join_hint(con, sql, name)
-        closest = _closest(con, sql, what, name)
+            if summed:
+                hint += figure_hint(con, sql)
+        closest = _closest(con, sql, what, name, numeric=summed)
         near = f" Did you mean {' or '.join(quote_back(n) for n in closest)}?" if closest else ""
         return DatabaseError(
             f"unknown {what} {quote_back(name)!r}: the database has no such {what}.{near}{hint} "
@@ -63,9 +67,12 @@ def _plain_sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "")
     return DatabaseError(f"SQL error: {quote_back(text)}.{hint}")
 
 
-def _closest(con: sqlite3.Connection, sql: str, what: str, name: str, limit: int = 2) -> list[str]:
+def _closest(
+    con: sqlite3.Connection, sql: str, what: str, name: str, limit: int = 2, numeric: bool = False
+) -> list[str]:
     """The existing tables (``what`` "table") or columns most like ``name``, best first, at most
-    ``limit`` ([] when none is close): measured, Qwen2.5-Coder-1.5B wrote ``product_category``
+    ``limit`` ([] when none is close); ``numeric``: only columns that hold figures (the name is
+    summed or averaged: a date or a key named like it is no fix, :mod:`.figures`). Measured, Qwen2.5-Coder-1.5B wrote ``product_category``
     for ``category`` three times with the column list in view, and small models follow one
     named fix more readily than a list."""
     try:
@@ -78,6 +85,9 @@ def _closest(con: sqlite3.Connection, sql: str, what: str, name: str, limit: int
             candidates = list(
                 dict.fromkeys(c[1] for t in named[:20] for c in con.execute(f"PRAGMA table_info({identifier(t)})"))
             )
+            if numeric:
+                figures = {c for t in named[:20] for c in numeric_columns(con, t)}
+                candidates = [c for c in candidates if c in figures]
     except sqlite3.Error:
         return []
     bare = name.rsplit(".", 1)[-1].strip('"`[]').lower()
