@@ -120,6 +120,21 @@ def undated_figures(answer: str, goal: str, results: Sequence[Result]) -> list[s
     return out
 
 
+def undated_names(answer: str, goal: str, results: Sequence[Result]) -> list[str]:
+    """Names ``answer`` states (not in ``goal``) that only reads over every date hold
+    (:attr:`Result.undated`): a ranking of all time given for the period asked. Measured
+    (Qwen2.5-Coder-1.5B, Chinook, "Which 5 countries brought in the most invoice revenue in
+    2011?"): ``… GROUP BY Country ORDER BY SUM(Total) DESC LIMIT 5`` with no date condition, and
+    the all-time five answered "in 2011" (one of them not in 2011's five)."""
+    held = [(r, "\n".join(strings_of(seen(r), keys=True))) for r in results]
+    out: list[str] = []
+    for name in missing_names(stated_names(answer), goal):
+        backing = [r for r, known in held if not missing_names([name], known)]
+        if backing and all(r.is_data_read and r.undated for r in backing):
+            out.append(name)
+    return out
+
+
 def unsupported_names(answer: str, goal: str, results: Sequence[Result]) -> list[str]:
     """Names ``answer`` states as its answer (:func:`graph.answer_names.stated_names`) that no
     result of ``results`` holds (its strings and field names: a schema read holds the tables'
@@ -133,8 +148,8 @@ class Check:
     """:func:`check_answer`'s verdict: ``grounded`` (a data read exists or none is needed),
     ``figures`` (unsupported ones, as written), ``names`` (names the answer states that no
     result holds, :mod:`graph.answer_names`), ``absences`` (claims of none with no empty read
-    behind them), ``keys`` (a key given for a name), ``undated`` (figures over every date for a
-    period), ``unfiltered`` (values the request names that no read restricted to,
+    behind them), ``keys`` (a key given for a name), ``undated`` (figures or names over every date
+    for a period), ``unfiltered`` (values the request names that no read restricted to,
     :mod:`graph.answer_filters`). ``ok`` when nothing is wrong."""
 
     grounded: bool = True
@@ -178,9 +193,8 @@ class Check:
             )
         if self.undated:
             out.append(
-                f"the figure{'s' if len(self.undated) > 1 else ''} {', '.join(self.undated[:6])} "
-                f"{'come' if len(self.undated) > 1 else 'comes'} from a read over every date (no condition on "
-                "its dates), not the period asked: read again restricted to that period"
+                f"{', '.join(self.undated[:6])} {'come' if len(self.undated) > 1 else 'comes'} from a read over "
+                "every date (no condition on its dates), not the period asked: read again restricted to that period"
             )
         if self.unfiltered:
             out.append(
@@ -266,7 +280,7 @@ def check_answer(
         check.names = unsupported_names(answer, f"{goal}\n{described}", results)
         check.keys = key_only(answer, request or goal, table_of(reads[-1].data))
         if period_asked:
-            check.undated = undated_figures(answer, goal, results)
+            check.undated = undated_figures(answer, goal, results) + undated_names(answer, goal, results)
         check.unfiltered = unfiltered_values(request or goal, [r for r in reads if not r.empty])
     claims = absence_claims(answer)
     known = "\n".join([request or goal, *(t for r in reads if not r.empty for t in strings_of(seen(r), keys=True))])

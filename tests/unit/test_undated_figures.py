@@ -75,3 +75,42 @@ def test_without_a_period_asked_a_figure_over_every_date_is_the_answer(db, reque
     every = read(db, "SELECT ROUND(SUM(revenue), 2) FROM sales_lines")
     total = every.data["rows"][0][0]
     assert check_answer(f"Revenue is {total:,.2f}.", request_text, [every], needs_data=True).ok
+
+
+# names: a ranking of all time given for the period asked (the sibling of the figure kind).
+# Measured (Qwen2.5-Coder-1.5B, Chinook): "Which 5 countries brought in the most invoice revenue
+# in 2011?" → GROUP BY Country ORDER BY SUM(Total) DESC LIMIT 5, no date condition → the
+# all-time five answered "in 2011", one of them not among 2011's five.
+RANKING_ALL_TIME = "SELECT region FROM sales_lines GROUP BY region ORDER BY SUM(revenue) DESC LIMIT 3"
+
+
+@pytest.mark.parametrize(
+    "request_text", [f"Which 3 regions sold the most in {MONTH}?", "Which 3 regions sold the most last month?"]
+)
+def test_names_ranked_over_every_date_are_no_ranking_for_the_period_asked(db, request_text):
+    every = read(db, RANKING_ALL_TIME)
+    assert every.undated
+    names = [row[0] for row in every.data["rows"]]
+    check = verify(
+        f"The top regions were {names[0]}, {names[1]} and {names[2]}.",
+        request_text,
+        "question",
+        [every],
+        [QUERY_DATABASE],
+    )
+    assert set(check.undated) == set(names) and not check.ok
+    assert "not the period asked" in "; ".join(check.problems())
+
+
+def test_names_ranked_within_the_period_pass_and_without_a_period_all_time_is_the_answer(db):
+    month = read(
+        db,
+        f"SELECT region FROM sales_lines WHERE order_date LIKE '{MONTH}%' GROUP BY region ORDER BY SUM(revenue) DESC LIMIT 3",
+    )
+    names = [row[0] for row in month.data["rows"]]
+    answer = f"The top regions were {names[0]}, {names[1]} and {names[2]}."
+    assert verify(answer, f"Which 3 regions sold the most in {MONTH}?", "question", [month], [QUERY_DATABASE]).ok
+    every = read(db, RANKING_ALL_TIME)
+    names = [row[0] for row in every.data["rows"]]
+    answer = f"The top regions were {names[0]}, {names[1]} and {names[2]}."
+    assert verify(answer, "Which 3 regions sold the most overall?", "question", [every], [QUERY_DATABASE]).ok
