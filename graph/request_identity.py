@@ -32,13 +32,20 @@ client that sends the message again. Otherwise it is a new request whatever its 
 text sent again after the answer was shown is a deliberate repeat (DESIGN §2.4).
 
 Reads the checkpointer the running graph was given (no writes): a few checkpoints per turn; for
-a fork, the checkpoints written since its base.
+a fork, the checkpoints written since its base. The common turn — a run from the thread's newest
+checkpoint — is told apart on the SQLite saver from the ids, parents and sources of the thread's
+three newest rows (one SELECT, no checkpoint deserialised) plus one full read, of the base (is it
+stopped mid-turn? does it already hold the message?), instead of three full-state reads
+(:func:`_head_run`; bench_overhead, issue 19). Any other shape, and any other saver, takes the
+general walk, which gives the same answer.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import sqlite3
 from collections.abc import Iterable
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -176,15 +183,100 @@ def _choose(message: BaseMessage, candidates: Iterable[tuple[str, HumanMessage]]
     return None
 
 
+@dataclass(frozen=True)
+class _Row:
+    """A checkpoint's id, parent id and ``metadata["source"]``, read without its state."""
+
+    id: str
+    parent: str | None
+    source: str
+
+
+async def _newest_rows(saver: Any, thread_id: str, limit: int) -> list[_Row] | None:
+    """The ``limit`` newest root-namespace checkpoints of ``thread_id``, newest first, read from
+    the SQLite saver's table without deserialising them (one SELECT under the saver's lock);
+    None for any other saver."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    if not isinstance(saver, AsyncSqliteSaver):
+        return None
+    try:
+        async with (
+            saver.lock,
+            saver.conn.execute(
+                "SELECT checkpoint_id, parent_checkpoint_id, metadata FROM checkpoints "
+                "WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT ?",
+                (thread_id, limit),
+            ) as cur,
+        ):
+            rows = await cur.fetchall()
+    except sqlite3.Error:  # the saver's own reads say what is wrong
+        return None
+    out = []
+    for cid, parent, stored in rows:
+        try:
+            meta = json.loads(stored) if stored else {}
+        except ValueError:
+            return None  # unreadable metadata: the general walk decides
+        source = meta.get("source") if isinstance(meta, dict) else None
+        out.append(_Row(str(cid), str(parent) if parent else None, str(source or "")))
+    return out
+
+
+class _General(Exception):
+    """The run is not the plain shape :func:`_head_run` decides: take the general walk."""
+
+
+async def _head_run(saver: Any, thread_id: str, checkpoint_id: str, message: HumanMessage) -> str | None:
+    """:func:`repeated_request` for the common turn, with one full checkpoint read: the run's
+    current checkpoint is the thread's newest, its parent the run's input checkpoint, and that
+    one's parent — the base — the newest before it, not a branch operation's copy (so not a
+    fork); the base does not hold ``message`` (else the general walk goes on up from it). Then,
+    exactly as the general walk: the turn stopped mid-way at the base, if any, is the one to
+    match. Raises :class:`_General` for any other shape or saver (the input checkpoint holds the
+    base's messages: LangGraph writes the input to ``__start__`` only)."""
+    rows = await _newest_rows(saver, thread_id, 3)
+    if rows is None or len(rows) < 2:
+        raise _General
+    current, started = rows[0], rows[1]
+    if current.id != checkpoint_id or current.parent != started.id or started.source != "input":
+        raise _General
+    if started.parent is None:  # the thread's first run: no base, nothing to repeat
+        return None
+    if len(rows) < 3 or rows[2].id != started.parent or rows[2].source in _COPIES:
+        raise _General
+    try:
+        head = await saver.aget_tuple(_config(thread_id, started.parent))
+    except Exception:  # noqa: BLE001 - an unreadable base: the general walk lists past it
+        raise _General from None
+    if head is None:
+        raise _General
+    base = _node(head)
+    if base.holds(message):  # the message was already there: the general walk goes further up
+        raise _General
+    stopped = base.last_human() if _mid_turn(head) else None
+    return _choose(message, [(base.id, stopped)]) if stopped is not None else None
+
+
 async def repeated_request(saver: Any, thread_id: str, checkpoint_id: str, message: HumanMessage) -> str | None:
     """The goal id ``message`` is to carry (``SAME_REQUEST_AS``) when it starts a turn in the
     run whose current checkpoint is ``checkpoint_id`` on ``thread_id`` of ``saver`` (a LangGraph
     checkpointer): the goal id of the same request on another branch, a goal id of its own for
     an edit that kept a forked-from message's id, or None (its own id: not a fork, or a new
-    request). A message that already carries one keeps it (None). Reads only; checkpointer
-    errors propagate."""
+    request). ``message`` is the last message of that checkpoint's state (the running node's).
+    A message that already carries one keeps it (None). Reads only; checkpointer errors
+    propagate."""
     if (message.additional_kwargs or {}).get(SAME_REQUEST_AS):
         return None
+    try:
+        return await _head_run(saver, thread_id, checkpoint_id, message)
+    except _General:
+        pass
+    return await _walk(saver, thread_id, checkpoint_id, message)
+
+
+async def _walk(saver: Any, thread_id: str, checkpoint_id: str, message: HumanMessage) -> str | None:
+    """:func:`repeated_request` for any run shape, on any checkpointer (its public reads)."""
     node = await _load(saver, thread_id, checkpoint_id)
     first: _Node | None = None
     base: str | None = None
