@@ -12,10 +12,17 @@ committed write survives a crash of the process (what the held memory write need
 the last commits may be lost on a power cut. SQLite's default (FULL) synced the WAL on every
 commit: ~2 ms each on a quiet disk, three or more commits per turn (hold, branch origin,
 release), and far more behind another process's disk traffic (bench_overhead, issue 19).
+
+:func:`one_connection` lends one connection to a few components' short writes in one task — the
+turn's memory write holds its plan, records its branch origin and releases the hold on one
+connection instead of opening three (each opening is a worker thread and a few round trips to
+it: bench_overhead, issue 19). Only the task that opened it uses it; any other task, and any
+component not named, opens its own as before.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -39,11 +46,20 @@ class SqliteDb:
         self.path = Path(path)
         self._schema = schema
         self._ready = False
+        #: (task, connection) lent by :func:`one_connection`
+        self._lent: tuple[asyncio.Task[object] | None, aiosqlite.Connection] | None = None
 
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[aiosqlite.Connection]:
         """An autocommit connection (``isolation_level=None``; use ``BEGIN IMMEDIATE`` for
-        transactions) with ``Row`` rows. Raises ``sqlite3.Error`` on an unusable file."""
+        transactions) with ``Row`` rows — the one :func:`one_connection` lent this task, if
+        any (left open). Raises ``sqlite3.Error`` on an unusable file."""
+        if self._lent is not None and self._lent[0] is asyncio.current_task():
+            if not self._ready:
+                await self._lent[1].executescript(self._schema)
+                self._ready = True
+            yield self._lent[1]
+            return
         # the WAL switch and the schema once per instance (opening retried while locked)
         db = await open_aiosqlite(
             self.path, schema="" if self._ready else self._schema, wal=not self._ready, synchronous="NORMAL"
@@ -54,3 +70,27 @@ class SqliteDb:
             yield db
         finally:
             await db.close()
+
+
+@asynccontextmanager
+async def one_connection(*dbs: object) -> AsyncIterator[None]:
+    """``async with one_connection(a, b):`` ``a.connect()`` and ``b.connect()`` in this task
+    yield one shared autocommit connection (each one's schema run on it once), closed at the
+    end; other tasks open their own. ``dbs`` that are not :class:`SqliteDb` (a PostgreSQL
+    store) or on another file than the first are left alone. For short statements in sequence
+    (each commits at once): a statement never waits on the connection for another's
+    transaction. Raises what opening the file raises."""
+    files = [d for d in dbs if isinstance(d, SqliteDb)]
+    shared = [d for d in files if d.path == files[0].path]
+    if not shared or any(d._lent is not None for d in shared):  # nested: the outer lends
+        yield
+        return
+    async with shared[0].connect() as conn:
+        task = asyncio.current_task()
+        for d in shared:
+            d._lent = (task, conn)
+        try:
+            yield
+        finally:
+            for d in shared:
+                d._lent = None

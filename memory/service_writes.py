@@ -5,6 +5,7 @@ facts recorded off the recall path. Never blocks, never loses (seed §5.2)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
@@ -14,6 +15,7 @@ from typing import Any, TypeVar
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from memory import fact_extraction, observations, task_outcome
+from memory.db import one_connection
 from memory.episodic.base import EpisodicEvent, utcnow
 from memory.held_writes import OP_TURN_PLAN, plan_from_payload, plan_payload
 from memory.semantic import UpsertResult, origin_of
@@ -95,13 +97,18 @@ class MemoryWrites(MemoryCore):
         if not await self._usable():
             return counts
         now = now or utcnow()
-        held = await self._hold(plan, now)
-        await self._write_now(plan, now, counts)
-        if held is not None:
-            try:
-                await self.queue.release(held)
-            except Exception:  # written; a replay later is a no-op (K11 dedupe)
-                log.warning("memory: held write %s not released", held, exc_info=True)
+        async with contextlib.AsyncExitStack() as stack:
+            try:  # hold, branch origin, release: one memory.db connection, not three (issue 19)
+                await stack.enter_async_context(one_connection(self.queue.db, self.origins.db))
+            except Exception:  # then each opens its own, and says what fails
+                log.debug("memory: no shared memory.db connection for the turn's write", exc_info=True)
+            held = await self._hold(plan, now)
+            await self._write_now(plan, now, counts)
+            if held is not None:
+                try:
+                    await self.queue.release(held)
+                except Exception:  # written; a replay later is a no-op (K11 dedupe)
+                    log.warning("memory: held write %s not released", held, exc_info=True)
         if counts["queued"] == 0 and self._queue_may_hold:
             # replay what earlier failures queued (checked once per process, then after each failure)
             await self.flush_retry_queue()
