@@ -26,7 +26,13 @@ from tools.builtin.database.empty_results import (
 )
 from tools.builtin.database.errors import sql_error
 from tools.builtin.database.hints import null_time_strings
-from tools.builtin.database.repairs import MAX_REPAIRS, repair_join, repair_unknown_column
+from tools.builtin.database.repairs import (
+    MAX_REPAIRS,
+    repair_compared_column,
+    repair_join,
+    repair_scalar_subquery,
+    repair_unknown_column,
+)
 from tools.builtin.database.statement import check_select, read_sql_or_none
 from tools.database_setting import DatabaseError
 
@@ -110,6 +116,20 @@ def is_empty_result(result: dict[str, Any], sql: str) -> bool:
     return bool(_AGGREGATE_RE.search(scan.code if scan else sql)) and all(v is None or v == 0 for v in values)
 
 
+def _as_sets(con: sqlite3.Connection, body: str, repaired: list[str]) -> str:
+    """``body`` with every ``x = (SELECT …)`` whose subquery returns several rows as ``x IN
+    (SELECT …)`` (:func:`repair_scalar_subquery`), what changed appended to ``repaired``."""
+    con.set_authorizer(read_authorizer)  # the subqueries are the model's SQL: reading only
+    try:
+        mended = repair_scalar_subquery(con, body)
+    finally:
+        con.set_authorizer(schema_authorizer)
+    if not mended:
+        return body
+    repaired.append(mended[1])
+    return check_select(mended[0])
+
+
 def execute_query(
     con: sqlite3.Connection, sql: str, *, max_rows: int = MAX_ROWS, time_limit_s: float | None = None
 ) -> dict[str, Any]:
@@ -117,6 +137,7 @@ def execute_query(
     ``data_range`` when the result holds no data. Shared by query_database and generate_report."""
     body = check_select(sql)
     repaired: list[str] = []
+    body = _as_sets(con, body, repaired)
     while True:
         con.set_authorizer(read_authorizer)  # the model's SQL never gets the schema pragmas
         try:
@@ -129,21 +150,27 @@ def execute_query(
                 raise
             body = check_select(mend[0])  # one column renamed: still the same read-only statement
             repaired.append(mend[1])
+            body = _as_sets(con, body, repaired)
         finally:
             con.set_authorizer(schema_authorizer)
-    if is_empty_result(result, body) and (joined_by := repair_join(con, body)):
-        # a join no row meets, where the other side's column holding the same values is certain:
-        # read-only, so run it (measured: the 1.5B model sent the unmet join three times)
+    for repair in (repair_join, repair_compared_column):
+        # a join no row meets, or a text compared in a column that never holds it, where the
+        # column meant is certain: read-only, so run it (measured: the 1.5B model sent the unmet
+        # join three times, and the comparison with the wrong column twice)
+        if not is_empty_result(result, body) or not (mended := repair(con, body)):
+            continue
+        sets: list[str] = []
+        retry = _as_sets(con, check_select(mended[0]), sets)
         con.set_authorizer(read_authorizer)
         try:
-            again = run_select(con, check_select(joined_by[0]), max_rows=max_rows, time_limit_s=time_limit_s)
+            again = run_select(con, retry, max_rows=max_rows, time_limit_s=time_limit_s)
         except DatabaseError:
             again = None
         finally:
             con.set_authorizer(schema_authorizer)
-        if again is not None and not is_empty_result(again, joined_by[0]):
-            result, body = again, check_select(joined_by[0])
-            repaired.append(joined_by[1])
+        if again is not None and not is_empty_result(again, retry):
+            result, body = again, retry
+            repaired.extend([mended[1], *sets])
     if is_empty_result(result, body):
         if null := null_time_strings(con, body):
             # a comparison with NULL found nothing: no evidence of none, and the model's fix is SQL
@@ -189,6 +216,6 @@ def execute_query(
         # the model sees what ran: a mended name it never wrote must not pass unnoticed
         result["repaired"] = repaired
         result["sql_run"] = body
-        told = f"Ran with {'; '.join(repaired)}: the query as written named a column its table does not have or joined on columns that never meet. SQL run: {body}"
+        told = f"Ran with {'; '.join(repaired)}: the query as written named a column its table does not have, joined on columns that never meet, compared a value in a column that never holds it or compared with a subquery of several rows. SQL run: {body}"
         result["note"] = told + (f" {result['note']}" if result.get("note") else "")
     return result
