@@ -236,10 +236,11 @@ async def drain_background(timeout_s: float = 30.0) -> None:
         await asyncio.wait(pending, timeout=timeout_s)
 
 
-async def aclose_resources() -> None:
-    """Finish background writes, close every toolbox (MCP shutdown, no orphan processes) and
-    forget the memory services and the shared mirrors."""
-    await drain_background()
+async def aclose_resources(drain_timeout_s: float = 30.0) -> None:
+    """Finish background writes (waiting up to ``drain_timeout_s`` seconds: a memory write cut
+    off is held durably and replayed by the next drain), close every toolbox (MCP shutdown, no
+    orphan processes) and forget the memory services and the shared mirrors."""
+    await drain_background(drain_timeout_s)
     close_shared_mirrors()
     toolboxes = list(_toolboxes.values())
     _toolboxes.clear()

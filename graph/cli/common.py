@@ -286,9 +286,11 @@ async def guarded(
 
     code, message = 0, ""
     failure: BaseException | None = None
+    interrupted = False
     try:
         await coro_factory()
     except asyncio.CancelledError:
+        interrupted = True  # Ctrl-C (asyncio.run cancels the main task): close quickly
         raise
     except (typer.Exit, typer.Abort):
         raise
@@ -312,19 +314,27 @@ async def guarded(
             message = unexpected_message(exc, thread_id)
     finally:
         stop_live()  # a node that failed leaves no live line behind
-        await aclose_opened()
+        await aclose_opened(interrupted=interrupted)
     if code:
         report_error(failure, message, code, json_out, thread_id=thread_id or None)
     return code
 
 
-async def aclose_opened() -> None:
-    """Close what a command opened: background memory writes, toolboxes (MCP sessions), memory
-    services (``graph.resources.aclose_resources``) and the embedded llama.cpp server. A module
-    that was never imported opened nothing, so nothing is imported here either."""
+#: Seconds an interrupted command waits for its background writes (30 otherwise). A memory
+#: write is held durably before its slow part (``memory.held_writes``): what is cut off here is
+#: replayed by the next process, so Ctrl-C need not wait for a passage embedding under load
+#: (measured: ``hermes serve`` not gone 30 s after Ctrl-C on a loaded machine).
+INTERRUPTED_DRAIN_S = 3.0
+
+
+async def aclose_opened(*, interrupted: bool = False) -> None:
+    """Close what a command opened: background memory writes (up to 30 s, or
+    :data:`INTERRUPTED_DRAIN_S` when ``interrupted``), toolboxes (MCP sessions), memory services
+    (``graph.resources.aclose_resources``) and the embedded llama.cpp server. A module that was
+    never imported opened nothing, so nothing is imported here either."""
     resources = sys.modules.get("graph.resources")
     if resources is not None:
-        await resources.aclose_resources()
+        await resources.aclose_resources(drain_timeout_s=INTERRUPTED_DRAIN_S if interrupted else 30.0)
     server = sys.modules.get("graph.embedded.server")
     if server is not None:
         await server.astop_embedded_server()
