@@ -23,13 +23,17 @@ component not named, opens its own as before.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
 
 from base.sqlite_files import open_aiosqlite
+
+log = logging.getLogger(__name__)
 
 #: File name of the memory database inside the service's ``data_dir``.
 DB_FILENAME = "memory.db"
@@ -46,19 +50,20 @@ class SqliteDb:
         self.path = Path(path)
         self._schema = schema
         self._ready = False
-        #: (task, connection) lent by :func:`one_connection`
-        self._lent: tuple[asyncio.Task[object] | None, aiosqlite.Connection] | None = None
+        #: connections lent by :func:`one_connection`, by the task they are lent to
+        self._lent: dict[asyncio.Task[Any] | None, aiosqlite.Connection] = {}
 
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[aiosqlite.Connection]:
         """An autocommit connection (``isolation_level=None``; use ``BEGIN IMMEDIATE`` for
         transactions) with ``Row`` rows — the one :func:`one_connection` lent this task, if
         any (left open). Raises ``sqlite3.Error`` on an unusable file."""
-        if self._lent is not None and self._lent[0] is asyncio.current_task():
+        lent = self._lent.get(asyncio.current_task()) if self._lent else None
+        if lent is not None:
             if not self._ready:
-                await self._lent[1].executescript(self._schema)
+                await lent.executescript(self._schema)
                 self._ready = True
-            yield self._lent[1]
+            yield lent
             return
         # the WAL switch and the schema once per instance (opening retried while locked)
         db = await open_aiosqlite(
@@ -79,18 +84,28 @@ async def one_connection(*dbs: object) -> AsyncIterator[None]:
     end; other tasks open their own. ``dbs`` that are not :class:`SqliteDb` (a PostgreSQL
     store) or on another file than the first are left alone. For short statements in sequence
     (each commits at once): a statement never waits on the connection for another's
-    transaction. Raises what opening the file raises."""
+    transaction. Never raises for the sharing: a file that cannot be opened here leaves each
+    call to open its own (and say what fails)."""
     files = [d for d in dbs if isinstance(d, SqliteDb)]
     shared = [d for d in files if d.path == files[0].path]
-    if not shared or any(d._lent is not None for d in shared):  # nested: the outer lends
+    task = asyncio.current_task()
+    if not shared or any(task in d._lent for d in shared):  # nested: the outer one lends
         yield
         return
-    async with shared[0].connect() as conn:
-        task = asyncio.current_task()
+    opening = shared[0].connect()
+    try:
+        conn: aiosqlite.Connection | None = await opening.__aenter__()
+    except Exception:  # each call opens its own then
+        log.debug("no shared connection to %s", shared[0].path, exc_info=True)
+        conn = None
+    if conn is None:
+        yield
+        return
+    for d in shared:
+        d._lent[task] = conn
+    try:
+        yield
+    finally:
         for d in shared:
-            d._lent = (task, conn)
-        try:
-            yield
-        finally:
-            for d in shared:
-                d._lent = None
+            d._lent.pop(task, None)
+        await opening.__aexit__(None, None, None)

@@ -6,12 +6,14 @@ branch. Never raises: a failing part is left out of the block."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Mapping, Sequence
 from datetime import datetime
 
 from memory import policy, triggers
 from memory.branch_origins import Inactive
+from memory.db import one_connection
 from memory.episodic.base import ScoredEvent, utcnow
 from memory.retrieval import MemoryBlock, build_block, format_episode
 from memory.semantic import Fact
@@ -70,19 +72,27 @@ class MemoryRecall(MemoryCore):
         # of the branch sync below: it runs beside it, its hits are filtered afterwards
         early = asyncio.ensure_future(self._search(user_id, goal, limit * 3, kinds, now)) if thread_id else None
         try:
-            return await self._recall_block(
-                user_id,
-                thread_id,
-                goal,
-                limit,
-                reference,
-                kinds,
-                early,
-                visible_origins,
-                sync_branch,
-                now,
-                tool_versions,
-            )
+            # with the episodic search already running in its own task, the branch sync and the
+            # semantic reads run in turn on one memory.db connection instead of three (each
+            # opening a worker thread: bench_overhead, issue 19)
+            async with (
+                one_connection(self.origins.db, getattr(self.semantic, "db", None))
+                if early
+                else contextlib.nullcontext()
+            ):
+                return await self._recall_block(
+                    user_id,
+                    thread_id,
+                    goal,
+                    limit,
+                    reference,
+                    kinds,
+                    early,
+                    visible_origins,
+                    sync_branch,
+                    now,
+                    tool_versions,
+                )
         finally:
             if early is not None and not early.done():
                 early.cancel()  # the recall failed or was cancelled before it used the hits
@@ -149,8 +159,11 @@ class MemoryRecall(MemoryCore):
                 log.exception("episodic recall failed for user %r", user_id)
                 return []
 
-        # the two layers at once: the query embedding (the slow part) overlaps the SQLite reads
-        (conflicts, facts, retracted), episodes = await asyncio.gather(semantic(), episodic())
+        if early is not None:  # the search (its query embedding the slow part) already runs beside this
+            conflicts, facts, retracted = await semantic()
+            episodes = await episodic()
+        else:  # the two layers at once: the query embedding overlaps the SQLite reads
+            (conflicts, facts, retracted), episodes = await asyncio.gather(semantic(), episodic())
         return build_block(
             working=working,
             conflicts=conflicts,

@@ -25,7 +25,13 @@ from memory.turn_events import TurnPlan
 
 
 def _plan(text: str, message_id: str) -> TurnPlan:
-    event = EpisodicEvent(user_id="u", kind="preference", text=text, confidence=0.9)
+    event = EpisodicEvent(
+        user_id="u",
+        kind="preference",
+        text=text,
+        confidence=0.9,
+        metadata={"thread_id": "t1", "origin_message_id": message_id},
+    )
     return TurnPlan(user_id="u", events=[event], origin=f"t1\x00{message_id}")
 
 
@@ -82,3 +88,32 @@ async def test_one_connection_is_lent_to_its_task_only(tmp_path):
         assert after is not a  # closed with the block; each call opens its own again
     with pytest.raises(ValueError):  # the lent connection is closed
         await a.execute("SELECT 1")
+
+
+@pytest.mark.slow  # LanceDB opens its table
+async def test_a_sessions_recall_opens_memory_db_once(tmp_path, monkeypatch):
+    """The branch sync and the semantic reads of a session's recall (its episodic search runs in
+    a task of its own) share one connection; what they find is unchanged."""
+    service = MemoryService(tmp_path, episodic=LanceEpisodicStore.in_dir(tmp_path, HashEmbedder()))
+    opened: list[Path] = []
+    real_open = memory_db.open_aiosqlite
+
+    async def counted(path: Any, **kw: Any) -> Any:
+        opened.append(Path(path))
+        return await real_open(path, **kw)
+
+    try:
+        await service.write_plan(_plan("I prefer aisle seats", "m1"))
+        await service.write_plan(_plan("I prefer window seats", "m2"))
+        await service.semantic.upsert("u", "user", "prefers", "green tea", object_is_entity=False, confidence=0.9)
+        await service.recall_for_turn("u", "t1", "which seats do I prefer?", visible_origins={"m1"}, sync_branch=True)
+        monkeypatch.setattr(memory_db, "open_aiosqlite", counted)
+        block = await service.recall_for_turn(
+            "u", "t1", "which seats and tea do I prefer?", visible_origins={"m1"}, sync_branch=True
+        )
+        assert [p.name for p in opened] == [DB_FILENAME]  # sync, retracted sources, facts: one connection
+        text = "\n".join(block.lines)
+        assert "aisle" in text and "window" not in text  # m2 left the active branch: hidden
+        assert "green tea" in text
+    finally:
+        await service.aclose()
