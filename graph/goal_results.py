@@ -2,7 +2,7 @@
 
 A :class:`Result` per successful tool result of the current goal (:func:`goal_results`), with
 its tool's metadata (``ToolSpec.reads``, ``side_effect``) and the marks a tool may set on its data
-(``unexpected_empty``, ``undated``); the numbers a figure may come from (:func:`known_values`),
+(``unexpected_empty``, ``undated``, ``assumed``); the numbers a figure may come from (:func:`known_values`),
 the result as the model saw it (:func:`seen`), the strings of a JSON value (:func:`strings_of`)
 and a tabular result's rows (:func:`table_of`). Pure functions; nothing here knows a tool by name.
 """
@@ -59,6 +59,14 @@ class Result:
         """True when the tool says this read's figures cover every date (``data.undated``: no
         condition restricts a date column of its tables)."""
         return isinstance(self.data, Mapping) and bool(self.data.get("undated"))
+
+    @property
+    def assumed(self) -> list[str]:
+        """How the tool read the request where the query as written found nothing
+        (``data.assumed``: "full_name = 'billing' (no agents row holds it there) → team =
+        'billing'"): an interpretation an answer resting on this read must state."""
+        assumed = self.data.get("assumed") if isinstance(self.data, Mapping) else None
+        return [str(a) for a in assumed] if isinstance(assumed, list) else []
 
     @property
     def empty(self) -> bool:
@@ -202,3 +210,15 @@ def error_text(message: ToolMessage) -> str:
         return str(json.loads(str(message.content)).get("error") or message.content)
     except (TypeError, ValueError, AttributeError):
         return str(message.content)
+
+
+def with_assumptions(answer: str, results: Sequence[Result]) -> str:
+    """``answer`` with the interpretations of the goal's last data read that found rows
+    (:attr:`Result.assumed`) stated after it — "(Read as: …)" — unless it states them already;
+    ``answer`` itself when there are none. A read the tool ran with another column than the
+    query compared answers a question the user may not have asked (``state = 'billing'`` run as
+    ``product_area = 'billing'``): right when the model picked the wrong column, wrong when the
+    user meant the column — either way the user sees which was counted."""
+    reads = [r for r in results if r.is_data_read and not r.empty]
+    said = [a for a in (reads[-1].assumed if reads else []) if a.rsplit("→", 1)[-1].strip() not in answer]
+    return f"{answer} (Read as: {'; '.join(said)}.)" if said else answer

@@ -62,7 +62,7 @@ from graph.claimed_effects import (
     unbacked_claims,
 )
 from graph.context import Context
-from graph.goal_results import error_text, goal_results, result_summaries
+from graph.goal_results import error_text, goal_results, result_summaries, with_assumptions
 from graph.progress import (
     artifacts,
     call_signature,
@@ -408,12 +408,11 @@ def judge_answer(
     check = verdict(said, len(work))
     if check.ok:
         update: dict[str, Any] = {"progress_note": "", "must_call_tool": False, "stalled_rounds": 0}
-        done = sorted({r.name for r in results})
-        unbacked = unbacked_claims(said, specs, done)
-        if unbacked:
-            effects = [f"{r.name}" for r in results if r.side_effect]
-            fixed = correct_claims(said, unbacked, list(dict.fromkeys(effects)))
-            update["messages"] = [AIMessage(fixed, name="hermes", id=f"corrected-{answer.id or len(work)}")]
+        unbacked = unbacked_claims(said, specs, sorted({r.name for r in results}))
+        effects = list(dict.fromkeys(r.name for r in results if r.side_effect))
+        told = with_assumptions(correct_claims(said, unbacked, effects) if unbacked else said, results)
+        if told != said:
+            update["messages"] = [AIMessage(told, name="hermes", id=f"corrected-{answer.id or len(work)}")]
         return update
     if required and check.grounded:
         # every step of the task is done and only the closing sentence states what no result

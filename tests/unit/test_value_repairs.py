@@ -102,3 +102,18 @@ def test_a_subquery_of_one_row_or_a_correlated_one_is_left_as_written(desk: Path
 def test_no_certain_column_is_no_repair(desk: Path, sql: str):
     r = run(desk, sql)
     assert r["rows"] == [[0]] and "repaired" not in r
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT AVG(c.score) FROM cases c JOIN staff s ON s.staff_id = c.staff_id WHERE s.display_name = 'refunds'",
+        "SELECT COUNT(*) FROM cases WHERE staff_id = (SELECT staff_id FROM staff WHERE department = 'Hardware')",
+        "SELECT COUNT(*) FROM staff WHERE departmnt = 'Hardware'",  # an unknown column's repair (a letter)
+    ],
+)
+def test_the_same_sql_sent_again_is_repaired_again(desk: Path, sql: str):
+    # models resend a query word for word; a repair that edited the shared parse of the SQL made
+    # the second call find nothing to mend (and fail or count nothing) where the first ran
+    first, second = run(desk, sql), run(desk, sql)
+    assert first["rows"] == second["rows"] and first.get("repaired") == second.get("repaired"), (first, second)

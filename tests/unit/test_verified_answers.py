@@ -731,3 +731,24 @@ def test_the_note_of_a_read_with_a_filter_nobody_asked_for_is_no_answer_of_none(
         results[0].empty
         and not verify(none_found_answer(read["note"]), str(work[0].content), "", results, specs, work).ok
     )
+
+
+async def test_an_answer_resting_on_a_read_run_with_another_column_says_which_was_counted(scripted, db):
+    # the tool ran customers.name = 'smb' (no row) as customers.segment = 'smb' (issue 18; the
+    # kind: tests/unit/test_value_repairs.py): right if the model picked the wrong column, wrong
+    # if the user meant it — the answer the user gets says which was counted
+    sql = "SELECT COUNT(*) FROM customers WHERE name = 'smb'"
+    read = query_database(sql, database=str(db))
+    count = read["rows"][0][0]
+    assert read["assumed"] == ["name = 'smb' (no customers row holds it there) → segment = 'smb'"] and count > 0
+    ctx = scripted(
+        [tool_call("query_database", {"sql": sql}, "q1"), AIMessage(f"There are {count} SMB customers.")],
+        data_box(db),
+        embeddings="hash",
+    )
+    out = await run(ctx, "How many SMB customers do we have?")
+    told = out["messages"][-1].content
+    assert out["stop_reason"] is None
+    assert told == f"There are {count} SMB customers. (Read as: {read['assumed'][0]}.)", told
+    (memory,) = await task_memories(ctx)
+    assert "Read as: name = 'smb'" in memory.text  # the memory carries the reading too

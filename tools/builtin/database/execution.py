@@ -153,6 +153,7 @@ def execute_query(
             body = _as_sets(con, body, repaired)
         finally:
             con.set_authorizer(schema_authorizer)
+    assumed: list[str] = []
     for repair in (repair_join, repair_compared_column):
         # a join no row meets, or a text compared in a column that never holds it, where the
         # column meant is certain: read-only, so run it (measured: the 1.5B model sent the unmet
@@ -171,6 +172,9 @@ def execute_query(
         if again is not None and not is_empty_result(again, retry):
             result, body = again, retry
             repaired.extend([mended[1], *sets])
+            if repair is repair_compared_column:
+                # a reading of the request, not a spelling: the answer must say it (DESIGN §5.5)
+                assumed.append(mended[1])
     if is_empty_result(result, body):
         if null := null_time_strings(con, body):
             # a comparison with NULL found nothing: no evidence of none, and the model's fix is SQL
@@ -212,6 +216,8 @@ def execute_query(
                 "If the user asked for those conditions, the answer is that there are none; if not, "
                 "query again without them. Never invent figures."
             )
+    if assumed:
+        result["assumed"] = assumed
     if repaired:
         # the model sees what ran: a mended name it never wrote must not pass unnoticed
         result["repaired"] = repaired

@@ -24,7 +24,7 @@ import sqlite3
 from typing import Any
 
 from tools.builtin.database.schema import list_tables, table_columns
-from tools.builtin.database.statement import parse_tree, quote_name, sqlite_dialect
+from tools.builtin.database.statement import editable_tree, quote_name, sqlite_dialect
 
 #: Columns of one query mended at most (each mend reruns the query once).
 MAX_REPAIRS = 3
@@ -98,7 +98,7 @@ def repair_unknown_column(con: sqlite3.Connection, sql: str, error: str) -> tupl
     from sqlglot import exp
 
     m = _UNKNOWN_COLUMN.search(error)
-    tree = parse_tree(sql)
+    tree = editable_tree(sql)
     if m is None or tree is None:
         return None
     qualifier, _, bare = m[1].rpartition(".")
@@ -144,7 +144,7 @@ def repair_join(con: sqlite3.Connection, sql: str) -> tuple[str, str] | None:
     tables and the schema pragmas. Never raises."""
     from sqlglot import exp
 
-    tree = parse_tree(sql)
+    tree = editable_tree(sql)
     if tree is None:
         return None
     try:
@@ -206,7 +206,7 @@ def repair_compared_column(con: sqlite3.Connection, sql: str) -> tuple[str, str]
 
     from tools.builtin.database.connection import Deadline
 
-    tree = parse_tree(sql)
+    tree = editable_tree(sql)
     if tree is None:
         return None
     try:
@@ -275,7 +275,7 @@ def repair_scalar_subquery(con: sqlite3.Connection, sql: str) -> tuple[str, str]
 
     from tools.builtin.database.connection import Deadline
 
-    tree = parse_tree(sql)
+    tree = editable_tree(sql)
     if tree is None:
         return None
     changed: list[str] = []

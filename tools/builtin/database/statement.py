@@ -145,7 +145,8 @@ def sql_ref(table: str, column: str) -> str:
 def parse_tree(sql: str) -> exp.Expr | None:
     """The syntax tree of ``sql`` (sqlglot, SQLite dialect), or None when it is not a single
     statement sqlglot can parse (too long, unterminated, a syntax it does not know, nesting too
-    deep): the checks that need it then cannot tell."""
+    deep): the checks that need it then cannot tell. Cached and shared by every reader: never
+    edit it (:func:`editable_tree` gives a copy to edit)."""
     scan = read_sql_or_none(sql)
     if scan is None or len(scan.statements) != 1:
         return None
@@ -155,6 +156,14 @@ def parse_tree(sql: str) -> exp.Expr | None:
         return None
     trees = [t for t in trees if t is not None]
     return trees[0] if len(trees) == 1 else None
+
+
+def editable_tree(sql: str) -> exp.Expr | None:
+    """A copy of :func:`parse_tree`'s tree of ``sql`` to edit (a repair rewrites a column), or
+    None. Editing the cached tree itself made the same SQL sent again parse as the edited one:
+    the repair found nothing left to mend and the second call failed where the first ran."""
+    tree = parse_tree(sql)
+    return tree.copy() if tree is not None else None
 
 
 def quote_name(name: str) -> str:
