@@ -67,8 +67,18 @@ def _candidate(name: str, columns: list[str], table: str, other_tables: set[str]
         return None  # two of its words are columns: not guessed
     close = difflib.get_close_matches(name.lower(), list(lowered), n=2, cutoff=0.85)
     if close:
-        return lowered[close[0]] if len(close) == 1 else None
+        return lowered[close[0]] if len(close) == 1 and _misspelt(all_words, _words(lowered[close[0]])) else None
     return _qualified_column(all_words, columns, other_tables)
+
+
+def _misspelt(words: list[str], column_words: list[str]) -> bool:
+    """Whether a name of ``words`` is the column of ``column_words`` misspelt: word for word,
+    each word the same or a letter or two off (``quantty`` → ``quantity``), never another word
+    (measured: ``BillingDate`` of Chinook's Invoice, 87 % like ``BillingState``, ran as that text
+    column and found nothing for December 2011)."""
+    return len(words) == len(column_words) and all(
+        a == b or difflib.SequenceMatcher(None, a, b).ratio() >= 0.8 for a, b in zip(words, column_words)
+    )
 
 
 def _qualified_column(words: list[str], columns: list[str], other_tables: set[str]) -> str | None:
