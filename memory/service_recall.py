@@ -77,7 +77,7 @@ class MemoryRecall(MemoryCore):
             # opening a worker thread: bench_overhead, issue 19)
             async with (
                 one_connection(self.origins.db, getattr(self.semantic, "db", None))
-                if early
+                if early is not None
                 else contextlib.nullcontext()
             ):
                 return await self._recall_block(
