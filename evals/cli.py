@@ -69,6 +69,13 @@ def eval_command(
         Path | None, typer.Option(help="Report directory (default evals/out/<suite>/<timestamp>, ignored by git).")
     ] = None,
     case: Annotated[list[str] | None, typer.Option(help="Only this case id (repeatable; the tasks suite).")] = None,
+    database: Annotated[
+        Path | None, typer.Option(help="Your own SQLite database (the data suite, with --questions).")
+    ] = None,
+    questions: Annotated[
+        Path | None,
+        typer.Option(help="Your questions about --database, JSON or YAML (the data suite; evals/README.md)."),
+    ] = None,
 ) -> None:
     """Run an evaluation suite against the embedded model or any OpenAI-compatible endpoint.
     An option the suite does not use is refused (exit 1), a dead endpoint reported (exit 2)."""
@@ -83,6 +90,8 @@ def eval_command(
         "seed": seed or None,
         "sample": sample or None,
         "cases": case or None,
+        "database": database,
+        "questions": questions,
     }
     given = {name for name, value in raw.items() if value not in (None, "")}
     takes = suite_options(suite)
@@ -113,6 +122,8 @@ def eval_command(
         sample=sample,
         out=out or default_out(suite),
         cases=tuple(case or ()),
+        database=database,
+        questions=questions,
     )
     report = _run(cfg)
     typer.echo(f"report: {report.out / 'report.md'}")

@@ -65,6 +65,8 @@ OPTION_FLAGS: dict[str, str] = {
     "seed": "--seed",
     "sample": "--sample",
     "cases": "--case",
+    "database": "--database",
+    "questions": "--questions",
 }
 
 #: Packages whose versions go in every report header.
@@ -91,6 +93,8 @@ class EvalConfig:
     sample: bool = False
     out: Path = field(default_factory=Path)
     cases: tuple[str, ...] = ()  # only these case ids (suites that support it: tasks)
+    database: Path | None = None  # the user's own SQLite database (the data suite)
+    questions: Path | None = None  # the user's questions about it, JSON or YAML (the data suite)
 
     def context_overrides(self) -> dict[str, Any]:
         """The ``graph.context.Context`` fields this config sets (model and endpoint)."""

@@ -24,6 +24,11 @@ database the counts, per category the counts, and every wrong answer verbatim.
 The questions run interleaved — the first of each database, then the second ... — so any
 prefix of a run (one stopped early included) is a stratified sample;
 ``--case ID`` (repeatable): only those questions; ``--k``: runs per question.
+
+**Your own database**: ``--database PATH --questions FILE`` runs the questions of ``FILE``
+(JSON or YAML, written by the user: format, placeholders and errors in :mod:`evals.data_user`)
+on the SQLite file ``PATH`` instead of the three databases — truths computed on it before any
+run, scored and reported the same way (the database under its file name's stem).
 ``python -m evals.suites.data --rescore DIR`` scores an earlier run's answers again with the
 current rules (:func:`rescore`).
 """
@@ -52,30 +57,62 @@ from evals.data_questions import (
 from evals.harness import EvalConfig, Report
 
 #: The EvalConfig fields this suite reads (the harness refuses the other options).
-OPTIONS = frozenset({"model", "base_url", "api_key_env", "limit", "k", "cases"})
+OPTIONS = frozenset({"model", "base_url", "api_key_env", "limit", "k", "cases", "database", "questions"})
 DATABASES = ("chinook", "sales", "tickets")
 RUN_TIMEOUT_S = 900  # one turn on a loaded 2-core machine: a hung run is an error, not a hang
 
 
 def option_problems(given: frozenset[str]) -> list[str]:
-    """Options that would be ignored in this combination: --case picks the questions itself."""
-    return ["--case picks the questions itself: drop --limit"] if {"cases", "limit"} <= given else []
+    """Options that would be ignored in this combination: --case picks the questions itself;
+    --database and --questions go together (the questions are about that database)."""
+    problems = ["--case picks the questions itself: drop --limit"] if {"cases", "limit"} <= given else []
+    if len(given & {"database", "questions"}) == 1:
+        problems.append("--database and --questions go together: your questions about your database")
+    return problems
 
 
 def check_config(cfg: EvalConfig) -> None:
-    """Raise ValueError before anything runs or is written: an unknown --case names the questions."""
-    choose(cfg)
+    """Raise ValueError before anything runs or is written: an unknown --case names the questions;
+    a user's questions file or database that cannot be used says why (:mod:`evals.data_user`),
+    every truth computed once to find SQL that fails."""
+    questions = choose(cfg)
+    if cfg.database is not None:
+        from evals.data_user import load_questions, placeholders, truths
+
+        user = load_questions(_given(cfg.questions), cfg.database)
+        values, note = placeholders(user, cfg.database)
+        truths(replace(user, questions=tuple(questions)), cfg.database, values, note)
+
+
+def _given(path: Path | None) -> Path:
+    if path is None:
+        raise ValueError("--database and --questions go together: your questions about your database")
+    return path
+
+
+def pool(cfg: EvalConfig) -> tuple[list[Question], list[str]]:
+    """The questions to choose from and their databases, in order: the suite's own, or the
+    user's (``--questions`` about ``--database``, :func:`evals.data_user.load_questions`)."""
+    if cfg.database is None and cfg.questions is None:
+        return QUESTIONS, list(DATABASES)
+    from evals.data_user import load_questions
+
+    if cfg.database is None:
+        raise ValueError("--database and --questions go together: your questions about your database")
+    user = load_questions(_given(cfg.questions), cfg.database)
+    return list(user.questions), [user.db]
 
 
 def choose(cfg: EvalConfig) -> list[Question]:
     """The questions ``cfg`` asks for (see the module docstring), in suite order."""
+    questions, databases = pool(cfg)
     if cfg.cases:
-        by_id = {q.id: q for q in QUESTIONS}
+        by_id = {q.id: q for q in questions}
         unknown = [c for c in cfg.cases if c not in by_id]
         if unknown:
             raise ValueError(f"unknown question(s) {', '.join(unknown)}; questions: {', '.join(by_id)}")
         return [by_id[c] for c in dict.fromkeys(cfg.cases)]
-    per_db = [[q for q in QUESTIONS if q.db == db][: cfg.limit or None] for db in DATABASES]
+    per_db = [[q for q in questions if q.db == db][: cfg.limit or None] for db in databases]
     # interleaved (1st of each database, then the 2nd ...): any prefix of a run — one cut short
     # included — covers every database and, for the first 18, every category on each
     return [q for i in range(max(map(len, per_db))) for qs in per_db if i < len(qs) for q in [qs[i]]]
@@ -189,16 +226,18 @@ async def run(cfg: EvalConfig, report: Report) -> None:
     model = cfg.model + (f" @ {cfg.base_url}" if cfg.base_url else "")
     with tempfile.TemporaryDirectory(prefix="hermes-data-") as tmp:
         root = Path(tmp)
-        dbs = {
-            name: make_database(name, root / "databases") for name in DATABASES if any(q.db == name for q in questions)
-        }
-        placeholders = {name: facts(path, name) for name, path in dbs.items()}
-        truths = {q.id: truth(q, dbs[q.db], placeholders[q.db]) for q in questions}  # all before any run
-        report.text(
-            "Databases: "
-            + "; ".join(f"`{name}` — data up to {placeholders[name]['latest_month']}" for name in dbs)
-            + f"; today {time.strftime('%Y-%m-%d')}."
-        )
+        if cfg.database is not None:
+            dbs, truths, described = _user_truths(cfg, questions)
+        else:
+            dbs = {
+                name: make_database(name, root / "databases")
+                for name in DATABASES
+                if any(q.db == name for q in questions)
+            }
+            placeholders = {name: facts(path, name) for name, path in dbs.items()}
+            truths = {q.id: truth(q, dbs[q.db], placeholders[q.db]) for q in questions}  # all before any run
+            described = [f"`{name}` — data up to {placeholders[name]['latest_month']}" for name in dbs]
+        report.text("Databases: " + "; ".join(described) + f"; today {time.strftime('%Y-%m-%d')}.")
         try:
             with report.progress(len(questions) * cfg.k, "data questions") as advance:
                 for q in questions:
@@ -210,6 +249,18 @@ async def run(cfg: EvalConfig, report: Report) -> None:
             summarise(report)  # a run stopped early (Ctrl-C) still reports what it measured
 
 
+def _user_truths(cfg: EvalConfig, questions: list[Question]) -> tuple[dict[str, Path], dict[str, Truth], list[str]]:
+    """For ``--database``/``--questions``: the database by name, the truths of ``questions`` on
+    it (all before any run) and the report's line about it (file, questions file, date column)."""
+    from evals.data_user import load_questions, placeholders, truths
+
+    assert cfg.database is not None
+    user = load_questions(_given(cfg.questions), cfg.database)
+    values, note = placeholders(user, cfg.database)
+    found = truths(replace(user, questions=tuple(questions)), cfg.database, values, note)
+    return {user.db: cfg.database}, found, [f"`{user.db}` (`{cfg.database}`, questions `{cfg.questions}`) — {note}"]
+
+
 def rescore(out: Path) -> Path:
     """Score the runs of an earlier report directory ``out`` again with the current rules
     (:func:`evals.data_questions.score`, truths recomputed on freshly built databases, so run
@@ -219,7 +270,6 @@ def rescore(out: Path) -> Path:
     import json
 
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines() if line]
-    by_id = {q.id: q for q in QUESTIONS}
     # a run killed before its report (no summary.json / report.md) is reported from its rows
     summary_file, report_file = out / "summary.json", out / "report.md"
     old = (
@@ -227,12 +277,22 @@ def rescore(out: Path) -> Path:
         if summary_file.is_file()
         else {"config": {"suite": "data"}}
     )
+    user: dict[str, Any] = {k: Path(old["config"][k]) for k in ("database", "questions") if old["config"].get(k)}
     with tempfile.TemporaryDirectory(prefix="hermes-data-") as tmp:
-        dbs = {name: make_database(name, Path(tmp)) for name in DATABASES if any(r["db"] == name for r in rows)}
-        placeholders = {name: facts(path, name) for name, path in dbs.items()}
+        if user:  # a run on the user's database: the same files, read again
+            ucfg = EvalConfig(suite="data", **user)
+            questions = choose(ucfg)
+            _, found, _ = _user_truths(ucfg, questions)
+            truths = {r["question"]: found[r["question"]] for r in rows}
+        else:
+            by_id = {q.id: q for q in QUESTIONS}
+            if any(r["question"] not in by_id for r in rows):
+                raise ValueError(f"{out}: rows of a --questions run without its summary.json (which names the files)")
+            dbs = {name: make_database(name, Path(tmp)) for name in DATABASES if any(r["db"] == name for r in rows)}
+            placeholders = {name: facts(path, name) for name, path in dbs.items()}
+            truths = {r["question"]: truth(by_id[r["question"]], dbs[r["db"]], placeholders[r["db"]]) for r in rows}
         for r in rows:
-            q = by_id[r["question"]]
-            t = truth(q, dbs[q.db], placeholders[q.db])
+            t = truths[r["question"]]
             error = r["why"] if r["verdict"] == "error" else ""
             stopped = r["stop_reason"] not in ("answered", "error")
             r["verdict"], r["why"] = score(t, r["answer"], stopped=stopped, asked=bool(r.get("asked")), error=error)
@@ -244,7 +304,7 @@ def rescore(out: Path) -> Path:
         else "# Hermes eval: data\n\n- a run stopped before it wrote its report: rows from results.jsonl"
     )
     kept: dict[str, Any] = {k: v for k, v in old["config"].items() if k in {"suite", "model", "base_url", "limit", "k"}}
-    cfg = EvalConfig(**kept)
+    cfg = EvalConfig(**kept, **user)
     report = Report(replace(cfg, out=out))
     for r in rows:
         report.add(r)
@@ -266,6 +326,11 @@ def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     return {v: c.get(v, 0) for v in VERDICTS}
 
 
+def _db_order(db: str) -> tuple[int, str]:
+    """The suite's databases in their order, then a user's database."""
+    return (DATABASES.index(db), "") if db in DATABASES else (len(DATABASES), db)
+
+
 def summarise(report: Report) -> None:
     """Per model and database, per category, the wrong answers verbatim, and the metrics."""
     rows = report.rows
@@ -280,7 +345,7 @@ def summarise(report: Report) -> None:
     header = ["model", "db", "runs", *VERDICTS, "correct %", "s/run"]
     table = []
     for model in sorted({r["model"] for r in rows}):
-        for db in [*DATABASES, "all"]:
+        for db in [*sorted({r["db"] for r in rows}, key=_db_order), "all"]:
             rs = [r for r in rows if r["model"] == model and (db == "all" or r["db"] == db)]
             if not rs:
                 continue

@@ -31,6 +31,8 @@ FLAG_ARGS = {
     "seed": ["--seed", "5"],
     "sample": ["--sample"],
     "cases": ["--case", "sales-flagship"],
+    "database": ["--database", "shop.db"],
+    "questions": ["--questions", "questions.json"],
 }
 
 
