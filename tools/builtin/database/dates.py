@@ -12,7 +12,7 @@ from typing import Any
 
 from tools.builtin.database.connection import Deadline
 from tools.builtin.database.schema import list_tables, table_columns
-from tools.builtin.database.statement import names_used, quote_name, sql_ref
+from tools.builtin.database.statement import identifier, names_used, quote_name, sql_ref
 
 #: Non-NULL, non-blank values sampled from a column to decide whether it holds dates.
 DATE_SAMPLE = 20
@@ -41,7 +41,9 @@ _MONTH_NAME = (
 _PERIOD_TEXT_RE = re.compile(
     r"\d{4}[-/](0?[1-9]|1[0-2])|(0?[1-9]|1[0-2])[-/.]\d{4}"
     rf"|{_MONTH_NAME}[ ,\-']*\d{{2}}(\d{{2}})?|\d{{4}}[ ,\-]*{_MONTH_NAME}"
-    r"|\d{4}[ \-]?Q[1-4]|Q[1-4][ \-]?\d{4}|\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}"
+    r"|\d{4}[ \-]?Q[1-4]|Q[1-4][ \-]?\d{4}"
+    # a date in another order or separator, with a time of day or not ('05/11/2026 14:30')
+    r"|(\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4})([ T]\d{1,2}:\d{2}(:\d{2})?(\s?[AP]M)?)?"
     r"|\d{4}-\d{2}-\d{2}([ T].*)?",
     re.IGNORECASE | re.ASCII,
 )
@@ -228,8 +230,9 @@ def date_range(
 
 def date_columns_in(con: sqlite3.Connection, sql: str, limit: int = 4) -> list[dict[str, Any]]:
     """Date ranges of the date-like columns that ``sql`` names in its code (of the tables it
-    names there; a name in a string or a comment does not count), at most ``limit``. ``con``
-    must allow the schema pragmas."""
+    names there; a name in a string or a comment does not count), at most ``limit``; a column
+    of Unix timestamps also has ``month_sql``, the SQL of its month. ``con`` must allow the
+    schema pragmas."""
     used = names_used(sql)
     found: list[dict[str, Any]] = []
     for table in list_tables(con):
@@ -241,6 +244,14 @@ def date_columns_in(con: sqlite3.Connection, sql: str, limit: int = 4) -> list[d
             kind = date_kind(con, table, name, declared)
             if kind:
                 found.append({"column": sql_ref(table, name), **date_range(con, table, name, kind)})
+                if kind == "epoch":
+                    # Unix time: the month as SQL, since strftime on the bare number reads a
+                    # Julian day (measured: strftime('%Y-%m', created_at) = '2026-11' found nothing)
+                    col = quote_name(name)
+                    top = con.execute(f"SELECT MAX(abs({col})) FROM {quote_name(table)}").fetchone()[0] or 0
+                    shown = identifier(name)
+                    scaled = f"{shown} / 1000" if float(top) > 1e11 else shown
+                    found[-1]["month_sql"] = f"strftime('%Y-%m', {scaled}, 'unixepoch')"
                 if len(found) >= limit:
                     return found
     return found

@@ -96,7 +96,8 @@ def period_with_data(sql: str, ranges: list[dict[str, Any]]) -> str | None:
         for r in dated:
             lo, hi = str(r["min"])[: len(period)], str(r["max"])[: len(period)]
             if lo <= period <= hi:
-                return f"{r['column']} has data in {period}, the period the query names"
+                how = f" (it holds Unix timestamps: {r['month_sql']} gives a row's month)" if r.get("month_sql") else ""
+                return f"{r['column']} has data in {period}, the period the query names{how}"
     return None
 
 
@@ -259,3 +260,67 @@ def other_conditions(sql: str, ranges: list[dict[str, Any]]) -> list[str]:
             if names and not names & dates and (text := node.sql()) not in out:
                 out.append(text)
     return out[:5]
+
+
+# an ISO-shaped date or month in a string the WHERE compares ('2026-11', '2026-11-%', '2026-11-01')
+_ISO_LITERAL = re.compile(r"^\s*%?(19|20)\d\d-(0[1-9]|1[0-2])")
+_DATE_FUNCTIONS = frozenset({"strftime", "date", "datetime", "julianday", "unixepoch", "timestamp"})
+
+
+def foreign_date_text(con: sqlite3.Connection, sql: str) -> str | None:
+    """Why an empty result of ``sql`` may be a date written otherwise than ISO, or None:
+    ``"orders.placed holds dates written like '05.11.2026', '17.10.2026' (not YYYY-MM-DD) …"``.
+    A WHERE clause that applies SQLite's date functions to such a column (NULL for every row) or
+    compares it with an ISO date or month matches no row whatever the data, so the read is no
+    evidence of none: a database from a spreadsheet or another locale stores '05.11.2026' or
+    '11/05/2026' (``dates.period_kind`` "month-text"). ``con`` must allow reading the tables
+    ``sql`` names and the schema pragmas; bounded to 2 s. Never raises."""
+    from sqlglot import exp
+
+    from tools.builtin.database.dates import period_kind
+
+    tree = parse_tree(sql)
+    if tree is None:
+        return None
+    used = names_used(sql)
+    compared: set[str] = set()
+    for where in tree.find_all(exp.Where):
+        for col in where.find_all(exp.Column):
+            parent = col.parent
+            in_function = any(
+                isinstance(a, exp.Func) and (a.sql_name().lower() in _DATE_FUNCTIONS or isinstance(a, exp.TimeToStr))
+                for a in _ancestors(col, where)
+            )
+            literals = [n for n in (parent.find_all(exp.Literal) if parent is not None else []) if n.is_string]
+            if in_function or any(_ISO_LITERAL.match(lit.this) for lit in literals):
+                compared.add(col.name.lower())
+    if not compared:
+        return None
+    try:
+        with Deadline(con, 2.0):
+            for table in list_tables(con):
+                if table.lower() not in used:
+                    continue
+                for name, declared, *_ in table_columns(con, table):
+                    if name.lower() not in compared or period_kind(con, table, name, declared) != "month-text":
+                        continue
+                    q, tab = quote_name(name), quote_name(table)
+                    shown = [
+                        str(r[0]) for r in con.execute(f"SELECT DISTINCT {q} FROM {tab} WHERE {q} IS NOT NULL LIMIT 3")
+                    ]
+                    listed = ", ".join(repr(v) for v in shown)
+                    return (
+                        f"{table}.{name} holds dates written like {listed} (not YYYY-MM-DD): SQLite's date "
+                        "functions give NULL on them and a comparison with an ISO date or month matches none"
+                    )
+    except sqlite3.Error:
+        return None
+    return None
+
+
+def _ancestors(node: Any, stop: Any) -> list[Any]:
+    out = []
+    while node is not None and node is not stop:
+        node = node.parent
+        out.append(node)
+    return out

@@ -18,6 +18,7 @@ from tools.builtin.database.connection import (
 )
 from tools.builtin.database.dates import no_data_note
 from tools.builtin.database.empty_results import (
+    foreign_date_text,
     other_conditions,
     period_with_data,
     unexpected_empty,
@@ -190,6 +191,14 @@ def execute_query(
             result["note"] = (
                 f"No rows: {joined}. Join on columns that hold the same values (describe_database shows "
                 "the keys) and query again; do not tell the user there is none."
+            )
+        elif foreign := foreign_date_text(con, body):
+            # dates stored as '05.11.2026': the comparison, not the data, is empty
+            result["unexpected_empty"] = foreign
+            result["note"] = (
+                f"No rows: {foreign}. Compare the text as it is written (LIKE on its month and year as "
+                "the rows write them), or rebuild YYYY-MM-DD with substr(), and query again; do not tell "
+                "the user there is none."
             )
         elif spelt := unmatched_values(con, body):
             # a value spelt as no row spells it: the rows exist under its near neighbour
