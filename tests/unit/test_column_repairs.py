@@ -96,3 +96,23 @@ def test_a_column_that_adds_a_unit_or_two_words_is_not_guessed(tmp_path: Path, s
         con.execute("INSERT INTO payments VALUES (1, 1250, 0.5)")
     with pytest.raises(DatabaseError, match="unknown column"):
         query_database(sql, database=str(path))
+
+
+def test_a_report_shows_the_query_that_ran_not_the_one_written(db: Path, tmp_path: Path):
+    # a report's "Figures … rest on these queries" must name the SQL whose rows it shows: a
+    # mended query's figures are not the written query's
+    from tools.builtin.report import generate_report
+
+    out = generate_report(
+        "Customers by segment",
+        [{"label": "Customers", "sql": "SELECT customer_segment, COUNT(*) FROM customers GROUP BY customer_segment"}],
+        database=str(db),
+        data_dir=tmp_path,
+    )
+    (query,) = out["queries"]
+    assert query["sql_run"] == "SELECT segment, COUNT(*) FROM customers GROUP BY segment"
+    assert query["repaired"] == ["customer_segment → customers.segment"]
+    text = Path(out["path"]).read_text()
+    assert "_Ran as mended by the tool: customer_segment → customers.segment._" in text
+    assert "`SELECT segment, COUNT(*) FROM customers GROUP BY segment`" in text
+    assert "customer_segment, COUNT(*)" not in text.split("## Figures in this report rest on these queries")[1]

@@ -376,12 +376,15 @@ def generate_report(
             if r["row_count"] > len(r["rows"]):
                 lines += ["", f"_Showing {len(r['rows'])} of {r['row_count']} rows._"]
             lines.append("")
-        lines += ["```sql", r["sql"], "```", ""]
+        if r.get("repaired"):
+            # the figures are the mended query's: the report shows what ran, and that it was mended
+            lines += [f"_Ran as mended by the tool: {_fmt('; '.join(r['repaired']))}._", ""]
+        lines += ["```sql", r.get("sql_run") or r["sql"], "```", ""]
     lines += ["## Figures in this report rest on these queries", ""]
     for i, r in enumerate(results, 1):
         lines.append(
             f"{i}. {_fmt(r['label'])} ({r['row_count']} row{'s' if r['row_count'] != 1 else ''}): "
-            f"`{' '.join(r['sql'].split())}`"
+            f"`{' '.join((r.get('sql_run') or r['sql']).split())}`"
         )
     lines.append("")
     # the file is named by the title without the latest-month remark
@@ -400,6 +403,9 @@ def generate_report(
         }
         if r.get("note"):
             item["note"] = r["note"]
+        for key in ("sql_run", "repaired", "assumed"):
+            if r.get(key):
+                item[key] = r[key]
         summary.append(item)
     # ``share`` right after the path: a result cut for the prompt keeps its head
     return {
