@@ -5,7 +5,6 @@ facts recorded off the recall path. Never blocks, never loses (seed §5.2)."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
@@ -97,11 +96,7 @@ class MemoryWrites(MemoryCore):
         if not await self._usable():
             return counts
         now = now or utcnow()
-        async with contextlib.AsyncExitStack() as stack:
-            try:  # hold, branch origin, release: one memory.db connection, not three (issue 19)
-                await stack.enter_async_context(one_connection(self.queue.db, self.origins.db))
-            except Exception:  # then each opens its own, and says what fails
-                log.debug("memory: no shared memory.db connection for the turn's write", exc_info=True)
+        async with one_connection(self.queue.db, self.origins.db):  # hold, origin, release: one (issue 19)
             held = await self._hold(plan, now)
             await self._write_now(plan, now, counts)
             if held is not None:
