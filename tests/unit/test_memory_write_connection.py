@@ -117,3 +117,16 @@ async def test_a_sessions_recall_opens_memory_db_once(tmp_path, monkeypatch):
         assert "green tea" in text
     finally:
         await service.aclose()
+
+
+async def test_a_file_that_cannot_be_opened_leaves_each_call_to_open_its_own(tmp_path):
+    """Sharing is never the reason a write fails: the block runs, and each call reports its own
+    error (what the memory service catches and logs, as without the sharing)."""
+    (tmp_path / DB_FILENAME).mkdir()  # a directory where the file should be: SQLite cannot open it
+    queue = RetryQueue.in_dir(tmp_path)
+    ran = False
+    async with one_connection(queue.db):
+        ran = True
+        with pytest.raises(sqlite3.Error):
+            await queue.hold(OP_TURN_PLAN, {"x": 1})
+    assert ran
