@@ -32,17 +32,34 @@ when ``COLUMNS`` is set at its construction, so the width a CLI test asks for (`
 ``COLUMNS=80 LINES=24``: pytest imports ``readline`` at start-up (``_pytest.capture``), and GNU
 readline writes the terminal size into the C environment of the process that then spawns the
 workers (the same failure follows a developer's ``export COLUMNS=80``, without xdist).
+
+And its ``tmp_path`` folders live in memory (``/dev/shm``, a tmpfs) when there is one with room:
+unit tests create thousands of small SQLite files (checkpoints, ledgers, memory stores,
+reminders) and every commit on a disk waits for ``fsync`` — measured on this 2-core machine at
+load 4: ``tests/unit/test_reminder_input_kinds.py`` 9.3-12.2 s with its folders on the disk
+(ext4), 2.7 s in memory. No unit test is about durability across a power cut (what the ``fsync``
+buys), and tests/integration/ keeps the disk: its sandbox tests rely on ``/tmp``'s place. Set
+``HERMES_TEST_DISK_TMP=1`` to keep these folders on the disk too. The session's folder,
+``/dev/shm/hermes-unit-*`` (a whole run writes ~55 MB), is removed at its end when no test
+failed and kept for a look otherwise; left-overs older than a day are removed at the next
+session's start.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing.process
 import os
+import re
+import shutil
 import socket
 import sys
+import tempfile
 import threading
+import time
 import traceback
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -147,3 +164,58 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
     return (yield from _guarded("teardown"))
+
+
+_MEMORY = Path("/dev/shm")
+_MEMORY_ROOT_PREFIX = "hermes-unit-"
+_MEMORY_MIN_FREE = 1 << 30  # bytes: a whole unit run writes ~55 MB, but /dev/shm is RAM shared with the machine
+
+
+def _memory_backed() -> Path | None:
+    """``/dev/shm`` when it is a writable directory with 1 GiB or more free, else None (and None
+    when ``HERMES_TEST_DISK_TMP`` is set)."""
+    if os.environ.get("HERMES_TEST_DISK_TMP") or not _MEMORY.is_dir() or not os.access(_MEMORY, os.W_OK | os.X_OK):
+        return None
+    try:
+        free = os.statvfs(_MEMORY)
+    except OSError:
+        return None
+    return _MEMORY if free.f_bavail * free.f_frsize >= _MEMORY_MIN_FREE else None
+
+
+@pytest.fixture(scope="session")
+def _memory_tmp_root(request: pytest.FixtureRequest) -> Iterator[Path | None]:
+    """This session's folder under ``/dev/shm`` (None: no memory-backed place, ``tmp_path`` is
+    pytest's own). Removed at the end of a session where no test failed, kept whole otherwise.
+
+    Every test's folder stays until then, as pytest's own do: resources cached per process
+    (``graph.resources``: a memory service per data directory) outlive the test that made them,
+    and a later ``hermes run`` in process flushes every cached service's pending writes to its
+    files (measured: removing a passed test's folder at its end made such a flush warn "no such
+    table" into a later test's output)."""
+    memory = _memory_backed()
+    if memory is None:
+        yield None
+        return
+    day_ago = time.time() - 86_400
+    for old in memory.glob(f"{_MEMORY_ROOT_PREFIX}*"):
+        with contextlib.suppress(OSError):
+            stat = old.stat()
+            if stat.st_mtime < day_ago and stat.st_uid == os.getuid():
+                shutil.rmtree(old, ignore_errors=True)
+    root = Path(tempfile.mkdtemp(prefix=_MEMORY_ROOT_PREFIX, dir=memory))
+    yield root
+    if not request.session.testsfailed:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def tmp_path(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, _memory_tmp_root: Path | None
+) -> Path:
+    """pytest's ``tmp_path``, in memory when ``/dev/shm`` has room (see this module's docstring):
+    a new empty folder per test, named after it."""
+    name = re.sub(r"\W", "_", request.node.name)[:30]
+    if _memory_tmp_root is None:
+        return tmp_path_factory.mktemp(name, numbered=True)
+    return Path(tempfile.mkdtemp(prefix=name, dir=_memory_tmp_root))

@@ -9,6 +9,7 @@ every checkpoint reads back."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from typing import TypedDict
 
@@ -58,9 +59,25 @@ def _flaky(conn, failures: dict[str, int], message: str = "database is locked"):
     return seen
 
 
+def _recorded_pauses(monkeypatch) -> list[float]:
+    """The seconds of every ``asyncio.sleep`` from here on, each returned at once (after a
+    ``sleep(0)``: still a yield to the loop). The saver's pause before each retry is 0.05 s plus
+    up to 1 s of jitter, paid for real it made these tests ~1 s each."""
+    pauses: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def pause(delay: float, result=None):
+        pauses.append(delay)
+        return await real_sleep(0, result)
+
+    monkeypatch.setattr(asyncio, "sleep", pause)
+    return pauses
+
+
 @pytest.mark.parametrize("message", ["database is locked", "database table is locked", "database is busy"])
 async def test_a_locked_write_is_retried_and_the_turn_is_kept(tmp_path, monkeypatch, message):
     monkeypatch.setattr(checkpoints, "LOCK_RETRY_S", 10.0)
+    pauses = _recorded_pauses(monkeypatch)
     async with open_checkpointer(tmp_path / "checkpoints.sqlite") as saver:
         seen = _flaky(
             saver.conn, {"INSERT OR REPLACE INTO CHECKPOINTS": 2, "INSERT OR REPLACE INTO WRITES": 2}, message
@@ -70,6 +87,7 @@ async def test_a_locked_write_is_retried_and_the_turn_is_kept(tmp_path, monkeypa
         out = await app.ainvoke({"n": 1}, cfg)
         assert out == {"n": 20}
         assert seen.count("INSERT OR REPLACE INTO CHECKPOINTS") == 2  # the failures happened
+        assert len([p for p in pauses if p >= 0.05]) == len(seen)  # each retry after a pause
         state = await app.aget_state(cfg)
         assert state.values == {"n": 20} and state.next == ()
         history = [s async for s in app.aget_state_history(cfg)]
