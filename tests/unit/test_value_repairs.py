@@ -117,3 +117,21 @@ def test_the_same_sql_sent_again_is_repaired_again(desk: Path, sql: str):
     # the second call find nothing to mend (and fail or count nothing) where the first ran
     first, second = run(desk, sql), run(desk, sql)
     assert first["rows"] == second["rows"] and first.get("repaired") == second.get("repaired"), (first, second)
+
+
+def test_an_in_subquery_of_values_the_column_never_holds_is_no_answer_of_none(desk: Path):
+    # measured (tickets): author IN (SELECT agent_id FROM agents) — a text role compared with ids
+    # — found nothing and "… is None" was answered
+    r = run(
+        desk, "SELECT SUM(score) FROM cases WHERE topic IN (SELECT staff_id FROM staff WHERE department = 'Refunds')"
+    )
+    assert r["unexpected_empty"].startswith("cases.topic never holds a value of staff.staff_id (topic holds 'refunds'")
+    assert "do not tell the user there is none" in r["note"]
+    # the sibling that does meet: membership in the right column finds rows, nothing is marked
+    ok = run(
+        desk, "SELECT SUM(score) FROM cases WHERE staff_id IN (SELECT staff_id FROM staff WHERE department = 'Refunds')"
+    )
+    assert ok["rows"] == [[11.0]] and "unexpected_empty" not in ok
+    # an IN that meets in general but not under the subquery's own condition is an answer of none
+    none = run(desk, "SELECT COUNT(*) FROM cases WHERE staff_id IN (SELECT staff_id FROM staff WHERE city = 'Paris')")
+    assert none["rows"] == [[0]] and "unexpected_empty" not in none

@@ -23,6 +23,7 @@ from tools.builtin.database.empty_results import (
     period_with_data,
     unexpected_empty,
     unmatched_joins,
+    unmatched_memberships,
     unmatched_values,
 )
 from tools.builtin.database.errors import sql_error
@@ -185,11 +186,12 @@ def execute_query(
         result["note"], ranges = no_data_note(con, body, why)
         if ranges:
             result["data_range"] = ranges
-        if joined := unmatched_joins(con, body):
-            # two columns that never hold the same value: the join, not the data, is empty
+        if joined := unmatched_joins(con, body) or unmatched_memberships(con, body):
+            # two columns that never hold the same value (a join, an IN of a subquery): the
+            # comparison, not the data, is empty
             result["unexpected_empty"] = joined
             result["note"] = (
-                f"No rows: {joined}. Join on columns that hold the same values (describe_database shows "
+                f"No rows: {joined}. Compare columns that hold the same values (describe_database shows "
                 "the keys) and query again; do not tell the user there is none."
             )
         elif foreign := foreign_date_text(con, body):
