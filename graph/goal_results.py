@@ -56,9 +56,10 @@ class Result:
 
     @property
     def undated(self) -> bool:
-        """True when the tool says this read's figures cover every date (``data.undated``: no
-        condition restricts a date column of its tables)."""
-        return isinstance(self.data, Mapping) and bool(self.data.get("undated"))
+        """True when the tool says this read's figures belong to no one period: they cover every
+        date (``data.undated``: no condition restricts a date column of its tables) or its tables
+        hold no dates at all (``data.dateless``)."""
+        return isinstance(self.data, Mapping) and bool(self.data.get("undated") or self.data.get("dateless"))
 
     @property
     def assumed(self) -> list[str]:

@@ -198,8 +198,9 @@ class Check:
             )
         if self.undated:
             out.append(
-                f"{', '.join(self.undated[:6])} {'come' if len(self.undated) > 1 else 'comes'} from a read over "
-                "every date (no condition on its dates), not the period asked: read again restricted to that period"
+                f"{', '.join(self.undated[:6])} {'come' if len(self.undated) > 1 else 'comes'} from a read with no "
+                "condition on a date (over every date, or of tables that hold none), not the period asked: read "
+                "again restricted to that period"
             )
         if self.unfiltered:
             out.append(

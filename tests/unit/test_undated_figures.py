@@ -114,3 +114,25 @@ def test_names_ranked_within_the_period_pass_and_without_a_period_all_time_is_th
     names = [row[0] for row in every.data["rows"]]
     answer = f"The top regions were {names[0]}, {names[1]} and {names[2]}."
     assert verify(answer, "Which 3 regions sold the most overall?", "question", [every], [QUERY_DATABASE]).ok
+
+
+def test_a_read_of_tables_without_dates_answers_no_period(db, tmp_path):
+    # measured (Northwind, held out): "Which 3 products sold the most units in 2018?" answered
+    # from SUM(UnitsInStock) FROM Products — a table with no date at all
+    stock = read(db, "SELECT name FROM products ORDER BY unit_price DESC LIMIT 3")
+    assert stock.data["dateless"] is True and stock.undated
+    names = [row[0] for row in stock.data["rows"]]
+    answer = f"The top products in {MONTH} were {names[0]}, {names[1]} and {names[2]}."
+    check = verify(answer, f"Which 3 products sold best in {MONTH}?", "question", [stock], [QUERY_DATABASE])
+    assert set(names) & set(check.undated) and not check.ok
+    assert "tables that hold none" in "; ".join(check.problems())
+    # without a period asked, the same read is the answer
+    assert verify(
+        f"The priciest are {names[0]}, {names[1]} and {names[2]}.",
+        "Which 3 products cost the most?",
+        "question",
+        [stock],
+        [QUERY_DATABASE],
+    ).ok
+    # a read joining a dated table is not dateless, restricted or not
+    assert "dateless" not in query_database("SELECT COUNT(*) FROM orders", database=str(db))

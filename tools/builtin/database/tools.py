@@ -14,11 +14,11 @@ from tools.builtin.database.connection import (
     database_file,
     time_limit,
 )
-from tools.builtin.database.dates import date_kind, date_range
+from tools.builtin.database.dates import date_kind, date_range, period_kind
 from tools.builtin.database.execution import execute_query
 from tools.builtin.database.period_scope import find_undated
-from tools.builtin.database.schema import MAX_COLUMNS, MAX_TABLES, declared_keys, table_columns
-from tools.builtin.database.statement import quote_name
+from tools.builtin.database.schema import MAX_COLUMNS, MAX_TABLES, declared_keys, list_tables, table_columns
+from tools.builtin.database.statement import names_used, quote_name
 from tools.database_setting import DatabaseError
 
 
@@ -29,7 +29,8 @@ def query_database(sql: str, *, database: str = "") -> dict[str, Any]:
     ``"note"`` (and ``"data_range"``, ``"unexpected_empty"``) when there is no data for it, and
     ``"undated"`` (``["table.column", ...]``) when its tables have date columns and no condition
     restricts one (its figures cover every date: ``period_scope.find_undated``; not set when it
-    groups by one, a row per period), and ``"categories"`` (``{"table.column": [values]}``: the
+    groups by one, a row per period), ``"dateless": true`` when its tables have no date or
+    period column at all (its figures belong to no period), and ``"categories"`` (``{"table.column": [values]}``: the
     few text values of the categorical columns of its tables, :mod:`.categories`). Raises DatabaseError for a missing/invalid database,
     anything but a single SELECT/WITH statement, unknown tables or columns, and queries over the
     time limit.
@@ -42,12 +43,32 @@ def query_database(sql: str, *, database: str = "") -> dict[str, Any]:
             undated = find_undated(con, sql)
             if undated is not None and not undated.grouped:
                 result["undated"] = [column for column, _ in undated.columns]
+            elif undated is None and _dateless(con, result.get("sql_run", sql)):
+                result["dateless"] = True
             if held := categories(con, path, result.get("sql_run", sql)):
                 result["categories"] = held
     finally:
         con.close()
     result.pop("no_data", None)
     return result
+
+
+def _dateless(con: sqlite3.Connection, sql: str) -> bool:
+    """True when no table or view ``sql`` uses has a date or period column (``period_kind``):
+    its figures belong to no period (measured, Northwind: "Which 3 products sold the most units
+    in 2018?" answered from ``SUM(UnitsInStock) FROM Products``). False when it cannot tell
+    (over 2 s, an unreadable view)."""
+    used = names_used(sql)
+    try:
+        with Deadline(con, 2.0):
+            for table in list_tables(con):
+                if table.lower() in used and any(
+                    period_kind(con, table, name, declared) for name, declared, *_ in table_columns(con, table)
+                ):
+                    return False
+    except sqlite3.Error:
+        return False
+    return bool(used)
 
 
 def describe_database(*, database: str = "") -> dict[str, Any]:
