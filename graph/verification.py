@@ -33,6 +33,7 @@ from langchain_core.messages import AIMessage, AnyMessage
 
 from graph.answer_figures import Known, figures, in_english, names_period, supported
 from graph.answer_filters import unfiltered_values
+from graph.answer_grain import coarse_grain
 from graph.answer_names import key_only, missing_names, stated_names
 from graph.goal_results import Result, known_values, seen, strings_of, table_of
 from graph.progress import required_steps
@@ -164,6 +165,7 @@ class Check:
     keys: list[str] = field(default_factory=list)
     undated: list[str] = field(default_factory=list)
     unfiltered: list[str] = field(default_factory=list)
+    grain: list[str] = field(default_factory=list)
     misread: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -176,6 +178,7 @@ class Check:
             and not self.keys
             and not self.undated
             and not self.unfiltered
+            and not self.grain
         )
 
     def problems(self, quote: bool = True) -> list[str]:
@@ -202,6 +205,7 @@ class Check:
                 "condition on a date (over every date, or of tables that hold none), not the period asked: read "
                 "again restricted to that period"
             )
+        out.extend(self.grain[:2])
         if self.unfiltered:
             out.append(
                 f"the request names {', '.join(self.unfiltered)}, but no read of this request restricted to "
@@ -288,6 +292,7 @@ def check_answer(
         if period_asked:
             check.undated = undated_figures(answer, goal, results) + undated_names(answer, goal, results)
         check.unfiltered = unfiltered_values(request or goal, [r for r in reads if not r.empty])
+        check.grain = coarse_grain(answer, request or goal, reads)
     claims = absence_claims(answer)
     known = "\n".join([request or goal, *(t for r in reads if not r.empty for t in strings_of(seen(r), keys=True))])
     if claims and not any(r.empty and not r.unexpected_empty and not invented_filters(r, known) for r in reads):

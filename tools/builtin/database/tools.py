@@ -16,6 +16,7 @@ from tools.builtin.database.connection import (
 )
 from tools.builtin.database.dates import date_kind, date_range, period_kind
 from tools.builtin.database.execution import execute_query
+from tools.builtin.database.grain import row_grain
 from tools.builtin.database.period_scope import find_undated
 from tools.builtin.database.schema import MAX_COLUMNS, MAX_TABLES, declared_keys, list_tables, table_columns
 from tools.builtin.database.statement import names_used, quote_name
@@ -30,7 +31,9 @@ def query_database(sql: str, *, database: str = "") -> dict[str, Any]:
     ``"undated"`` (``["table.column", ...]``) when its tables have date columns and no condition
     restricts one (its figures cover every date: ``period_scope.find_undated``; not set when it
     groups by one, a row per period), ``"dateless": true`` when its tables have no date or
-    period column at all (its figures belong to no period), and ``"categories"`` (``{"table.column": [values]}``: the
+    period column at all (its figures belong to no period), ``"grain"`` (``{"rows": n,
+    "distinct": {key: m}}``: a COUNT or AVG without GROUP BY ran over rows that repeat these
+    keys, :mod:`.grain`), and ``"categories"`` (``{"table.column": [values]}``: the
     few text values of the categorical columns of its tables, :mod:`.categories`). Raises DatabaseError for a missing/invalid database,
     anything but a single SELECT/WITH statement, unknown tables or columns, and queries over the
     time limit.
@@ -45,6 +48,8 @@ def query_database(sql: str, *, database: str = "") -> dict[str, Any]:
                 result["undated"] = [column for column, _ in undated.columns]
             elif undated is None and _dateless(con, result.get("sql_run", sql)):
                 result["dateless"] = True
+            if grain := row_grain(con, result.get("sql_run", sql)):
+                result["grain"] = grain
             if held := categories(con, path, result.get("sql_run", sql)):
                 result["categories"] = held
     finally:

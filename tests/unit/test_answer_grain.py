@@ -1,0 +1,71 @@
+"""A count or average over rows that repeat the thing asked about is no answer for it
+(``tools/builtin/database/grain.py``, ``graph/answer_grain.py``; DESIGN §5.5).
+
+Measured (Qwen2.5-Coder-1.5B): Northwind (held out) "How many orders did we ship to France in
+2017?" → ``COUNT(*) FROM Invoices`` (a row per order line) → "93" (39 orders); "the average
+freight charge per order" → ``AVG(Freight) FROM Invoices`` → 96.20 (78.24); the generated sales
+database "how many units are in an order" → ``AVG(quantity)`` over order lines → 2.1 (5.2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graph.goal_results import Result
+from graph.verification import verify
+from tools.builtin.catalog import QUERY_DATABASE
+from tools.builtin.database import query_database
+
+
+def read(db: Path, sql: str) -> Result:
+    return Result("query_database", "q1", "data", False, query_database(sql, database=str(db)), "ok", None, "")
+
+
+def figure(r: Result) -> str:
+    return f"{r.data['rows'][0][0]:.1f}"
+
+
+@pytest.mark.parametrize(
+    "request_text, sql",
+    [
+        ("On average, how many units are in an order? One decimal.", "SELECT AVG(quantity) FROM order_items"),
+        ("How many orders contained a laptop?", "SELECT COUNT(*) FROM sales_lines WHERE product LIKE 'Laptop%'"),
+        ("How many customers ordered in total?", "SELECT COUNT(*) FROM orders"),
+    ],
+)
+def test_a_figure_over_rows_that_repeat_what_is_counted_is_sent_back(db: Path, request_text: str, sql: str):
+    r = read(db, sql)
+    assert r.data["grain"]["rows"] > min(r.data["grain"]["distinct"].values()), r.data
+    check = verify(f"The answer is {figure(r)}.", request_text, "question", [r], [QUERY_DATABASE])
+    assert check.grain and not check.ok, check
+    assert "count DISTINCT" in "; ".join(check.problems())
+
+
+@pytest.mark.parametrize(
+    "request_text, sql",
+    [
+        # one row per order: the average per order
+        (
+            "On average, how many units are in an order? One decimal.",
+            "SELECT AVG(units) FROM (SELECT SUM(quantity) AS units FROM order_items GROUP BY order_id)",
+        ),
+        ("How many orders contained a laptop?", "SELECT COUNT(DISTINCT order_id) FROM sales_lines WHERE product LIKE 'Laptop%'"),
+        ("How many orders did we get in total?", "SELECT COUNT(*) FROM orders"),  # orders repeat customers, not orders
+        # a question about lines: lines are what is counted
+        ("On average, how many units does an order line hold?", "SELECT AVG(quantity) FROM order_items"),
+    ],
+)
+def test_a_figure_over_one_row_per_thing_asked_passes(db: Path, request_text: str, sql: str):
+    r = read(db, sql)
+    assert verify(f"The answer is {figure(r)}.", request_text, "question", [r], [QUERY_DATABASE]).ok
+
+
+def test_the_tool_says_nothing_of_grouped_or_distinct_reads(db: Path):
+    for sql in (
+        "SELECT order_id, COUNT(*) FROM order_items GROUP BY order_id",
+        "SELECT COUNT(DISTINCT order_id) FROM order_items",
+        "SELECT SUM(quantity) FROM order_items",
+    ):
+        assert "grain" not in query_database(sql, database=str(db)), sql
