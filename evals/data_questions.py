@@ -335,7 +335,9 @@ _NONE = [
         r"\bzero\b",
         r"\bnot\s+(?:a\s+single|any)\b",
         r"n[’']t\s+(?:\w+\s+){0,2}?any\b",
-        r"\bnot\s+(?:have|find|see|contain|show|include|record|list)\s+any\b",
+        # "did not get any orders", "did not receive any" (as the n't form above; a fixed verb
+        # list missed "get": a true statement of none was scored wrong on 2026-12-07)
+        r"\bnot\s+(?:\w+\s+){0,2}?any\b",
         r"\bnothing\b",
     )
 ]

@@ -168,6 +168,7 @@ def test_no_data_where_there_is_data_is_unsure_and_flagged():
 
 def test_claims_and_unsure_phrases():
     assert claims_none("None of them.") and claims_none("there aren't any") and not claims_none("no more than 5 rows")
+    assert claims_none("We did not get any orders last month.")  # scored wrong on 2026-12-07: a scorer bug
     assert says_unsure("I could not establish the total") and not says_unsure("The total is 5.")
 
 
