@@ -51,7 +51,10 @@ def test_a_figure_over_rows_that_repeat_what_is_counted_is_sent_back(db: Path, r
             "On average, how many units are in an order? One decimal.",
             "SELECT AVG(units) FROM (SELECT SUM(quantity) AS units FROM order_items GROUP BY order_id)",
         ),
-        ("How many orders contained a laptop?", "SELECT COUNT(DISTINCT order_id) FROM sales_lines WHERE product LIKE 'Laptop%'"),
+        (
+            "How many orders contained a laptop?",
+            "SELECT COUNT(DISTINCT order_id) FROM sales_lines WHERE product LIKE 'Laptop%'",
+        ),
         ("How many orders did we get in total?", "SELECT COUNT(*) FROM orders"),  # orders repeat customers, not orders
         # a question about lines: lines are what is counted
         ("On average, how many units does an order line hold?", "SELECT AVG(quantity) FROM order_items"),
