@@ -82,3 +82,20 @@ def test_other_schemas_text_keys_and_declared_money_types(tmp_path: Path):
 )
 def test_summed_column_reads_the_syntax_tree(sql: str, column: str, summed: bool):
     assert summed_column(sql, column) is summed
+
+
+def test_a_table_name_with_a_space_written_bare_is_told_to_be_quoted(tmp_path: Path):
+    # measured (Northwind, held out): FROM Order Details got only 'near "Order": syntax error',
+    # was written bare again, and the run hit the round cap
+    path = tmp_path / "nw.db"
+    con = sqlite3.connect(path)
+    con.executescript(
+        'CREATE TABLE "Order Details" (OrderID INTEGER, Quantity INTEGER); INSERT INTO "Order Details" VALUES (1, 2);'
+    )
+    con.commit()
+    con.close()
+    text = error_of("SELECT SUM(Quantity) FROM Order Details", path)
+    assert 'must be written in double quotes, as "Order Details"' in text, text
+    assert query_database('SELECT SUM(Quantity) FROM "Order Details"', database=str(path))["rows"] == [[2]]
+    # another syntax error on the same database gets no quoting advice
+    assert "double quotes" not in error_of('SELECT SUM(Quantity) FROM "Order Details" WHERE', path)

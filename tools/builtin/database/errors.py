@@ -60,6 +60,14 @@ def _plain_sql_error(exc: sqlite3.Error, con: sqlite3.Connection, sql: str = "")
             f"unknown {what} {quote_back(name)!r}: the database has no such {what}.{near}{hint} "
             "Call describe_database to see its tables and columns, then fix the SQL"
         )
+    if "syntax error" in text and (unquoted := _unquoted_names(con, sql)):
+        # "near "Order": syntax error" for FROM Order Details: the name, not the SQL, is the fix
+        # (measured, Northwind: written unquoted twice, then the round cap)
+        names = ", ".join(quote_back(n) for n in unquoted)
+        return DatabaseError(
+            f"SQL error: {quote_back(text)}: {names} must be written in double quotes, as "
+            f"{', '.join(identifier(n) for n in unquoted)}, since the name holds a space or a symbol"
+        )
     if "ambiguous column" in text:
         return DatabaseError(f"{quote_back(text)}: qualify the column with its table (see describe_database)")
     hint = schema_hint(con, sql, only_named=True, limit=600) if sql else ""
@@ -96,3 +104,20 @@ def _closest(
     words = [w for w in reversed(re.split(r"[_\W]+", bare)) if w in lowered and w != bare]
     similar = difflib.get_close_matches(bare, list(lowered), n=limit, cutoff=0.6)
     return [lowered[m] for m in dict.fromkeys([*words, *similar])][:limit]
+
+
+def _unquoted_names(con: sqlite3.Connection, sql: str) -> list[str]:
+    """Tables and views whose names need quoting (a space, a symbol) written bare in ``sql``
+    (``FROM Order Details``), at most 3. Never raises."""
+    try:
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
+    except sqlite3.Error:
+        return []
+    out = []
+    for name in tables:
+        if identifier(name) == name:
+            continue  # a plain word: bare is fine
+        bare = re.compile(rf"(?<![\w\"`\[]){re.escape(name)}(?![\w\"`\]])", re.IGNORECASE)
+        if bare.search(sql):
+            out.append(name)
+    return out[:3]
