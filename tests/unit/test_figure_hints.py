@@ -57,13 +57,13 @@ def test_other_schemas_text_keys_and_declared_money_types(tmp_path: Path):
         """
         CREATE TABLE accounts (account_ref TEXT PRIMARY KEY, opened DATE);
         CREATE TABLE payments (PaymentNo INTEGER PRIMARY KEY, account_ref TEXT REFERENCES accounts(account_ref),
-            paid DECIMAL(10,2), fee MONEY, note TEXT);
+            paid DECIMAL(10,2), fee MONEY, note TEXT, rating ENUM);
         INSERT INTO accounts VALUES ('A1', '2026-01-01');
-        INSERT INTO payments VALUES (1, 'A1', 10.5, 0.2, 'x');
+        INSERT INTO payments VALUES (1, 'A1', 10.5, 0.2, 'x', 'PG-13');
         """
     )
     con.commit()
-    assert numeric_columns(con, "payments") == ["paid", "fee"]
+    assert numeric_columns(con, "payments") == ["paid", "fee"]  # not the ENUM (Sakila's film.rating)
     con.close()
     text = error_of("SELECT SUM(balance) FROM accounts", path)
     assert "payments(paid, fee) JOIN payments ON payments.account_ref = accounts.account_ref" in text

@@ -28,7 +28,8 @@ from tools.builtin.database.statement import identifier, names_used, parse_tree,
 MAX_FIGURE_HINT_CHARS = 500
 # SQLite's numeric type affinity rules (https://www.sqlite.org/datatype3.html §3.1), and the
 # names of money / decimal types that get NUMERIC affinity
-_NUMERIC_TYPE = re.compile(r"(?i)INT|REAL|FLOA|DOUB|NUM|DEC|MONEY")
+# ("ENUM" and "POINT" hold the letters but not numbers: Sakila's film.rating is ENUM 'PG-13')
+_NUMERIC_TYPE = re.compile(r"(?i)(?<!PO)INT|REAL|FLOA|DOUB|(?<!E)NUM|DEC|MONEY")
 # a key's name: "id", "customer_id", "order_no", "CustomerId", "PaymentNo" (CamelCase is
 # case-sensitive: "paid" is no key)
 _KEY_NAME = re.compile(r"(?i:(^|_)(id|no|nr|key)$)|[a-z](Id|No|Key)$")
