@@ -27,7 +27,7 @@ from typing import Any
 
 from tools.builtin.database.connection import Deadline
 from tools.builtin.database.schema import list_tables, table_columns
-from tools.builtin.database.statement import names_used, parse_tree, quote_name
+from tools.builtin.database.statement import names_used, parse_tree, quote_name, where_scopes
 
 #: Distinct values of a column read to find the near ones (a bounded sample, 2 s at most).
 VALUE_SAMPLE = 500
@@ -341,10 +341,7 @@ def unmatched_memberships(con: sqlite3.Connection, sql: str) -> str | None:
     try:
         with Deadline(con, 2.0):
             real = {t.lower(): t for t in list_tables(con)}
-            for where in tree.find_all(exp.Where):
-                scope = where.find_ancestor(exp.Select)
-                in_scope = [t for t in tree.find_all(exp.Table) if t.find_ancestor(exp.Select) is scope]
-                aliases = {t.alias_or_name.lower(): t.name.lower() for t in in_scope}
+            for where, aliases in where_scopes(tree):
                 for node in where.find_all(exp.In):
                     sub, col = node.args.get("query"), node.this
                     inner = sub.this if isinstance(sub, exp.Subquery) else sub

@@ -24,7 +24,7 @@ import sqlite3
 from typing import Any
 
 from tools.builtin.database.schema import list_tables, table_columns
-from tools.builtin.database.statement import editable_tree, quote_name, sqlite_dialect
+from tools.builtin.database.statement import editable_tree, quote_name, sqlite_dialect, where_scopes
 
 #: Columns of one query mended at most (each mend reruns the query once).
 MAX_REPAIRS = 3
@@ -222,10 +222,7 @@ def repair_compared_column(con: sqlite3.Connection, sql: str) -> tuple[str, str]
     try:
         with Deadline(con, 2.0):
             real = {t.lower(): t for t in list_tables(con)}
-            for where in tree.find_all(exp.Where):
-                scope = where.find_ancestor(exp.Select)
-                in_scope = [t for t in tree.find_all(exp.Table) if t.find_ancestor(exp.Select) is scope]
-                aliases = {t.alias_or_name.lower(): t.name.lower() for t in in_scope}
+            for where, aliases in where_scopes(tree):
                 for eq in where.find_all(exp.EQ):
                     col, lit = eq.this, eq.expression
                     if isinstance(lit, exp.Column) and isinstance(col, exp.Literal):

@@ -14,6 +14,8 @@ from tools.database_setting import DatabaseError
 from tools.results import cut_text
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from sqlglot import exp
     from sqlglot.dialects.dialect import Dialect
     from sqlglot.tokenizer_core import Token
@@ -156,6 +158,17 @@ def parse_tree(sql: str) -> exp.Expr | None:
         return None
     trees = [t for t in trees if t is not None]
     return trees[0] if len(trees) == 1 else None
+
+
+def where_scopes(tree: exp.Expr) -> Iterator[tuple[exp.Expr, dict[str, str]]]:
+    """Each WHERE clause of ``tree`` with the tables of its own SELECT: ``(where, {alias or
+    name: table name})``, lower case (a subquery's WHERE sees its own FROM, not the outer one)."""
+    from sqlglot import exp  # not at the top: `hermes --help` loads no SQL parser
+
+    for where in tree.find_all(exp.Where):
+        scope = where.find_ancestor(exp.Select)
+        in_scope = [t for t in tree.find_all(exp.Table) if t.find_ancestor(exp.Select) is scope]
+        yield where, {t.alias_or_name.lower(): t.name.lower() for t in in_scope}
 
 
 def editable_tree(sql: str) -> exp.Expr | None:
