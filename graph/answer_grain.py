@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 
 from graph.answer_figures import Known, figures, supported
-from graph.goal_results import Result, known_values
+from graph.goal_results import Result, known_values, table_of
 
 # what a question counts or averages over: "how many orders", "per order", "in an order",
 # "does a ticket get"
@@ -53,6 +53,58 @@ def coarse_grain(answer: str, request: str, reads: Sequence[Result]) -> list[str
                 out.append(
                     f"the figure counts or averages {grain.get('rows')} rows that repeat {key} ({distinct} distinct), "
                     f"not {noun}s: count DISTINCT {key}, or average over one row per {key} (a subquery grouped by it)"
+                )
+                break
+    return out
+
+
+# a question that ranks: "the biggest customer", "which 5 artists earned the most"
+_RANKS = re.compile(
+    r"(?i)\b(?:most|top|biggest|largest|highest|best|greatest|leading|least|lowest|smallest|fewest|worst)\b"
+)
+# a question that asks for one row itself: "the largest single order", "one individual sale"
+_SINGLE = re.compile(r"(?i)\b(?:single|individual)\b")
+
+
+def _singular(word: str) -> str:
+    word = word.lower()
+    return word.removesuffix("es") if word.endswith(("ses", "xes")) else word.removesuffix("s")
+
+
+def single_row_ranking(answer: str, request: str, reads: Sequence[Result]) -> list[str]:
+    """Why a name of ``answer`` tops single rows, not the thing ``request`` ranks: the read it
+    comes from ordered rows one by one (``data.ranked_rows``, set by the database tool: ORDER BY
+    … LIMIT without GROUP BY) and the column the name comes from repeats among them, while the
+    request ranks that thing ("the biggest customer", "which 5 artists earned the most") — the
+    top row is the largest single line, not the largest total. One sentence per such read, []
+    when none. Measured (generated sales database): "Who was our biggest customer by revenue in
+    November 2026?" answered with the customer of the largest order line."""
+    if not _RANKS.search(request or "") or _SINGLE.search(request or ""):
+        return []
+    asked = {_singular(w) for w in re.findall(r"[^\W\d_]+", request)}
+    lowered = answer.lower()
+    out: list[str] = []
+    for r in reads:
+        ranking = r.data.get("ranked_rows") if isinstance(r.data, dict) else None
+        table = table_of(r.data)
+        if not isinstance(ranking, dict) or not isinstance(ranking.get("repeated"), list) or table is None:
+            continue
+        columns, rows = table
+        for repeated in ranking["repeated"]:
+            if not isinstance(repeated, dict) or repeated.get("column") not in columns:
+                continue
+            at = columns.index(str(repeated["column"]))
+            named = [v for row in rows if at < len(row) and isinstance(v := row[at], str) and v.strip()]
+            source = str(repeated.get("source") or repeated["column"])
+            table_name, _, column_name = source.rpartition(".")
+            # the column's own words first: sales_lines.customer ranks customers, not sales
+            words = [*_words_of(column_name), *_words_of(table_name)]
+            noun = next((_singular(w) for w in words if _singular(w) in asked), None)
+            if noun and any(n.lower() in lowered for n in named):
+                out.append(
+                    f"the answer ranks {ranking.get('rows')} single rows, in which {source} repeats "
+                    f"({repeated.get('distinct')} distinct): its top row is one row of a {noun}, not the {noun} "
+                    f"with the largest total — GROUP BY {source} and order by the SUM (or COUNT) of the figure"
                 )
                 break
     return out

@@ -33,7 +33,7 @@ from langchain_core.messages import AIMessage, AnyMessage
 
 from graph.answer_figures import Known, figures, in_english, names_period, supported
 from graph.answer_filters import unfiltered_values
-from graph.answer_grain import coarse_grain
+from graph.answer_grain import coarse_grain, single_row_ranking
 from graph.answer_names import key_only, missing_names, stated_names
 from graph.goal_results import Result, known_values, seen, strings_of, table_of
 from graph.progress import required_steps
@@ -292,7 +292,7 @@ def check_answer(
         if period_asked:
             check.undated = undated_figures(answer, goal, results) + undated_names(answer, goal, results)
         check.unfiltered = unfiltered_values(request or goal, [r for r in reads if not r.empty])
-        check.grain = coarse_grain(answer, request or goal, reads)
+        check.grain = coarse_grain(answer, request or goal, reads) + single_row_ranking(answer, request or goal, reads)
     claims = absence_claims(answer)
     known = "\n".join([request or goal, *(t for r in reads if not r.empty for t in strings_of(seen(r), keys=True))])
     if claims and not any(r.empty and not r.unexpected_empty and not invented_filters(r, known) for r in reads):

@@ -72,3 +72,73 @@ def test_the_tool_says_nothing_of_grouped_or_distinct_reads(db: Path):
         "SELECT SUM(quantity) FROM order_items",
     ):
         assert "grain" not in query_database(sql, database=str(db)), sql
+
+
+NOV = "order_date BETWEEN '2025-05-01' AND '2025-05-31'"  # the fixture's data ends 2025-06
+
+
+@pytest.mark.parametrize(
+    "request_text, sql",
+    [
+        # measured: the customer of the largest order line named as the biggest customer
+        (
+            "Who was our biggest customer by revenue in May 2025?",
+            (
+                "SELECT T1.name FROM customers AS T1 JOIN sales_lines AS T2 ON T1.name = T2.customer "
+                f"WHERE T2.{NOV} ORDER BY T2.revenue DESC LIMIT 1"
+            ),
+        ),
+        (
+            "Which 3 customers spent the most in May 2025?",
+            f"SELECT DISTINCT customer FROM sales_lines WHERE {NOV} ORDER BY revenue DESC LIMIT 3",
+        ),
+    ],
+)
+def test_a_ranking_of_single_rows_that_repeat_the_thing_ranked_is_sent_back(db: Path, request_text: str, sql: str):
+    r = read(db, sql)
+    assert r.data["ranked_rows"]["rows"] > r.data["ranked_rows"]["repeated"][0]["distinct"], r.data
+    answer = ", ".join(str(row[0]) for row in r.data["rows"])
+    check = verify(answer, request_text, "question", [r], [QUERY_DATABASE])
+    assert check.grain and not check.ok, check
+    assert "GROUP BY" in "; ".join(check.problems()) and "customer" in "; ".join(check.problems())
+
+
+@pytest.mark.parametrize(
+    "request_text, sql",
+    [
+        # the total per customer ranked: what was asked
+        (
+            "Who was our biggest customer by revenue in May 2025?",
+            (
+                f"SELECT customer, SUM(revenue) AS total FROM sales_lines WHERE {NOV} GROUP BY customer "
+                "ORDER BY total DESC LIMIT 1"
+            ),
+        ),
+        (
+            "Who was our biggest customer by revenue in May 2025?",
+            (
+                f"SELECT customer, total FROM (SELECT customer, SUM(revenue) AS total FROM sales_lines WHERE {NOV} "
+                "GROUP BY customer) ORDER BY total DESC LIMIT 1"
+            ),
+        ),
+        # one row is what was asked
+        (
+            "Which customer placed the largest single order line in May 2025?",
+            f"SELECT customer FROM sales_lines WHERE {NOV} ORDER BY revenue DESC LIMIT 1",
+        ),
+    ],
+)
+def test_a_ranking_of_the_thing_asked_passes(db: Path, request_text: str, sql: str):
+    r = read(db, sql)
+    answer = ", ".join(str(row[0]) for row in r.data["rows"])
+    check = verify(answer, request_text, "question", [r], [QUERY_DATABASE])
+    assert not check.grain, check.problems()
+
+
+def test_the_tool_says_nothing_of_rankings_over_one_row_per_value(db: Path):
+    for sql in (
+        "SELECT name FROM customers ORDER BY customer_id DESC LIMIT 3",
+        "SELECT customer, SUM(revenue) AS t FROM sales_lines GROUP BY customer ORDER BY t DESC LIMIT 3",
+        "SELECT customer FROM sales_lines ORDER BY revenue DESC",  # no LIMIT: every row listed
+    ):
+        assert "ranked_rows" not in query_database(sql, database=str(db)), sql

@@ -77,3 +77,62 @@ def row_grain(con: sqlite3.Connection, sql: str) -> dict[str, Any] | None:
     rows = int(row[0])
     repeated = {c: int(n) for (_, c), n in zip(keys, row[1:]) if n and int(n) < rows}
     return {"rows": rows, "distinct": repeated} if repeated else None
+
+
+def ranked_rows(con: sqlite3.Connection, sql: str) -> dict[str, Any] | None:
+    """``{"rows": n, "repeated": [{"column": output name, "source": "table.column", "distinct":
+    m}]}`` for a read that ranks
+    single rows (top-level ORDER BY … LIMIT, no GROUP BY, no aggregate): ``n`` rows were ranked
+    and each selected column listed repeats among them, so its top rows are the largest single
+    rows of a value, not the value with the largest total. Measured (generated sales database):
+    "Who was our biggest customer by revenue in November 2026?" → ``SELECT customers.name FROM
+    customers JOIN sales_lines … ORDER BY sales_lines.revenue DESC LIMIT 1``, the customer of the
+    largest order line (the biggest customer by total was another). ``table`` is the table the
+    column belongs to (as stored, a view's name when read from one), or the name the query gives
+    when it cannot tell. None when the read is not such a ranking, nothing repeats, or it cannot
+    tell (unparsable SQL, over 2 s). Never raises."""
+    from sqlglot import exp
+
+    tree = editable_tree(sql)
+    if (
+        not isinstance(tree, exp.Select)
+        or tree.args.get("group")
+        or not tree.args.get("order")
+        or not tree.args.get("limit")
+        or any(e.find(exp.AggFunc, exp.Window) for e in tree.expressions)
+    ):
+        return None
+    selected = [(e.alias_or_name, e.unalias()) for e in tree.expressions if isinstance(e.unalias(), exp.Column)]
+    columns = [c for _, c in selected][:MAX_KEYS]
+    if not columns:
+        return None
+    try:
+        aliases = {
+            t.alias_or_name.lower(): t.name for t in tree.find_all(exp.Table) if t.find_ancestor(exp.Select) is tree
+        }
+        real = {t.lower(): t for t in list_tables(con)}
+        named: list[str] = []
+        for column in columns:
+            table = aliases.get(column.table.lower(), column.table) if column.table else ""
+            if not table and len(aliases) == 1:
+                table = next(iter(aliases.values()))
+            named.append(f"{real.get(table.lower(), table)}.{column.name}" if table else column.name)
+        tree.set(
+            "expressions",
+            [exp.Count(this=exp.Star())] + [exp.Count(this=exp.Distinct(expressions=[c.copy()])) for c in columns],
+        )
+        for arg in ("order", "limit", "offset", "distinct"):
+            tree.set(arg, None)
+        with Deadline(con, 2.0):
+            row = con.execute(tree.sql(dialect=sqlite_dialect())).fetchone()
+    except (sqlite3.Error, ValueError):
+        return None
+    if row is None or not row[0]:
+        return None
+    rows = int(row[0])
+    repeated = [
+        {"column": output, "source": name, "distinct": int(n)}
+        for (output, _), name, n in zip(selected, named, row[1:])
+        if n and int(n) < rows
+    ]
+    return {"rows": rows, "repeated": repeated} if repeated else None

@@ -16,7 +16,7 @@ from tools.builtin.database.connection import (
 )
 from tools.builtin.database.dates import date_kind, date_range, period_kind
 from tools.builtin.database.execution import execute_query
-from tools.builtin.database.grain import row_grain
+from tools.builtin.database.grain import ranked_rows, row_grain
 from tools.builtin.database.period_scope import find_undated
 from tools.builtin.database.schema import MAX_COLUMNS, MAX_TABLES, declared_keys, list_tables, table_columns
 from tools.builtin.database.statement import names_used, quote_name
@@ -33,7 +33,9 @@ def query_database(sql: str, *, database: str = "") -> dict[str, Any]:
     groups by one, a row per period), ``"dateless": true`` when its tables have no date or
     period column at all (its figures belong to no period), ``"grain"`` (``{"rows": n,
     "distinct": {key: m}}``: a COUNT or AVG without GROUP BY ran over rows that repeat these
-    keys, :mod:`.grain`), and ``"categories"`` (``{"table.column": [values]}``: the
+    keys, :mod:`.grain`), ``"ranked_rows"`` (``{"rows": n, "repeated": [{"column", "source",
+    "distinct"}]}``: an ORDER BY … LIMIT without GROUP BY ranked single rows in which these
+    selected columns repeat, :func:`.grain.ranked_rows`), and ``"categories"`` (``{"table.column": [values]}``: the
     few text values of the categorical columns of its tables, :mod:`.categories`). Raises DatabaseError for a missing/invalid database,
     anything but a single SELECT/WITH statement, unknown tables or columns, and queries over the
     time limit.
@@ -50,6 +52,8 @@ def query_database(sql: str, *, database: str = "") -> dict[str, Any]:
                 result["dateless"] = True
             if grain := row_grain(con, result.get("sql_run", sql)):
                 result["grain"] = grain
+            elif ranking := ranked_rows(con, result.get("sql_run", sql)):
+                result["ranked_rows"] = ranking
             if held := categories(con, path, result.get("sql_run", sql)):
                 result["categories"] = held
     finally:
