@@ -19,7 +19,8 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 
-from graph.goal_results import Result, strings_of, table_of
+from graph.answer_figures import Known, figures, supported
+from graph.goal_results import Result, known_values, strings_of, table_of
 
 # values too common to be what a request means by them
 _GENERIC = frozenset({"yes", "no", "true", "false", "none", "null", "other", "unknown", "all", "any", "n/a", "na"})
@@ -76,3 +77,46 @@ def unfiltered_values(request: str, reads: Sequence[Result]) -> list[str]:
                 if item not in out:
                     out.append(item)
     return out[:3]
+
+
+# words of a date column's name that say nothing of which date it is ("OrderDate" is the order's)
+_DATE_WORDS = frozenset({"date", "time", "at", "on", "dt", "ts", "timestamp", "datetime", "day", "when"})
+
+
+def _column_words(ref: str) -> set[str]:
+    column = ref.rpartition(".")[2].strip('"')
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", column)
+    return set(_stems(spaced.replace("_", " "))) - _DATE_WORDS
+
+
+def _named(words: set[str], asked: set[str]) -> bool:
+    # a shared stem of 4 letters: "shipped" / "ShippedDate", "opened" / "opened_at"
+    return bool(words) and all(any(w[:4] == a[:4] for a in asked if len(a) >= 4) or w in asked for w in words)
+
+
+def extra_date_conditions(answer: str, request: str, reads: Sequence[Result]) -> list[str]:
+    """Why a figure of ``answer`` may rest on a date condition nobody asked for: its read
+    compared two or more date columns with values (``data.date_conditions``, set by the
+    database tool) and the request names at most one of them by its words ("sales in May 2018"
+    names neither OrderDate nor RequiredDate; "tickets opened in November and closed in
+    December" names both). One sentence per such read whose values the answer states, [] when
+    none. Measured (Qwen2.5-Coder-1.5B, Northwind held out): ``WHERE OrderDate LIKE '2018-05-%'
+    AND RequiredDate > '2018-05-31'`` → 11,879 as May's sales (18,334)."""
+    asked = set(_stems(request or ""))
+    stated = figures(answer)
+    out: list[str] = []
+    for read in reads:
+        conditions = read.data.get("date_conditions") if isinstance(read.data, Mapping) else None
+        if not isinstance(conditions, list) or len(conditions) < 2:
+            continue
+        unnamed = [str(c) for c in conditions if not _named(_column_words(str(c)), asked)]
+        if len(conditions) - len(unnamed) >= 2 or not unnamed:
+            continue  # the request names two of them: two periods asked
+        if not any(supported(f, Known(known_values(read, []))) for f in stated):
+            continue
+        out.append(
+            f"the read restricts {len(conditions)} dates ({', '.join(map(str, conditions))}) where the request "
+            f"names one period: a condition on {', '.join(unnamed)} was not asked for — restrict only the date "
+            "the question is about"
+        )
+    return out[:2]

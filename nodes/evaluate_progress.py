@@ -469,7 +469,7 @@ def judge_answer(
     # request names that no read restricted to: only a new read
     # can mend these, so a call is required (measured: sent back without one, the model repeated
     # "agent_id 3" word for word)
-    if (by_hand or check.keys or check.undated or check.absences or check.unfiltered or check.grain) and readers:
+    if (by_hand or check.needs_read) and readers:
         how = (
             "A total, average or count over several rows is computed by the tool, never by hand"
             if by_hand

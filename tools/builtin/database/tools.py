@@ -17,7 +17,7 @@ from tools.builtin.database.connection import (
 from tools.builtin.database.dates import date_kind, date_range, period_kind
 from tools.builtin.database.execution import execute_query
 from tools.builtin.database.grain import ranked_rows, row_grain
-from tools.builtin.database.period_scope import find_undated
+from tools.builtin.database.period_scope import dated_conditions, find_undated
 from tools.builtin.database.schema import MAX_COLUMNS, MAX_TABLES, declared_keys, list_tables, table_columns
 from tools.builtin.database.statement import names_used, quote_name
 from tools.database_setting import DatabaseError
@@ -35,7 +35,9 @@ def query_database(sql: str, *, database: str = "") -> dict[str, Any]:
     "distinct": {key: m}}``: a COUNT or AVG without GROUP BY ran over rows that repeat these
     keys, :mod:`.grain`), ``"ranked_rows"`` (``{"rows": n, "repeated": [{"column", "source",
     "distinct"}]}``: an ORDER BY … LIMIT without GROUP BY ranked single rows in which these
-    selected columns repeat, :func:`.grain.ranked_rows`), and ``"categories"`` (``{"table.column": [values]}``: the
+    selected columns repeat, :func:`.grain.ranked_rows`), ``"date_conditions"`` (``["table.column",
+    …]``: two or more date columns compared with values, :func:`.period_scope.dated_conditions`),
+    and ``"categories"`` (``{"table.column": [values]}``: the
     few text values of the categorical columns of its tables, :mod:`.categories`). Raises DatabaseError for a missing/invalid database,
     anything but a single SELECT/WITH statement, unknown tables or columns, and queries over the
     time limit.
@@ -54,6 +56,8 @@ def query_database(sql: str, *, database: str = "") -> dict[str, Any]:
                 result["grain"] = grain
             elif ranking := ranked_rows(con, result.get("sql_run", sql)):
                 result["ranked_rows"] = ranking
+            if conditions := dated_conditions(con, result.get("sql_run", sql)):
+                result["date_conditions"] = conditions
             if held := categories(con, path, result.get("sql_run", sql)):
                 result["categories"] = held
     finally:
