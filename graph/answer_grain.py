@@ -108,3 +108,21 @@ def single_row_ranking(answer: str, request: str, reads: Sequence[Result]) -> li
                 )
                 break
     return out
+
+
+def reapplied_figures(answer: str, reads: Sequence[Result]) -> list[str]:
+    """Why a figure of ``answer`` is computed twice over: its read combined a view's computed
+    column with a column it is already computed from (``data.reapplied``, set by the database
+    tool: "Invoices.ExtendedPrice is UnitPrice * Quantity * (1 - Discount): Discount is already
+    applied in it"). The tool's sentences for each read whose figures the answer states, [] when
+    none. Measured (Northwind, held out): May 2018's sales after discounts 11,879 for 18,334 (the
+    discount taken twice, with a second condition besides)."""
+    stated = figures(answer)
+    out: list[str] = []
+    for r in reads:
+        notes = r.data.get("reapplied") if isinstance(r.data, dict) else None
+        if not isinstance(notes, list) or not notes:
+            continue
+        if any(supported(f, Known(known_values(r, []))) for f in stated):
+            out += [f"the figure's read applies a column twice — {n}" for n in notes if isinstance(n, str)]
+    return out[:2]

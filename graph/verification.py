@@ -33,7 +33,7 @@ from langchain_core.messages import AIMessage, AnyMessage
 
 from graph.answer_figures import Known, figures, in_english, names_period, supported
 from graph.answer_filters import extra_date_conditions, unfiltered_values
-from graph.answer_grain import coarse_grain, single_row_ranking
+from graph.answer_grain import coarse_grain, reapplied_figures, single_row_ranking
 from graph.answer_names import key_only, missing_names, stated_names
 from graph.goal_results import Result, known_values, seen, strings_of, table_of
 from graph.progress import required_steps
@@ -167,6 +167,7 @@ class Check:
     unfiltered: list[str] = field(default_factory=list)
     grain: list[str] = field(default_factory=list)
     conditions: list[str] = field(default_factory=list)
+    reapplied: list[str] = field(default_factory=list)
     misread: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -181,14 +182,23 @@ class Check:
             and not self.unfiltered
             and not self.grain
             and not self.conditions
+            and not self.reapplied
         )
 
     @property
     def needs_read(self) -> bool:
         """Only a new read can mend it: a key for a name, a figure over every date, a "none" no
         empty read found, a value asked for that no read restricted to, rows of the wrong grain,
-        a date condition not asked for."""
-        return bool(self.keys or self.undated or self.absences or self.unfiltered or self.grain or self.conditions)
+        a date condition not asked for, a column applied twice."""
+        return bool(
+            self.keys
+            or self.undated
+            or self.absences
+            or self.unfiltered
+            or self.grain
+            or self.conditions
+            or self.reapplied
+        )
 
     def problems(self, quote: bool = True) -> list[str]:
         """What is unsupported, in words: for the model (``quote``: the claims of none quoted)
@@ -216,6 +226,7 @@ class Check:
             )
         out.extend(self.grain[:2])
         out.extend(self.conditions[:2])
+        out.extend(self.reapplied[:2])
         if self.unfiltered:
             out.append(
                 f"the request names {', '.join(self.unfiltered)}, but no read of this request restricted to "
@@ -303,6 +314,7 @@ def check_answer(
             check.undated = undated_figures(answer, goal, results) + undated_names(answer, goal, results)
         check.unfiltered = unfiltered_values(request or goal, [r for r in reads if not r.empty])
         check.conditions = extra_date_conditions(answer, request or goal, reads)
+        check.reapplied = reapplied_figures(answer, reads)
         check.grain = coarse_grain(answer, request or goal, reads) + single_row_ranking(answer, request or goal, reads)
     claims = absence_claims(answer)
     known = "\n".join([request or goal, *(t for r in reads if not r.empty for t in strings_of(seen(r), keys=True))])

@@ -20,6 +20,7 @@ from tools.builtin.database.grain import ranked_rows, row_grain
 from tools.builtin.database.period_scope import dated_conditions, find_undated
 from tools.builtin.database.schema import MAX_COLUMNS, MAX_TABLES, declared_keys, list_tables, table_columns
 from tools.builtin.database.statement import names_used, quote_name
+from tools.builtin.database.view_columns import reapplied_columns
 from tools.database_setting import DatabaseError
 
 
@@ -37,7 +38,8 @@ def query_database(sql: str, *, database: str = "") -> dict[str, Any]:
     "distinct"}]}``: an ORDER BY … LIMIT without GROUP BY ranked single rows in which these
     selected columns repeat, :func:`.grain.ranked_rows`), ``"date_conditions"`` (``["table.column",
     …]``: two or more date columns compared with values, :func:`.period_scope.dated_conditions`),
-    and ``"categories"`` (``{"table.column": [values]}``: the
+    ``"reapplied"`` (``[sentence]``: a view's computed column combined again with a column it
+    is computed from, :mod:`.view_columns`), and ``"categories"`` (``{"table.column": [values]}``: the
     few text values of the categorical columns of its tables, :mod:`.categories`). Raises DatabaseError for a missing/invalid database,
     anything but a single SELECT/WITH statement, unknown tables or columns, and queries over the
     time limit.
@@ -58,6 +60,8 @@ def query_database(sql: str, *, database: str = "") -> dict[str, Any]:
                 result["ranked_rows"] = ranking
             if conditions := dated_conditions(con, result.get("sql_run", sql)):
                 result["date_conditions"] = conditions
+            if reapplied := reapplied_columns(con, result.get("sql_run", sql)):
+                result["reapplied"] = reapplied
             if held := categories(con, path, result.get("sql_run", sql)):
                 result["categories"] = held
     finally:
