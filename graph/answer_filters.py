@@ -120,3 +120,20 @@ def extra_date_conditions(answer: str, request: str, reads: Sequence[Result]) ->
             "the question is about"
         )
     return out[:2]
+
+
+def read_for(read: Result, text: str) -> bool:
+    """Whether an empty ``read`` can support a "none" in ``text`` (the claim and the request):
+    a read given arguments read what they asked for; a read called with none lists one whole
+    collection, whose emptiness says nothing of anything else — its tool's name must share a
+    word with ``text`` ("You have no reminders" after ``list_reminders``) when ``text`` has words
+    in its letters (Latin; a text in another script is not compared). Measured
+    (Qwen2.5-Coder-1.5B): twice its queries failed, then ``list_reminders`` came back empty and
+    the model answered "There are no orders shipped with DHL" / "There were no invoices issued
+    last month" — right by chance here, a false "none" on any database that holds them."""
+    if not isinstance(read.args, Mapping) or any(s.strip() for s in strings_of(read.args)):
+        return True  # given arguments (or they are not known)
+    named = set(_stems(read.name.replace("_", " ")))
+    said = {w for w in _stems(text) if w.isascii()}
+    # a text in another script ("没有任何笔记" after read_notes) cannot be compared by words
+    return not said or bool(named & said)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from langchain_core.messages import AIMessage, AnyMessage
 
 from graph.answer_figures import Known, figures, in_english, names_period, supported
-from graph.answer_filters import extra_date_conditions, unfiltered_values
+from graph.answer_filters import extra_date_conditions, read_for, unfiltered_values
 from graph.answer_grain import coarse_grain, reapplied_figures, single_row_ranking
 from graph.answer_names import key_only, missing_names, stated_names
 from graph.goal_results import Result, known_values, seen, strings_of, table_of
@@ -318,8 +318,8 @@ def check_answer(
         check.grain = coarse_grain(answer, request or goal, reads) + single_row_ranking(answer, request or goal, reads)
     claims = absence_claims(answer)
     known = "\n".join([request or goal, *(t for r in reads if not r.empty for t in strings_of(seen(r), keys=True))])
-    if claims and not any(r.empty and not r.unexpected_empty and not invented_filters(r, known) for r in reads):
-        check.absences = claims
+    empty = [r for r in reads if r.empty and not r.unexpected_empty and not invented_filters(r, known)]
+    check.absences = [c for c in claims if not any(read_for(r, f"{c}\n{request or goal}") for r in empty)]
     return check
 
 

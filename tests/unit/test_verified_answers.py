@@ -772,3 +772,20 @@ async def test_an_answer_resting_on_a_read_run_with_another_column_says_which_wa
     assert told == f"There are {count} SMB customers. (Read as: {read['assumed'][0]}.)", told
     (memory,) = await task_memories(ctx)
     assert "Read as: name = 'smb'" in memory.text  # the memory carries the reading too
+
+
+@pytest.mark.parametrize(
+    "claim", ["There are no orders shipped with DHL.", "There were no invoices issued last month."]
+)
+def test_a_none_rests_only_on_an_empty_read_of_what_it_is_about(claim):
+    # measured (data suite, Chinook and Northwind): both queries failed, list_reminders came
+    # back empty, and the model answered "none" from it
+    reminders = Result("list_reminders", "c2", "data", False, {"reminders": [], "count": 0}, "ok", None, "", {})
+    assert not check_answer(claim, QUESTION, [reminders], needs_data=True).ok
+    assert check_answer("You have no reminders.", "Do I have any reminders?", [reminders], needs_data=True).ok
+    # a read given arguments read what it asked for
+    queried = Result(
+        "query_database", "c3", "data", False, {"columns": ["n"], "rows": [], "row_count": 0}, "ok", None, "",
+        {"sql": "SELECT * FROM Invoice WHERE 0"},
+    )  # fmt: skip
+    assert check_answer(claim, QUESTION, [reminders, queried], needs_data=True).ok
