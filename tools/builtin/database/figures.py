@@ -21,7 +21,7 @@ import re
 import sqlite3
 
 from tools.builtin.database.connection import schema_authorizer
-from tools.builtin.database.schema import declared_keys, foreign_keys, list_tables, table_columns
+from tools.builtin.database.schema import KEY_NAME, declared_keys, foreign_keys, list_tables, table_columns
 from tools.builtin.database.statement import identifier, names_used, parse_tree, quote_name
 
 #: Characters of the hint at most.
@@ -30,9 +30,6 @@ MAX_FIGURE_HINT_CHARS = 500
 # names of money / decimal types that get NUMERIC affinity
 # ("ENUM" and "POINT" hold the letters but not numbers: Sakila's film.rating is ENUM 'PG-13')
 _NUMERIC_TYPE = re.compile(r"(?i)(?<!PO)INT|REAL|FLOA|DOUB|(?<!E)NUM|DEC|MONEY")
-# a key's name: "id", "customer_id", "order_no", "CustomerId", "PaymentNo" (CamelCase is
-# case-sensitive: "paid" is no key)
-_KEY_NAME = re.compile(r"(?i:(^|_)(id|no|nr|key)$)|[a-z](Id|No|Key)$")
 
 
 def summed_column(sql: str, column: str) -> bool:
@@ -57,7 +54,7 @@ def numeric_columns(con: sqlite3.Connection, table: str) -> list[str]:
     fk = {src.lower() for _, cols, _ in declared_keys(con, table) for src in cols}
     out = []
     for name, declared, _, pk in table_columns(con, table):
-        if pk or name.lower() in fk or _KEY_NAME.search(name):
+        if pk or name.lower() in fk or KEY_NAME.search(name):
             continue
         if declared:
             if _NUMERIC_TYPE.search(declared):

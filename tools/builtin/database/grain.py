@@ -14,18 +14,15 @@ the schema (primary and foreign keys, key-like names), never from expected names
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from typing import Any
 
 from tools.builtin.database.connection import Deadline
-from tools.builtin.database.schema import declared_keys, list_tables, table_columns
+from tools.builtin.database.schema import KEY_NAME, declared_keys, list_tables, table_columns
 from tools.builtin.database.statement import editable_tree, sqlite_dialect
 
 #: Key columns counted at most (each is one COUNT(DISTINCT …) in the same statement).
 MAX_KEYS = 8
-# a key's name: "id", "OrderID", "order_id", "ticket_no", "client_ref"
-_KEY_NAME = re.compile(r"(?i:(^|_)(id|no|nr|key|ref)$)|[a-z](Id|ID|No|Key|Ref)$")
 
 
 def row_grain(con: sqlite3.Connection, sql: str) -> dict[str, Any] | None:
@@ -55,7 +52,7 @@ def row_grain(con: sqlite3.Connection, sql: str) -> dict[str, Any] | None:
                 continue
             fks = {c.lower() for _, cols, _ in declared_keys(con, table) for c in cols}
             for name, _, _, pk in table_columns(con, table):
-                if pk or name.lower() in fks or _KEY_NAME.search(name):
+                if pk or name.lower() in fks or KEY_NAME.search(name):
                     keys.append((source.alias_or_name, name))
         keys = list(dict.fromkeys(keys))[:MAX_KEYS]
         if not keys:

@@ -5,6 +5,7 @@ error messages."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 from tools.builtin.database.connection import connect_readonly, database_file, schema_authorizer
@@ -13,6 +14,9 @@ from tools.builtin.database.statement import identifier, names_used, quote_name,
 #: describe_database lists at most this many tables, and this many columns per table.
 MAX_TABLES = 40
 MAX_COLUMNS = 40
+#: A key's column name, not a figure's: "id", "OrderID", "order_id", "ticket_no", "client_ref"
+#: (CamelCase is case-sensitive: "paid" is no key).
+KEY_NAME = re.compile(r"(?i:(^|_)(id|no|nr|key|ref)$)|[a-z](Id|ID|No|Key|Ref)$")
 
 
 def list_tables(con: sqlite3.Connection) -> list[str]:
