@@ -62,8 +62,9 @@ def test_no_suggestion_where_the_latest_month_is_no_answer(old_sales, tmp_path):
             "Sales", [{"label": "n", "sql": f"{COUNT} WHERE order_id < 0"}], database=old_sales, data_dir=tmp_path
         )
     assert not isinstance(err.value, InvalidValueError)
-    # a stated period with data whose query lacks a date condition: refused without a suggestion
-    no_condition = refusal(old_sales, tmp_path, END)
+    # a stated period with data whose query lacks a date condition (and cannot be given one
+    # plainly: the table only inside a subquery): refused without a suggestion
+    no_condition = refusal(old_sales, tmp_path, END, f"SELECT * FROM ({COUNT})")
     assert no_condition.details() is None
 
 

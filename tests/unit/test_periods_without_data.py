@@ -66,9 +66,12 @@ def test_period_latest_writes_the_latest_month_titled_so(old_books, tmp_path):
     assert Path(out["path"]).name == f"sales-report-{END}.md"
 
 
-def test_period_latest_still_needs_the_date_condition(old_books, tmp_path):
+def test_period_latest_still_gets_the_date_condition(old_books, tmp_path):
+    out = generate_report("Sales", UNDATED, period="latest", database=old_books, data_dir=tmp_path)
+    assert all(f"= '{END}'" in q["sql_run"] for q in out["queries"]), out["queries"]
+    nested = [{**q, "sql": f"SELECT * FROM ({q['sql']})"} for q in UNDATED]  # cannot be added plainly
     with pytest.raises(DatabaseError, match=rf"not the report's period '{END}'.*= '{END}'"):
-        generate_report("Sales", UNDATED, period="latest", database=old_books, data_dir=tmp_path)
+        generate_report("Sales", nested, period="latest", database=old_books, data_dir=tmp_path / "n")
 
 
 def scripted_model(error: str, queries: list[dict[str, str]]) -> dict[str, object]:
@@ -118,10 +121,14 @@ def test_a_relative_period_with_data_is_written_as_the_period_it_names_today(fre
     assert f"Period: **{last}**" in text and period not in text
 
 
-def test_a_resolved_relative_period_still_needs_the_date_condition(fresh_books, tmp_path):
-    with pytest.raises(DatabaseError, match=rf"not the report's period '{month_before(TODAY)}'"):
-        generate_report("Sales", UNDATED, period="last month", database=fresh_books, data_dir=tmp_path)
-    assert not (tmp_path / "reports").exists()
+def test_a_resolved_relative_period_still_gets_the_date_condition(fresh_books, tmp_path):
+    last = month_before(TODAY)
+    out = generate_report("Sales", UNDATED, period="last month", database=fresh_books, data_dir=tmp_path)
+    assert out["period"] == last and all(f"= '{last}'" in q["sql_run"] for q in out["queries"])
+    nested = [{**q, "sql": f"SELECT * FROM ({q['sql']})"} for q in UNDATED]
+    with pytest.raises(DatabaseError, match=rf"not the report's period '{last}'"):
+        generate_report("Sales", nested, period="last month", database=fresh_books, data_dir=tmp_path / "n")
+    assert not (tmp_path / "n" / "reports").exists()
 
 
 @pytest.mark.parametrize("period", ["recently", "最近", "up to now"])
@@ -137,6 +144,6 @@ def test_a_title_naming_a_relative_period_makes_it_the_reports_period(fresh_book
     dated = [{**q, "sql": q["sql"] + f" WHERE strftime('%Y-%m', issued_on) = '{last}'"} for q in UNDATED]
     out = generate_report("Invoices report last month", dated, database=fresh_books, data_dir=tmp_path)
     assert out["period"] == last and out["title"] == f"Invoices report last month — {last}"
-    with pytest.raises(DatabaseError, match=rf"not the report's period '{last}'"):  # and is checked
-        generate_report("Invoices report last month", UNDATED, database=fresh_books, data_dir=tmp_path / "x")
+    checked = generate_report("Invoices report last month", UNDATED, database=fresh_books, data_dir=tmp_path / "x")
+    assert all(f"= '{last}'" in q["sql_run"] for q in checked["queries"])  # and is held to it
     assert generate_report("Invoices report", UNDATED, database=fresh_books, data_dir=tmp_path)["period"] == ""

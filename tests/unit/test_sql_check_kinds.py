@@ -123,21 +123,26 @@ def test_sql_sqlglot_cannot_parse_is_checked_by_the_names_in_its_code(con, monke
 
 
 @pytest.mark.parametrize("group_by", ["GROUP BY m", "GROUP BY 1", "GROUP BY strftime('%Y-%m', order_date)"])
-def test_a_report_with_a_group_by_month_alone_is_refused_and_says_why(shop, tmp_path, group_by):
+def test_a_report_with_a_group_by_month_alone_is_restricted_to_the_period(shop, tmp_path, group_by):
     per_month = {
         "label": "By month",
         "sql": f"SELECT strftime('%Y-%m', order_date) AS m, SUM(total) FROM orders {group_by}",
     }
+    out = generate_report("Sales", [per_month], period="2026-01..2026-02", database=shop, data_dir=tmp_path)
+    assert [r[0] for r in out["queries"][0]["rows"]] == ["2026-01", "2026-02"]
+    assert "BETWEEN '2026-01' AND '2026-02'" in out["queries"][0]["sql_run"]
+    # where it cannot be added plainly (the grouping inside a subquery): refused, and says why
+    nested = {"label": "By month", "sql": f"SELECT * FROM ({per_month['sql']})"}
     with pytest.raises(DatabaseError) as err:
-        generate_report("Sales", [per_month], period="2026-01..2026-02", database=shop, data_dir=tmp_path)
+        generate_report("Sales", [nested], period="2026-01..2026-02", database=shop, data_dir=tmp_path / "n")
     text = str(err.value)
     assert "no condition on a date (orders.order_date)" in text and "GROUP BY gives a row per period" in text
     assert "WHERE strftime('%Y-%m', orders.order_date) BETWEEN '2026-01' AND '2026-02'" in text
-    assert not (tmp_path / "reports").exists()
-    # restricted with HAVING on the grouped month: written
+    assert not (tmp_path / "n" / "reports").exists()
+    # restricted with HAVING on the grouped month: written as it is
     per_month["sql"] += " HAVING m BETWEEN '2026-01' AND '2026-02'"
     out = generate_report("Sales", [per_month], period="2026-01..2026-02", database=shop, data_dir=tmp_path)
-    assert [r[0] for r in out["queries"][0]["rows"]] == ["2026-01", "2026-02"]
+    assert [r[0] for r in out["queries"][0]["rows"]] == ["2026-01", "2026-02"] and "repaired" not in out["queries"][0]
 
 
 @pytest.mark.parametrize(
@@ -149,16 +154,16 @@ def test_a_report_with_a_group_by_month_alone_is_refused_and_says_why(shop, tmp_
         ("Q1 2026", "a WHERE condition on orders.order_date"),
     ],
 )
-def test_the_refusal_shows_a_condition_for_the_form_of_the_period(shop, tmp_path, period, example):
-    with pytest.raises(DatabaseError, match="no condition on a date") as err:
-        generate_report(
-            "Sales",
-            [{"label": "All", "sql": "SELECT SUM(total) FROM orders"}],
-            period=period,
-            database=shop,
-            data_dir=tmp_path,
-        )
-    assert example in str(err.value)
+def test_the_condition_for_the_form_of_the_period_is_added_or_shown(shop, tmp_path, period, example):
+    plain = {"label": "All", "sql": "SELECT SUM(total) FROM orders"}
+    nested = {"label": "All", "sql": "SELECT * FROM (SELECT SUM(total) FROM orders)"}
+    if example.startswith("WHERE "):
+        out = generate_report("Sales", [plain], period=period, database=shop, data_dir=tmp_path)
+        assert out["queries"][0]["repaired"][0].startswith(example.removeprefix("WHERE "))
+    for query in [plain, nested] if not example.startswith("WHERE ") else [nested]:
+        with pytest.raises(DatabaseError, match="no condition on a date") as err:
+            generate_report("Sales", [query], period=period, database=shop, data_dir=tmp_path)
+        assert example in str(err.value)
 
 
 # -- no false refusals: keyword and odd names, month text, period numbers --------------------------

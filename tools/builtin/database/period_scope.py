@@ -251,3 +251,31 @@ def dated_conditions(con: sqlite3.Connection, sql: str) -> list[str]:
     except sqlite3.Error:
         return []
     return found if len(found) >= 2 else []
+
+
+def restrict_to(sql: str, column: str, condition: str) -> str | None:
+    """``sql`` with ``condition`` (SQL over ``column``, a ``table.column`` reference as
+    :class:`Undated` gives it) ANDed to its top-level WHERE, the table named as the query names
+    it (its alias); None when that cannot be done plainly: not one SELECT (a UNION), or the
+    table is not among the top-level SELECT's own sources (only inside a subquery)."""
+    import sqlglot
+    from sqlglot import exp
+
+    from tools.builtin.database.statement import editable_tree, sqlite_dialect
+
+    tree = editable_tree(sql)
+    try:
+        ref = sqlglot.parse_one(column, read=sqlite_dialect())
+        cond = sqlglot.parse_one(condition, read=sqlite_dialect())
+    except sqlglot.errors.ParseError:
+        return None
+    if not isinstance(tree, exp.Select) or not isinstance(ref, exp.Column) or not ref.table:
+        return None
+    sources = [t for t in tree.find_all(exp.Table) if t.find_ancestor(exp.Select) is tree]
+    source = next((t for t in sources if t.name.lower() == ref.table.lower()), None)
+    if source is None:
+        return None
+    for col in cond.find_all(exp.Column):
+        if col.name.lower() == ref.name.lower() and col.table.lower() == ref.table.lower():
+            col.set("table", exp.to_identifier(source.alias_or_name))
+    return tree.where(cond, copy=False).sql(dialect=sqlite_dialect())
