@@ -244,7 +244,7 @@ def test_a_report_on_such_a_column_gets_or_needs_a_date_condition(gaps, tmp_path
         con.close()
     query = {"label": "x", "sql": sql}
     if table == "events":  # Unix times: no plain condition to add, refused with how to write one
-        with pytest.raises(DatabaseError, match="no condition on a date.*unixepoch"):
+        with pytest.raises(DatabaseError, match=r"no condition on a date.*unixepoch"):
             generate_report("Sales", [query], period="2026-02", database=gaps, data_dir=tmp_path)
         assert not (tmp_path / "reports").exists()
         return
