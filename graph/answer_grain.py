@@ -126,3 +126,45 @@ def reapplied_figures(answer: str, reads: Sequence[Result]) -> list[str]:
         if any(supported(f, Known(known_values(r, []))) for f in stated):
             out += [f"the figure's read applies a column twice — {n}" for n in notes if isinstance(n, str)]
     return out[:2]
+
+
+def one_of_many(answer: str, request: str, reads: Sequence[Result]) -> list[str]:
+    """Why a figure of ``answer`` is no answer for the one figure ``request`` asks: the only
+    reads that hold it returned several rows of figures with no label (a row per group: ``AVG(x)
+    … GROUP BY order_id``), and it is the value of one of them — not a figure over all of them.
+    A request that ranks ("the highest", "most") may take one row; so may a read whose rows are
+    labelled (a month, a name): the answer then names which. One sentence per such figure, []
+    when none. Measured (Qwen2.5-Coder-1.5B, generated sales database): "On average, how many
+    units are in an order?" → ``SELECT AVG(quantity) FROM order_items GROUP BY order_id`` (610
+    rows) → "approximately 1.67", the second row's value."""
+    if _RANKS.search(request or ""):
+        return []
+    single = [r for r in reads if (t := table_of(r.data)) is None or len(t[1]) <= 1]
+    many = []
+    for r in reads:
+        table = table_of(r.data)
+        if table is None or len(table[1]) <= 1:
+            continue
+        cells = [v for row in table[1] for v in row]
+        if any(isinstance(v, str) for v in cells):
+            continue  # labelled rows: which one is meant is stated by the label
+        many.append(
+            (r, table, Known([float(v) for v in cells if isinstance(v, (int, float)) and not isinstance(v, bool)]))
+        )
+    if not many:
+        return []
+    out: list[str] = []
+    said = Known([v for f in figures(request or "") for v, _ in f.readings])  # "in 2026", "5 customers"
+    for fig in figures(answer):
+        if supported(fig, said) or any(supported(fig, Known(known_values(r, []))) for r in single):
+            continue
+        holder = next(((r, t) for r, t, known in many if supported(fig, known)), None)
+        if holder is not None:
+            r, (_, rows) = holder
+            count = r.data.get("row_count", len(rows)) if isinstance(r.data, dict) else len(rows)
+            out.append(
+                f"{fig.text} is the value of one of the {count} rows of a read that returns a row per group; the "
+                "request asks for one figure over all of them: compute it in SQL (an aggregate over those rows, "
+                "e.g. SELECT AVG(x) FROM (SELECT … AS x … GROUP BY …))"
+            )
+    return out[:2]

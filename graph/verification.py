@@ -33,7 +33,7 @@ from langchain_core.messages import AIMessage, AnyMessage
 
 from graph.answer_figures import Known, figures, in_english, names_period, supported
 from graph.answer_filters import extra_date_conditions, read_for, unfiltered_values
-from graph.answer_grain import coarse_grain, reapplied_figures, single_row_ranking
+from graph.answer_grain import coarse_grain, one_of_many, reapplied_figures, single_row_ranking
 from graph.answer_names import key_only, missing_names, stated_names
 from graph.goal_results import Result, known_values, seen, strings_of, table_of
 from graph.progress import required_steps
@@ -315,7 +315,12 @@ def check_answer(
         check.unfiltered = unfiltered_values(request or goal, [r for r in reads if not r.empty])
         check.conditions = extra_date_conditions(answer, request or goal, reads)
         check.reapplied = reapplied_figures(answer, reads)
-        check.grain = coarse_grain(answer, request or goal, reads) + single_row_ranking(answer, request or goal, reads)
+        asked = request or goal
+        check.grain = (
+            coarse_grain(answer, asked, reads)
+            + single_row_ranking(answer, asked, reads)
+            + one_of_many(answer, asked, reads)
+        )
     claims = absence_claims(answer)
     known = "\n".join([request or goal, *(t for r in reads if not r.empty for t in strings_of(seen(r), keys=True))])
     empty = [r for r in reads if r.empty and not r.unexpected_empty and not invented_filters(r, known)]

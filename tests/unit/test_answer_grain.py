@@ -142,3 +142,43 @@ def test_the_tool_says_nothing_of_rankings_over_one_row_per_value(db: Path):
         "SELECT customer FROM sales_lines ORDER BY revenue DESC",  # no LIMIT: every row listed
     ):
         assert "ranked_rows" not in query_database(sql, database=str(db)), sql
+
+
+PER_ORDER = "SELECT AVG(quantity) FROM order_items GROUP BY order_id"
+
+
+def test_one_row_of_many_unlabelled_rows_is_no_figure_over_all(db: Path):
+    # measured: "approximately 1.67", the second of 610 per-order averages
+    r = read(db, PER_ORDER)
+    value = next(
+        v for (v,) in r.data["rows"] if round(v, 2) != round(sum(x for (x,) in r.data["rows"]) / len(r.data["rows"]), 2)
+    )
+    check = verify(
+        f"The average is approximately {value:.2f}.",
+        "On average, how many units are in an order?",
+        "question",
+        [r],
+        [QUERY_DATABASE],
+    )
+    assert check.grain and not check.ok and check.needs_read
+    assert "one of the" in "; ".join(check.problems())
+
+
+def test_one_row_is_an_answer_when_the_rows_are_labelled_or_the_request_ranks(db: Path):
+    labelled = read(db, "SELECT order_id, AVG(quantity) FROM order_items GROUP BY order_id ORDER BY 2 DESC")
+    top = labelled.data["rows"][0][1]
+    ranks = "Which order has the highest average units per line?"
+    assert not verify(
+        f"Order {labelled.data['rows'][0][0]}: {top:.2f}.", ranks, "question", [labelled], [QUERY_DATABASE]
+    ).grain
+    plain = read(db, PER_ORDER + " ORDER BY 1 DESC")
+    assert not verify(
+        f"The highest is {plain.data['rows'][0][0]:.2f}.", ranks, "question", [plain], [QUERY_DATABASE]
+    ).grain
+    # a figure over all of them, read in one row: an answer
+    over_all = read(db, f"SELECT AVG(x) FROM ({PER_ORDER.replace('AVG(quantity)', 'AVG(quantity) AS x')})")
+    avg = over_all.data["rows"][0][0]
+    both = [read(db, PER_ORDER), over_all]
+    assert not verify(
+        f"About {avg:.2f}.", "On average, how many units per line are in an order?", "question", both, [QUERY_DATABASE]
+    ).grain
