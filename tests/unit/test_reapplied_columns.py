@@ -40,6 +40,11 @@ def read(db: Path, sql: str) -> Result:
     return Result("query_database", "q1", "data", False, query_database(sql, database=str(db)), "ok", None, "")
 
 
+def verify_total(r: Result):
+    answer = f"Sales after discounts were {r.data['rows'][0][0]:.2f}."
+    return verify(answer, "Total sales after discounts?", "question", [r], [QUERY_DATABASE])
+
+
 @pytest.mark.parametrize(
     "sql",
     [
@@ -51,13 +56,7 @@ def read(db: Path, sql: str) -> Result:
 def test_a_figure_that_applies_a_column_twice_is_sent_back(invoices_db: Path, sql: str):
     r = read(invoices_db, sql)
     assert any("Discount is already applied" in n for n in r.data["reapplied"]), r.data
-    check = verify(
-        f"Sales after discounts were {r.data['rows'][0][0]:.2f}.",
-        "Total sales after discounts?",
-        "question",
-        [r],
-        [QUERY_DATABASE],
-    )
+    check = verify_total(r)
     assert check.reapplied and check.needs_read and not check.ok
     assert "Invoices.ExtendedPrice" in "; ".join(check.problems())
 
@@ -74,13 +73,7 @@ def test_a_figure_that_applies_a_column_twice_is_sent_back(invoices_db: Path, sq
 def test_a_column_applied_once_passes(invoices_db: Path, sql: str):
     r = read(invoices_db, sql)
     assert "reapplied" not in r.data, r.data
-    check = verify(
-        f"Sales after discounts were {r.data['rows'][0][0]:.2f}.",
-        "Total sales after discounts?",
-        "question",
-        [r],
-        [QUERY_DATABASE],
-    )
+    check = verify_total(r)
     assert not check.reapplied
 
 
