@@ -19,11 +19,13 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 
-from graph.answer_figures import Known, figures, supported
-from graph.goal_results import Result, known_values, strings_of, table_of
+from graph.answer_figures import Known, figures, names_period, supported
+from graph.answer_names import missing_names
+from graph.goal_results import Result, known_values, seen, strings_of, table_of
 
 # values too common to be what a request means by them
 _GENERIC = frozenset({"yes", "no", "true", "false", "none", "null", "other", "unknown", "all", "any", "n/a", "na"})
+# a value compared in SQL ('Japan', '%Japan%'); the SQL text itself is no value
 _SQL_TEXT = re.compile(r"\bselect\b[\s\S]*\bfrom\b", re.IGNORECASE)
 _SQL_LITERAL = re.compile(r"'((?:[^']|'')*)'")
 
@@ -137,3 +139,86 @@ def read_for(read: Result, text: str) -> bool:
     said = {w for w in _stems(text) if w.isascii()}
     # a text in another script ("没有任何笔记" after read_notes) cannot be compared by words
     return not said or bool(named & said)
+
+
+def invented_filters(read: Result, known: str) -> list[str]:
+    """The values ``read`` filtered on that neither the request nor another read of the goal
+    holds (``known``): "none" found for a value the model made up is no "none" for the question.
+    Measured (Qwen2.5-Coder-1.5B): "What was total revenue in October 2026?" → ``… WHERE
+    order_date LIKE '2026-10-%' AND region = 'North America'`` (no such region) → "There is no
+    data for the period asked." A value is a short string argument, or a quoted literal of a
+    query's SQL; dates, numbers and patterns' wildcards are left out (a period is checked as
+    figures)."""
+    values: list[str] = []
+    for text in strings_of(read.args):
+        if _SQL_TEXT.search(text):
+            values += [v.replace("''", "'") for v in _SQL_LITERAL.findall(text)]
+        elif len(text) <= 60:
+            values.append(text)
+    words = [v.strip("%_ ") for v in values]
+    worded = [
+        v for v in words if re.search(r"[^\W\d_]{2,}", v) and not re.fullmatch(r"[\d\s:%_./-]*[TtZz]?[\d\s:%_./-]*", v)
+    ]
+    candidates = missing_names([v for v in worded if not _is_period_text(v)], known)
+    held = set(re.findall(r"\w+", unicodedata.normalize("NFKC", known).casefold()))
+    return [v for v in candidates if not all(_loosely_held(w, held) for w in re.findall(r"\w+", v.casefold()))]
+
+
+def _loosely_held(word: str, held: set[str]) -> bool:
+    """``word`` or a form of it is in ``held`` (a shared stem: 'tablet' / 'tablets', 'urgent' /
+    'urgently'), for words of 4 letters or more; shorter words must be there as they are."""
+    if word in held or len(word) < 4:
+        return word in held
+    return any(
+        len(w) >= 4 and (w.startswith(word[: max(4, len(word) - 2)]) or word.startswith(w[: max(4, len(w) - 2)]))
+        for w in held
+    )
+
+
+# SQLite's time strings and modifiers ('now', 'start of month', '-1 month', 'weekday 0'): a
+# period relative to today, no value of the data (measured: strftime('%Y-%m', 'now') made the
+# "none" of "How many orders have come in this month?" rest on an invented filter 'now')
+_SQLITE_TIME = re.compile(
+    r"(?:now|localtime|utc|unixepoch|auto|subsec|julianday|start of (?:day|month|year)|weekday \d"
+    r"|[+-]?\s*\d+(?:\.\d+)?\s+(?:day|hour|minute|second|month|year)s?)",
+    re.IGNORECASE,
+)
+
+
+def _is_period_text(value: str) -> bool:
+    """A strftime format, a SQLite time string or modifier, or a date written with month words
+    ('%Y-%m', 'now', 'start of month', 'Oct 2026'): no value."""
+    return (
+        value.startswith("%")
+        or bool(_SQLITE_TIME.fullmatch(value.strip()))
+        or (bool(figures(value)) and names_period(value))
+    )
+
+
+def invented_figures(answer: str, request: str, reads: Sequence[Result]) -> list[str]:
+    """Why what ``answer`` states may answer another question: the read that holds a figure or
+    a name of it filtered on values neither the request nor any other read of the goal holds
+    (:func:`invented_filters`). One sentence per such read, [] when none. Measured
+    (Qwen2.5-Coder-1.5B, support-desk database): "How many replies did customers send in October
+    2026?" → ``COUNT(ticket_no) FROM tickets WHERE priority = 'high' AND opened_at LIKE
+    '2026-10%'`` → "Customers sent 13 high priority tickets in October 2026." — the figure is in
+    the result, the question is not the one asked."""
+    stated = figures(answer)
+    lowered = _fold(answer)
+    out: list[str] = []
+    for read in reads:
+        if read.empty:
+            continue
+        others = [strings_of(seen(r), keys=True) for r in reads if r is not read and not r.empty]
+        made_up = invented_filters(read, "\n".join([request, *(t for texts in others for t in texts)]))
+        if not made_up:
+            continue
+        table = table_of(read.data)
+        names = [v for row in table[1] for v in row if isinstance(v, str) and len(v) >= 3] if table else []
+        if any(supported(f, Known(known_values(read, []))) for f in stated) or any(_fold(n) in lowered for n in names):
+            listed = ", ".join(f"'{v}'" for v in made_up[:3])
+            out.append(
+                f"the read it comes from filtered on {listed}, which the request does not name: it answers another "
+                "question — read again with only the conditions asked"
+            )
+    return out[:2]

@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, AnyMessage
 
 from graph.answer_figures import Known, figures, in_english, names_period, supported
-from graph.answer_filters import extra_date_conditions, read_for, unfiltered_values
+from graph.answer_filters import extra_date_conditions, invented_figures, invented_filters, read_for, unfiltered_values
 from graph.answer_grain import coarse_grain, one_of_many, reapplied_figures, single_row_ranking
 from graph.answer_names import key_only, missing_names, stated_names
 from graph.goal_results import Result, known_values, seen, strings_of, table_of
@@ -313,7 +312,9 @@ def check_answer(
         if period_asked:
             check.undated = undated_figures(answer, goal, results) + undated_names(answer, goal, results)
         check.unfiltered = unfiltered_values(request or goal, [r for r in reads if not r.empty])
-        check.conditions = extra_date_conditions(answer, request or goal, reads)
+        check.conditions = extra_date_conditions(answer, request or goal, reads) + invented_figures(
+            answer, request or goal, reads
+        )
         check.reapplied = reapplied_figures(answer, reads)
         asked = request or goal
         check.grain = (
@@ -326,11 +327,6 @@ def check_answer(
     empty = [r for r in reads if r.empty and not r.unexpected_empty and not invented_filters(r, known)]
     check.absences = [c for c in claims if not any(read_for(r, f"{c}\n{request or goal}") for r in empty)]
     return check
-
-
-# a value compared in SQL ('Japan', '%Japan%'); the SQL text itself is no value
-_SQL_LITERAL = re.compile(r"'((?:[^']|'')*)'")
-_SQL_TEXT = re.compile(r"\bselect\b[\s\S]*\bfrom\b", re.IGNORECASE)
 
 
 def _digits(text: str) -> str:
@@ -351,60 +347,6 @@ def misread_figures(written: Sequence[str], reads: Sequence[Result]) -> dict[str
         if len(key) >= 2 and (same := by_digits.get(key)):
             out[text] = same
     return out
-
-
-def invented_filters(read: Result, known: str) -> list[str]:
-    """The values ``read`` filtered on that neither the request nor another read of the goal
-    holds (``known``): "none" found for a value the model made up is no "none" for the question.
-    Measured (Qwen2.5-Coder-1.5B): "What was total revenue in October 2026?" → ``… WHERE
-    order_date LIKE '2026-10-%' AND region = 'North America'`` (no such region) → "There is no
-    data for the period asked." A value is a short string argument, or a quoted literal of a
-    query's SQL; dates, numbers and patterns' wildcards are left out (a period is checked as
-    figures)."""
-    values: list[str] = []
-    for text in strings_of(read.args):
-        if _SQL_TEXT.search(text):
-            values += [v.replace("''", "'") for v in _SQL_LITERAL.findall(text)]
-        elif len(text) <= 60:
-            values.append(text)
-    words = [v.strip("%_ ") for v in values]
-    worded = [
-        v for v in words if re.search(r"[^\W\d_]{2,}", v) and not re.fullmatch(r"[\d\s:%_./-]*[TtZz]?[\d\s:%_./-]*", v)
-    ]
-    candidates = missing_names([v for v in worded if not _is_period_text(v)], known)
-    held = set(re.findall(r"\w+", unicodedata.normalize("NFKC", known).casefold()))
-    return [v for v in candidates if not all(_loosely_held(w, held) for w in re.findall(r"\w+", v.casefold()))]
-
-
-def _loosely_held(word: str, held: set[str]) -> bool:
-    """``word`` or a form of it is in ``held`` (a shared stem: 'tablet' / 'tablets', 'urgent' /
-    'urgently'), for words of 4 letters or more; shorter words must be there as they are."""
-    if word in held or len(word) < 4:
-        return word in held
-    return any(
-        len(w) >= 4 and (w.startswith(word[: max(4, len(word) - 2)]) or word.startswith(w[: max(4, len(w) - 2)]))
-        for w in held
-    )
-
-
-# SQLite's time strings and modifiers ('now', 'start of month', '-1 month', 'weekday 0'): a
-# period relative to today, no value of the data (measured: strftime('%Y-%m', 'now') made the
-# "none" of "How many orders have come in this month?" rest on an invented filter 'now')
-_SQLITE_TIME = re.compile(
-    r"(?:now|localtime|utc|unixepoch|auto|subsec|julianday|start of (?:day|month|year)|weekday \d"
-    r"|[+-]?\s*\d+(?:\.\d+)?\s+(?:day|hour|minute|second|month|year)s?)",
-    re.IGNORECASE,
-)
-
-
-def _is_period_text(value: str) -> bool:
-    """A strftime format, a SQLite time string or modifier, or a date written with month words
-    ('%Y-%m', 'now', 'start of month', 'Oct 2026'): no value."""
-    return (
-        value.startswith("%")
-        or bool(_SQLITE_TIME.fullmatch(value.strip()))
-        or (bool(figures(value)) and names_period(value))
-    )
 
 
 def grounding_readers(goal: str, work: Sequence[AnyMessage], specs: Sequence[ToolSpec]) -> list[str]:

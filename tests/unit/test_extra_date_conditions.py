@@ -43,7 +43,8 @@ def orders_db(tmp_path: Path) -> Path:
 
 
 def read(db: Path, sql: str) -> Result:
-    return Result("query_database", "q1", "data", False, query_database(sql, database=str(db)), "ok", None, "")
+    data = query_database(sql, database=str(db))
+    return Result("query_database", "q1", "data", False, data, "ok", None, "", {"sql": sql})
 
 
 def test_a_figure_under_a_date_condition_not_asked_for_is_sent_back(orders_db: Path):
@@ -83,3 +84,29 @@ def test_one_date_compared_with_values_is_no_extra_condition(orders_db: Path, sq
         f"The total was {r.data['rows'][0][0]:.0f}.", "Total sales in May 2018?", "question", [r], [QUERY_DATABASE]
     )
     assert not check.conditions
+
+
+def test_a_figure_read_under_a_filter_value_nobody_asked_for_is_sent_back(db: Path):
+    # measured (tickets): "How many replies did customers send in October 2026?" → COUNT over
+    # tickets WHERE priority = 'high' → "Customers sent 13 high priority tickets …"
+    sql = "SELECT COUNT(*) FROM sales_lines WHERE segment = 'enterprise' AND order_date LIKE '2025-05%'"
+    r = read(db, sql)
+    n = r.data["rows"][0][0]
+    check = verify(
+        f"We got {n} orders in May 2025.",
+        "How many order lines did we get in May 2025?",
+        "question",
+        [r],
+        [QUERY_DATABASE],
+    )
+    assert check.conditions and not check.ok and "'enterprise'" in "; ".join(check.problems())
+    # the request names it: the answer to it
+    asked = "How many enterprise order lines did we get in May 2025?"
+    assert not verify(f"We got {n} enterprise order lines.", asked, "question", [r], [QUERY_DATABASE]).conditions
+    # a name stated from such a read, the same
+    top = read(
+        db,
+        "SELECT customer FROM sales_lines WHERE segment = 'enterprise' GROUP BY customer ORDER BY SUM(revenue) DESC LIMIT 1",
+    )
+    name = top.data["rows"][0][0]
+    assert verify(f"{name}.", "Who is our biggest customer?", "question", [top], [QUERY_DATABASE]).conditions
