@@ -86,7 +86,9 @@ def replay(report: Path, databases: dict[str, Path], root: Path) -> list[Replaye
     """Every answered, scored run of ``report`` replayed (module docstring). ``databases``:
     ``{name: file}`` given or built so far (filled in, built under ``root``). Raises OSError or
     ValueError for an unreadable report."""
-    summary = json.loads((report / "summary.json").read_text(encoding="utf-8"))
+    # a run cut short has no summary: its databases are then the suite's own
+    summary_file = report / "summary.json"
+    summary = json.loads(summary_file.read_text(encoding="utf-8")) if summary_file.exists() else {}
     user_db = (summary.get("config") or {}).get("database") or ""
     specs = [spec for spec, _ in BUILTIN_TOOLS]  # the post_message of a flagship run is a builtin too
     out: list[Replayed] = []
