@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 
 from graph.answer_figures import Known, figures, names_period, supported
 from graph.answer_names import missing_names
-from graph.goal_results import Result, known_values, seen, strings_of, table_of
+from graph.goal_results import Result, known_values, strings_of, table_of
 
 # values too common to be what a request means by them
 _GENERIC = frozenset({"yes", "no", "true", "false", "none", "null", "other", "unknown", "all", "any", "n/a", "na"})
@@ -209,16 +209,20 @@ def invented_figures(answer: str, request: str, reads: Sequence[Result]) -> list
     for read in reads:
         if read.empty:
             continue
-        others = [strings_of(seen(r), keys=True) for r in reads if r is not read and not r.empty]
-        made_up = invented_filters(read, "\n".join([request, *(t for texts in others for t in texts)]))
+        # what the rows of the goal's other reads returned ("Cleo Park", found first, then
+        # filtered on); not their category lists (every value of a column) nor a read sent
+        # again word for word (measured: the same query twice made 'high' its own support)
+        rows = [table_of(r.data) for r in reads if r.args != read.args and not r.empty]
+        returned = [str(v) for table in rows if table for row in table[1] for v in row if isinstance(v, str)]
+        made_up = invented_filters(read, "\n".join([request, *returned]))
         if not made_up:
             continue
         table = table_of(read.data)
         names = [v for row in table[1] for v in row if isinstance(v, str) and len(v) >= 3] if table else []
         if any(supported(f, Known(known_values(read, []))) for f in stated) or any(_fold(n) in lowered for n in names):
             listed = ", ".join(f"'{v}'" for v in made_up[:3])
-            out.append(
+            out.append(  # one sentence per read; the same read sent twice says it once (below)
                 f"the read it comes from filtered on {listed}, which the request does not name: it answers another "
                 "question — read again with only the conditions asked"
             )
-    return out[:2]
+    return list(dict.fromkeys(out))[:2]

@@ -110,3 +110,25 @@ def test_a_figure_read_under_a_filter_value_nobody_asked_for_is_sent_back(db: Pa
     )
     name = top.data["rows"][0][0]
     assert verify(f"{name}.", "Who is our biggest customer?", "question", [top], [QUERY_DATABASE]).conditions
+
+
+def test_the_same_read_sent_twice_is_no_support_for_its_own_filter(db: Path):
+    # measured (HEAD, data suite): sent back once, the model sent the same query again and
+    # its second answer passed: the first read's category list held 'enterprise'
+    sql = "SELECT COUNT(*) FROM sales_lines WHERE segment = 'enterprise' AND order_date LIKE '2025-05%'"
+    first, again = read(db, sql), read(db, sql)
+    n = first.data["rows"][0][0]
+    check = verify(
+        f"We got {n} order lines.",
+        "How many order lines did we get in May 2025?",
+        "question",
+        [first, again],
+        [QUERY_DATABASE],
+    )
+    assert check.conditions == [
+        "the read it comes from filtered on 'enterprise', which the request does not name: it answers another question — read again with only the conditions asked"
+    ]
+    # a value another read returned in its rows (listed first, then filtered on) is known
+    listed = read(db, "SELECT segment, COUNT(*) FROM customers GROUP BY segment")
+    asked = "How many order lines did that segment get in May 2025?"
+    assert not verify(f"{n} order lines.", asked, "question", [listed, first], [QUERY_DATABASE]).conditions
