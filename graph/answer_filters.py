@@ -40,15 +40,21 @@ def _stems(text: str) -> list[str]:
     return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words]
 
 
-def _compared(read: Result) -> list[str]:
-    """The values ``read`` compared with: quoted literals of a query's SQL, short string
-    arguments of any other call, and the text cells of its rows (a read grouped by the value)."""
+def _argument_values(read: Result) -> list[str]:
+    """The values a call asked for: quoted literals of a query's SQL, short string arguments."""
     out: list[str] = []
     for text in strings_of(read.args):
         if _SQL_TEXT.search(text):
             out += [v.replace("''", "'") for v in _SQL_LITERAL.findall(text)]
         elif len(text) <= 60:
             out.append(text)
+    return out
+
+
+def _compared(read: Result) -> list[str]:
+    """The values ``read`` compared with: quoted literals of a query's SQL, short string
+    arguments of any other call, and the text cells of its rows (a read grouped by the value)."""
+    out = _argument_values(read)
     table = table_of(read.data)
     if table is not None:
         out += [v for row in table[1] for v in row if isinstance(v, str)]
@@ -149,13 +155,7 @@ def invented_filters(read: Result, known: str) -> list[str]:
     data for the period asked." A value is a short string argument, or a quoted literal of a
     query's SQL; dates, numbers and patterns' wildcards are left out (a period is checked as
     figures)."""
-    values: list[str] = []
-    for text in strings_of(read.args):
-        if _SQL_TEXT.search(text):
-            values += [v.replace("''", "'") for v in _SQL_LITERAL.findall(text)]
-        elif len(text) <= 60:
-            values.append(text)
-    words = [v.strip("%_ ") for v in values]
+    words = [v.strip("%_ ") for v in _argument_values(read)]
     worded = [
         v for v in words if re.search(r"[^\W\d_]{2,}", v) and not re.fullmatch(r"[\d\s:%_./-]*[TtZz]?[\d\s:%_./-]*", v)
     ]
