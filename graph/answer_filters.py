@@ -134,9 +134,9 @@ def read_for(read: Result, text: str) -> bool:
     """Whether an empty ``read`` can support a "none" in ``text`` (the claim and the request):
     a read given arguments read what they asked for; a read called with none lists one whole
     collection, whose emptiness says nothing of anything else — its tool's name must share a
-    word with ``text`` ("You have no reminders" after ``list_reminders``) when ``text`` has words
+    word with ``text`` ("You have no notes" after a ``list_notes`` tool) when ``text`` has words
     in its letters (Latin; a text in another script is not compared). Measured
-    (Qwen2.5-Coder-1.5B): twice its queries failed, then ``list_reminders`` came back empty and
+    (Qwen2.5-Coder-1.5B): twice its queries failed, then a tool listing reminders came back empty and
     the model answered "There are no orders shipped with DHL" / "There were no invoices issued
     last month" — right by chance here, a false "none" on any database that holds them."""
     if not isinstance(read.args, Mapping) or any(s.strip() for s in strings_of(read.args)):
